@@ -1,0 +1,268 @@
+package batch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
+)
+
+// Options change how a script runs.
+type Options struct {
+	// FailFast stops at the first step that did not pass.
+	FailFast bool
+	// Events interleaves the engine's events with the results.
+	Events bool
+}
+
+// Summary counts what a run did.
+type Summary struct {
+	Steps  int // steps reported (including malformed lines)
+	Passed int
+	Failed int
+	// FirstFailure is the line of the first step that did not pass (0: none).
+	FirstFailure int
+	// Stopped: the run ended early (--fail-fast or cancellation).
+	Stopped bool
+}
+
+// OK reports whether every step passed.
+func (s Summary) OK() bool { return s.Failed == 0 && !s.Stopped }
+
+// ErrUnreadable wraps failures to read the script itself (exit status 2).
+var ErrUnreadable = errors.New("cannot read the script")
+
+// Result is one output line.
+type Result struct {
+	ID        string          `json:"id,omitempty"`
+	Action    string          `json:"action,omitempty"`
+	OK        bool            `json:"ok"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     *ErrorBody      `json:"error,omitempty"`
+	Expected  *bool           `json:"expected,omitempty"`
+	ElapsedUS int64           `json:"elapsed_us"`
+	Line      int             `json:"line"`
+}
+
+// ErrorBody is a failed step's error.
+type ErrorBody struct {
+	Kind    errs.Kind      `json:"kind"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Runner runs scripts against one engine.
+type Runner struct {
+	engine *core.Engine
+	out    io.Writer
+	opts   Options
+
+	done    map[string]stepOutcome
+	tap     *events.Tap
+	summary Summary
+}
+
+// NewRunner returns a runner writing result lines to out.
+func NewRunner(engine *core.Engine, out io.Writer, opts Options) *Runner {
+	return &Runner{engine: engine, out: out, opts: opts, done: map[string]stepOutcome{}}
+}
+
+// Open opens a script for RunFile: "-" is standard input. Opening it before
+// the engine lets an unreadable script fail (exit 2) before anything is touched.
+func Open(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is a directory", ErrUnreadable, path)
+	}
+	return f, nil
+}
+
+// IsYAML says whether a script path names a YAML script.
+func IsYAML(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// Run reads a script from in — YAML when yaml is set, else JSON Lines — and
+// runs it. Its error is non-nil only when the script could not be read
+// (ErrUnreadable) or ctx ended the run.
+func (r *Runner) Run(ctx context.Context, in io.Reader, yaml bool) (Summary, error) {
+	if r.opts.Events {
+		r.tap = r.engine.Env().Events.Tap(1024)
+		defer r.tap.Close()
+	}
+	defer r.engine.Clock().Unpin()
+	var err error
+	if yaml {
+		err = r.runYAML(ctx, in)
+	} else {
+		err = r.runJSONL(ctx, in)
+	}
+	return r.summary, err
+}
+
+// line is one physical line of a JSONL script.
+type line struct {
+	n    int
+	text []byte
+	err  error
+}
+
+func (r *Runner) runJSONL(ctx context.Context, in io.Reader) error {
+	// Read in a goroutine so that an interrupt is noticed even while
+	// waiting on standard input.
+	lines := make(chan line)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReaderSize(in, 64<<10)
+		for n := 1; ; n++ {
+			text, err := br.ReadBytes('\n')
+			if len(text) > 0 || err == nil {
+				select {
+				case lines <- line{n: n, text: text}:
+				case <-stop:
+					return
+				}
+			}
+			if err != nil {
+				if err != io.EOF {
+					select {
+					case lines <- line{n: n, err: err}:
+					case <-stop:
+					}
+				}
+				return
+			}
+		}
+	}()
+	for {
+		var l line
+		var ok bool
+		select {
+		case l, ok = <-lines:
+		case <-ctx.Done():
+			r.summary.Stopped = true
+			return ctx.Err()
+		}
+		if !ok {
+			return nil
+		}
+		if l.err != nil {
+			return fmt.Errorf("%w: line %d: %v", ErrUnreadable, l.n, l.err)
+		}
+		text := bytes.TrimSpace(l.text)
+		if l.n == 1 {
+			text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+		}
+		if len(text) == 0 || text[0] == '#' {
+			continue
+		}
+		st, err := DecodeStep(text)
+		if !r.runStep(ctx, l.n, st, err) {
+			return nil
+		}
+	}
+}
+
+// runStep runs one decoded step (or reports why it could not be decoded) and
+// writes its result. It returns false when the run should stop.
+func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr error) bool {
+	res := Result{ID: st.ID, Action: st.Action, Line: lineNo}
+	clk := r.engine.Clock()
+	if st.At != nil {
+		clk.Pin(*st.At)
+	} else {
+		clk.Unpin()
+	}
+	start := clk.Now()
+	var err error
+	switch {
+	case decodeErr != nil:
+		err = decodeErr
+	case st.ID != "" && r.seen(st.ID):
+		err = errs.New(errs.Validation, "id: %q is already the id of the step on line %d; step ids must be unique", st.ID, r.done[st.ID].line).
+			With("field", "id")
+	default:
+		var args json.RawMessage
+		args, err = resolveRefs(st.Args, r.done)
+		if err == nil {
+			res.Result, err = r.engine.Do(ctx, core.Request{Action: st.Action, Args: args, Principal: st.As, Turn: st.Turn})
+		}
+	}
+	res.ElapsedUS = clk.Now().Sub(start).Microseconds()
+	res.OK = err == nil
+	if err != nil {
+		e := errs.As(err)
+		res.Error = &ErrorBody{Kind: e.Kind, Message: e.Message, Details: e.Details}
+		if e.Kind == errs.Parse {
+			res.Error.Message = fmt.Sprintf("line %d: %s", lineNo, e.Message)
+		}
+	}
+	passed := res.OK
+	if st.ExpectError != "" {
+		passed = !res.OK && res.Error.Kind == st.ExpectError
+		res.Expected = &passed
+	}
+	if st.ID != "" && !r.seen(st.ID) {
+		r.done[st.ID] = stepOutcome{line: lineNo, ok: res.OK, result: res.Result}
+	}
+	r.summary.Steps++
+	if passed {
+		r.summary.Passed++
+	} else {
+		r.summary.Failed++
+		if r.summary.FirstFailure == 0 {
+			r.summary.FirstFailure = lineNo
+		}
+	}
+	r.flushEvents()
+	r.write(res)
+	if !passed && r.opts.FailFast {
+		r.summary.Stopped = true
+		return false
+	}
+	return ctx.Err() == nil
+}
+
+func (r *Runner) seen(id string) bool {
+	_, ok := r.done[id]
+	return ok
+}
+
+func (r *Runner) flushEvents() {
+	if r.tap == nil {
+		return
+	}
+	for _, ev := range r.tap.Drain() {
+		r.write(ev)
+	}
+}
+
+// write emits one line with a single Write, so a reader at the other end of
+// a pipe sees whole lines as soon as each step is done.
+func (r *Runner) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(Result{Error: &ErrorBody{Kind: errs.Internal, Message: "encoding the result: " + err.Error()}})
+	}
+	r.out.Write(append(b, '\n'))
+}

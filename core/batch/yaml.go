@@ -1,0 +1,118 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/engram-console/engram/core/errs"
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// runYAML runs a YAML script: a mapping whose `steps` is a list of step
+// objects (with optional `name` and `description`). A step that cannot be
+// read is reported, with its line, like a malformed JSON line, and the run
+// goes on; a file that is not YAML at all is one ParseError result.
+func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
+	steps, err := yamlSteps(data)
+	if err != nil {
+		e := errs.As(err)
+		r.runStep(ctx, yamlLine(err), Step{}, e)
+		return nil
+	}
+	for _, node := range steps {
+		if ctx.Err() != nil {
+			r.summary.Stopped = true
+			return ctx.Err()
+		}
+		line := node.GetToken().Position.Line
+		var v any
+		var st Step
+		err := yaml.NodeToValue(node, &v)
+		if err == nil {
+			var js []byte
+			if js, err = json.Marshal(v); err == nil {
+				st, err = DecodeStep(js)
+			} else {
+				err = errs.New(errs.Parse, "step cannot be expressed as JSON: %v", err)
+			}
+		} else {
+			err = errs.New(errs.Parse, "%s", yamlMessage(err))
+		}
+		if !r.runStep(ctx, line, st, err) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// yamlSteps parses a script and returns its step nodes.
+func yamlSteps(data []byte) ([]ast.Node, error) {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, errs.New(errs.Parse, "not valid YAML: %s%w", yamlMessage(err), lineCarrier{err})
+	}
+	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
+		return nil, errs.New(errs.Parse, "a YAML script is one document: a mapping with a `steps:` list")
+	}
+	body, ok := file.Docs[0].Body.(*ast.MappingNode)
+	if !ok {
+		return nil, errs.New(errs.Parse, "a YAML script is a mapping with a `steps:` list, not a %s", file.Docs[0].Body.Type())
+	}
+	var steps *ast.SequenceNode
+	for _, mv := range body.Values {
+		switch key := mv.Key.GetToken().Value; key {
+		case "steps":
+			seq, ok := mv.Value.(*ast.SequenceNode)
+			if !ok {
+				return nil, errs.New(errs.Parse, "`steps:` must be a list of steps%w", lineCarrier{tokenErr{mv.Value}})
+			}
+			steps = seq
+		case "name", "description":
+		default:
+			return nil, errs.New(errs.Parse, "unknown top-level key %q; a YAML script has steps (and optionally name, description)%w", key, lineCarrier{tokenErr{mv.Key}})
+		}
+	}
+	if steps == nil {
+		return nil, errs.New(errs.Parse, "a YAML script needs a `steps:` list")
+	}
+	return steps.Values, nil
+}
+
+// lineCarrier wraps an error for its position without adding to the message.
+type lineCarrier struct{ err error }
+
+func (l lineCarrier) Error() string { return "" }
+func (l lineCarrier) Unwrap() error { return l.err }
+
+type tokenErr struct{ node ast.Node }
+
+func (t tokenErr) Error() string { return "" }
+
+func yamlLine(err error) int {
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		return ye.GetToken().Position.Line
+	}
+	var te tokenErr
+	if errors.As(err, &te) {
+		return te.node.GetToken().Position.Line
+	}
+	return 1
+}
+
+func yamlMessage(err error) string {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		return ye.GetMessage()
+	}
+	return err.Error()
+}

@@ -1,0 +1,210 @@
+// Package core is the engram engine: the Engine facade that opens the store,
+// wires the shared services (clock, ids, events, trace, action registry,
+// context providers, language model) and runs actions. The TUI, the batch
+// runner and tests all drive engram through Engine.Do.
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/ids"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/trace"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
+)
+
+// Version is engram's version, reported by engine.info and --version.
+var Version = "0.1.0-dev"
+
+// DefaultAgent is the principal acting when none is given.
+const DefaultAgent = "local"
+
+// Options configure Open.
+type Options struct {
+	// DataDir is the durable store's directory (ignored when InMemory).
+	DataDir string
+	// InMemory keeps the store in RAM only.
+	InMemory bool
+	// SyncWrites fsyncs every commit (survives power loss, slower).
+	SyncWrites bool
+	// Agent is the default principal (DefaultAgent when empty).
+	Agent string
+	// Clock is the base clock (the real one when nil). The engine wraps it in
+	// a Pinnable clock so that a batch step's `at` can pin the time.
+	Clock clock.Clock
+	// IDSeed seeds the id generator. Empty: derived from the store's id epoch,
+	// which a durable store bumps on every open (so ids never repeat across
+	// runs) and an in-memory store always starts at 1 (so runs repeat).
+	IDSeed string
+	// LLM is the language model provider (offline when nil).
+	LLM llm.Provider
+	// Logger receives the engine's and Badger's log lines (discarded when nil).
+	Logger *slog.Logger
+}
+
+// Engine is one open engram.
+type Engine struct {
+	env   *kit.Env
+	clock *clock.Pinnable
+	agent string
+	sync  bool
+}
+
+// Open opens the store and builds the engine with its built-in actions.
+func Open(opts Options) (*Engine, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	store, err := storage.Open(storage.Options{
+		Dir: opts.DataDir, InMemory: opts.InMemory, SyncWrites: opts.SyncWrites, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e, err := build(store, opts, logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, error) {
+	clk := clock.NewPinnable(opts.Clock)
+	seed := opts.IDSeed
+	if seed == "" {
+		epoch, err := bumpEpoch(store)
+		if err != nil {
+			return nil, fmt.Errorf("reading the store's id epoch: %w", err)
+		}
+		seed = "epoch " + strconv.FormatUint(epoch, 10)
+	}
+	tr, err := trace.Open(store)
+	if err != nil {
+		return nil, err
+	}
+	provider := opts.LLM
+	if provider == nil {
+		provider = llm.Offline{}
+	}
+	agent := opts.Agent
+	if agent == "" {
+		agent = DefaultAgent
+	}
+	env := &kit.Env{
+		Store:   store,
+		Clock:   clk,
+		IDs:     ids.New(clk, seed),
+		Events:  events.NewBroker(clk),
+		Trace:   tr,
+		Actions: action.NewRegistry(),
+		LLM:     provider,
+		Log:     logger,
+	}
+	e := &Engine{env: env, clock: clk, agent: agent, sync: opts.SyncWrites}
+	e.registerBuiltins()
+	env.AddCounter("trace", func() (map[string]int, error) {
+		entries, turns, err := tr.Count()
+		return map[string]int{"entries": entries, "turns_traced": turns}, err
+	})
+	env.AddCounter("turns", e.countTurns)
+	return e, nil
+}
+
+// bumpEpoch increments and returns the store's id epoch.
+func bumpEpoch(store *storage.Store) (uint64, error) {
+	var epoch uint64
+	err := store.Update(context.Background(), func(tx *storage.Tx) error {
+		key := storage.Key(storage.PrefixMeta, "id_epoch")
+		epoch = 0
+		if b, err := tx.Get(key); err == nil {
+			epoch, _ = strconv.ParseUint(string(b), 10, 64)
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		epoch++
+		return tx.Set(key, []byte(strconv.FormatUint(epoch, 10)))
+	})
+	return epoch, err
+}
+
+// Env is the services subsystems register themselves with (the planner, from main).
+func (e *Engine) Env() *kit.Env { return e.env }
+
+// Clock is the engine clock; the batch runner pins it to a step's `at`.
+func (e *Engine) Clock() *clock.Pinnable { return e.clock }
+
+// Agent is the default principal.
+func (e *Engine) Agent() string { return e.agent }
+
+// Actions lists every registered action, sorted by name.
+func (e *Engine) Actions() []*action.Action { return e.env.Actions.List() }
+
+// Subscribe returns the engine's events until ctx is cancelled.
+func (e *Engine) Subscribe(ctx context.Context, buffer int) <-chan events.Event {
+	return e.env.Events.Subscribe(ctx, buffer)
+}
+
+// Close closes the store. Safe to call more than once.
+func (e *Engine) Close() error { return e.env.Store.Close() }
+
+// Request is one action to run.
+type Request struct {
+	Action string
+	Args   json.RawMessage
+	// Principal acting; the engine's agent when empty.
+	Principal string
+	// Turn the action belongs to; may be empty.
+	Turn string
+}
+
+// Do runs one action and returns its JSON result. Every error it returns is
+// an *errs.Error (use errs.KindOf / errs.As).
+func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
+	a, err := e.env.Actions.Lookup(req.Action)
+	if err != nil {
+		return nil, err
+	}
+	call := action.Call{Principal: req.Principal, Turn: req.Turn, Clock: e.clock}
+	if call.Principal == "" {
+		call.Principal = e.agent
+	}
+	start := time.Now()
+	out, err := a.Invoke(ctx, call, req.Args)
+	if err != nil {
+		err = classify(err)
+		e.env.Log.Debug("action failed", "action", req.Action, "turn", req.Turn, "kind", errs.KindOf(err), "err", err, "took", time.Since(start))
+		return nil, err
+	}
+	e.env.Log.Debug("action", "action", req.Action, "turn", req.Turn, "took", time.Since(start))
+	return out, nil
+}
+
+// classify gives every error an error kind.
+func classify(err error) error {
+	var ee *errs.Error
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case errors.Is(err, storage.ErrConflict):
+		return errs.New(errs.Conflict, "%w; try again", err)
+	case errors.Is(err, storage.ErrTooBig):
+		return errs.New(errs.Budget, "%w", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errs.New(errs.Internal, "interrupted: %w", err)
+	}
+	return errs.New(errs.Internal, "%w", err)
+}

@@ -1,0 +1,181 @@
+// Package events is the engine's event broker. Subsystems publish typed
+// events after each committed change; the TUI and the batch runner's
+// --events subscribe. Publishing never blocks: every subscriber has its own
+// queue, drained into its buffered channel by its own goroutine. When a
+// subscriber falls behind, progress events beyond its buffer are dropped;
+// every other event is kept and delivered in order.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/engram-console/engram/core/clock"
+)
+
+// Event is something that happened in the engine.
+type Event struct {
+	Seq  uint64    // broker-wide publication order, from 1
+	Name string    // e.g. "trace.recorded", "item.mutated"
+	At   time.Time // engine clock at publication
+	Data any       // the event's payload; JSON-encodable
+	// Progress marks an event a slow subscriber may miss (a later one
+	// supersedes it).
+	Progress bool
+}
+
+// MarshalJSON renders {"event": name, "seq": n, "at": ..., "data": ...}, the
+// line format of the batch runner's --events.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Event    string    `json:"event"`
+		Seq      uint64    `json:"seq"`
+		At       time.Time `json:"at"`
+		Progress bool      `json:"progress,omitempty"`
+		Data     any       `json:"data,omitempty"`
+	}{e.Name, e.Seq, e.At, e.Progress, e.Data})
+}
+
+// Broker fans events out to subscribers. The zero value is not usable; call
+// NewBroker.
+type Broker struct {
+	clock clock.Clock
+
+	mu   sync.Mutex
+	seq  uint64
+	subs map[*queue]struct{}
+}
+
+// NewBroker returns a broker stamping events with c.
+func NewBroker(c clock.Clock) *Broker {
+	return &Broker{clock: c, subs: map[*queue]struct{}{}}
+}
+
+// Publish delivers an event to every subscriber. It never blocks.
+func (b *Broker) Publish(name string, data any) { b.publish(name, data, false) }
+
+// PublishProgress delivers a progress event, which a subscriber whose buffer
+// is full will miss. It never blocks.
+func (b *Broker) PublishProgress(name string, data any) { b.publish(name, data, true) }
+
+func (b *Broker) publish(name string, data any, progress bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	ev := Event{Seq: b.seq, Name: name, At: b.clock.Now(), Data: data, Progress: progress}
+	for q := range b.subs {
+		q.push(ev)
+	}
+}
+
+// Subscribe returns a channel of events (buffer of the given size, at least
+// 1) that is closed when ctx is cancelled.
+func (b *Broker) Subscribe(ctx context.Context, buffer int) <-chan Event {
+	buffer = max(buffer, 1)
+	q := newQueue(buffer)
+	b.add(q)
+	out := make(chan Event, buffer)
+	go func() {
+		defer close(out)
+		defer b.remove(q)
+		for {
+			ev, ok := q.pop(ctx)
+			if !ok {
+				return
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// Tap is a synchronous subscription: events wait in it until Drain. The batch
+// runner uses it to print, after each step, exactly the events that step
+// caused.
+type Tap struct {
+	b *Broker
+	q *queue
+}
+
+// Tap starts a synchronous subscription keeping at most limit progress
+// events between drains (other events are always kept).
+func (b *Broker) Tap(limit int) *Tap {
+	q := newQueue(max(limit, 1))
+	b.add(q)
+	return &Tap{b: b, q: q}
+}
+
+// Drain returns the events published since the last Drain, in order.
+func (t *Tap) Drain() []Event { return t.q.drain() }
+
+// Close ends the subscription.
+func (t *Tap) Close() { t.b.remove(t.q) }
+
+func (b *Broker) add(q *queue) {
+	b.mu.Lock()
+	b.subs[q] = struct{}{}
+	b.mu.Unlock()
+}
+
+func (b *Broker) remove(q *queue) {
+	b.mu.Lock()
+	delete(b.subs, q)
+	b.mu.Unlock()
+}
+
+// queue is one subscriber's unbounded-for-final, bounded-for-progress queue.
+type queue struct {
+	limit  int
+	mu     sync.Mutex
+	events []Event
+	ready  chan struct{} // signalled (capacity 1) when events is non-empty
+}
+
+func newQueue(limit int) *queue { return &queue{limit: limit, ready: make(chan struct{}, 1)} }
+
+func (q *queue) push(ev Event) {
+	q.mu.Lock()
+	if ev.Progress && len(q.events) >= q.limit {
+		q.mu.Unlock()
+		return
+	}
+	q.events = append(q.events, ev)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) pop(ctx context.Context) (Event, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.events) > 0 {
+			ev := q.events[0]
+			q.events[0] = Event{}
+			q.events = q.events[1:]
+			q.mu.Unlock()
+			return ev, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return Event{}, false
+		}
+	}
+}
+
+func (q *queue) drain() []Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.events
+	q.events = nil
+	return out
+}

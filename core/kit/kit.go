@@ -1,0 +1,207 @@
+// Package kit bundles the engine services every subsystem is built from —
+// store, clock, ids, events, trace, action registry, context providers,
+// language model, log — so that subsystems depend on these basics rather than
+// on the Engine facade (which wires them together and imports the
+// subsystems).
+package kit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/ids"
+	"github.com/engram-console/engram/core/trace"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
+)
+
+// EventTraceRecorded is published for every trace entry after it commits;
+// its data is the trace.Entry.
+const EventTraceRecorded = "trace.recorded"
+
+// Env is what a subsystem gets to build on.
+type Env struct {
+	Store   *storage.Store
+	Clock   clock.Clock
+	IDs     *ids.Generator
+	Events  *events.Broker
+	Trace   *trace.Log
+	Actions *action.Registry
+	LLM     llm.Provider
+	Log     *slog.Logger
+
+	mu        sync.Mutex
+	providers []ContextProvider
+	counters  map[string]Counter
+}
+
+// Counter reports a subsystem's counts for engine.info (e.g. {"items": 3}).
+type Counter func() (map[string]int, error)
+
+// AddCounter registers a subsystem's counter under its name.
+func (e *Env) AddCounter(subsystem string, c Counter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.counters == nil {
+		e.counters = map[string]Counter{}
+	}
+	e.counters[subsystem] = c
+}
+
+// Counts runs every counter.
+func (e *Env) Counts() (map[string]map[string]int, error) {
+	e.mu.Lock()
+	counters := make(map[string]Counter, len(e.counters))
+	for k, v := range e.counters {
+		counters[k] = v
+	}
+	e.mu.Unlock()
+	out := map[string]map[string]int{}
+	for name, c := range counters {
+		m, err := c()
+		if err != nil {
+			return nil, fmt.Errorf("counting %s: %w", name, err)
+		}
+		out[name] = m
+	}
+	return out, nil
+}
+
+// Update runs fn in one read-write transaction (retried on storage
+// conflicts; fn must have no effects outside tx). Events and trace entries fn
+// queues are published only once the transaction has committed.
+func (e *Env) Update(ctx context.Context, fn func(tx *Txn) error) error {
+	var committed *Txn
+	err := e.Store.Update(ctx, func(stx *storage.Tx) error {
+		tx := &Txn{Tx: stx, env: e}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		committed = tx
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, ev := range committed.pending {
+		if ev.progress {
+			e.Events.PublishProgress(ev.name, ev.data)
+		} else {
+			e.Events.Publish(ev.name, ev.data)
+		}
+	}
+	return nil
+}
+
+// Txn is a read-write transaction that also collects the events and trace
+// entries of the change it makes.
+type Txn struct {
+	*storage.Tx
+	env     *Env
+	pending []pendingEvent
+}
+
+type pendingEvent struct {
+	name     string
+	data     any
+	progress bool
+}
+
+// Publish queues an event for after the commit.
+func (t *Txn) Publish(name string, data any) {
+	t.pending = append(t.pending, pendingEvent{name: name, data: data})
+}
+
+// PublishProgress queues a progress event (one a slow subscriber may miss).
+func (t *Txn) PublishProgress(name string, data any) {
+	t.pending = append(t.pending, pendingEvent{name: name, data: data, progress: true})
+}
+
+// Trace appends a trace entry for call, of the given kind, in this
+// transaction. data, if not nil, is stored as JSON.
+func (t *Txn) Trace(call action.Call, kind, message string, data any) (trace.Entry, error) {
+	e := trace.Entry{TurnID: call.Turn, Kind: kind, Message: message, Principal: call.Principal, At: t.env.Clock.Now()}
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return trace.Entry{}, fmt.Errorf("trace data: %w", err)
+		}
+		e.Data = b
+	}
+	e, err := t.env.Trace.Append(t.Tx, e)
+	if err != nil {
+		return trace.Entry{}, err
+	}
+	t.Publish(EventTraceRecorded, e)
+	return e, nil
+}
+
+// TurnStart describes a turn that is starting.
+type TurnStart struct {
+	TurnID       string
+	Principal    string
+	Input        string
+	Channel      string
+	ThreadID     string
+	Conversation string
+	At           time.Time
+}
+
+// TurnEnd describes a turn that is ending.
+type TurnEnd struct {
+	TurnID    string
+	Principal string
+	// Updates is what the turn asks this provider to commit (turn.end's
+	// updates[provider name]); nil when it sent none.
+	Updates json.RawMessage
+	At      time.Time
+}
+
+// ContextProvider is a subsystem's part in turns: it contributes a section
+// to the working memory assembled by turn.start, and commits a turn's updates
+// at turn.end.
+type ContextProvider interface {
+	// Name keys the provider's section in the context and its updates in turn.end.
+	Name() string
+	// Context returns the provider's section of working memory for a turn
+	// that is starting (nil to contribute nothing).
+	Context(ctx context.Context, start TurnStart) (any, error)
+	// Commit applies end.Updates inside tx: every provider commits in the
+	// same transaction, so a turn's updates land together or not at all.
+	// It returns what it committed.
+	Commit(ctx context.Context, tx *Txn, end TurnEnd) (any, error)
+}
+
+// AddProvider registers a context provider. Names must be unique.
+func (e *Env) AddProvider(p ContextProvider) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, q := range e.providers {
+		if q.Name() == p.Name() {
+			panic("context provider registered twice: " + p.Name())
+		}
+	}
+	e.providers = append(e.providers, p)
+	sort.Slice(e.providers, func(i, j int) bool { return e.providers[i].Name() < e.providers[j].Name() })
+}
+
+// Providers returns the context providers, sorted by name.
+func (e *Env) Providers() []ContextProvider {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]ContextProvider(nil), e.providers...)
+}
+
+// Validation is shorthand for a ValidationError about one field.
+func Validation(field, format string, args ...any) *errs.Error {
+	return errs.New(errs.Validation, field+": "+format, args...).With("field", field)
+}

@@ -1,0 +1,199 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/storage"
+)
+
+// Channels a turn may arrive on (seed 003): explicit ones select a thread,
+// implicit ones continue the most recent.
+var Channels = []string{"web", "app", "sms", "whatsapp", "voice"}
+
+// TurnRecord is what the store keeps of a turn.
+type TurnRecord struct {
+	TurnID       string     `json:"turn_id"`
+	Principal    string     `json:"principal"`
+	Input        string     `json:"input,omitempty"`
+	Channel      string     `json:"channel,omitempty"`
+	ThreadID     string     `json:"thread_id,omitempty"`
+	Conversation string     `json:"conversation"`
+	StartedAt    time.Time  `json:"started_at"`
+	EndedAt      *time.Time `json:"ended_at,omitempty"`
+}
+
+// WorkingContext is the working memory assembled for a turn: one section per
+// context provider that had something to contribute.
+type WorkingContext struct {
+	TurnID       string         `json:"turn_id"`
+	Principal    string         `json:"principal"`
+	StartedAt    time.Time      `json:"started_at"`
+	Input        string         `json:"input"`
+	Channel      string         `json:"channel,omitempty"`
+	ThreadID     string         `json:"thread_id,omitempty"`
+	Conversation string         `json:"conversation"`
+	Providers    []string       `json:"providers"`
+	Sections     map[string]any `json:"sections"`
+}
+
+type turnStartArgs struct {
+	Input        string `json:"input,omitempty" help:"what the user said or asked this turn"`
+	Channel      string `json:"channel,omitempty" help:"web, app, sms, whatsapp or voice"`
+	ThreadID     string `json:"thread_id,omitempty" help:"the conversation thread, for explicit channels"`
+	Conversation string `json:"conversation,omitempty" help:"the history buffer (default \"default\")"`
+}
+
+func turnKey(id string) []byte { return storage.Key(storage.PrefixTurn, id) }
+
+func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStartArgs) (map[string]WorkingContext, error) {
+	if args.Channel != "" && !slices.Contains(Channels, args.Channel) {
+		return nil, kit.Validation("channel", "unknown channel %q; use one of %s", args.Channel, strings.Join(Channels, ", "))
+	}
+	if args.Conversation == "" {
+		args.Conversation = "default"
+	}
+	turnID := call.Turn
+	if turnID == "" {
+		turnID = e.env.IDs.New()
+	}
+	now := call.Clock.Now()
+	start := kit.TurnStart{
+		TurnID: turnID, Principal: call.Principal, Input: args.Input, Channel: args.Channel,
+		ThreadID: args.ThreadID, Conversation: args.Conversation, At: now,
+	}
+	wc := WorkingContext{
+		TurnID: turnID, Principal: call.Principal, StartedAt: now, Input: args.Input, Channel: args.Channel,
+		ThreadID: args.ThreadID, Conversation: args.Conversation, Providers: []string{}, Sections: map[string]any{},
+	}
+	for _, p := range e.env.Providers() {
+		section, err := p.Context(ctx, start)
+		if err != nil {
+			return nil, fmt.Errorf("context provider %s: %w", p.Name(), err)
+		}
+		wc.Providers = append(wc.Providers, p.Name())
+		if section != nil {
+			wc.Sections[p.Name()] = section
+		}
+	}
+	rec := TurnRecord{
+		TurnID: turnID, Principal: call.Principal, Input: args.Input, Channel: args.Channel,
+		ThreadID: args.ThreadID, Conversation: args.Conversation, StartedAt: now,
+	}
+	call.Turn = turnID
+	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		var existing TurnRecord
+		switch err := tx.GetJSON(turnKey(turnID), &existing); {
+		case err == nil:
+			return errs.New(errs.Conflict, "turn %q already started at %s; give the new turn its own id", turnID, existing.StartedAt.Format(time.RFC3339Nano)).
+				With("current", existing)
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+		if err := tx.SetJSON(turnKey(turnID), rec); err != nil {
+			return err
+		}
+		_, err := tx.Trace(call, "turn.start", fmt.Sprintf("turn started: %d context section(s) from %d provider(s)", len(wc.Sections), len(wc.Providers)),
+			map[string]any{"input": args.Input, "channel": args.Channel, "sections": sortedKeys(wc.Sections)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]WorkingContext{"context": wc}, nil
+}
+
+type turnEndArgs struct {
+	Updates map[string]json.RawMessage `json:"updates,omitempty" help:"per context provider, what the turn commits: {\"provider\": ...}"`
+}
+
+type turnEndResult struct {
+	TurnID    string         `json:"turn_id"`
+	StartedAt time.Time      `json:"started_at"`
+	EndedAt   time.Time      `json:"ended_at"`
+	Committed map[string]any `json:"committed"`
+}
+
+func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs) (turnEndResult, error) {
+	if call.Turn == "" {
+		return turnEndResult{}, kit.Validation("turn", "turn.end needs the turn it ends: give the step a \"turn\" (the id turn.start returned)")
+	}
+	providers := e.env.Providers()
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.Name()
+	}
+	for name := range args.Updates {
+		if !slices.Contains(names, name) {
+			known := "no context providers are registered yet"
+			if len(names) > 0 {
+				known = "the providers are " + strings.Join(names, ", ")
+			}
+			return turnEndResult{}, kit.Validation("updates."+name, "no context provider named %q; %s", name, known)
+		}
+	}
+	now := call.Clock.Now()
+	var res turnEndResult
+	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		var rec TurnRecord
+		switch err := tx.GetJSON(turnKey(call.Turn), &rec); {
+		case errors.Is(err, storage.ErrNotFound):
+			return errs.New(errs.NotFound, "turn %q was never started; start it with turn.start", call.Turn).With("field", "turn")
+		case err != nil:
+			return err
+		}
+		if rec.EndedAt != nil {
+			return errs.New(errs.Conflict, "turn %q already ended at %s", call.Turn, rec.EndedAt.Format(time.RFC3339Nano)).With("current", rec)
+		}
+		res = turnEndResult{TurnID: rec.TurnID, StartedAt: rec.StartedAt, EndedAt: now, Committed: map[string]any{}}
+		for _, p := range providers {
+			out, err := p.Commit(ctx, tx, kit.TurnEnd{TurnID: call.Turn, Principal: call.Principal, Updates: args.Updates[p.Name()], At: now})
+			if err != nil {
+				return fmt.Errorf("context provider %s: %w", p.Name(), err)
+			}
+			if out != nil {
+				res.Committed[p.Name()] = out
+			}
+		}
+		rec.EndedAt = &now
+		if err := tx.SetJSON(turnKey(call.Turn), rec); err != nil {
+			return err
+		}
+		_, err := tx.Trace(call, "turn.end", fmt.Sprintf("turn ended: %d provider(s) committed", len(res.Committed)),
+			map[string]any{"committed": sortedKeys(res.Committed)})
+		return err
+	})
+	return res, err
+}
+
+func (e *Engine) countTurns() (map[string]int, error) {
+	open, ended := 0, 0
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		return tx.Scan(storage.Prefix([]byte(storage.PrefixTurn)), func(_, v []byte) error {
+			var rec TurnRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			if rec.EndedAt == nil {
+				open++
+			} else {
+				ended++
+			}
+			return nil
+		})
+	})
+	return map[string]int{"open": open, "ended": ended}, err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,217 @@
+// Command engram is a terminal console for seeing and steering an AI
+// assistant's memory. Without --batch it opens the interactive console; with
+// --batch it runs a script of actions headless (see docs/batch.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/batch"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/tui"
+)
+
+// Exit statuses (BATCH.md).
+const (
+	exitOK     = 0
+	exitFailed = 1 // a step did not pass, or the console failed
+	exitUsage  = 2 // bad flags, an unreadable script, an unusable data directory
+)
+
+type config struct {
+	batch    string
+	failFast bool
+	events   bool
+	data     string
+	inMemory bool
+	sync     bool
+	agent    string
+	llm      llm.Config
+	logFile  string
+	debug    bool
+	version  bool
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "engram: %v\nRun engram -h for the flags.\n", err)
+		return exitUsage
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, "engram", core.Version)
+		return exitOK
+	}
+
+	// Open the script before the store: an unreadable script changes nothing.
+	var script io.ReadCloser
+	if cfg.batch != "" {
+		if script, err = batch.Open(cfg.batch); err != nil {
+			fmt.Fprintf(stderr, "engram: %v\n", err)
+			return exitUsage
+		}
+		defer script.Close()
+	}
+
+	logger, closeLog, err := openLog(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "engram: %v\n", err)
+		return exitUsage
+	}
+	defer closeLog()
+
+	provider, err := llm.New(cfg.llm)
+	if err != nil {
+		fmt.Fprintf(stderr, "engram: %v\n", err)
+		return exitUsage
+	}
+	engine, err := core.Open(core.Options{
+		DataDir: cfg.data, InMemory: cfg.inMemory, SyncWrites: cfg.sync,
+		Agent: cfg.agent, LLM: provider, Logger: logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "engram: %v\n", err)
+		return exitUsage
+	}
+	defer engine.Close()
+	logger.Info("engram started", "version", core.Version, "store", engine.StoreLabel(), "batch", cfg.batch)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if cfg.batch != "" {
+		runner := batch.NewRunner(engine, stdout, batch.Options{FailFast: cfg.failFast, Events: cfg.events})
+		summary, err := runner.Run(ctx, script, batch.IsYAML(cfg.batch))
+		switch {
+		case errors.Is(err, batch.ErrUnreadable):
+			fmt.Fprintf(stderr, "engram: %v\n", err)
+			return exitUsage
+		case err != nil:
+			fmt.Fprintf(stderr, "engram: stopped after %d step(s): %v\n", summary.Steps, err)
+			return exitFailed
+		case !summary.OK():
+			fmt.Fprintf(stderr, "engram: %d of %d step(s) did not pass (first on line %d)\n", summary.Failed, summary.Steps, summary.FirstFailure)
+			return exitFailed
+		}
+		return exitOK
+	}
+
+	stop() // the console handles ctrl+c and SIGTERM itself
+	program := tea.NewProgram(tui.New(engine, tui.Options{}), tea.WithAltScreen())
+	if _, err := program.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		fmt.Fprintf(stderr, "engram: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("engram", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.batch, "batch", "", "run the actions of a script (`FILE`: .jsonl, .yaml, or - for standard input) instead of the console")
+	fs.BoolVar(&cfg.failFast, "fail-fast", false, "with --batch: stop at the first step that does not pass")
+	fs.BoolVar(&cfg.events, "events", false, "with --batch: also print the engine's events as {\"event\": ...} lines")
+	fs.StringVar(&cfg.data, "data", "", "the data `DIR`ectory (default $ENGRAM_DATA, else $XDG_DATA_HOME/engram, else ~/.local/share/engram)")
+	fs.BoolVar(&cfg.inMemory, "in-memory", false, "keep everything in memory: nothing is written to disk")
+	fs.BoolVar(&cfg.sync, "sync", false, "fsync every write, so acknowledged writes survive power loss too (slower)")
+	fs.StringVar(&cfg.agent, "agent", core.DefaultAgent, "the agent `ID` acting (a batch step's \"as\" overrides it)")
+	fs.StringVar(&cfg.llm.Provider, "llm", "offline", "language model provider: offline, ollama, openai or replay")
+	fs.StringVar(&cfg.llm.Model, "model", "", "the model `NAME` to ask (provider's default when empty)")
+	fs.StringVar(&cfg.llm.URL, "llm-url", "", "the model server's base `URL`")
+	fs.DurationVar(&cfg.llm.Timeout, "llm-timeout", 60*time.Second, "how long one model call may take")
+	fs.StringVar(&cfg.llm.Cassette, "cassette", "", "with --llm replay: the recorded exchanges to answer from (`FILE`)")
+	fs.StringVar(&cfg.llm.Record, "record", "", "with a live provider: record every exchange to this cassette `FILE`")
+	fs.StringVar(&cfg.logFile, "log", "", "the log `FILE` (default $ENGRAM_LOG, else $XDG_STATE_HOME/engram/engram.log, else ~/.local/state/engram/engram.log)")
+	fs.BoolVar(&cfg.debug, "debug", false, "log every action (debug level)")
+	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "engram: a console for an AI assistant's memory.\n\n"+
+			"Usage:\n  engram [flags]                    open the console\n"+
+			"  engram --batch FILE [flags]       run a script of actions, one JSON result per line\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q (a script goes after --batch)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cfg.batch == "" && (cfg.failFast || cfg.events) {
+		return cfg, errors.New("--fail-fast and --events only apply with --batch")
+	}
+	if cfg.inMemory && set["data"] {
+		return cfg, errors.New("--in-memory and --data exclude each other: choose one")
+	}
+	if cfg.agent == "" {
+		return cfg, errors.New("--agent must not be empty")
+	}
+	if cfg.llm.Timeout <= 0 {
+		return cfg, errors.New("--llm-timeout must be positive, e.g. 30s")
+	}
+	if !cfg.inMemory {
+		cfg.data = defaultPath(cfg.data, "ENGRAM_DATA", "XDG_DATA_HOME", ".local/share", "engram")
+		if cfg.data == "" {
+			return cfg, errors.New("no data directory: set --data DIR (or HOME)")
+		}
+	}
+	return cfg, nil
+}
+
+// defaultPath picks a path: the flag, else the env override, else the XDG
+// variable joined with name, else ~/home joined with name.
+func defaultPath(flagValue, override, xdg, home, name string) string {
+	switch {
+	case flagValue != "":
+		return flagValue
+	case os.Getenv(override) != "":
+		return os.Getenv(override)
+	case os.Getenv(xdg) != "":
+		return filepath.Join(os.Getenv(xdg), name)
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, home, name)
+}
+
+// openLog opens the log file (creating its directory); Badger's messages and
+// the engine's go there, never to the terminal.
+func openLog(cfg config) (*slog.Logger, func(), error) {
+	path := defaultPath(cfg.logFile, "ENGRAM_LOG", "XDG_STATE_HOME", ".local/state", filepath.Join("engram", "engram.log"))
+	if path == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("log file %s: %w (choose another with --log)", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log file %s: %w (choose another with --log)", path, err)
+	}
+	level := slog.LevelInfo
+	if cfg.debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
+}

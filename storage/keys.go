@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Key prefixes. Every key in an engram store begins with exactly one of these;
+// this table is the single place that hands them out, so two parts of engram
+// can never write over each other's keys.
+//
+//	prefix    what lives under it                                  value
+//	-------   ---------------------------------------------------  -----------------
+//	meta/     store metadata: schema version, id epoch              small JSON / bytes
+//	seq/      Badger sequences (leased counters, see Sequence)      Badger's own
+//	idx/      secondary indexes: idx/<space>/<field>/<value>/<id>   empty
+//	trace/    turn trace entries: trace/<seq>                       JSON trace.Entry
+//	turn/     turn records: turn/<turn id>                          JSON turn record
+//
+// Subsystems add their prefix here when they land. Index keys carry no value:
+// queries are answered from key-only scans, then only matching records are read.
+const (
+	PrefixMeta  = "meta/"
+	PrefixSeq   = "seq/"
+	PrefixIndex = "idx/"
+	PrefixTrace = "trace/"
+	PrefixTurn  = "turn/"
+)
+
+// Key joins a prefix (one of the Prefix constants) and parts into a key. Parts
+// are escaped so that a part may itself contain "/" without breaking the
+// key's structure; SplitKey undoes it.
+func Key(prefix string, parts ...string) []byte {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(escapePart(p))
+	}
+	return []byte(b.String())
+}
+
+// PrefixKey is Key with a trailing "/", for scanning every key below parts.
+func PrefixKey(prefix string, parts ...string) []byte {
+	k := Key(prefix, parts...)
+	if len(parts) == 0 {
+		return k
+	}
+	return append(k, '/')
+}
+
+// IndexKey builds idx/<space>/<field>/<value>/<id>. Value should already be
+// in sortable form (see Uint64, Int64, Time) when range scans matter.
+func IndexKey(space, field, value, id string) []byte {
+	return Key(PrefixIndex, space, field, value, id)
+}
+
+// SplitKey returns the unescaped parts of a key after the given prefix.
+func SplitKey(prefix string, key []byte) []string {
+	rest := strings.TrimPrefix(string(key), prefix)
+	if rest == "" {
+		return nil
+	}
+	parts := strings.Split(rest, "/")
+	for i, p := range parts {
+		parts[i] = unescapePart(p)
+	}
+	return parts
+}
+
+// LastPart is the last unescaped part of a key: for an index key, the id.
+func LastPart(key []byte) string {
+	s := string(key)
+	return unescapePart(s[strings.LastIndexByte(s, '/')+1:])
+}
+
+// Uint64 renders n as 16 hex digits, so that byte order equals numeric order.
+func Uint64(n uint64) string { return fmt.Sprintf("%016x", n) }
+
+// ParseUint64 reverses Uint64.
+func ParseUint64(s string) (uint64, error) {
+	var n uint64
+	_, err := fmt.Sscanf(s, "%016x", &n)
+	return n, err
+}
+
+// Int64 renders a signed number so that byte order equals numeric order,
+// negative numbers included (the sign bit is flipped).
+func Int64(n int64) string { return Uint64(uint64(n) ^ (1 << 63)) }
+
+// Time renders t as a sortable key part (nanoseconds since the epoch, UTC).
+func Time(t time.Time) string { return Int64(t.UnixNano()) }
+
+// BigEndian is n as 8 big-endian bytes, for compact numeric values.
+func BigEndian(n uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return b[:]
+}
+
+func escapePart(p string) string {
+	if !strings.ContainsAny(p, "%/") {
+		return p
+	}
+	p = strings.ReplaceAll(p, "%", "%25")
+	return strings.ReplaceAll(p, "/", "%2F")
+}
+
+func unescapePart(p string) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	p = strings.ReplaceAll(p, "%2F", "/")
+	return strings.ReplaceAll(p, "%25", "%")
+}

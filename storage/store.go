@@ -1,0 +1,342 @@
+// Package storage is engram's only door to Badger: durable or in-memory
+// stores, read-only and read-write transactions (the latter retried on
+// Badger's transaction conflicts), key-only prefix scans for index lookups,
+// and leased sequences. It knows nothing of goals, threads or plans; keys.go
+// holds the one table of key prefixes.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"golang.org/x/sys/unix"
+)
+
+// Errors of opening a store. Each is wrapped in an *OpenError that names the
+// directory and says what to do; test for them with errors.Is.
+var (
+	// ErrLocked: another process (usually another engram) holds the directory.
+	ErrLocked = errors.New("data directory is in use")
+	// ErrNotDirectory: the path exists and is not a directory.
+	ErrNotDirectory = errors.New("data path is not a directory")
+	// ErrNotWritable: the directory cannot be written (permissions, read-only file system).
+	ErrNotWritable = errors.New("data directory is not writable")
+)
+
+// Errors of using a store.
+var (
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = errors.New("key not found")
+	// ErrConflict: a read-write transaction kept conflicting with concurrent
+	// ones after every retry.
+	ErrConflict = errors.New("transaction conflict")
+	// ErrTooBig: a transaction wrote more than Badger accepts in one commit.
+	ErrTooBig = errors.New("transaction too big")
+	// ErrStop, returned from a scan callback, ends the scan without error.
+	ErrStop = errors.New("stop scan")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store is closed")
+)
+
+// OpenError says why a data directory could not be opened.
+type OpenError struct {
+	Dir    string
+	Reason error  // one of ErrLocked, ErrNotDirectory, ErrNotWritable, or Badger's error
+	Hint   string // what the user can do about it
+}
+
+func (e *OpenError) Error() string {
+	msg := fmt.Sprintf("%v: %s", e.Reason, e.Dir)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+// Unwrap lets errors.Is see the reason.
+func (e *OpenError) Unwrap() error { return e.Reason }
+
+// Options configure Open.
+type Options struct {
+	// Dir is the durable store's directory, created if missing. Ignored when InMemory.
+	Dir string
+	// InMemory keeps everything in RAM (Badger's in-memory mode); nothing is written to disk.
+	InMemory bool
+	// SyncWrites makes every commit wait for fsync, so that acknowledged writes
+	// survive power loss too, not only a crash of the process.
+	SyncWrites bool
+	// Logger receives Badger's own messages; nil discards them. They never go
+	// to the terminal.
+	Logger *slog.Logger
+	// MaxRetries bounds how often Update re-runs a transaction that hit a
+	// conflict; 0 means the default (16).
+	MaxRetries int
+}
+
+// Store is an open Badger database.
+type Store struct {
+	db         *badger.DB
+	dir        string
+	inMemory   bool
+	lockFile   *os.File
+	maxRetries int
+
+	mu        sync.Mutex
+	sequences map[string]*Sequence
+	closed    bool
+}
+
+const (
+	lockFileName    = "engram.lock"
+	defaultRetries  = 16
+	sequenceLeasing = 64
+)
+
+// Open opens (creating if needed) the store described by opts.
+func Open(opts Options) (*Store, error) {
+	s := &Store{inMemory: opts.InMemory, maxRetries: opts.MaxRetries, sequences: map[string]*Sequence{}}
+	if s.maxRetries <= 0 {
+		s.maxRetries = defaultRetries
+	}
+	bopts := badger.DefaultOptions("").
+		WithLogger(badgerLogger{opts.Logger}).
+		WithSyncWrites(opts.SyncWrites).
+		// engram's records are small; these keep the footprint of a console
+		// that may open several stores (tests) modest.
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(3).
+		WithBlockCacheSize(32 << 20).
+		WithIndexCacheSize(16 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithNumCompactors(2)
+	if opts.InMemory {
+		bopts = bopts.WithInMemory(true)
+	} else {
+		if opts.Dir == "" {
+			return nil, errors.New("storage: no data directory given")
+		}
+		dir, err := filepath.Abs(opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("storage: data directory %q: %w", opts.Dir, err)
+		}
+		s.dir = dir
+		if err := prepareDir(dir); err != nil {
+			return nil, err
+		}
+		lock, err := lockDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		s.lockFile = lock
+		bopts = bopts.WithDir(dir).WithValueDir(dir)
+	}
+	db, err := badger.Open(bopts)
+	if err != nil {
+		s.unlock()
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return nil, &OpenError{Dir: s.dir, Reason: ErrNotWritable, Hint: "fix its permissions or choose another with --data"}
+		}
+		return nil, &OpenError{Dir: s.dir, Reason: err, Hint: "see the log file for Badger's messages"}
+	}
+	s.db = db
+	return s, nil
+}
+
+// prepareDir makes sure dir is a directory engram can write to.
+func prepareDir(dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case err == nil && !info.IsDir():
+		return &OpenError{Dir: dir, Reason: ErrNotDirectory, Hint: "it is a regular file; choose a directory with --data"}
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return notWritable(dir, err)
+		}
+	case err != nil:
+		return notWritable(dir, err)
+	}
+	// Creating a file is the only reliable test of writability (access(2)
+	// says yes to root, and to read-only mounts until the first write).
+	probe, err := os.CreateTemp(dir, ".engram-write-probe-*")
+	if err != nil {
+		return notWritable(dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+func notWritable(dir string, err error) error {
+	reason := err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		reason = pe.Err
+	}
+	return &OpenError{Dir: dir, Reason: fmt.Errorf("%w: %v", ErrNotWritable, reason), Hint: "fix its permissions or choose another with --data"}
+}
+
+// lockDir takes an exclusive, non-blocking lock on dir/engram.lock and writes
+// our pid into it, so a second engram can say who holds the directory.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, notWritable(dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder := ""
+		if b, rerr := os.ReadFile(path); rerr == nil {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+				holder = fmt.Sprintf(" (pid %d)", pid)
+			}
+		}
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &OpenError{Dir: dir, Reason: ErrLocked,
+				Hint: "another engram" + holder + " has it open; close that one or choose another directory with --data"}
+		}
+		return nil, &OpenError{Dir: dir, Reason: fmt.Errorf("locking %s: %w", path, err)}
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+func (s *Store) unlock() {
+	if s.lockFile != nil {
+		unix.Flock(int(s.lockFile.Fd()), unix.LOCK_UN)
+		s.lockFile.Close()
+		s.lockFile = nil
+	}
+}
+
+// Dir is the store's absolute directory, or "" for an in-memory store.
+func (s *Store) Dir() string { return s.dir }
+
+// InMemory reports whether nothing is written to disk.
+func (s *Store) InMemory() bool { return s.inMemory }
+
+// Close releases sequences, closes Badger and unlocks the directory. It is
+// safe to call more than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, seq := range s.sequences {
+		if err := seq.seq.Release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	s.unlock()
+	return errors.Join(errs...)
+}
+
+// View runs fn in a read-only transaction. Use it for every query: an
+// iterator inside a read-write transaction would put every key it visits
+// into the conflict set.
+func (s *Store) View(fn func(tx *Tx) error) error {
+	return mapErr(s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) }))
+}
+
+// Update runs fn in a read-write transaction and commits it. When the commit
+// conflicts with a concurrent transaction, fn runs again on fresh reads (with
+// a short, jittered backoff), up to the store's retry limit; fn must therefore
+// have no effects outside tx. Either everything fn wrote is committed or
+// nothing is.
+func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	backoff := 200 * time.Microsecond
+	for attempt := 1; ; attempt++ {
+		err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, writable: true}) })
+		if !errors.Is(err, badger.ErrConflict) {
+			return mapErr(err)
+		}
+		if attempt >= s.maxRetries {
+			return fmt.Errorf("%w: still conflicting after %d attempts", ErrConflict, attempt)
+		}
+		wait := backoff/2 + rand.N(backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		backoff = min(backoff*2, 50*time.Millisecond)
+	}
+}
+
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrDBClosed):
+		return ErrClosed
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("%w: split the change into smaller ones", ErrTooBig)
+	}
+	return err
+}
+
+// Sequence returns the named leased counter, creating it on first use.
+// Numbers are unique and increasing across restarts; a crash may skip a few.
+func (s *Store) Sequence(name string) (*Sequence, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if seq, ok := s.sequences[name]; ok {
+		return seq, nil
+	}
+	bs, err := s.db.GetSequence(Key(PrefixSeq, name), sequenceLeasing)
+	if err != nil {
+		return nil, fmt.Errorf("storage: sequence %s: %w", name, err)
+	}
+	seq := &Sequence{seq: bs}
+	s.sequences[name] = seq
+	return seq, nil
+}
+
+// Sequence hands out increasing numbers starting at 1.
+type Sequence struct {
+	seq *badger.Sequence
+}
+
+// Next returns the next number.
+func (q *Sequence) Next() (uint64, error) {
+	n, err := q.seq.Next()
+	return n + 1, err
+}
+
+// badgerLogger sends Badger's messages to engram's log, never the terminal.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) log(level slog.Level, format string, args ...any) {
+	if b.l == nil {
+		return
+	}
+	b.l.Log(context.Background(), level, strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "badger")
+}
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.log(slog.LevelError, f, a...) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.log(slog.LevelWarn, f, a...) }
+func (b badgerLogger) Infof(f string, a ...any)    { b.log(slog.LevelInfo, f, a...) }
+func (b badgerLogger) Debugf(f string, a ...any)   { b.log(slog.LevelDebug, f, a...) }

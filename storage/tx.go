@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Tx is a transaction handed to View or Update callbacks. It is only valid
+// inside the callback.
+type Tx struct {
+	txn      *badger.Txn
+	writable bool
+}
+
+// Get returns a copy of the value stored at key, or ErrNotFound.
+func (tx *Tx) Get(key []byte) ([]byte, error) {
+	item, err := tx.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+// Has reports whether key exists.
+func (tx *Tx) Has(key []byte) (bool, error) {
+	_, err := tx.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// GetJSON decodes the JSON value at key into v, or returns ErrNotFound.
+func (tx *Tx) GetJSON(key []byte, v any) error {
+	b, err := tx.Get(key)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("storage: decoding %q: %w", key, err)
+	}
+	return nil
+}
+
+// Set writes value at key.
+func (tx *Tx) Set(key, value []byte) error {
+	if !tx.writable {
+		return errors.New("storage: write in a read-only transaction")
+	}
+	return mapErr(tx.txn.Set(key, value))
+}
+
+// SetJSON writes v, encoded as JSON, at key.
+func (tx *Tx) SetJSON(key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("storage: encoding %q: %w", key, err)
+	}
+	return tx.Set(key, b)
+}
+
+// Delete removes key (a no-op when it does not exist).
+func (tx *Tx) Delete(key []byte) error {
+	if !tx.writable {
+		return errors.New("storage: delete in a read-only transaction")
+	}
+	return mapErr(tx.txn.Delete(key))
+}
+
+// Range selects keys for a scan: those starting with Prefix, beginning at
+// Start (inclusive; defaults to the first key of the prefix, or the last one
+// when Reverse).
+type Range struct {
+	Prefix  []byte
+	Start   []byte
+	Reverse bool
+}
+
+// Prefix is the Range of every key starting with p, in ascending order.
+func Prefix(p []byte) Range { return Range{Prefix: p} }
+
+// Keys calls fn with a copy of each key in r without reading values: the
+// cheap scan that index lookups are made of. fn may return ErrStop.
+func (tx *Tx) Keys(r Range, fn func(key []byte) error) error {
+	return tx.iterate(r, false, func(item *badger.Item) error { return fn(item.KeyCopy(nil)) })
+}
+
+// Scan calls fn with a copy of each key and value in r. fn may return ErrStop.
+func (tx *Tx) Scan(r Range, fn func(key, value []byte) error) error {
+	return tx.iterate(r, true, func(item *badger.Item) error {
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		return fn(item.KeyCopy(nil), v)
+	})
+}
+
+// Count returns how many keys start with prefix (a key-only scan).
+func (tx *Tx) Count(prefix []byte) (int, error) {
+	n := 0
+	err := tx.Keys(Prefix(prefix), func([]byte) error { n++; return nil })
+	return n, err
+}
+
+func (tx *Tx) iterate(r Range, values bool, fn func(*badger.Item) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = values
+	opts.Prefix = r.Prefix
+	opts.Reverse = r.Reverse
+	it := tx.txn.NewIterator(opts)
+	defer it.Close()
+	start := r.Start
+	if start == nil {
+		start = r.Prefix
+		if r.Reverse {
+			// The greatest key with this prefix sorts before prefix+0xFF.
+			start = append(append([]byte{}, r.Prefix...), 0xFF)
+		}
+	}
+	for it.Seek(start); it.ValidForPrefix(r.Prefix); it.Next() {
+		if err := fn(it.Item()); err != nil {
+			if errors.Is(err, ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+// Package tui is engram's interactive console: a Bubble Tea app with one root
+// model, one pane per tab, a command palette that runs any action, and a
+// live view of the engine's events. It does no I/O in Update or View: work
+// runs in commands whose results come back as messages naming the pane that
+// asked.
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
+)
+
+// Options tune the console.
+type Options struct {
+	// StatusFade is how long a status message stays bright before it fades
+	// (and as long again before it goes). Zero means 4 seconds.
+	StatusFade time.Duration
+}
+
+// tab indexes the panes, in the order of their number keys.
+type tab int
+
+const (
+	tabChat tab = iota
+	tabThreads
+	tabGoals
+	tabPlans
+	tabMemory
+	tabTrace
+	tabCount
+)
+
+// Model is the root model of the console.
+type Model struct {
+	engine *core.Engine
+	styles Styles
+	keys   globalKeys
+	help   help.Model
+
+	panes       [tabCount]pane
+	active      tab
+	palette     *palette
+	paletteOpen bool
+	status      status
+
+	events <-chan events.Event
+	cancel context.CancelFunc
+
+	width, height int
+	quitting      bool
+}
+
+// New builds the console over an open engine.
+func New(engine *core.Engine, opts Options) *Model {
+	if opts.StatusFade <= 0 {
+		opts.StatusFade = 4 * time.Second
+	}
+	m := &Model{engine: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New()}
+	m.status.fade = opts.StatusFade
+	st := &m.styles
+	m.panes = [tabCount]pane{
+		tabChat:    &placeholder{title: "Chat", promise: "chat into conversation history buffers and watch eviction and rolling summaries happen.", styles: st},
+		tabThreads: &placeholder{title: "Threads", promise: "conversation threads as they start, get linked to earlier threads and get compacted.", styles: st},
+		tabGoals:   &placeholder{title: "Goals", promise: "the version lineage of goals, actions and questions, with diffs and reverts.", styles: st},
+		tabPlans:   &placeholder{title: "Plans", promise: "goals decomposed into plans, run with live progress, failures, retries and replans.", styles: st},
+		tabMemory:  &placeholder{title: "Memory", promise: "memories of every kind: store, recall, summarize and forget.", styles: st},
+		tabTrace:   newTracePane(engine, st),
+	}
+	m.palette = newPalette(engine, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.events = engine.Subscribe(ctx, 256)
+	return m
+}
+
+// eventMsg carries one engine event into Update.
+type eventMsg events.Event
+
+// waitForEvent is the subscription command, re-issued after each event.
+func waitForEvent(ch <-chan events.Event) tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-ch
+		if !ok {
+			return nil
+		}
+		return eventMsg(ev)
+	}
+}
+
+// Init loads every pane and starts listening to the engine.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{waitForEvent(m.events)}
+	for _, p := range m.panes {
+		cmds = append(cmds, p.Init())
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.layout()
+		return m, nil
+	case eventMsg:
+		var cmds []tea.Cmd
+		for _, p := range m.panes {
+			cmds = append(cmds, p.Update(events.Event(msg)))
+		}
+		return m, tea.Batch(append(cmds, waitForEvent(m.events))...)
+	case statusFadeMsg:
+		m.status.advance(msg)
+		return m, m.status.next(msg)
+	case actionResultMsg:
+		return m, m.routeResult(msg)
+	case tea.KeyMsg:
+		return m, m.handleKey(msg)
+	}
+	// Anything else (cursor blinks and the like) goes to whatever has focus.
+	if m.paletteOpen {
+		cmd, _ := m.palette.update(msg)
+		return m, cmd
+	}
+	return m, m.panes[m.active].Update(msg)
+}
+
+// routeResult hands an action's outcome to the pane that asked, and shows
+// failures in the status line.
+func (m *Model) routeResult(msg actionResultMsg) tea.Cmd {
+	var cmds []tea.Cmd
+	if msg.err != nil {
+		e := errs.As(msg.err)
+		cmds = append(cmds, m.status.set(fmt.Sprintf("%s: %s", e.Kind, e.Message), true))
+	}
+	if msg.pane == palettePaneID {
+		cmd, _ := m.palette.update(msg)
+		return tea.Batch(append(cmds, cmd)...)
+	}
+	for _, p := range m.panes {
+		cmds = append(cmds, p.Update(msg))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	if key.Matches(msg, m.keys.ForceQuit) {
+		return m.quit()
+	}
+	if m.paletteOpen {
+		cmd, closed := m.palette.update(msg)
+		if closed {
+			m.paletteOpen = false
+			m.layout()
+		}
+		return cmd
+	}
+	current := m.panes[m.active]
+	if current.Capturing() {
+		return current.Update(msg)
+	}
+	switch {
+	case key.Matches(msg, m.keys.Quit):
+		return m.quit()
+	case key.Matches(msg, m.keys.Palette):
+		m.paletteOpen = true
+		m.layout()
+		return m.palette.open()
+	case key.Matches(msg, m.keys.Help):
+		m.help.ShowAll = !m.help.ShowAll
+		m.layout()
+		return nil
+	case key.Matches(msg, m.keys.Tabs):
+		return m.switchTo(tab(msg.String()[0] - '1'))
+	case key.Matches(msg, m.keys.NextTab):
+		return m.switchTo((m.active + 1) % tabCount)
+	case key.Matches(msg, m.keys.PrevTab):
+		return m.switchTo((m.active + tabCount - 1) % tabCount)
+	}
+	return current.Update(msg)
+}
+
+func (m *Model) switchTo(t tab) tea.Cmd {
+	if t == m.active {
+		return nil
+	}
+	m.panes[m.active].Blur()
+	m.active = t
+	m.layout()
+	return m.panes[t].Focus()
+}
+
+func (m *Model) quit() tea.Cmd {
+	m.quitting = true
+	m.cancel()
+	return tea.Quit
+}
+
+// Fixed rows: header, tabs, rule, status line; the footer's height varies.
+const chromeRows = 4
+
+// layout gives every pane (and the palette) the body's size.
+func (m *Model) layout() {
+	m.help.Width = m.width
+	bodyHeight := max(m.height-chromeRows-lineCount(m.footer()), 1)
+	for _, p := range m.panes {
+		p.SetSize(m.width, bodyHeight)
+	}
+	m.palette.setSize(m.width, bodyHeight)
+}
+
+func (m *Model) footer() string {
+	keys := helpKeys{global: m.keys}
+	if m.paletteOpen {
+		keys.pane, keys.full = m.palette.keyHelp(), true
+	} else {
+		keys.pane = m.panes[m.active].Keys()
+	}
+	return m.help.View(keys)
+}
+
+// View renders the whole screen.
+func (m *Model) View() string {
+	if m.width == 0 {
+		return "starting engram…"
+	}
+	footer := m.footer()
+	bodyHeight := max(m.height-chromeRows-lineCount(footer), 1)
+	var body string
+	if m.paletteOpen {
+		body = m.palette.view()
+	} else {
+		body = m.panes[m.active].View()
+	}
+	return fit(strings.Join([]string{
+		m.header(),
+		m.tabs(),
+		m.styles.Rule.Render(strings.Repeat("─", m.width)),
+		fit(body, m.width, bodyHeight),
+		m.status.view(&m.styles, m.width),
+		footer,
+	}, "\n"), m.width, m.height)
+}
+
+func (m *Model) header() string {
+	s := &m.styles
+	llm := m.engine.Env().LLM.Info()
+	model := llm.Provider
+	if llm.Model != "" {
+		model += " · " + llm.Model
+	}
+	right := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.engine.Agent()) +
+		s.HeaderLabel.Render("  llm ") + s.HeaderInfo.Render(model)
+	left := " " + s.Title.Render("engram") + s.HeaderLabel.Render("  data ")
+	room := m.width - lineWidth(left) - lineWidth(right) - 2
+	store := truncateLeft(m.engine.StoreLabel(), max(room, 8))
+	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(right)-1, 1)
+	return left + s.HeaderInfo.Render(store) + strings.Repeat(" ", gap) + right + " "
+}
+
+func (m *Model) tabs() string {
+	parts := make([]string, 0, tabCount)
+	for i, p := range m.panes {
+		label := fmt.Sprintf("%d %s", i+1, p.Title())
+		if tab(i) == m.active && !m.paletteOpen {
+			parts = append(parts, m.styles.ActiveTab.Render("["+label+"]"))
+		} else {
+			parts = append(parts, m.styles.Tab.Render(" "+label+" "))
+		}
+	}
+	line := " " + strings.Join(parts, " ")
+	if m.paletteOpen {
+		line += "   " + m.styles.ActiveTab.Render("[: palette]")
+	}
+	return line
+}

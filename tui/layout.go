@@ -1,0 +1,47 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// fit makes s exactly width columns by height lines: long lines are cut
+// (never wrapped, which would break the layout), short ones padded, missing
+// lines added, extra lines dropped.
+func fit(s string, width, height int) string {
+	if width <= 0 || height <= 0 {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > height {
+		lines = lines[:height]
+	}
+	for len(lines) < height {
+		lines = append(lines, "")
+	}
+	for i, l := range lines {
+		lines[i] = fitLine(l, width)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fitLine cuts or pads one line to exactly width columns.
+func fitLine(l string, width int) string {
+	if w := ansi.StringWidth(l); w > width {
+		return ansi.Truncate(l, width, "…")
+	} else if w < width {
+		return l + strings.Repeat(" ", width-w)
+	}
+	return l
+}
+
+// truncateLeft keeps the end of s within width columns ("…/share/engram").
+func truncateLeft(s string, width int) string {
+	if ansi.StringWidth(s) <= width {
+		return s
+	}
+	return ansi.TruncateLeft(s, ansi.StringWidth(s)-width+1, "…")
+}
+
+func joinLines(lines []string) string { return strings.Join(lines, "\n") }

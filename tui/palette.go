@@ -1,0 +1,280 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+)
+
+const palettePaneID paneID = "palette"
+
+type paletteKeys struct {
+	Run      key.Binding
+	Complete key.Binding
+	Next     key.Binding
+	Prev     key.Binding
+	History  key.Binding
+	Scroll   key.Binding
+	Close    key.Binding
+}
+
+// palette runs any registered action: "name {json args}". It completes
+// action names (with their required args as a JSON skeleton), describes the
+// chosen action's args, and shows the JSON result in a scrollable viewport.
+type palette struct {
+	engine  *core.Engine
+	styles  *Styles
+	keys    paletteKeys
+	actions []*action.Action
+
+	input   textinput.Model
+	result  viewport.Model
+	running string // the action in flight, if any
+	last    string // the header line of the result shown
+	history []string
+	histPos int
+
+	width, height int
+}
+
+func newPalette(engine *core.Engine, styles *Styles) *palette {
+	in := textinput.New()
+	in.Prompt = ": "
+	in.PromptStyle = styles.Prompt
+	in.Placeholder = `action.name {"arg": "value"}   (tab completes)`
+	in.ShowSuggestions = true
+	in.CharLimit = 8192
+	p := &palette{
+		engine: engine,
+		styles: styles,
+		input:  in,
+		result: viewport.New(0, 0),
+		keys: paletteKeys{
+			Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
+			Complete: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "complete")),
+			Next:     key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n/p", "cycle")),
+			Prev:     key.NewBinding(key.WithKeys("ctrl+p")),
+			History:  key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "history")),
+			Scroll:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "scroll")),
+			Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
+		},
+	}
+	p.input.KeyMap.AcceptSuggestion = p.keys.Complete
+	p.input.KeyMap.NextSuggestion = p.keys.Next
+	p.input.KeyMap.PrevSuggestion = p.keys.Prev
+	return p
+}
+
+// open shows the palette with the current list of actions.
+func (p *palette) open() tea.Cmd {
+	p.actions = p.engine.Actions()
+	suggestions := make([]string, 0, len(p.actions))
+	for _, a := range p.actions {
+		suggestions = append(suggestions, completion(a))
+	}
+	p.input.SetSuggestions(suggestions)
+	p.input.SetValue("")
+	p.histPos = len(p.history)
+	return p.input.Focus()
+}
+
+// completion is what tab inserts for an action: its name, and a JSON
+// skeleton of its required args if it has any.
+func completion(a *action.Action) string {
+	var req []string
+	for _, f := range a.Fields {
+		if f.Required {
+			req = append(req, fmt.Sprintf("%q: %s", f.Name, placeholderFor(f.Type)))
+		}
+	}
+	if len(req) == 0 {
+		return a.Name
+	}
+	return a.Name + " {" + strings.Join(req, ", ") + "}"
+}
+
+func placeholderFor(typ string) string {
+	switch {
+	case typ == "integer" || typ == "number":
+		return "0"
+	case typ == "boolean":
+		return "false"
+	case strings.HasPrefix(typ, "array"):
+		return "[]"
+	case typ == "object":
+		return "{}"
+	}
+	return `""`
+}
+
+func (p *palette) setSize(w, h int) {
+	p.width, p.height = w, h
+	p.input.Width = max(w-len(p.input.Prompt)-3, 1)
+	p.result.Width = w
+	p.result.Height = max(h-4, 1)
+}
+
+func (p *palette) keyHelp() []key.Binding {
+	return []key.Binding{p.keys.Run, p.keys.Complete, p.keys.Next, p.keys.History, p.keys.Scroll, p.keys.Close}
+}
+
+// update handles a key while the palette is open; closed reports esc.
+func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		switch {
+		case key.Matches(msg, p.keys.Close):
+			p.input.Blur()
+			return nil, true
+		case key.Matches(msg, p.keys.Run):
+			return p.run(), false
+		case key.Matches(msg, p.keys.Scroll):
+			p.result, cmd = p.result.Update(msg)
+			return cmd, false
+		case key.Matches(msg, p.keys.History):
+			p.recall(msg.String() == "up")
+			return nil, false
+		}
+		p.input, cmd = p.input.Update(msg)
+		return cmd, false
+	case actionResultMsg:
+		p.running = ""
+		p.showResult(msg)
+		return nil, false
+	}
+	p.input, cmd = p.input.Update(msg)
+	return cmd, false
+}
+
+func (p *palette) recall(older bool) {
+	if len(p.history) == 0 {
+		return
+	}
+	if older {
+		p.histPos = max(p.histPos-1, 0)
+	} else {
+		p.histPos = min(p.histPos+1, len(p.history))
+	}
+	if p.histPos == len(p.history) {
+		p.input.SetValue("")
+	} else {
+		p.input.SetValue(p.history[p.histPos])
+	}
+	p.input.CursorEnd()
+}
+
+// run parses "name {args}" and starts the action.
+func (p *palette) run() tea.Cmd {
+	line := strings.TrimSpace(p.input.Value())
+	if line == "" || p.running != "" {
+		return nil
+	}
+	name, args, _ := strings.Cut(line, " ")
+	args = strings.TrimSpace(args)
+	if len(p.history) == 0 || p.history[len(p.history)-1] != line {
+		p.history = append(p.history, line)
+	}
+	p.histPos = len(p.history)
+	p.running = name
+	var raw json.RawMessage
+	if args != "" {
+		raw = json.RawMessage(args)
+	}
+	return runAction(p.engine, palettePaneID, name, raw)
+}
+
+// showResult puts an action's result (or error) in the viewport.
+func (p *palette) showResult(msg actionResultMsg) {
+	var body []byte
+	if msg.err != nil {
+		e := errs.As(msg.err)
+		p.last = p.styles.Failed.Render("✗ "+msg.action) + p.styles.Muted.Render(" failed: ") + string(e.Kind)
+		body, _ = json.MarshalIndent(struct {
+			Kind    errs.Kind      `json:"kind"`
+			Message string         `json:"message"`
+			Details map[string]any `json:"details,omitempty"`
+		}{e.Kind, e.Message, e.Details}, "", "  ")
+	} else {
+		p.last = p.styles.OK.Render("✓ "+msg.action) + p.styles.Muted.Render(" ok")
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, msg.result, "", "  "); err != nil {
+			buf.Write(msg.result)
+		}
+		body = buf.Bytes()
+	}
+	p.result.SetContent(string(body))
+	p.result.GotoTop()
+}
+
+// describe is the line under the input: the action being typed, its summary
+// and its args; or the matching actions while the name is incomplete.
+func (p *palette) describe() string {
+	value := strings.TrimSpace(p.input.Value())
+	name, _, hasArgs := strings.Cut(value, " ")
+	for _, a := range p.actions {
+		if a.Name != name {
+			continue
+		}
+		parts := []string{p.styles.Emphasis.Render(a.Name) + " " + a.Summary}
+		if len(a.Fields) == 0 {
+			parts = append(parts, p.styles.Muted.Render("no args"))
+		}
+		for _, f := range a.Fields {
+			req := ""
+			if f.Required {
+				req = ", required"
+			}
+			parts = append(parts, p.styles.Muted.Render(fmt.Sprintf("%s (%s%s)", f.Name, f.Type, req)))
+		}
+		return strings.Join(parts, p.styles.Muted.Render(" · "))
+	}
+	if hasArgs {
+		return p.styles.Failed.Render(fmt.Sprintf("no action named %q", name))
+	}
+	var matches []string
+	for _, a := range p.actions {
+		if strings.HasPrefix(a.Name, name) {
+			matches = append(matches, a.Name)
+		}
+	}
+	if len(matches) == 0 {
+		return p.styles.Muted.Render("no action starts with " + fmt.Sprintf("%q", name))
+	}
+	current := p.input.CurrentSuggestion()
+	for i, m := range matches {
+		if strings.HasPrefix(current, m) && (len(current) == len(m) || current[len(m)] == ' ') {
+			matches[i] = p.styles.Selected.Render("[" + m + "]")
+		}
+	}
+	return p.styles.Muted.Render(plural(len(matches), "match", "matches")+": ") + strings.Join(matches, " ")
+}
+
+func (p *palette) view() string {
+	var status string
+	switch {
+	case p.running != "":
+		status = p.styles.Muted.Render("running " + p.running + "…")
+	case p.last != "":
+		status = p.last + p.styles.Muted.Render(scrollInfo(p.result))
+	default:
+		status = p.styles.Muted.Render("The result appears here.")
+	}
+	lines := []string{" " + p.input.View(), " " + p.describe(), " " + status, p.styles.Rule.Render(strings.Repeat("─", p.width))}
+	return fit(joinLines(lines)+"\n"+p.result.View(), p.width, p.height)
+}
+
+func scrollInfo(v viewport.Model) string {
+	if v.TotalLineCount() <= v.Height {
+		return ""
+	}
+	return fmt.Sprintf("  (lines %d-%d of %d, pgup/pgdn)", v.YOffset+1, min(v.YOffset+v.Height, v.TotalLineCount()), v.TotalLineCount())
+}
