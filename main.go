@@ -47,7 +47,7 @@ type config struct {
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
+	cfg, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -104,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "engram: %v\n", err)
 			return exitUsage
 		case err != nil:
-			fmt.Fprintf(stderr, "engram: stopped after %d step(s): %v\n", summary.Steps, err)
+			fmt.Fprintf(stderr, "engram: stopped after %d step(s): %v\n", summary.Steps, context.Cause(ctx))
 			return exitFailed
 		case !summary.OK():
 			fmt.Fprintf(stderr, "engram: %d of %d step(s) did not pass (first on line %d)\n", summary.Failed, summary.Steps, summary.FirstFailure)
@@ -122,10 +122,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("engram", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package reports a bad flag and then prints the usage; we say
+	// what was wrong once, ourselves, and print the usage only for -h.
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.batch, "batch", "", "run the actions of a script (`FILE`: .jsonl, .yaml, or - for standard input) instead of the console")
 	fs.BoolVar(&cfg.failFast, "fail-fast", false, "with --batch: stop at the first step that does not pass")
 	fs.BoolVar(&cfg.events, "events", false, "with --batch: also print the engine's events as {\"event\": ...} lines")
@@ -149,6 +151,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(usageOut)
+			fs.Usage()
+		}
 		return cfg, err
 	}
 	if fs.NArg() > 0 {

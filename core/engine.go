@@ -131,7 +131,10 @@ func bumpEpoch(store *storage.Store) (uint64, error) {
 		key := storage.Key(storage.PrefixMeta, "id_epoch")
 		epoch = 0
 		if b, err := tx.Get(key); err == nil {
-			epoch, _ = strconv.ParseUint(string(b), 10, 64)
+			if epoch, err = strconv.ParseUint(string(b), 10, 64); err != nil {
+				// Restarting at 1 would repeat the ids of earlier runs.
+				return fmt.Errorf("the id epoch %q is not a number: %w", b, err)
+			}
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
@@ -171,8 +174,9 @@ type Request struct {
 	Turn string
 }
 
-// Do runs one action and returns its JSON result. Every error it returns is
-// an *errs.Error (use errs.KindOf / errs.As).
+// Do runs one action and returns its JSON result. Every error it returns
+// has an *errs.Error in its chain: errs.KindOf gives its kind, errs.As the
+// kind, message and details together.
 func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	a, err := e.env.Actions.Lookup(req.Action)
 	if err != nil {

@@ -75,6 +75,11 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStart
 		TurnID: turnID, Principal: call.Principal, StartedAt: now, Input: args.Input, Channel: args.Channel,
 		ThreadID: args.ThreadID, Conversation: args.Conversation, Providers: []string{}, Sections: map[string]any{},
 	}
+	// Refuse a duplicate before asking every provider for its section; the
+	// check is repeated in the transaction below, which is what decides.
+	if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, turnID) }); err != nil {
+		return nil, err
+	}
 	for _, p := range e.env.Providers() {
 		section, err := p.Context(ctx, start)
 		if err != nil {
@@ -91,12 +96,7 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStart
 	}
 	call.Turn = turnID
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
-		var existing TurnRecord
-		switch err := tx.GetJSON(turnKey(turnID), &existing); {
-		case err == nil:
-			return errs.New(errs.Conflict, "turn %q already started at %s; give the new turn its own id", turnID, existing.StartedAt.Format(time.RFC3339Nano)).
-				With("current", existing)
-		case !errors.Is(err, storage.ErrNotFound):
+		if err := refuseStartedTurn(tx.Tx, turnID); err != nil {
 			return err
 		}
 		if err := tx.SetJSON(turnKey(turnID), rec); err != nil {
@@ -110,6 +110,20 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStart
 		return nil, err
 	}
 	return map[string]WorkingContext{"context": wc}, nil
+}
+
+// refuseStartedTurn is a ConflictError when turn id was started before.
+func refuseStartedTurn(tx *storage.Tx, id string) error {
+	var existing TurnRecord
+	switch err := tx.GetJSON(turnKey(id), &existing); {
+	case err == nil:
+		return errs.New(errs.Conflict, "turn %q already started at %s; give the new turn its own id", id, existing.StartedAt.Format(time.RFC3339Nano)).
+			With("current", existing)
+	case errors.Is(err, storage.ErrNotFound):
+		return nil
+	default:
+		return err
+	}
 }
 
 type turnEndArgs struct {
@@ -194,6 +208,7 @@ func (e *Engine) countTurns() (map[string]int, error) {
 	return map[string]int{"open": open, "ended": ended}, err
 }
 
+// sortedKeys lists m's keys in order; never nil, so JSON shows [] not null.
 func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
+	return append([]string{}, slices.Sorted(maps.Keys(m))...)
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -81,11 +82,16 @@ func LastPart(key []byte) string {
 // Uint64 renders n as 16 hex digits, so that byte order equals numeric order.
 func Uint64(n uint64) string { return fmt.Sprintf("%016x", n) }
 
-// ParseUint64 reverses Uint64.
+// ParseUint64 reverses Uint64: s must be exactly 16 hex digits.
 func ParseUint64(s string) (uint64, error) {
-	var n uint64
-	_, err := fmt.Sscanf(s, "%016x", &n)
-	return n, err
+	if len(s) != 16 {
+		return 0, fmt.Errorf("storage: %q is not a key number (16 hex digits)", s)
+	}
+	n, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("storage: %q is not a key number (16 hex digits)", s)
+	}
+	return n, nil
 }
 
 // Int64 renders a signed number so that byte order equals numeric order,

@@ -46,6 +46,8 @@ var (
 	ErrTooBig = errors.New("transaction too big")
 	// ErrStop, returned from a scan callback, ends the scan without error.
 	ErrStop = errors.New("stop scan")
+	// ErrReadOnly: a write inside View.
+	ErrReadOnly = errors.New("storage: write in a read-only transaction (use Update)")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store is closed")
 )
@@ -162,8 +164,13 @@ func prepareDir(dir string) error {
 		return &OpenError{Dir: dir, Reason: ErrNotDirectory, Hint: "it is a regular file; choose a directory with --data"}
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
+			if errors.Is(err, syscall.ENOTDIR) {
+				return notDirectory(dir)
+			}
 			return notWritable(dir, err)
 		}
+	case errors.Is(err, syscall.ENOTDIR):
+		return notDirectory(dir)
 	case err != nil:
 		return notWritable(dir, err)
 	}
@@ -176,6 +183,11 @@ func prepareDir(dir string) error {
 	probe.Close()
 	os.Remove(probe.Name())
 	return nil
+}
+
+// notDirectory is the error for a path below a regular file (ENOTDIR).
+func notDirectory(dir string) error {
+	return &OpenError{Dir: dir, Reason: ErrNotDirectory, Hint: "a part of the path is a regular file; choose a directory with --data"}
 }
 
 func notWritable(dir string, err error) error {
@@ -273,6 +285,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		if attempt >= s.maxRetries {
 			return fmt.Errorf("%w: still conflicting after %d attempts", ErrConflict, attempt)
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		wait := backoff/2 + rand.N(backoff)
 		select {
 		case <-ctx.Done():
@@ -320,10 +335,14 @@ type Sequence struct {
 	seq *badger.Sequence
 }
 
-// Next returns the next number.
+// Next returns the next number (ErrClosed once the store is closed and the
+// current lease is used up).
 func (q *Sequence) Next() (uint64, error) {
 	n, err := q.seq.Next()
-	return n + 1, err
+	if err != nil {
+		return 0, fmt.Errorf("storage: sequence: %w", mapErr(err))
+	}
+	return n + 1, nil
 }
 
 // badgerLogger sends Badger's messages to engram's log, never the terminal.

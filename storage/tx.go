@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,7 +52,7 @@ func (tx *Tx) GetJSON(key []byte, v any) error {
 // Set writes value at key.
 func (tx *Tx) Set(key, value []byte) error {
 	if !tx.writable {
-		return errors.New("storage: write in a read-only transaction")
+		return ErrReadOnly
 	}
 	return mapErr(tx.txn.Set(key, value))
 }
@@ -68,14 +69,15 @@ func (tx *Tx) SetJSON(key []byte, v any) error {
 // Delete removes key (a no-op when it does not exist).
 func (tx *Tx) Delete(key []byte) error {
 	if !tx.writable {
-		return errors.New("storage: delete in a read-only transaction")
+		return ErrReadOnly
 	}
 	return mapErr(tx.txn.Delete(key))
 }
 
 // Range selects keys for a scan: those starting with Prefix, beginning at
 // Start (inclusive; defaults to the first key of the prefix, or the last one
-// when Reverse).
+// when Reverse; a Start before the prefix's first key, or after its last one
+// when Reverse, means the same as none).
 type Range struct {
 	Prefix  []byte
 	Start   []byte
@@ -112,24 +114,53 @@ func (tx *Tx) Count(prefix []byte) (int, error) {
 func (tx *Tx) iterate(r Range, values bool, fn func(*badger.Item) error) error {
 	opts := badger.DefaultIteratorOptions
 	opts.PrefetchValues = values
-	opts.Prefix = r.Prefix
 	opts.Reverse = r.Reverse
-	it := tx.txn.NewIterator(opts)
-	defer it.Close()
+	// end is the first key after every key with the prefix (nil: there is none).
+	end := prefixEnd(r.Prefix)
 	start := r.Start
-	if start == nil {
-		start = r.Prefix
-		if r.Reverse {
-			// The greatest key with this prefix sorts before prefix+0xFF.
-			start = append(append([]byte{}, r.Prefix...), 0xFF)
+	if r.Reverse {
+		// Badger's reverse Seek lands on the greatest key <= start: seek to
+		// end and step over end itself should it exist. That needs
+		// opts.Prefix unset, as Badger's Valid hides keys outside it.
+		// (Seeking to prefix+0xFF instead misses keys like prefix+0xFF+0x01.)
+		if start == nil || (end != nil && bytes.Compare(start, end) > 0) {
+			start = end
+		}
+	} else {
+		opts.Prefix = r.Prefix
+		if bytes.Compare(start, r.Prefix) < 0 {
+			start = r.Prefix // a Start before the prefix means its first key
 		}
 	}
-	for it.Seek(start); it.ValidForPrefix(r.Prefix); it.Next() {
+	it := tx.txn.NewIterator(opts)
+	defer it.Close()
+	if start == nil {
+		it.Rewind()
+	} else {
+		it.Seek(start)
+	}
+	if r.Reverse && end != nil && it.Valid() && bytes.Equal(it.Item().Key(), end) {
+		it.Next()
+	}
+	for ; it.ValidForPrefix(r.Prefix); it.Next() {
 		if err := fn(it.Item()); err != nil {
 			if errors.Is(err, ErrStop) {
 				return nil
 			}
 			return err
+		}
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key greater than every key starting with
+// prefix, or nil when there is none (an empty prefix, or one of only 0xFF).
+func prefixEnd(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] < 0xFF {
+			end := append([]byte{}, prefix[:i+1]...)
+			end[i]++
+			return end
 		}
 	}
 	return nil

@@ -56,6 +56,7 @@ type Model struct {
 	cancel context.CancelFunc
 
 	width, height int
+	footerRows    int // the footer's height at the last layout
 	quitting      bool
 }
 
@@ -107,31 +108,43 @@ func (m *Model) Init() tea.Cmd {
 
 // Update handles one message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
+	if size, ok := msg.(tea.WindowSizeMsg); ok {
+		m.width, m.height = size.Width, size.Height
 		m.layout()
 		return m, nil
+	}
+	cmd := m.update(msg)
+	// The footer grows and shrinks with the keys that apply (full help, a
+	// pane's input taking the keyboard, the palette): the body gets what is
+	// left, so every change of the footer's height re-lays the panes out.
+	if lineCount(m.footer()) != m.footerRows {
+		m.layout()
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
 	case eventMsg:
 		var cmds []tea.Cmd
 		for _, p := range m.panes {
 			cmds = append(cmds, p.Update(events.Event(msg)))
 		}
-		return m, tea.Batch(append(cmds, waitForEvent(m.events))...)
+		return tea.Batch(append(cmds, waitForEvent(m.events))...)
 	case statusFadeMsg:
 		m.status.advance(msg)
-		return m, m.status.next(msg)
+		return m.status.next(msg)
 	case actionResultMsg:
-		return m, m.routeResult(msg)
+		return m.routeResult(msg)
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		return m.handleKey(msg)
 	}
 	// Anything else (cursor blinks and the like) goes to whatever has focus.
 	if m.paletteOpen {
 		cmd, _ := m.palette.update(msg)
-		return m, cmd
+		return cmd
 	}
-	return m, m.panes[m.active].Update(msg)
+	return m.panes[m.active].Update(msg)
 }
 
 // routeResult hands an action's outcome to the pane that asked, and shows
@@ -160,7 +173,6 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		cmd, closed := m.palette.update(msg)
 		if closed {
 			m.paletteOpen = false
-			m.layout()
 		}
 		return cmd
 	}
@@ -173,11 +185,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return m.quit()
 	case key.Matches(msg, m.keys.Palette):
 		m.paletteOpen = true
-		m.layout()
 		return m.palette.open()
 	case key.Matches(msg, m.keys.Help):
 		m.help.ShowAll = !m.help.ShowAll
-		m.layout()
 		return nil
 	case key.Matches(msg, m.keys.Tabs):
 		return m.switchTo(tab(msg.String()[0] - '1'))
@@ -195,7 +205,6 @@ func (m *Model) switchTo(t tab) tea.Cmd {
 	}
 	m.panes[m.active].Blur()
 	m.active = t
-	m.layout()
 	return m.panes[t].Focus()
 }
 
@@ -210,8 +219,9 @@ const chromeRows = 4
 
 // layout gives every pane (and the palette) the body's size.
 func (m *Model) layout() {
-	m.help.Width = m.width
-	bodyHeight := max(m.height-chromeRows-lineCount(m.footer()), 1)
+	m.help.Width = max(m.width-1, 1) // the footer is indented by one column, like the rest
+	m.footerRows = lineCount(m.footer())
+	bodyHeight := max(m.height-chromeRows-m.footerRows, 1)
 	for _, p := range m.panes {
 		p.SetSize(m.width, bodyHeight)
 	}
@@ -220,12 +230,20 @@ func (m *Model) layout() {
 
 func (m *Model) footer() string {
 	keys := helpKeys{global: m.keys}
-	if m.paletteOpen {
-		keys.pane, keys.full = m.palette.keyHelp(), true
-	} else {
-		keys.pane = m.panes[m.active].Keys()
+	if m.help.ShowAll {
+		keys.global.Help = withHelp(keys.global.Help, "?", "fewer keys")
 	}
-	return m.help.View(keys)
+	if m.paletteOpen {
+		keys.pane, keys.only = m.palette.keyHelp(), true
+	} else {
+		current := m.panes[m.active]
+		keys.pane, keys.only = current.Keys(), current.Capturing()
+	}
+	lines := strings.Split(m.help.View(keys), "\n")
+	for i, l := range lines {
+		lines[i] = " " + l
+	}
+	return joinLines(lines)
 }
 
 // View renders the whole screen.

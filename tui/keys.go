@@ -26,33 +26,53 @@ func newGlobalKeys() globalKeys {
 	}
 }
 
-// shortPaneKeys is how many of a pane's keys the one-line footer shows.
-const shortPaneKeys = 3
+// shortPaneKeys is how many of a pane's keys the one-line footer shows: few
+// enough that the global keys (above all "? more keys" and "q quit") still
+// fit in 80 columns.
+const shortPaneKeys = 2
 
 // helpKeys combines the global keys with the focused pane's for the footer.
 type helpKeys struct {
 	global globalKeys
 	pane   []key.Binding
-	full   bool // the palette is open: only its keys apply
+	// only: the palette is open or a pane's text input has the keyboard, so
+	// of the global keys only ctrl+c applies.
+	only bool
 }
 
 func (h helpKeys) ShortHelp() []key.Binding {
-	if h.full {
-		return h.pane
+	if h.only {
+		// ctrl+c right after the first keys (enter, esc): it is the only
+		// global key left, so it must not be what a narrow footer cuts.
+		n := min(len(h.pane), 2)
+		keys := append([]key.Binding{}, h.pane[:n]...)
+		keys = append(keys, withHelp(h.global.ForceQuit, "ctrl+c", "quit"))
+		return append(keys, h.pane[n:]...)
 	}
-	// The short line keeps the pane's first few keys; ? shows them all.
+	// The short line keeps the pane's first few keys; ? shows them all. The
+	// keys that matter most come first: the help bubble cuts the line from
+	// the end when the terminal is narrow (and the tab bar shows 1-6 anyway).
 	pane := h.pane[:min(len(h.pane), shortPaneKeys)]
-	return append(append([]key.Binding{}, pane...), h.global.Palette, h.global.Tabs, h.global.Help, h.global.Quit)
+	return append(append([]key.Binding{}, pane...), h.global.Palette, h.global.Help, h.global.Quit, h.global.Tabs)
 }
 
 func (h helpKeys) FullHelp() [][]key.Binding {
-	if h.full {
+	if h.only {
 		return [][]key.Binding{h.pane, {h.global.ForceQuit}}
 	}
 	g := h.global
-	return [][]key.Binding{
-		h.pane,
+	cols := [][]key.Binding{
 		{g.Tabs, g.NextTab, g.PrevTab},
 		{g.Palette, g.Help, g.Quit, g.ForceQuit},
 	}
+	if len(h.pane) > 0 {
+		cols = append([][]key.Binding{h.pane}, cols...)
+	}
+	return cols
+}
+
+// withHelp is b with another help text.
+func withHelp(b key.Binding, k, desc string) key.Binding {
+	b.SetHelp(k, desc)
+	return b
 }

@@ -45,3 +45,18 @@ func truncateLeft(s string, width int) string {
 }
 
 func joinLines(lines []string) string { return strings.Join(lines, "\n") }
+
+// wrap word-wraps s to width columns and starts every line with indent.
+func wrap(s string, width int, indent string) string {
+	lines := strings.Split(ansi.Wrap(s, max(width, 1), ""), "\n")
+	for i, l := range lines {
+		lines[i] = indent + strings.TrimRight(l, " ")
+	}
+	return joinLines(lines)
+}
+
+// oneLine makes text safe for a single screen line: newlines and tabs
+// become spaces, so a multi-line message cannot push the layout down.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
@@ -39,7 +40,9 @@ type palette struct {
 	input   textinput.Model
 	result  viewport.Model
 	running string // the action in flight, if any
+	req     int    // the number of the latest request
 	last    string // the header line of the result shown
+	body    string // the result shown, before wrapping to the width
 	history []string
 	histPos int
 
@@ -121,10 +124,14 @@ func (p *palette) setSize(w, h int) {
 	p.input.Width = max(w-len(p.input.Prompt)-3, 1)
 	p.result.Width = w
 	p.result.Height = max(h-4, 1)
+	p.setBody()
 }
 
+// keyHelp lists the palette's keys, the ones needed most first: a narrow
+// footer drops the last ones (and the result's line says pgup/pgdn when
+// there is something to scroll).
 func (p *palette) keyHelp() []key.Binding {
-	return []key.Binding{p.keys.Run, p.keys.Complete, p.keys.Next, p.keys.History, p.keys.Scroll, p.keys.Close}
+	return []key.Binding{p.keys.Run, p.keys.Close, p.keys.Complete, p.keys.Next, p.keys.History, p.keys.Scroll}
 }
 
 // update handles a key while the palette is open; closed reports esc.
@@ -147,6 +154,9 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 		p.input, cmd = p.input.Update(msg)
 		return cmd, false
 	case actionResultMsg:
+		if msg.req != p.req {
+			return nil, false
+		}
 		p.running = ""
 		p.showResult(msg)
 		return nil, false
@@ -185,11 +195,12 @@ func (p *palette) run() tea.Cmd {
 	}
 	p.histPos = len(p.history)
 	p.running = name
+	p.req++
 	var raw json.RawMessage
 	if args != "" {
 		raw = json.RawMessage(args)
 	}
-	return runAction(p.engine, palettePaneID, name, raw)
+	return runAction(p.engine, palettePaneID, p.req, name, raw)
 }
 
 // showResult puts an action's result (or error) in the viewport.
@@ -197,7 +208,7 @@ func (p *palette) showResult(msg actionResultMsg) {
 	var body []byte
 	if msg.err != nil {
 		e := errs.As(msg.err)
-		p.last = p.styles.Failed.Render("✗ "+msg.action) + p.styles.Muted.Render(" failed: ") + string(e.Kind)
+		p.last = p.styles.Failed.Render("✗ "+msg.action) + p.styles.Muted.Render(" failed: ") + oneLine(string(e.Kind))
 		body, _ = json.MarshalIndent(struct {
 			Kind    errs.Kind      `json:"kind"`
 			Message string         `json:"message"`
@@ -211,8 +222,40 @@ func (p *palette) showResult(msg actionResultMsg) {
 		}
 		body = buf.Bytes()
 	}
-	p.result.SetContent(string(body))
+	p.body = string(body)
+	p.setBody()
 	p.result.GotoTop()
+}
+
+// setBody puts the result in the viewport, indented like the rest of the
+// screen and wrapped to its width, so that a long string is read whole
+// rather than cut.
+func (p *palette) setBody() {
+	if p.body == "" {
+		p.result.SetContent("")
+		return
+	}
+	var out []string
+	for _, l := range strings.Split(p.body, "\n") {
+		out = append(out, wrapIndented(" "+l, p.width))
+	}
+	p.result.SetContent(joinLines(out))
+}
+
+// wrapIndented wraps a line to width columns, at spaces where it can,
+// continuing it two columns deeper than it starts.
+func wrapIndented(l string, width int) string {
+	if width < 8 || ansi.StringWidth(l) <= width {
+		return l
+	}
+	first := strings.SplitN(ansi.Wrap(l, width, ""), "\n", 2)[0]
+	if !strings.HasPrefix(l, first) {
+		first = ansi.Truncate(l, width, "")
+	}
+	rest := strings.TrimLeft(l[len(first):], " ")
+	indent := strings.Repeat(" ", min(len(l)-len(strings.TrimLeft(l, " "))+2, width/2))
+	rest = ansi.Wrap(rest, width-len(indent), "")
+	return strings.TrimRight(first, " ") + "\n" + indent + strings.ReplaceAll(rest, "\n", "\n"+indent)
 }
 
 // describe is the line under the input: the action being typed, its summary
@@ -224,18 +267,14 @@ func (p *palette) describe() string {
 		if a.Name != name {
 			continue
 		}
-		parts := []string{p.styles.Emphasis.Render(a.Name) + " " + a.Summary}
-		if len(a.Fields) == 0 {
-			parts = append(parts, p.styles.Muted.Render("no args"))
+		// The args matter more than the summary: on a narrow screen the
+		// summary gives way.
+		args := " · " + argsSummary(a)
+		summary := oneLine(a.Summary)
+		if room := p.width - 2 - ansi.StringWidth(a.Name) - ansi.StringWidth(args); ansi.StringWidth(summary) > room {
+			summary = ansi.Truncate(summary, max(room, 12), "…")
 		}
-		for _, f := range a.Fields {
-			req := ""
-			if f.Required {
-				req = ", required"
-			}
-			parts = append(parts, p.styles.Muted.Render(fmt.Sprintf("%s (%s%s)", f.Name, f.Type, req)))
-		}
-		return strings.Join(parts, p.styles.Muted.Render(" · "))
+		return p.styles.Emphasis.Render(a.Name) + " " + summary + p.styles.Muted.Render(args)
 	}
 	if hasArgs {
 		return p.styles.Failed.Render(fmt.Sprintf("no action named %q", name))
@@ -258,6 +297,30 @@ func (p *palette) describe() string {
 	return p.styles.Muted.Render(plural(len(matches), "match", "matches")+": ") + strings.Join(matches, " ")
 }
 
+// argsSummary lists an action's args compactly: "args: turn, kind, limit
+// (integer)"; strings go without their type, required args are marked.
+func argsSummary(a *action.Action) string {
+	if len(a.Fields) == 0 {
+		return "no args"
+	}
+	parts := make([]string, 0, len(a.Fields))
+	for _, f := range a.Fields {
+		var notes []string
+		if f.Type != "string" {
+			notes = append(notes, f.Type)
+		}
+		if f.Required {
+			notes = append(notes, "required")
+		}
+		if len(notes) > 0 {
+			parts = append(parts, f.Name+" ("+strings.Join(notes, ", ")+")")
+		} else {
+			parts = append(parts, f.Name)
+		}
+	}
+	return "args: " + strings.Join(parts, ", ")
+}
+
 func (p *palette) view() string {
 	var status string
 	switch {
@@ -268,7 +331,11 @@ func (p *palette) view() string {
 	default:
 		status = p.styles.Muted.Render("The result appears here.")
 	}
-	lines := []string{" " + p.input.View(), " " + p.describe(), " " + status, p.styles.Rule.Render(strings.Repeat("─", p.width))}
+	// The text input pads its value to its width but then adds the cursor
+	// and the rest of a suggestion: cut the padding, or the line overflows
+	// and fit would end it with a stray "…".
+	input := strings.TrimRight(" "+p.input.View(), " ")
+	lines := []string{input, " " + p.describe(), " " + status, p.styles.Rule.Render(strings.Repeat("─", p.width))}
 	return fit(joinLines(lines)+"\n"+p.result.View(), p.width, p.height)
 }
 

@@ -37,17 +37,20 @@ type pane interface {
 
 // actionResultMsg is the outcome of an action a pane ran.
 type actionResultMsg struct {
-	pane   paneID
+	pane paneID
+	// req is the asking pane's number for the request, so that it can tell
+	// the answer to its latest request from a stale one.
+	req    int
 	action string
 	result json.RawMessage
 	err    error
 }
 
 // runAction runs an action off the UI goroutine and reports to the pane.
-func runAction(engine *core.Engine, from paneID, name string, args json.RawMessage) tea.Cmd {
+func runAction(engine *core.Engine, from paneID, req int, name string, args json.RawMessage) tea.Cmd {
 	return func() tea.Msg {
 		res, err := engine.Do(context.Background(), core.Request{Action: name, Args: args})
-		return actionResultMsg{pane: from, action: name, result: res, err: err}
+		return actionResultMsg{pane: from, req: req, action: name, result: res, err: err}
 	}
 }
 
@@ -68,11 +71,7 @@ func (p *placeholder) Blur()                  {}
 func (p *placeholder) Keys() []key.Binding    { return nil }
 func (p *placeholder) Capturing() bool        { return false }
 func (p *placeholder) View() string {
-	lines := []string{
-		"",
-		" " + p.styles.Emphasis.Render(p.title) + p.styles.Muted.Render(" — ") + p.promise,
-		"",
-		p.styles.Muted.Render(" Not built yet. Meanwhile press : to run any action, e.g. :engine.info"),
-	}
-	return fit(joinLines(lines), p.width, p.height)
+	text := wrap(p.styles.Emphasis.Render(p.title)+p.styles.Muted.Render(" — ")+p.promise, p.width-2, " ") +
+		"\n\n" + wrap(p.styles.Muted.Render("Not built yet. Meanwhile press : to run any action, e.g. :engine.info"), p.width-2, " ")
+	return fit("\n"+text, p.width, p.height)
 }

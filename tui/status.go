@@ -26,7 +26,7 @@ type statusFadeMsg struct {
 // set shows a message and starts its fade timer.
 func (s *status) set(text string, isError bool) tea.Cmd {
 	s.id++
-	s.text, s.isError, s.faded = text, isError, false
+	s.text, s.isError, s.faded = oneLine(text), isError, false
 	id := s.id
 	return tea.Tick(s.fade, func(time.Time) tea.Msg { return statusFadeMsg{id: id, stage: 1} })
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
@@ -20,14 +21,15 @@ const (
 	tracePaneID paneID = "trace"
 	// traceKeep bounds how many entries the pane holds (the newest).
 	traceKeep = 2000
+	// maxColumn is the most the turn and kind columns take.
+	maxColumn = 14
 )
 
 type traceKeys struct {
 	Filter key.Binding
 	Clear  key.Binding
 	Apply  key.Binding
-	Up     key.Binding
-	Down   key.Binding
+	Scroll key.Binding
 	Page   key.Binding
 	Ends   key.Binding
 }
@@ -39,33 +41,41 @@ type tracePane struct {
 	keys   traceKeys
 
 	entries []trace.Entry
-	turn    string // the filter: "" shows every turn
+	turn    string          // the filter: "" shows every turn
+	turns   map[string]bool // every turn id seen, to complete a partial one
+	req     int             // the number of the latest load
 	loaded  bool
 	loadErr string
+	// ambiguous is how many known turns the typed filter is part of, when
+	// more than one.
+	ambiguous int
 
 	editing bool
 	input   textinput.Model
 	view    viewport.Model
 	width   int
 	height  int
+	// the widths of the turn and kind columns: as wide as what they show,
+	// up to 14, leaving the message the rest
+	turnW, kindW int
 }
 
 func newTracePane(engine *core.Engine, styles *Styles) *tracePane {
 	in := textinput.New()
 	in.Prompt = "turn: "
-	in.Placeholder = "a turn id (enter applies, esc cancels)"
+	in.Placeholder = "a turn id, or its end as shown (enter applies, esc cancels)"
 	in.CharLimit = 200
 	return &tracePane{
 		engine: engine,
 		styles: styles,
 		input:  in,
 		view:   viewport.New(0, 0),
+		turns:  map[string]bool{},
 		keys: traceKeys{
 			Filter: key.NewBinding(key.WithKeys("f", "/"), key.WithHelp("f", "filter by turn")),
 			Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 			Apply:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
-			Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-			Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+			Scroll: key.NewBinding(key.WithKeys("up", "down", "k", "j"), key.WithHelp("↑/↓", "scroll")),
 			Page:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
 			Ends:   key.NewBinding(key.WithKeys("home", "end", "g", "G"), key.WithHelp("g/G", "first/last")),
 		},
@@ -79,7 +89,8 @@ func (p *tracePane) Init() tea.Cmd { return p.load() }
 // load asks the engine for the entries of the current filter.
 func (p *tracePane) load() tea.Cmd {
 	args, _ := json.Marshal(map[string]any{"turn": p.turn, "limit": traceKeep})
-	return runAction(p.engine, tracePaneID, "trace.list", args)
+	p.req++
+	return runAction(p.engine, tracePaneID, p.req, "trace.list", args)
 }
 
 func (p *tracePane) Focus() tea.Cmd { return nil }
@@ -99,7 +110,7 @@ func (p *tracePane) Keys() []key.Binding {
 	if p.turn != "" {
 		keys = append(keys, p.keys.Clear)
 	}
-	return append(keys, p.keys.Up, p.keys.Down, p.keys.Page, p.keys.Ends)
+	return append(keys, p.keys.Scroll, p.keys.Page, p.keys.Ends)
 }
 
 func (p *tracePane) SetSize(w, h int) {
@@ -113,22 +124,23 @@ func (p *tracePane) SetSize(w, h int) {
 func (p *tracePane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case actionResultMsg:
-		if msg.pane != tracePaneID {
+		// A load for an earlier filter may answer after the filter changed:
+		// its entries belong to another turn.
+		if msg.pane != tracePaneID || msg.req != p.req {
 			return nil
 		}
 		p.loaded = true
-		if msg.err != nil {
-			p.loadErr = msg.err.Error()
-			p.refresh()
-			return nil
-		}
 		var res struct {
 			Entries []trace.Entry `json:"entries"`
 		}
-		if err := json.Unmarshal(msg.result, &res); err != nil {
-			p.loadErr = err.Error()
+		switch {
+		case msg.err != nil:
+			p.loadErr = msg.err.Error()
+		case json.Unmarshal(msg.result, &res) != nil:
+			p.loadErr = "unexpected trace.list result"
+		default:
+			p.loadErr = ""
 		}
-		p.loadErr = ""
 		p.merge(res.Entries...)
 		return nil
 	case events.Event:
@@ -151,7 +163,9 @@ func (p *tracePane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		case key.Matches(msg, p.keys.Apply):
 			p.editing = false
 			p.input.Blur()
-			return p.setFilter(strings.TrimSpace(p.input.Value()))
+			turn := p.resolve(strings.TrimSpace(p.input.Value()))
+			p.input.SetValue(turn)
+			return p.setFilter(turn)
 		case key.Matches(msg, p.keys.Clear):
 			p.editing = false
 			p.input.Blur()
@@ -172,6 +186,7 @@ func (p *tracePane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return p.input.Focus()
 	case key.Matches(msg, p.keys.Clear) && p.turn != "":
 		p.input.SetValue("")
+		p.ambiguous = 0
 		return p.setFilter("")
 	case msg.String() == "g" || msg.String() == "home":
 		p.view.GotoTop()
@@ -183,6 +198,29 @@ func (p *tracePane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	var cmd tea.Cmd
 	p.view, cmd = p.view.Update(msg)
 	return cmd
+}
+
+// resolve completes part of a turn id (the column shows only the end of a
+// long one) to the one known turn id containing it. Anything else is taken
+// as typed.
+func (p *tracePane) resolve(typed string) string {
+	p.ambiguous = 0
+	if typed == "" || p.turns[typed] {
+		return typed
+	}
+	var found []string
+	for t := range p.turns {
+		if strings.Contains(t, typed) {
+			found = append(found, t)
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	if len(found) > 1 {
+		p.ambiguous = len(found)
+	}
+	return typed
 }
 
 func (p *tracePane) setFilter(turn string) tea.Cmd {
@@ -205,6 +243,9 @@ func (p *tracePane) merge(entries ...trace.Entry) {
 		seen[e.Seq] = true
 	}
 	for _, e := range entries {
+		if e.TurnID != "" {
+			p.turns[e.TurnID] = true
+		}
 		if !seen[e.Seq] {
 			p.entries = append(p.entries, e)
 			seen[e.Seq] = true
@@ -220,6 +261,11 @@ func (p *tracePane) merge(entries ...trace.Entry) {
 // refresh re-renders the list into the viewport.
 func (p *tracePane) refresh() {
 	follow := p.view.AtBottom()
+	p.turnW, p.kindW = len("turn"), len("kind")
+	for _, e := range p.entries {
+		p.turnW = max(p.turnW, ansi.StringWidth(shortenLeft(e.TurnID, maxColumn)))
+		p.kindW = max(p.kindW, ansi.StringWidth(shorten(e.Kind, maxColumn)))
+	}
 	var b strings.Builder
 	for i, e := range p.entries {
 		if i > 0 {
@@ -238,12 +284,16 @@ func (p *tracePane) renderEntry(e trace.Entry) string {
 	if turn == "" {
 		turn = "-"
 	}
-	return fmt.Sprintf("%s %s %s %s %s",
+	line := fmt.Sprintf("%s %s %s %s %s",
 		p.styles.Muted.Render(fmt.Sprintf("%5d", e.Seq)),
 		p.styles.Muted.Render(e.At.Format("15:04:05.000")),
-		fitLine(shorten(turn, 14), 14),
-		p.styles.Emphasis.Render(fitLine(shorten(e.Kind, 14), 14)),
-		e.Message)
+		fitLine(shortenLeft(turn, maxColumn), p.turnW),
+		p.styles.Emphasis.Render(fitLine(shorten(e.Kind, maxColumn), p.kindW)),
+		oneLine(e.Message))
+	if p.width > 0 && ansi.StringWidth(line) > p.width {
+		line = ansi.Truncate(line, p.width, "…")
+	}
+	return line
 }
 
 func (p *tracePane) View() string {
@@ -258,13 +308,15 @@ func (p *tracePane) View() string {
 		top = fmt.Sprintf(" %s %s", p.styles.Emphasis.Render("Trace"),
 			p.styles.Muted.Render("· "+plural(len(p.entries), "entry", "entries")+", all turns"))
 	}
-	header := p.styles.Muted.Render(fmt.Sprintf("%5s %-12s %-14s %-14s %s", "#", "time", "turn", "kind", "message"))
+	header := p.styles.Muted.Render(fmt.Sprintf("%5s %-12s %-*s %-*s %s", "#", "time", p.turnW, "turn", p.kindW, "kind", "message"))
 	body := p.view.View()
 	switch {
 	case p.loadErr != "":
 		body = p.styles.Failed.Render(" Could not read the trace: " + p.loadErr)
 	case !p.loaded:
 		body = p.styles.Muted.Render(" Loading…")
+	case len(p.entries) == 0 && p.ambiguous > 0:
+		body = p.styles.Muted.Render(fmt.Sprintf(" %q is part of %d turn ids: press f and type more of the one you mean, or esc to see every turn.", p.turn, p.ambiguous))
 	case len(p.entries) == 0 && p.turn != "":
 		body = p.styles.Muted.Render(" No entries for turn " + p.turn + ". Press esc to see every turn.")
 	case len(p.entries) == 0:
@@ -281,7 +333,13 @@ func shorten(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-func withHelp(b key.Binding, k, desc string) key.Binding {
-	b.SetHelp(k, desc)
-	return b
+// shortenLeft keeps the end of s within n columns: turn ids are UUIDv7,
+// whose beginning is a timestamp shared by turns started together, so their
+// end is what tells them apart.
+func shortenLeft(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + strings.TrimLeft(string(r[len(r)-n+1:]), "-")
 }

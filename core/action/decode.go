@@ -7,18 +7,20 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/engram-console/engram/core/errs"
 )
 
 // decodeStrict decodes raw into v (a pointer to an args struct). Stricter than
-// encoding/json: field names must match exactly (not case-insensitively), an
-// unknown field is a ValidationError naming it and the known ones, a value of
-// the wrong type names the field and the type expected, and required fields
-// must be present and not null.
-func decodeStrict(raw json.RawMessage, v any, fields []Field) error {
+// encoding/json, at every depth: field names must match exactly (not
+// case-insensitively), an unknown field is a ValidationError naming it and
+// the known ones, a value of the wrong type names the field and the type
+// expected, and required fields must be present and not null.
+func decodeStrict(raw json.RawMessage, v any) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}")
@@ -31,32 +33,186 @@ func decodeStrict(raw json.RawMessage, v any, fields []Field) error {
 		}
 		return errs.New(errs.Validation, "args must be a JSON object, not %s", jsonKind(raw))
 	}
-	known := make(map[string]Field, len(fields))
-	names := make([]string, 0, len(fields))
-	for _, f := range fields {
-		known[f.Name] = f
-		names = append(names, f.Name)
-	}
-	for name := range top {
-		if _, ok := known[name]; !ok {
-			return unknownField(name, names)
-		}
-	}
-	for _, f := range fields {
-		if val, ok := top[f.Name]; f.Required && (!ok || bytes.Equal(bytes.TrimSpace(val), []byte("null"))) {
-			return errs.New(errs.Validation, "args.%s is required (%s)%s", f.Name, f.Type, helpSuffix(f.Help)).
-				With("field", f.Name)
-		}
+	t := reflect.TypeOf(v).Elem()
+	if err := checkShape(raw, t, ""); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err, names)
+		return decodeError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errs.New(errs.Parse, "args: unexpected data after the JSON object")
 	}
 	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// checkShape walks the (syntactically valid) JSON value raw against the Go
+// type t, enforcing what encoding/json does not: exact field names and
+// required fields in nested objects too, unknown fields reported in document
+// order (so the same input always gives the same error), and values a type's
+// own UnmarshalJSON rejects (a time) reported with the field's path. Values of
+// the wrong JSON kind are left to the decoder, which names field and type.
+// path is the dotted path below "args" ("" at the top).
+func checkShape(raw json.RawMessage, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if len(raw) == 0 || raw[0] == 'n' || t == rawMessageType {
+		return nil // null fits every type; required fields are checked by their parent
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
+			want := typeName(t)
+			if got := jsonType(raw); strings.HasPrefix(want, "string") && got != "string" {
+				return errs.New(errs.Validation, "%s: expected %s, got %s", argPath(path), want, got).
+					With("field", fieldPath(path))
+			}
+			return errs.New(errs.Validation, "%s: invalid %s: %v", argPath(path), want, err).With("field", fieldPath(path))
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		keys, vals, ok := objectMembers(raw)
+		if !ok {
+			return nil
+		}
+		fields := structFields(t)
+		names := make([]string, len(fields))
+		byName := make(map[string]int, len(fields))
+		for i, f := range fields {
+			names[i] = f.Name
+			byName[f.Name] = i
+		}
+		for _, k := range keys {
+			if _, known := byName[k]; !known {
+				return unknownField(path, k, names)
+			}
+		}
+		for _, f := range fields {
+			if !f.Required {
+				continue
+			}
+			i := slicesIndex(keys, f.Name)
+			if i < 0 || bytes.Equal(vals[i], []byte("null")) {
+				p := joinPath(path, f.Name)
+				return errs.New(errs.Validation, "%s is required (%s)%s", argPath(p), f.Type, helpSuffix(f.Help)).
+					With("field", p)
+			}
+		}
+		for i, k := range keys {
+			if err := checkShape(vals[i], fields[byName[k]].typ, joinPath(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return nil
+		}
+		keys, vals, ok := objectMembers(raw)
+		if !ok {
+			return nil
+		}
+		for i, k := range keys {
+			if err := checkShape(vals[i], t.Elem(), joinPath(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // []byte is a base64 string
+		}
+		elems, ok := arrayElements(raw)
+		if !ok {
+			return nil
+		}
+		for i, el := range elems {
+			if err := checkShape(el, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func slicesIndex(keys []string, name string) int {
+	// The last occurrence wins, as in encoding/json.
+	for i := len(keys) - 1; i >= 0; i-- {
+		if keys[i] == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// argPath is how messages name a field: "args.limit", or "args" for the whole.
+func argPath(path string) string {
+	if path == "" {
+		return "args"
+	}
+	return "args." + path
+}
+
+// fieldPath is the "field" detail: the path, or "args" for the whole.
+func fieldPath(path string) string {
+	if path == "" {
+		return "args"
+	}
+	return path
+}
+
+// objectMembers returns the keys and values of a JSON object in document
+// order; ok is false when raw is not an object.
+func objectMembers(raw json.RawMessage) (keys []string, vals []json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		key, isString := tok.(string)
+		if !isString {
+			return nil, nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, false
+		}
+		keys = append(keys, key)
+		vals = append(vals, v)
+	}
+	return keys, vals, true
+}
+
+// arrayElements returns the elements of a JSON array; ok is false when raw is
+// not an array.
+func arrayElements(raw json.RawMessage) (elems []json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, false
+	}
+	for dec.More() {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		elems = append(elems, v)
+	}
+	return elems, true
 }
 
 func helpSuffix(help string) string {
@@ -66,20 +222,41 @@ func helpSuffix(help string) string {
 	return ": " + help
 }
 
-func unknownField(name string, names []string) error {
-	msg := fmt.Sprintf("args: unknown field %q", name)
-	if near := Nearest(name, names); near != "" && editDistance(name, near) <= len(name)/2+1 {
+// unknownField reports a field of the object at path that its struct lacks,
+// suggesting the nearest known name (a case-insensitive match first).
+func unknownField(path, name string, names []string) error {
+	where := "args"
+	if path != "" {
+		where = "args." + path
+	}
+	msg := fmt.Sprintf("%s: unknown field %q", where, name)
+	near := ""
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			near = n
+			break
+		}
+	}
+	if near == "" {
+		if n := Nearest(name, names); n != "" && editDistance(name, n) <= len(name)/2+1 {
+			near = n
+		}
+	}
+	if near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
-	if len(names) == 0 {
+	switch {
+	case len(names) == 0 && path == "":
 		msg += "; this action takes no arguments"
-	} else {
+	case len(names) == 0:
+		msg += "; this object has no fields"
+	default:
 		msg += "; the fields are " + strings.Join(names, ", ")
 	}
-	return errs.New(errs.Validation, "%s", msg).With("field", name)
+	return errs.New(errs.Validation, "%s", msg).With("field", joinPath(path, name))
 }
 
-func decodeError(err error, names []string) error {
+func decodeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	var syn *json.SyntaxError
 	switch {
@@ -93,49 +270,138 @@ func decodeError(err error, names []string) error {
 	case errors.As(err, &syn):
 		return errs.New(errs.Parse, "args are not valid JSON at byte %d: %v", syn.Offset, err)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		// A nested struct's unknown field; encoding/json names only the field.
+		// checkShape reports unknown fields first; this is a fallback.
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return errs.New(errs.Validation, "args: unknown field %q in a nested object", name).With("field", name)
 	}
-	// Errors from a field type's own UnmarshalJSON (e.g. a time) carry their
-	// own explanation.
+	// Errors from a field type's own UnmarshalJSON carry their own explanation.
 	return errs.New(errs.Validation, "args: %v", err)
 }
 
 func jsonKind(raw []byte) string {
 	switch raw[0] {
+	case '{':
+		return "an object"
 	case '[':
 		return "an array"
 	case '"':
 		return "a string"
 	case 't', 'f':
 		return "a boolean"
+	case 'n':
+		return "null"
 	default:
 		return "a number"
 	}
 }
 
+// jsonType names the JSON type of raw as encoding/json's errors do.
+func jsonType(raw []byte) string {
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// structField is one JSON field of an args struct.
+type structField struct {
+	Field
+	typ reflect.Type
+}
+
+var fieldCache sync.Map // reflect.Type → []structField
+
+// structFields lists the JSON fields of a struct type as encoding/json sees
+// them: json tags name them, "-" and unexported fields are skipped, and the
+// fields of an untagged embedded struct are promoted (a shallower field of
+// the same name wins).
+func structFields(t reflect.Type) []structField {
+	if cached, ok := fieldCache.Load(t); ok {
+		return cached.([]structField)
+	}
+	type candidate struct {
+		structField
+		depth int
+	}
+	var all []candidate
+	var walk func(t reflect.Type, depth int, seen map[reflect.Type]bool)
+	walk = func(t reflect.Type, depth int, seen map[reflect.Type]bool) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			tag := sf.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			if sf.Anonymous && name == "" {
+				ft := sf.Type
+				if ft.Kind() == reflect.Pointer {
+					if !sf.IsExported() {
+						continue // encoding/json cannot allocate it
+					}
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft, depth+1, seen)
+					continue
+				}
+			}
+			if !sf.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = sf.Name
+			}
+			all = append(all, candidate{structField{Field{
+				Name:     name,
+				Type:     typeName(sf.Type),
+				Required: sf.Tag.Get("arg") == "required",
+				Help:     sf.Tag.Get("help"),
+			}, sf.Type}, depth})
+		}
+	}
+	walk(t, 0, map[reflect.Type]bool{})
+	best := map[string]int{}
+	for _, c := range all {
+		if d, ok := best[c.Name]; !ok || c.depth < d {
+			best[c.Name] = c.depth
+		}
+	}
+	out := []structField{}
+	for _, c := range all {
+		if d, ok := best[c.Name]; ok && d == c.depth {
+			out = append(out, c.structField)
+			delete(best, c.Name)
+		}
+	}
+	fieldCache.Store(t, out)
+	return out
+}
+
 // describeFields lists the JSON fields of an args struct.
 func describeFields(t reflect.Type) []Field {
-	var out []Field
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		out = append(out, Field{
-			Name:     name,
-			Type:     typeName(sf.Type),
-			Required: sf.Tag.Get("arg") == "required",
-			Help:     sf.Tag.Get("help"),
-		})
+	sfs := structFields(t)
+	if len(sfs) == 0 {
+		return nil
+	}
+	out := make([]Field, len(sfs))
+	for i, f := range sfs {
+		out[i] = f.Field
 	}
 	return out
 }
@@ -170,6 +436,9 @@ func typeName(t reflect.Type) string {
 	case reflect.Float32, reflect.Float64:
 		return "number"
 	case reflect.Slice, reflect.Array:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			return "string (base64)" // how encoding/json reads []byte
+		}
 		return "array of " + typeName(t.Elem())
 	case reflect.Map, reflect.Struct:
 		return "object"

@@ -178,7 +178,7 @@ func (r *Runner) runJSONL(ctx context.Context, in io.Reader) error {
 		}
 		st, err := DecodeStep(text)
 		if !r.runStep(ctx, l.n, st, err) {
-			return nil
+			return r.stopped(ctx)
 		}
 	}
 }
@@ -236,11 +236,14 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 	}
 	r.flushEvents()
 	r.write(res)
-	if !passed && r.opts.FailFast {
-		r.summary.Stopped = true
-		return false
-	}
-	return ctx.Err() == nil
+	return (passed || !r.opts.FailFast) && ctx.Err() == nil
+}
+
+// stopped ends a run that runStep halted: by --fail-fast (no error), or by
+// ctx (its error, even when the step itself had finished).
+func (r *Runner) stopped(ctx context.Context) error {
+	r.summary.Stopped = true
+	return ctx.Err()
 }
 
 func (r *Runner) seen(id string) bool {

@@ -30,8 +30,7 @@ func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
 	}
 	for _, node := range steps {
 		if ctx.Err() != nil {
-			r.summary.Stopped = true
-			return ctx.Err()
+			return r.stopped(ctx)
 		}
 		line := node.GetToken().Position.Line
 		var v any
@@ -48,7 +47,7 @@ func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
 			err = errs.New(errs.Parse, "%s", yamlMessage(err))
 		}
 		if !r.runStep(ctx, line, st, err) {
-			return nil
+			return r.stopped(ctx)
 		}
 	}
 	return nil

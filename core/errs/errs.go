@@ -80,7 +80,14 @@ func sentinel(k Kind) *Error { return &Error{Kind: k, Message: string(k), sentin
 // format wraps its argument as the cause.
 func New(k Kind, format string, args ...any) *Error {
 	wrapped := fmt.Errorf(format, args...)
-	return &Error{Kind: k, Message: wrapped.Error(), Err: errors.Unwrap(wrapped)}
+	cause := errors.Unwrap(wrapped)
+	if multi, ok := wrapped.(interface{ Unwrap() []error }); ok && len(multi.Unwrap()) > 0 {
+		// Several %w verbs: errors.Unwrap sees none of them, so keep the
+		// joined wrapper itself as the cause, through which errors.Is and
+		// errors.As reach every one.
+		cause = wrapped
+	}
+	return &Error{Kind: k, Message: wrapped.Error(), Err: cause}
 }
 
 // Error returns the message.
@@ -95,8 +102,13 @@ func (e *Error) Is(target error) bool {
 	return ok && t.sentinel && t.Kind == e.Kind
 }
 
-// With returns e with one more detail set.
+// With returns e with one more detail set. On a sentinel (ErrNotFound...) it
+// returns a new error of the sentinel's kind instead of changing the shared
+// sentinel.
 func (e *Error) With(key string, value any) *Error {
+	if e.sentinel {
+		e = &Error{Kind: e.Kind, Message: e.Message}
+	}
 	if e.Details == nil {
 		e.Details = map[string]any{}
 	}
@@ -119,8 +131,11 @@ func KindOf(err error) Kind {
 
 // As returns err as an *Error with err's whole message (context added by
 // wrapping included) and the kind and details of the first *Error in its
-// chain; a new Internal error when there is none.
+// chain; a new Internal error when there is none, and nil for a nil err.
 func As(err error) *Error {
+	if err == nil {
+		return nil
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		out := *e

@@ -2,13 +2,15 @@
 // events after each committed change; the TUI and the batch runner's
 // --events subscribe. Publishing never blocks: every subscriber has its own
 // queue, drained into its buffered channel by its own goroutine. When a
-// subscriber falls behind, progress events beyond its buffer are dropped;
-// every other event is kept and delivered in order.
+// subscriber falls behind, its oldest waiting progress events are dropped
+// (the newest always get through); every other event is kept and delivered
+// in order, however far behind the subscriber is.
 package events
 
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -129,21 +131,29 @@ func (b *Broker) remove(q *queue) {
 	b.mu.Unlock()
 }
 
-// queue is one subscriber's unbounded-for-final, bounded-for-progress queue.
+// queue is one subscriber's queue: unbounded for final events, bounded for
+// progress events.
 type queue struct {
-	limit  int
-	mu     sync.Mutex
-	events []Event
-	ready  chan struct{} // signalled (capacity 1) when events is non-empty
+	limit    int // the most progress events that may wait
+	mu       sync.Mutex
+	events   []Event
+	progress int           // how many of events are progress events
+	ready    chan struct{} // signalled (capacity 1) when events is non-empty
 }
 
 func newQueue(limit int) *queue { return &queue{limit: limit, ready: make(chan struct{}, 1)} }
 
 func (q *queue) push(ev Event) {
 	q.mu.Lock()
-	if ev.Progress && len(q.events) >= q.limit {
-		q.mu.Unlock()
-		return
+	if ev.Progress {
+		if q.progress >= q.limit {
+			// A later progress event supersedes an earlier one: drop the
+			// oldest waiting, so the newest always gets through.
+			i := slices.IndexFunc(q.events, func(e Event) bool { return e.Progress })
+			q.events = slices.Delete(q.events, i, i+1)
+			q.progress--
+		}
+		q.progress++
 	}
 	q.events = append(q.events, ev)
 	q.mu.Unlock()
@@ -160,6 +170,9 @@ func (q *queue) pop(ctx context.Context) (Event, bool) {
 			ev := q.events[0]
 			q.events[0] = Event{}
 			q.events = q.events[1:]
+			if ev.Progress {
+				q.progress--
+			}
 			q.mu.Unlock()
 			return ev, true
 		}
@@ -176,6 +189,6 @@ func (q *queue) drain() []Event {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.events
-	q.events = nil
+	q.events, q.progress = nil, 0
 	return out
 }

@@ -201,7 +201,12 @@ func (e *Env) Providers() []ContextProvider {
 	return append([]ContextProvider(nil), e.providers...)
 }
 
-// Validation is shorthand for a ValidationError about one field.
+// Validation is shorthand for a ValidationError about one field: its message
+// is "field: " and the formatted message.
 func Validation(field, format string, args ...any) *errs.Error {
-	return errs.New(errs.Validation, field+": "+format, args...).With("field", field)
+	// The field name is not part of the format: it may come from the user
+	// (turn.end's updates keys) and contain verbs like %s.
+	e := errs.New(errs.Validation, format, args...)
+	e.Message = field + ": " + e.Message
+	return e.With("field", field)
 }

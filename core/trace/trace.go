@@ -6,6 +6,7 @@ package trace
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/engram-console/engram/storage"
@@ -74,12 +75,11 @@ func (l *Log) Append(tx *storage.Tx, e Entry) (Entry, error) {
 // matching entries were left out by f.Limit.
 func (l *Log) List(f Filter) (entries []Entry, more bool, err error) {
 	err = l.store.View(func(tx *storage.Tx) error {
-		seqs, err := l.matching(tx, f)
+		var seqs []string
+		var err error
+		seqs, more, err = l.matching(tx, f)
 		if err != nil {
 			return err
-		}
-		if f.Limit > 0 && len(seqs) > f.Limit {
-			seqs, more = seqs[len(seqs)-f.Limit:], true
 		}
 		entries = make([]Entry, 0, len(seqs))
 		for _, s := range seqs {
@@ -95,34 +95,50 @@ func (l *Log) List(f Filter) (entries []Entry, more bool, err error) {
 }
 
 // matching returns the sequence keys of matching entries, ascending, from
-// index scans alone.
-func (l *Log) matching(tx *storage.Tx, f Filter) ([]string, error) {
-	var lists [][]string
-	scan := func(prefix []byte) error {
-		var seqs []string
-		err := tx.Keys(storage.Prefix(prefix), func(k []byte) error {
+// index scans alone, keeping the most recent f.Limit of them (more: some
+// were left out). With at most one filter, only the keys kept are visited
+// (a backwards scan), so a limited listing costs the same however long the
+// trace is.
+func (l *Log) matching(tx *storage.Tx, f Filter) (seqs []string, more bool, err error) {
+	var prefixes [][]byte
+	if f.TurnID != "" {
+		prefixes = append(prefixes, storage.PrefixKey(storage.PrefixIndex, indexSpace, "turn", f.TurnID))
+	}
+	if f.Kind != "" {
+		prefixes = append(prefixes, storage.PrefixKey(storage.PrefixIndex, indexSpace, "kind", f.Kind))
+	}
+	if len(prefixes) == 0 {
+		prefixes = append(prefixes, []byte(storage.PrefixTrace))
+	}
+	if len(prefixes) == 1 && f.Limit > 0 {
+		err := tx.Keys(storage.Range{Prefix: prefixes[0], Reverse: true}, func(k []byte) error {
+			if len(seqs) == f.Limit {
+				more = true
+				return storage.ErrStop
+			}
 			seqs = append(seqs, storage.LastPart(k))
 			return nil
 		})
-		lists = append(lists, seqs)
-		return err
+		slices.Reverse(seqs)
+		return seqs, more, err
 	}
-	if f.TurnID != "" {
-		if err := scan(storage.PrefixKey(storage.PrefixIndex, indexSpace, "turn", f.TurnID)); err != nil {
-			return nil, err
+	lists := make([][]string, 0, len(prefixes))
+	for _, p := range prefixes {
+		var list []string
+		err := tx.Keys(storage.Prefix(p), func(k []byte) error {
+			list = append(list, storage.LastPart(k))
+			return nil
+		})
+		if err != nil {
+			return nil, false, err
 		}
+		lists = append(lists, list)
 	}
-	if f.Kind != "" {
-		if err := scan(storage.PrefixKey(storage.PrefixIndex, indexSpace, "kind", f.Kind)); err != nil {
-			return nil, err
-		}
+	seqs = intersectSorted(lists)
+	if f.Limit > 0 && len(seqs) > f.Limit {
+		seqs, more = seqs[len(seqs)-f.Limit:], true
 	}
-	if len(lists) == 0 {
-		if err := scan([]byte(storage.PrefixTrace)); err != nil {
-			return nil, err
-		}
-	}
-	return intersectSorted(lists), nil
+	return seqs, more, nil
 }
 
 // intersectSorted intersects ascending lists.

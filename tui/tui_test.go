@@ -1,0 +1,807 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/trace"
+	"github.com/muesli/termenv"
+)
+
+// The golden frames live with the repository's other test data. They are
+// the final model's View with each line's trailing spaces cut, so that they
+// read as the screen does; the exact size of every frame is checked apart.
+// `go test ./tui -update` rewrites them (teatest's golden package owns the
+// -update flag; these tests read it rather than define a second one).
+var goldenDir = filepath.Join("..", "testdata", "tui")
+
+const (
+	goldenWidth  = 100
+	goldenHeight = 30
+	// waitLimit bounds every wait for something to be rendered; it is far
+	// above what the tests take, so that a slow machine does not fail them.
+	waitLimit = 10 * time.Second
+)
+
+var goldenTime = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
+
+func TestMain(m *testing.M) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	// Adaptive colours would otherwise ask the terminal for its background.
+	lipgloss.SetHasDarkBackground(true)
+	os.Exit(m.Run())
+}
+
+// newEngine opens an in-memory engine on a fixed clock and id seed, so that
+// ids and times repeat from run to run.
+func newEngine(t *testing.T) (*core.Engine, *clock.Fixed) {
+	t.Helper()
+	clk := clock.NewFixed(goldenTime)
+	engine, err := core.Open(core.Options{InMemory: true, Clock: clk, IDSeed: "golden"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	return engine, clk
+}
+
+// do runs an action through the engine (not the console) and fails the test
+// if it fails.
+func do(t *testing.T, engine *core.Engine, name, turn, args string) json.RawMessage {
+	t.Helper()
+	var raw json.RawMessage
+	if args != "" {
+		raw = json.RawMessage(args)
+	}
+	res, err := engine.Do(context.Background(), core.Request{Action: name, Turn: turn, Args: raw})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+// turn records a whole turn: start, then end a moment later.
+func turn(t *testing.T, engine *core.Engine, clk *clock.Fixed, id, input string) {
+	t.Helper()
+	do(t, engine, "turn.start", id, fmt.Sprintf(`{"input": %q}`, input))
+	clk.Advance(1250 * time.Millisecond)
+	do(t, engine, "turn.end", id, "")
+	clk.Advance(750 * time.Millisecond)
+}
+
+// start runs the console over engine in a teatest program of the given size.
+// The status line's fade is an hour away, so that frames do not depend on
+// how fast the test runs.
+func start(t *testing.T, engine *core.Engine, width, height int) *teatest.TestModel {
+	t.Helper()
+	tm := teatest.NewTestModel(t, New(engine, Options{StatusFade: time.Hour}),
+		teatest.WithInitialTermSize(width, height))
+	t.Cleanup(func() { _ = tm.Quit() }) // a no-op once the program has ended
+	return tm
+}
+
+// waitFor waits until everything in want has been rendered since the last
+// wait (WaitFor consumes the output it reads).
+func waitFor(t *testing.T, tm *teatest.TestModel, want ...string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(out []byte) bool {
+		for _, w := range want {
+			if !bytes.Contains(out, []byte(w)) {
+				return false
+			}
+		}
+		return true
+	}, teatest.WithDuration(waitLimit), teatest.WithCheckInterval(5*time.Millisecond))
+}
+
+// finish quits the program and returns its final model.
+func finish(t *testing.T, tm *teatest.TestModel) *Model {
+	t.Helper()
+	if err := tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	return final(t, tm)
+}
+
+// final waits for the program to end by itself and returns its final model.
+func final(t *testing.T, tm *teatest.TestModel) *Model {
+	t.Helper()
+	m, ok := tm.FinalModel(t, teatest.WithFinalTimeout(waitLimit)).(*Model)
+	if !ok {
+		t.Fatal("the final model is not a *tui.Model")
+	}
+	return m
+}
+
+// keys sends special keys, in order.
+func keys(tm *teatest.TestModel, types ...tea.KeyType) {
+	for _, k := range types {
+		tm.Send(tea.KeyMsg{Type: k})
+	}
+}
+
+// press hands key presses straight to a model (one whose program has ended,
+// so nothing else touches it), ignoring the commands they return: for
+// checks of View at other sizes and states once the data has been loaded.
+func press(m *Model, ks ...string) {
+	for _, k := range ks {
+		var msg tea.KeyMsg
+		switch k {
+		case "tab":
+			msg = tea.KeyMsg{Type: tea.KeyTab}
+		case "shift+tab":
+			msg = tea.KeyMsg{Type: tea.KeyShiftTab}
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		default:
+			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		}
+		m.Update(msg)
+	}
+}
+
+// checkScreen fails unless view is exactly width columns by height lines.
+func checkScreen(t *testing.T, what, view string, width, height int) {
+	t.Helper()
+	lines := strings.Split(view, "\n")
+	if len(lines) != height {
+		t.Errorf("%s: %d lines, want %d", what, len(lines), height)
+	}
+	for i, l := range lines {
+		if w := ansi.StringWidth(l); w != width {
+			t.Errorf("%s: line %d is %d columns wide, want %d: %q", what, i+1, w, width, l)
+		}
+	}
+}
+
+// updating reports teatest's -update flag.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// screenText is a frame as a golden file holds it.
+func screenText(view string) string {
+	lines := strings.Split(view, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// requireGolden checks a full frame: its size, then its text against
+// testdata/tui/<name>.golden.
+func requireGolden(t *testing.T, name string, m *Model) {
+	t.Helper()
+	view := m.View()
+	checkScreen(t, name, view, goldenWidth, goldenHeight)
+	got := screenText(view)
+	path := filepath.Join(goldenDir, name+".golden")
+	if updating() {
+		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tui -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("frame differs from %s (go test ./tui -update rewrites it)\n%s", path, lineDiff(string(want), got))
+	}
+}
+
+// lineDiff lists the lines that differ, with their numbers.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  want %q\n  got  %q\n", i+1, wl, gl)
+		}
+	}
+	return b.String()
+}
+
+// --- golden frames ---
+
+func TestGoldenTabs(t *testing.T) {
+	for _, tc := range []struct {
+		key, name, tab string
+	}{
+		{"1", "chat", "[1 Chat]"},
+		{"2", "threads", "[2 Threads]"},
+		{"3", "goals", "[3 Goals]"},
+		{"4", "plans", "[4 Plans]"},
+		{"5", "memory", "[5 Memory]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			engine, _ := newEngine(t)
+			tm := start(t, engine, goldenWidth, goldenHeight)
+			tm.Type(tc.key)
+			waitFor(t, tm, tc.tab, "Not built yet")
+			requireGolden(t, tc.name, finish(t, tm))
+		})
+	}
+}
+
+func TestGoldenTrace(t *testing.T) {
+	engine, clk := newEngine(t)
+	turn(t, engine, clk, "turn-1", "hello")
+	turn(t, engine, clk, "turn-2", "what did I say?")
+	do(t, engine, "turn.start", "turn-3", `{"input": "still thinking", "channel": "web"}`)
+
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "[6 Trace]", "5 entries, all turns", "turn-3")
+	m := finish(t, tm)
+	requireGolden(t, "trace", m)
+	if got := len(m.panes[tabTrace].(*tracePane).entries); got != 5 {
+		t.Errorf("the trace pane holds %d entries, want 5", got)
+	}
+}
+
+func TestGoldenPaletteEngineInfo(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type(":")
+	tm.Type("engine.info")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✓ engine.info ok", `"version"`)
+	m := finish(t, tm)
+	requireGolden(t, "palette_engine_info", m)
+	if !m.paletteOpen {
+		t.Error("the palette closed")
+	}
+}
+
+func TestGoldenPaletteError(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type(":")
+	tm.Type("no.such.action")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✗ no.such.action failed", "UnknownAction:")
+	m := finish(t, tm)
+	requireGolden(t, "palette_error", m)
+	if !m.status.isError || m.status.faded {
+		t.Errorf("status = %+v, want a bright error", m.status)
+	}
+}
+
+// --- keys ---
+
+func TestTabKeys(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "[1 Chat]")
+	steps := []struct {
+		send func()
+		want string
+	}{
+		{func() { tm.Type("2") }, "[2 Threads]"},
+		{func() { keys(tm, tea.KeyTab) }, "[3 Goals]"},
+		{func() { keys(tm, tea.KeyShiftTab) }, "[2 Threads]"},
+		{func() { tm.Type("6") }, "[6 Trace]"},
+		{func() { keys(tm, tea.KeyTab) }, "[1 Chat]"},       // wraps around
+		{func() { keys(tm, tea.KeyShiftTab) }, "[6 Trace]"}, // and back
+		{func() { tm.Type("5") }, "[5 Memory]"},
+		{func() { tm.Type("4") }, "[4 Plans]"},
+		{func() { tm.Type("3") }, "[3 Goals]"},
+		{func() { tm.Type("1") }, "[1 Chat]"},
+	}
+	for _, s := range steps {
+		s.send()
+		waitFor(t, tm, s.want)
+	}
+	if m := finish(t, tm); m.active != tabChat {
+		t.Errorf("active tab %d, want Chat", m.active)
+	}
+}
+
+func TestQuitKey(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("2")
+	tm.Type("q")
+	if m := final(t, tm); !m.quitting || m.active != tabThreads {
+		t.Errorf("quitting=%v active=%d, want a quit from Threads", m.quitting, m.active)
+	}
+}
+
+func TestQTypesInPalette(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type(":q")
+	waitFor(t, tm, `no action starts with "q"`)
+	keys(tm, tea.KeyCtrlC)
+	m := final(t, tm)
+	if got := m.palette.input.Value(); got != "q" || !m.paletteOpen {
+		t.Errorf("palette open=%v input %q, want the palette open with %q typed", m.paletteOpen, got, "q")
+	}
+}
+
+func TestQTypesInTraceFilter(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6f")
+	waitFor(t, tm, "turn: ")
+	tm.Type("q1?")
+	waitFor(t, tm, "turn: q1?")
+	keys(tm, tea.KeyCtrlC)
+	m := final(t, tm)
+	p := m.panes[tabTrace].(*tracePane)
+	if got := p.input.Value(); got != "q1?" || !p.editing || m.active != tabTrace || m.help.ShowAll {
+		t.Errorf("filter input %q (editing %v), tab %d, full help %v: want q1? typed into the filter on Trace",
+			got, p.editing, m.active, m.help.ShowAll)
+	}
+}
+
+func TestCtrlCQuitsFromAnywhere(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(tm *teatest.TestModel)
+	}{
+		{"chat", func(*teatest.TestModel) {}},
+		{"trace", func(tm *teatest.TestModel) { tm.Type("6") }},
+		{"full help", func(tm *teatest.TestModel) { tm.Type("?") }},
+		{"palette", func(tm *teatest.TestModel) { tm.Type(":engine") }},
+		{"trace filter", func(tm *teatest.TestModel) { tm.Type("6f") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			engine, _ := newEngine(t)
+			tm := start(t, engine, goldenWidth, goldenHeight)
+			tc.setup(tm)
+			keys(tm, tea.KeyCtrlC)
+			if m := final(t, tm); !m.quitting {
+				t.Error("the console did not quit")
+			}
+		})
+	}
+}
+
+func TestHelpToggle(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "? more keys")
+	tm.Type("?")
+	waitFor(t, tm, "previous tab", "quit from anywhere", "fewer keys")
+	tm.Type("?")
+	waitFor(t, tm, "? more keys")
+	m := finish(t, tm)
+	if m.help.ShowAll {
+		t.Error("full help is still shown")
+	}
+	view := m.View()
+	checkScreen(t, "after ?", view, goldenWidth, goldenHeight)
+	if strings.Contains(view, "previous tab") {
+		t.Error("the short footer lists every key")
+	}
+	// Full help takes rows from the body, and gives them back.
+	press(m, "?")
+	checkScreen(t, "full help", m.View(), goldenWidth, goldenHeight)
+	if !strings.Contains(m.View(), "previous tab") {
+		t.Error("no full help after ?")
+	}
+}
+
+// --- trace ---
+
+func TestTraceShowsLiveEntries(t *testing.T) {
+	engine, clk := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "No trace entries yet")
+
+	// Published after the program started: it reaches the pane as an event.
+	clk.Advance(time.Minute)
+	do(t, engine, "turn.start", "live-1", `{"input": "are you there?"}`)
+	waitFor(t, tm, "1 entry, all turns", "live-1", "10:01:00.000")
+
+	m := finish(t, tm)
+	p := m.panes[tabTrace].(*tracePane)
+	if len(p.entries) != 1 || p.entries[0].TurnID != "live-1" || p.entries[0].Kind != "turn.start" {
+		t.Errorf("entries = %+v, want live-1's turn.start", p.entries)
+	}
+}
+
+// TestTraceKeepsUp floods the console with events: the subscription is a
+// command re-issued after each event, so every one arrives, in order.
+func TestTraceKeepsUp(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "No trace entries yet")
+	const turns = 150
+	for i := range turns {
+		do(t, engine, "turn.start", fmt.Sprintf("flood-%03d", i), "")
+	}
+	waitFor(t, tm, fmt.Sprintf("%d entries, all turns", turns), fmt.Sprintf("flood-%03d", turns-1))
+	m := finish(t, tm)
+	p := m.panes[tabTrace].(*tracePane)
+	if len(p.entries) != turns {
+		t.Fatalf("%d entries, want %d", len(p.entries), turns)
+	}
+	for i, e := range p.entries {
+		if want := fmt.Sprintf("flood-%03d", i); e.TurnID != want {
+			t.Fatalf("entry %d is turn %s, want %s", i, e.TurnID, want)
+		}
+	}
+	// Following the tail: the newest entry is on screen.
+	if !strings.Contains(m.View(), fmt.Sprintf("flood-%03d", turns-1)) {
+		t.Error("the newest entry is not shown")
+	}
+}
+
+func TestTraceFilterByTurn(t *testing.T) {
+	engine, clk := newEngine(t)
+	do(t, engine, "turn.start", "turn-a", `{"input": "first"}`)
+	clk.Advance(time.Second)
+	turn(t, engine, clk, "turn-b", "second")
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "3 entries, all turns")
+
+	tm.Type("f")
+	tm.Type("turn-a")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "1 entry of turn turn-a")
+
+	// Live entries of other turns stay out (turn-a2 only starts like
+	// turn-a); the filter's own come in, after them.
+	do(t, engine, "turn.start", "turn-c", "")
+	do(t, engine, "turn.start", "turn-a2", "")
+	do(t, engine, "turn.end", "turn-a", "")
+	waitFor(t, tm, "2 entries of turn turn-a")
+
+	m := finish(t, tm)
+	p := m.panes[tabTrace].(*tracePane)
+	if p.turn != "turn-a" || len(p.entries) != 2 {
+		t.Fatalf("filter %q with %d entries, want turn-a's 2", p.turn, len(p.entries))
+	}
+	for _, e := range p.entries {
+		if e.TurnID != "turn-a" {
+			t.Errorf("entry %d of turn %s shown under the turn-a filter", e.Seq, e.TurnID)
+		}
+	}
+	view := m.View()
+	if strings.Contains(view, "turn-b") || strings.Contains(view, "turn-c") || strings.Contains(view, "turn-a2") || !strings.Contains(view, "turn-a") {
+		t.Errorf("the filtered frame shows other turns:\n%s", view)
+	}
+}
+
+func TestTraceFilterClearAndPartialID(t *testing.T) {
+	engine, clk := newEngine(t)
+	turn(t, engine, clk, "turn-a", "first")
+	turn(t, engine, clk, "turn-b", "second")
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "4 entries, all turns")
+
+	// Part of an id completes to the one turn it belongs to.
+	tm.Type("f-b")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "2 entries of turn turn-b")
+	// esc clears the filter.
+	keys(tm, tea.KeyEsc)
+	waitFor(t, tm, "4 entries, all turns")
+	// Part of more than one id says so.
+	tm.Type("fturn")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, `"turn" is part of 2 turn ids`)
+	// An id nobody used shows nothing, and says how to get back. (The
+	// input starts with the current filter, to edit it.)
+	tm.Type("f")
+	keys(tm, tea.KeyCtrlU)
+	tm.Type("nope")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "No entries for turn nope")
+
+	m := finish(t, tm)
+	if p := m.panes[tabTrace].(*tracePane); p.turn != "nope" || len(p.entries) != 0 {
+		t.Errorf("filter %q with %d entries, want nope's none", p.turn, len(p.entries))
+	}
+}
+
+// TestTraceIgnoresStaleLoad: the answer to a load made for an earlier filter
+// must not land in the list of the current one.
+func TestTraceIgnoresStaleLoad(t *testing.T) {
+	engine, _ := newEngine(t)
+	styles := DefaultStyles()
+	p := newTracePane(engine, &styles)
+	p.SetSize(goldenWidth, 20)
+	p.Init()              // load 1: every turn
+	p.setFilter("turn-a") // load 2: turn-a only
+	all, _ := json.Marshal(map[string]any{"entries": []trace.Entry{
+		{Seq: 1, TurnID: "turn-b", Kind: "turn.start", At: goldenTime},
+	}})
+	p.Update(actionResultMsg{pane: tracePaneID, req: 1, action: "trace.list", result: all})
+	if len(p.entries) != 0 || p.loaded {
+		t.Errorf("a stale load was applied: %+v", p.entries)
+	}
+	p.Update(actionResultMsg{pane: tracePaneID, req: 2, action: "trace.list", result: json.RawMessage(`{"entries": []}`)})
+	if !p.loaded {
+		t.Error("the current load was not applied")
+	}
+	// A live entry of another turn stays out too.
+	p.Update(events.Event{Name: kit.EventTraceRecorded, Data: trace.Entry{Seq: 2, TurnID: "turn-b", Kind: "turn.end"}})
+	if len(p.entries) != 0 {
+		t.Errorf("another turn's live entry was shown: %+v", p.entries)
+	}
+}
+
+// TestTraceEntryIsOneLine: a message with newlines or longer than the screen
+// stays on its line, cut with an ellipsis; a long turn id shows its end,
+// which is what tells UUIDv7 ids apart.
+func TestTraceEntryIsOneLine(t *testing.T) {
+	engine, _ := newEngine(t)
+	styles := DefaultStyles()
+	p := newTracePane(engine, &styles)
+	p.SetSize(80, 10)
+	p.loaded = true
+	p.merge(trace.Entry{
+		Seq: 7, TurnID: "01a214dd-0e0d-72b8-b0ba-c160125f4e36", Kind: "turn.start", At: goldenTime,
+		Message: "first line\nsecond line " + strings.Repeat("long ", 30),
+	})
+	view := p.View()
+	checkScreen(t, "trace pane", view, 80, 10)
+	line := strings.Split(view, "\n")[2]
+	if !strings.Contains(line, "…c160125f4e36") || !strings.Contains(line, "first line second line") || !strings.HasSuffix(line, "…") {
+		t.Errorf("entry line %q", line)
+	}
+}
+
+// --- palette ---
+
+func TestPaletteCompletion(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type(":engine.i")
+	waitFor(t, tm, "1 match: [engine.info]")
+	m := finish(t, tm)
+	// The suggestion shows after the cursor without overflowing the line.
+	inputLine := strings.Split(m.View(), "\n")[3]
+	if !strings.HasPrefix(inputLine, " : engine.info") || strings.Contains(inputLine, "…") {
+		t.Errorf("input line %q, want the suggestion and no ellipsis", inputLine)
+	}
+	press(m, "tab")
+	if got := m.palette.input.Value(); got != "engine.info" {
+		t.Errorf("tab completed to %q, want engine.info", got)
+	}
+	if view := m.View(); !strings.Contains(view, "engine.info Version, store, language model") || !strings.Contains(view, "no args") {
+		t.Errorf("the chosen action is not described:\n%s", view)
+	}
+}
+
+func TestPaletteHistory(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type(":engine.info")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✓ engine.info ok")
+	keys(tm, tea.KeyCtrlU)
+	tm.Type(`trace.list {"limit": 5}`)
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✓ trace.list ok")
+	// (Each wait follows a change of the screen: a key undone within one
+	// frame renders nothing to wait for.)
+	keys(tm, tea.KeyCtrlU)
+	waitFor(t, tm, "5 matches")
+	keys(tm, tea.KeyUp)
+	waitFor(t, tm, `: trace.list {"limit": 5}`)
+	keys(tm, tea.KeyUp, tea.KeyUp) // the oldest stays
+	waitFor(t, tm, ": engine.info")
+	keys(tm, tea.KeyDown)
+	waitFor(t, tm, `: trace.list {"limit": 5}`)
+	keys(tm, tea.KeyUp)
+	m := finish(t, tm)
+	if got := m.palette.input.Value(); got != "engine.info" {
+		t.Errorf("input %q after up, up, up, down, up; want engine.info", got)
+	}
+	if want := []string{"engine.info", `trace.list {"limit": 5}`}; fmt.Sprint(m.palette.history) != fmt.Sprint(want) {
+		t.Errorf("history %q, want %q", m.palette.history, want)
+	}
+	// Down past the newest gives an empty line to type on.
+	m.palette.recall(false)
+	m.palette.recall(false)
+	if got := m.palette.input.Value(); got != "" {
+		t.Errorf("input %q after going past the newest, want empty", got)
+	}
+}
+
+func TestPaletteScrollsLongResult(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type(":actions.list")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✓ actions.list ok", "(lines 1-21 of")
+	keys(tm, tea.KeyPgDown)
+	waitFor(t, tm, "(lines 22-42 of")
+	keys(tm, tea.KeyPgUp)
+	waitFor(t, tm, "(lines 1-21 of")
+	keys(tm, tea.KeyEsc)
+	waitFor(t, tm, "[1 Chat]")
+	m := finish(t, tm)
+	if m.paletteOpen {
+		t.Error("esc did not close the palette")
+	}
+}
+
+// --- sizes ---
+
+func TestResize(t *testing.T) {
+	for _, size := range []tea.WindowSizeMsg{{Width: 80, Height: 24}, {Width: 200, Height: 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size.Width, size.Height), func(t *testing.T) {
+			engine, clk := newEngine(t)
+			turn(t, engine, clk, "turn-1", "hello")
+			tm := start(t, engine, goldenWidth, goldenHeight)
+			tm.Type("6")
+			waitFor(t, tm, "2 entries, all turns")
+			tm.Send(size)
+			m := finish(t, tm)
+			checkScreen(t, "after the resize", m.View(), size.Width, size.Height)
+			if rule := strings.Split(m.View(), "\n")[2]; rule != strings.Repeat("─", size.Width) {
+				t.Errorf("the rule under the tabs is %q", rule)
+			}
+		})
+	}
+}
+
+// TestViewFitsEveryState checks, at several sizes, every tab with and
+// without full help, the trace filter input and the palette with a long
+// result: each frame is exactly the terminal's size, and the keys that
+// matter most stay in the footer.
+func TestViewFitsEveryState(t *testing.T) {
+	engine, clk := newEngine(t)
+	turn(t, engine, clk, "01a214dd-0e0d-72b8-b0ba-c160125f4e36", strings.Repeat("a long input ", 20))
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "2 entries, all turns")
+	// An error in the status line, and a long result in the palette.
+	tm.Type(":no.such.action")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✗ no.such.action failed")
+	keys(tm, tea.KeyCtrlU)
+	tm.Type("actions.list")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✓ actions.list ok")
+	keys(tm, tea.KeyEsc)
+	m := finish(t, tm)
+
+	for _, size := range []tea.WindowSizeMsg{{Width: 100, Height: 30}, {Width: 80, Height: 24}, {Width: 200, Height: 60}, {Width: 60, Height: 15}, {Width: 20, Height: 6}} {
+		m.Update(size)
+		name := func(state string) string { return fmt.Sprintf("%dx%d %s", size.Width, size.Height, state) }
+		for tb := range tabCount {
+			title := m.panes[tb].Title()
+			press(m, fmt.Sprint(int(tb)+1))
+			checkScreen(t, name(title), m.View(), size.Width, size.Height)
+			if size.Width >= 80 && !strings.Contains(lastLine(m.View()), "q quit") {
+				t.Errorf("%s: the footer lost q quit: %q", name(title), lastLine(m.View()))
+			}
+			press(m, "?")
+			checkScreen(t, name(title+" full help"), m.View(), size.Width, size.Height)
+			press(m, "?")
+		}
+		press(m, "f", "some-turn")
+		checkScreen(t, name("trace filter"), m.View(), size.Width, size.Height)
+		if size.Width >= 80 && strings.Contains(lastLine(m.View()), "1-6 tabs") {
+			t.Errorf("%s: the footer offers keys the filter input takes: %q", name("trace filter"), lastLine(m.View()))
+		}
+		press(m, "esc", ":")
+		checkScreen(t, name("palette"), m.View(), size.Width, size.Height)
+		if size.Width >= 80 && !strings.Contains(lastLine(m.View()), "esc close") {
+			t.Errorf("%s: the footer lost esc close: %q", name("palette"), lastLine(m.View()))
+		}
+		press(m, "esc")
+	}
+}
+
+func lastLine(s string) string { return s[strings.LastIndexByte(s, '\n')+1:] }
+
+// --- the event subscription ---
+
+// TestUpdateNeverBlocks: Update hands the subscription back as a command
+// instead of reading the channel itself, so it returns at once even when no
+// event is waiting; the command delivers the next event when one comes.
+func TestUpdateNeverBlocks(t *testing.T) {
+	engine, _ := newEngine(t)
+	m := New(engine, Options{})
+	t.Cleanup(func() { m.cancel() })
+	m.Update(tea.WindowSizeMsg{Width: goldenWidth, Height: goldenHeight})
+
+	done := make(chan tea.Cmd, 1)
+	go func() {
+		_, cmd := m.Update(eventMsg(events.Event{Seq: 1, Name: "item.mutated"}))
+		done <- cmd
+	}()
+	var cmd tea.Cmd
+	select {
+	case cmd = <-done:
+	case <-time.After(waitLimit):
+		t.Fatal("Update blocked on an event")
+	}
+	if cmd == nil {
+		t.Fatal("Update did not re-issue the subscription")
+	}
+
+	next := make(chan tea.Msg, 1)
+	go func() { next <- waitForEvent(m.events)() }()
+	do(t, engine, "turn.start", "turn-1", "")
+	select {
+	case msg := <-next:
+		ev, ok := msg.(eventMsg)
+		if !ok || ev.Name != kit.EventTraceRecorded {
+			t.Errorf("the subscription delivered %#v, want a trace.recorded event", msg)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("no event delivered")
+	}
+
+	// Once the console quits, the subscription ends instead of waiting.
+	m.quit()
+	select {
+	case <-runAsync(waitForEvent(m.events)):
+	case <-time.After(waitLimit):
+		t.Fatal("the subscription outlived the console")
+	}
+}
+
+func runAsync(cmd tea.Cmd) <-chan tea.Msg {
+	out := make(chan tea.Msg, 1)
+	go func() { out <- cmd() }()
+	return out
+}
+
+// --- the status line ---
+
+func TestStatusFades(t *testing.T) {
+	s := status{fade: time.Hour}
+	if s.set("first\nmessage", true) == nil {
+		t.Fatal("no fade timer")
+	}
+	if s.text != "first message" {
+		t.Errorf("text %q, want it on one line", s.text)
+	}
+	s.set("second", false)
+	s.advance(statusFadeMsg{id: 1, stage: 1}) // the first message's timer
+	if s.faded || s.next(statusFadeMsg{id: 1, stage: 1}) != nil {
+		t.Error("a stale timer faded the current message")
+	}
+	s.advance(statusFadeMsg{id: 2, stage: 1})
+	if !s.faded || s.next(statusFadeMsg{id: 2, stage: 1}) == nil {
+		t.Error("the message did not fade, or will not go")
+	}
+	s.advance(statusFadeMsg{id: 2, stage: 2})
+	styles := DefaultStyles()
+	if s.text != "" || s.view(&styles, 40) != "" {
+		t.Errorf("the message did not go: %q", s.text)
+	}
+}
