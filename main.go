@@ -136,9 +136,11 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	fs.BoolVar(&cfg.sync, "sync", false, "fsync every write, so acknowledged writes survive power loss too (slower)")
 	fs.StringVar(&cfg.agent, "agent", core.DefaultAgent, "the agent `ID` acting (a batch step's \"as\" overrides it)")
 	fs.StringVar(&cfg.llm.Provider, "llm", "offline", "language model provider: offline, ollama, openai or replay")
-	fs.StringVar(&cfg.llm.Model, "model", "", "the model `NAME` to ask (provider's default when empty)")
-	fs.StringVar(&cfg.llm.URL, "llm-url", "", "the model server's base `URL`")
-	fs.DurationVar(&cfg.llm.Timeout, "llm-timeout", 60*time.Second, "how long one model call may take")
+	fs.StringVar(&cfg.llm.Model, "model", "", "the chat model `NAME` (default: llama3.2 for ollama, gpt-4o-mini for openai)")
+	fs.StringVar(&cfg.llm.EmbedModel, "embed-model", "", "the embedding model `NAME` (default: --model for ollama, text-embedding-3-small for openai)")
+	fs.StringVar(&cfg.llm.URL, "llm-url", "", "the model server's base `URL` (default: $OLLAMA_HOST or http://127.0.0.1:11434 for ollama; $OPENAI_BASE_URL or https://api.openai.com/v1 for openai)")
+	fs.DurationVar(&cfg.llm.Timeout, "llm-timeout", 60*time.Second, "how long one attempt at a model call may take")
+	fs.IntVar(&cfg.llm.Retries, "llm-retries", 2, "how often to retry a model call that failed transiently (timeout, refused connection, 429, 5xx)")
 	fs.StringVar(&cfg.llm.Cassette, "cassette", "", "with --llm replay: the recorded exchanges to answer from (`FILE`)")
 	fs.StringVar(&cfg.llm.Record, "record", "", "with a live provider: record every exchange to this cassette `FILE`")
 	fs.StringVar(&cfg.logFile, "log", "", "the log `FILE` (default $ENGRAM_LOG, else $XDG_STATE_HOME/engram/engram.log, else ~/.local/state/engram/engram.log)")
@@ -173,6 +175,9 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	}
 	if cfg.llm.Timeout <= 0 {
 		return cfg, errors.New("--llm-timeout must be positive, e.g. 30s")
+	}
+	if err := cfg.llm.Validate(); err != nil {
+		return cfg, err
 	}
 	if !cfg.inMemory {
 		cfg.data = defaultPath(cfg.data, "ENGRAM_DATA", "XDG_DATA_HOME", ".local/share", "engram")

@@ -269,6 +269,12 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"fail-fast without batch", []string{"--in-memory", "--fail-fast"}, "only apply with --batch"},
 		{"stray argument", []string{"--in-memory", "script.jsonl"}, `unexpected argument "script.jsonl"`},
 		{"bad duration", []string{"--in-memory", "--llm-timeout", "soon"}, "llm-timeout"},
+		{"unknown provider", []string{"--in-memory", "--llm", "gpt"}, `--llm "gpt": unknown provider`},
+		{"replay without cassette", []string{"--in-memory", "--llm", "replay"}, "--llm replay needs --cassette"},
+		{"cassette without replay", []string{"--in-memory", "--cassette", "x.yaml"}, "--cassette only applies with --llm replay"},
+		{"record offline", []string{"--in-memory", "--record", "x.yaml"}, "--record only applies with a live provider"},
+		{"url offline", []string{"--in-memory", "--llm-url", "http://x"}, "--llm-url only applies"},
+		{"missing cassette", []string{"--in-memory", "--llm", "replay", "--cassette", "/no/such.yaml"}, "/no/such.yaml"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -431,7 +437,7 @@ func TestDurableRunsKeepDataAndLogOnlyToTheFile(t *testing.T) {
 	if first.code != 0 {
 		t.Fatalf("first run: status %d\nstdout:\n%s\nstderr:\n%s", first.code, first.stdout, first.stderr)
 	}
-	second := runIn(t, env, `{"action": "trace.list", "args": {"turn": "t-1"}}`+"\n",
+	second := runIn(t, env, `{"action": "trace.list", "args": {"turn": "t-1", "kind": "turn.start"}}`+"\n",
 		"--batch", "-", "--data", dir, "--log", logFile)
 	if second.code != 0 {
 		t.Fatalf("second run: status %d\nstderr:\n%s", second.code, second.stderr)
@@ -653,7 +659,7 @@ func TestSignalStopsBatchCleanly(t *testing.T) {
 			}
 
 			// The store was closed cleanly: it opens again and kept the step.
-			out := runIn(t, env, `{"action": "trace.list", "args": {"turn": "before-signal"}}`+"\n",
+			out := runIn(t, env, `{"action": "trace.list", "args": {"turn": "before-signal", "kind": "turn.start"}}`+"\n",
 				"--batch", "-", "--data", dir, "--log", logFile)
 			if out.code != 0 {
 				t.Fatalf("reopening: status %d\nstderr:\n%s", out.code, out.stderr)

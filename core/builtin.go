@@ -7,6 +7,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/trace"
+	"github.com/engram-console/engram/llm"
 )
 
 func (e *Engine) registerBuiltins() {
@@ -16,6 +17,7 @@ func (e *Engine) registerBuiltins() {
 	action.Register(reg, action.Spec{Name: "trace.list", Summary: "Turn trace entries, oldest first, by turn and kind", ReadOnly: true}, e.listTrace)
 	action.Register(reg, action.Spec{Name: "turn.start", Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
 	action.Register(reg, action.Spec{Name: "turn.end", Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)
+	e.registerLLM()
 }
 
 // Info is engine.info's result.
@@ -27,6 +29,8 @@ type Info struct {
 	Agent      string                    `json:"agent"`
 	Provider   string                    `json:"provider"`
 	Model      string                    `json:"model,omitempty"`
+	EmbedModel string                    `json:"embed_model,omitempty"`
+	Tokenizer  string                    `json:"tokenizer"`
 	Actions    int                       `json:"actions"`
 	Counts     map[string]map[string]int `json:"counts"`
 }
@@ -51,8 +55,9 @@ func (e *Engine) info(ctx context.Context, call action.Call, _ struct{}) (Info, 
 	llmInfo := e.env.LLM.Info()
 	return Info{
 		Version: Version, Store: store, DataDir: e.env.Store.Dir(), SyncWrites: e.sync,
-		Agent: e.agent, Provider: llmInfo.Provider, Model: llmInfo.Model,
-		Actions: len(e.env.Actions.List()), Counts: counts,
+		Agent: e.agent, Provider: llmInfo.Provider, Model: llmInfo.Model, EmbedModel: llmInfo.EmbedModel,
+		Tokenizer: llm.TokenizerName,
+		Actions:   len(e.env.Actions.List()), Counts: counts,
 	}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/ids"
@@ -52,6 +53,19 @@ type Options struct {
 	LLM llm.Provider
 	// Logger receives the engine's and Badger's log lines (discarded when nil).
 	Logger *slog.Logger
+	// Subsystems register their actions and providers on the engine; nil
+	// means DefaultSubsystems, an empty list a bare engine (the built-in
+	// engine.*, actions.list, trace.list, turn.* and llm.complete only).
+	Subsystems []Subsystem
+}
+
+// Subsystem adds a part of engram (its actions, context provider, counters)
+// to an engine's services.
+type Subsystem func(env *kit.Env)
+
+// DefaultSubsystems are the parts every engram has.
+var DefaultSubsystems = []Subsystem{
+	func(env *kit.Env) { cortex.Register(env) },
 }
 
 // Engine is one open engram.
@@ -116,6 +130,13 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 	}
 	e := &Engine{env: env, clock: clk, agent: agent, sync: opts.SyncWrites}
 	e.registerBuiltins()
+	subsystems := opts.Subsystems
+	if subsystems == nil {
+		subsystems = DefaultSubsystems
+	}
+	for _, register := range subsystems {
+		register(env)
+	}
 	env.AddCounter("trace", func() (map[string]int, error) {
 		entries, turns, err := tr.Count()
 		return map[string]int{"entries": entries, "turns_traced": turns}, err
@@ -203,6 +224,8 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &ee):
 		return err
+	case errors.As(err, new(*llm.Error)), errors.As(err, new(*llm.ParseError)):
+		return kit.FromLLM(err)
 	case errors.Is(err, storage.ErrConflict):
 		return errs.New(errs.Conflict, "%w; try again", err)
 	case errors.Is(err, storage.ErrTooBig):

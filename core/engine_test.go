@@ -26,7 +26,8 @@ var t0 = time.Date(2025, 11, 5, 10, 0, 0, 10_000_000, time.UTC)
 func newEngine(t testing.TB) (*Engine, *clock.Fixed) {
 	t.Helper()
 	c := clock.NewFixed(t0)
-	e, err := Open(Options{InMemory: true, Clock: c})
+	// A bare engine: these tests are about the engine's own mechanics.
+	e, err := Open(Options{InMemory: true, Clock: c, Subsystems: []Subsystem{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestEngineInfo(t *testing.T) {
 	e, _ := newEngine(t)
 	info := decode[Info](t, do(t, e, "engine.info", "", "{}"))
 	if info.Store != "in-memory" || info.DataDir != "" || info.Provider != "offline" || info.Agent != DefaultAgent ||
-		info.Version != Version || info.Actions != 5 || info.SyncWrites {
+		info.Version != Version || info.Actions != len(e.Actions()) || info.SyncWrites || info.Tokenizer != "cl100k_base" {
 		t.Fatalf("info %+v", info)
 	}
 	want := map[string]map[string]int{"trace": {"entries": 0, "turns_traced": 0}, "turns": {"open": 0, "ended": 0}}
@@ -158,7 +159,7 @@ func TestActionsList(t *testing.T) {
 			t.Errorf("%s: description %q args %v", a.Name, a.Description, a.Args)
 		}
 	}
-	if got := strings.Join(names, " "); got != "actions.list engine.info trace.list turn.end turn.start" {
+	if got := strings.Join(names, " "); got != "actions.list engine.info llm.complete trace.list turn.end turn.start" {
 		t.Fatalf("actions %q", got)
 	}
 	if !byName["engine.info"].ReadOnly || !byName["trace.list"].ReadOnly || byName["turn.start"].ReadOnly || byName["turn.end"].ReadOnly {
@@ -417,11 +418,11 @@ type fakeProvider struct {
 
 func (p *fakeProvider) Name() string { return p.name }
 
-func (p *fakeProvider) Context(_ context.Context, s kit.TurnStart) (any, error) {
+func (p *fakeProvider) Context(_ context.Context, s kit.TurnStart) (kit.Section, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starts = append(p.starts, s)
-	return map[string]string{"hint": p.name + " saw " + s.Input}, nil
+	return kit.Section{Data: map[string]string{"hint": p.name + " saw " + s.Input}}, nil
 }
 
 func fakeKey(name, turn string) []byte { return storage.Key(storage.PrefixMeta, "fake", name, turn) }
@@ -557,8 +558,8 @@ func TestProviderContextError(t *testing.T) {
 type failingContext struct{}
 
 func (failingContext) Name() string { return "bad" }
-func (failingContext) Context(context.Context, kit.TurnStart) (any, error) {
-	return nil, errs.New(errs.Validation, "nope")
+func (failingContext) Context(context.Context, kit.TurnStart) (kit.Section, error) {
+	return kit.Section{}, errs.New(errs.Validation, "nope")
 }
 func (failingContext) Commit(context.Context, *kit.Txn, kit.TurnEnd) (any, error) { return nil, nil }
 
@@ -677,7 +678,7 @@ func TestDeterministicOutput(t *testing.T) {
 func TestDurableEpochChangesIDs(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *Engine {
-		e, err := Open(Options{DataDir: dir, Clock: clock.NewFixed(t0)})
+		e, err := Open(Options{DataDir: dir, Clock: clock.NewFixed(t0), Subsystems: []Subsystem{}})
 		if err != nil {
 			t.Fatal(err)
 		}

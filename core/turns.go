@@ -80,15 +80,17 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStart
 	if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, turnID) }); err != nil {
 		return nil, err
 	}
+	var notes []kit.Note
 	for _, p := range e.env.Providers() {
 		section, err := p.Context(ctx, start)
 		if err != nil {
 			return nil, fmt.Errorf("context provider %s: %w", p.Name(), err)
 		}
 		wc.Providers = append(wc.Providers, p.Name())
-		if section != nil {
-			wc.Sections[p.Name()] = section
+		if section.Data != nil {
+			wc.Sections[p.Name()] = section.Data
 		}
+		notes = append(notes, section.Notes...)
 	}
 	rec := TurnRecord{
 		TurnID: turnID, Principal: call.Principal, Input: args.Input, Channel: args.Channel,
@@ -101,6 +103,11 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStart
 		}
 		if err := tx.SetJSON(turnKey(turnID), rec); err != nil {
 			return err
+		}
+		for _, n := range notes {
+			if _, err := tx.Trace(call, n.Kind, n.Message, n.Data); err != nil {
+				return err
+			}
 		}
 		_, err := tx.Trace(call, "turn.start", fmt.Sprintf("turn started: %d context section(s) from %d provider(s)", len(wc.Sections), len(wc.Providers)),
 			map[string]any{"input": args.Input, "channel": args.Channel, "sections": sortedKeys(wc.Sections)})

@@ -19,15 +19,21 @@ import (
 //	idx/      secondary indexes: idx/<space>/<field>/<value>/<id>   empty
 //	trace/    turn trace entries: trace/<seq>                       JSON trace.Entry
 //	turn/     turn records: turn/<turn id>                          JSON turn record
+//	cortex/   goals, actions, questions (core/cortex):
+//	            cortex/item/<id>            the item as it stands     JSON cortex.Item
+//	            cortex/ver/<id>/<version>   the item at each version  JSON cortex.Item
+//	            cortex/audit/<id>/<version> the mutation making it    JSON cortex.Mutation
+//	          and its indexes under idx/cortex/ (see core/cortex/index.go)
 //
 // Subsystems add their prefix here when they land. Index keys carry no value:
 // queries are answered from key-only scans, then only matching records are read.
 const (
-	PrefixMeta  = "meta/"
-	PrefixSeq   = "seq/"
-	PrefixIndex = "idx/"
-	PrefixTrace = "trace/"
-	PrefixTurn  = "turn/"
+	PrefixMeta   = "meta/"
+	PrefixSeq    = "seq/"
+	PrefixIndex  = "idx/"
+	PrefixTrace  = "trace/"
+	PrefixTurn   = "turn/"
+	PrefixCortex = "cortex/"
 )
 
 // Key joins a prefix (one of the Prefix constants) and parts into a key. Parts

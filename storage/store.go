@@ -115,9 +115,9 @@ func Open(opts Options) (*Store, error) {
 	bopts := badger.DefaultOptions("").
 		WithLogger(badgerLogger{opts.Logger}).
 		WithSyncWrites(opts.SyncWrites).
-		// engram's records are small; these keep the footprint of a console
-		// that may open several stores (tests) modest.
-		WithMemTableSize(16 << 20).
+		// One transaction may write at most 15% of a memtable: 64 MiB (Badger's
+		// default) lets a batch of a few thousand updates commit atomically.
+		WithMemTableSize(64 << 20).
 		WithNumMemtables(3).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).

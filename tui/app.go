@@ -71,7 +71,7 @@ func New(engine *core.Engine, opts Options) *Model {
 	m.panes = [tabCount]pane{
 		tabChat:    &placeholder{title: "Chat", promise: "chat into conversation history buffers and watch eviction and rolling summaries happen.", styles: st},
 		tabThreads: &placeholder{title: "Threads", promise: "conversation threads as they start, get linked to earlier threads and get compacted.", styles: st},
-		tabGoals:   &placeholder{title: "Goals", promise: "the version lineage of goals, actions and questions, with diffs and reverts.", styles: st},
+		tabGoals:   newGoalsPane(engine, st),
 		tabPlans:   &placeholder{title: "Plans", promise: "goals decomposed into plans, run with live progress, failures, retries and replans.", styles: st},
 		tabMemory:  &placeholder{title: "Memory", promise: "memories of every kind: store, recall, summarize and forget.", styles: st},
 		tabTrace:   newTracePane(engine, st),
@@ -85,6 +85,13 @@ func New(engine *core.Engine, opts Options) *Model {
 
 // eventMsg carries one engine event into Update.
 type eventMsg events.Event
+
+// statusMsg asks for a message in the status line (a pane reporting what
+// its action did; failures come through actionResultMsg).
+type statusMsg struct {
+	text    string
+	isError bool
+}
 
 // waitForEvent is the subscription command, re-issued after each event.
 func waitForEvent(ch <-chan events.Event) tea.Cmd {
@@ -131,6 +138,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			cmds = append(cmds, p.Update(events.Event(msg)))
 		}
 		return tea.Batch(append(cmds, waitForEvent(m.events))...)
+	case statusMsg:
+		return m.status.set(msg.text, msg.isError)
 	case statusFadeMsg:
 		m.status.advance(msg)
 		return m.status.next(msg)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -40,6 +41,7 @@ type palette struct {
 	input   textinput.Model
 	result  viewport.Model
 	running string // the action in flight, if any
+	spinner spinner.Model
 	req     int    // the number of the latest request
 	last    string // the header line of the result shown
 	body    string // the result shown, before wrapping to the width
@@ -57,10 +59,11 @@ func newPalette(engine *core.Engine, styles *Styles) *palette {
 	in.ShowSuggestions = true
 	in.CharLimit = 8192
 	p := &palette{
-		engine: engine,
-		styles: styles,
-		input:  in,
-		result: viewport.New(0, 0),
+		engine:  engine,
+		styles:  styles,
+		input:   in,
+		result:  viewport.New(0, 0),
+		spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
 		keys: paletteKeys{
 			Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 			Complete: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "complete")),
@@ -160,6 +163,12 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 		p.running = ""
 		p.showResult(msg)
 		return nil, false
+	case spinner.TickMsg:
+		if p.running == "" {
+			return nil, false // nothing in flight: let the spinner stop
+		}
+		p.spinner, cmd = p.spinner.Update(msg)
+		return cmd, false
 	}
 	p.input, cmd = p.input.Update(msg)
 	return cmd, false
@@ -200,7 +209,8 @@ func (p *palette) run() tea.Cmd {
 	if args != "" {
 		raw = json.RawMessage(args)
 	}
-	return runAction(p.engine, palettePaneID, p.req, name, raw)
+	// Actions can be slow (a model call): the spinner shows one is in flight.
+	return tea.Batch(runAction(p.engine, palettePaneID, p.req, name, raw), p.spinner.Tick)
 }
 
 // showResult puts an action's result (or error) in the viewport.
@@ -325,7 +335,7 @@ func (p *palette) view() string {
 	var status string
 	switch {
 	case p.running != "":
-		status = p.styles.Muted.Render("running " + p.running + "…")
+		status = p.spinner.View() + p.styles.Muted.Render(" running "+p.running+"…")
 	case p.last != "":
 		status = p.last + p.styles.Muted.Render(scrollInfo(p.result))
 	default:

@@ -21,8 +21,10 @@ const (
 	tracePaneID paneID = "trace"
 	// traceKeep bounds how many entries the pane holds (the newest).
 	traceKeep = 2000
-	// maxColumn is the most the turn and kind columns take.
-	maxColumn = 14
+	// maxTurnColumn and maxKindColumn are the most the turn and kind
+	// columns take ("cortex.update.failed" is the longest kind).
+	maxTurnColumn = 14
+	maxKindColumn = 20
 )
 
 type traceKeys struct {
@@ -56,7 +58,7 @@ type tracePane struct {
 	width   int
 	height  int
 	// the widths of the turn and kind columns: as wide as what they show,
-	// up to 14, leaving the message the rest
+	// up to their maximum, leaving the message the rest
 	turnW, kindW int
 }
 
@@ -263,8 +265,8 @@ func (p *tracePane) refresh() {
 	follow := p.view.AtBottom()
 	p.turnW, p.kindW = len("turn"), len("kind")
 	for _, e := range p.entries {
-		p.turnW = max(p.turnW, ansi.StringWidth(shortenLeft(e.TurnID, maxColumn)))
-		p.kindW = max(p.kindW, ansi.StringWidth(shorten(e.Kind, maxColumn)))
+		p.turnW = max(p.turnW, ansi.StringWidth(shortenLeft(e.TurnID, maxTurnColumn)))
+		p.kindW = max(p.kindW, ansi.StringWidth(shorten(e.Kind, maxKindColumn)))
 	}
 	var b strings.Builder
 	for i, e := range p.entries {
@@ -287,8 +289,8 @@ func (p *tracePane) renderEntry(e trace.Entry) string {
 	line := fmt.Sprintf("%s %s %s %s %s",
 		p.styles.Muted.Render(fmt.Sprintf("%5d", e.Seq)),
 		p.styles.Muted.Render(e.At.Format("15:04:05.000")),
-		fitLine(shortenLeft(turn, maxColumn), p.turnW),
-		p.styles.Emphasis.Render(fitLine(shorten(e.Kind, maxColumn), p.kindW)),
+		fitLine(shortenLeft(turn, maxTurnColumn), p.turnW),
+		p.styles.Emphasis.Render(fitLine(shorten(e.Kind, maxKindColumn), p.kindW)),
 		oneLine(e.Message))
 	if p.width > 0 && ansi.StringWidth(line) > p.width {
 		line = ansi.Truncate(line, p.width, "…")

@@ -21,6 +21,8 @@ import (
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/muesli/termenv"
 )
 
@@ -235,19 +237,19 @@ func lineDiff(want, got string) string {
 
 func TestGoldenTabs(t *testing.T) {
 	for _, tc := range []struct {
-		key, name, tab string
+		key, name, tab, shows string
 	}{
-		{"1", "chat", "[1 Chat]"},
-		{"2", "threads", "[2 Threads]"},
-		{"3", "goals", "[3 Goals]"},
-		{"4", "plans", "[4 Plans]"},
-		{"5", "memory", "[5 Memory]"},
+		{"1", "chat", "[1 Chat]", "Not built yet"},
+		{"2", "threads", "[2 Threads]", "Not built yet"},
+		{"3", "goals", "[3 Goals]", "No open goals"}, // empty: goals_test.go has the rest
+		{"4", "plans", "[4 Plans]", "Not built yet"},
+		{"5", "memory", "[5 Memory]", "Not built yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			engine, _ := newEngine(t)
 			tm := start(t, engine, goldenWidth, goldenHeight)
 			tm.Type(tc.key)
-			waitFor(t, tm, tc.tab, "Not built yet")
+			waitFor(t, tm, tc.tab, tc.shows)
 			requireGolden(t, tc.name, finish(t, tm))
 		})
 	}
@@ -261,11 +263,11 @@ func TestGoldenTrace(t *testing.T) {
 
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")
-	waitFor(t, tm, "[6 Trace]", "5 entries, all turns", "turn-3")
+	waitFor(t, tm, "[6 Trace]", allTurnsLine(t, engine), "turn-3")
 	m := finish(t, tm)
 	requireGolden(t, "trace", m)
-	if got := len(m.panes[tabTrace].(*tracePane).entries); got != 5 {
-		t.Errorf("the trace pane holds %d entries, want 5", got)
+	if got, want := len(m.panes[tabTrace].(*tracePane).entries), traceCount(t, engine, ""); got != want {
+		t.Errorf("the trace pane holds %d entries, want %d", got, want)
 	}
 }
 
@@ -415,6 +417,25 @@ func TestHelpToggle(t *testing.T) {
 
 // --- trace ---
 
+// traceCount is how many trace entries the engine holds (of one turn, or all).
+func traceCount(t *testing.T, engine *core.Engine, turn string) int {
+	t.Helper()
+	args, _ := json.Marshal(map[string]any{"turn": turn, "limit": 100000})
+	var res struct{ Count int }
+	json.Unmarshal(do(t, engine, "trace.list", "", string(args)), &res)
+	return res.Count
+}
+
+// allTurnsLine is the trace pane's title for the engine's whole trace.
+func allTurnsLine(t *testing.T, engine *core.Engine) string {
+	return plural(traceCount(t, engine, ""), "entry", "entries") + ", all turns"
+}
+
+// turnLine is the trace pane's title for one turn's entries.
+func turnLine(t *testing.T, engine *core.Engine, turn string) string {
+	return plural(traceCount(t, engine, turn), "entry", "entries") + " of turn " + turn
+}
+
 func TestTraceShowsLiveEntries(t *testing.T) {
 	engine, clk := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
@@ -424,12 +445,13 @@ func TestTraceShowsLiveEntries(t *testing.T) {
 	// Published after the program started: it reaches the pane as an event.
 	clk.Advance(time.Minute)
 	do(t, engine, "turn.start", "live-1", `{"input": "are you there?"}`)
-	waitFor(t, tm, "1 entry, all turns", "live-1", "10:01:00.000")
+	waitFor(t, tm, allTurnsLine(t, engine), "live-1", "10:01:00.000")
 
 	m := finish(t, tm)
 	p := m.panes[tabTrace].(*tracePane)
-	if len(p.entries) != 1 || p.entries[0].TurnID != "live-1" || p.entries[0].Kind != "turn.start" {
-		t.Errorf("entries = %+v, want live-1's turn.start", p.entries)
+	last := p.entries[len(p.entries)-1]
+	if len(p.entries) != traceCount(t, engine, "live-1") || last.TurnID != "live-1" || last.Kind != "turn.start" {
+		t.Errorf("entries = %+v, want live-1's, ending with its turn.start", p.entries)
 	}
 }
 
@@ -444,15 +466,17 @@ func TestTraceKeepsUp(t *testing.T) {
 	for i := range turns {
 		do(t, engine, "turn.start", fmt.Sprintf("flood-%03d", i), "")
 	}
-	waitFor(t, tm, fmt.Sprintf("%d entries, all turns", turns), fmt.Sprintf("flood-%03d", turns-1))
+	total := traceCount(t, engine, "")
+	waitFor(t, tm, allTurnsLine(t, engine), fmt.Sprintf("flood-%03d", turns-1))
 	m := finish(t, tm)
 	p := m.panes[tabTrace].(*tracePane)
-	if len(p.entries) != turns {
-		t.Fatalf("%d entries, want %d", len(p.entries), turns)
+	if len(p.entries) != total {
+		t.Fatalf("%d entries, want %d", len(p.entries), total)
 	}
-	for i, e := range p.entries {
-		if want := fmt.Sprintf("flood-%03d", i); e.TurnID != want {
-			t.Fatalf("entry %d is turn %s, want %s", i, e.TurnID, want)
+	// Every turn's entries arrived, in the order they were published.
+	for i := 1; i < len(p.entries); i++ {
+		if p.entries[i].Seq <= p.entries[i-1].Seq || p.entries[i].TurnID < p.entries[i-1].TurnID {
+			t.Fatalf("entry %d (%s #%d) after %s #%d: out of order", i, p.entries[i].TurnID, p.entries[i].Seq, p.entries[i-1].TurnID, p.entries[i-1].Seq)
 		}
 	}
 	// Following the tail: the newest entry is on screen.
@@ -468,24 +492,25 @@ func TestTraceFilterByTurn(t *testing.T) {
 	turn(t, engine, clk, "turn-b", "second")
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")
-	waitFor(t, tm, "3 entries, all turns")
+	waitFor(t, tm, allTurnsLine(t, engine))
 
 	tm.Type("f")
 	tm.Type("turn-a")
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "1 entry of turn turn-a")
+	waitFor(t, tm, turnLine(t, engine, "turn-a"))
 
 	// Live entries of other turns stay out (turn-a2 only starts like
 	// turn-a); the filter's own come in, after them.
 	do(t, engine, "turn.start", "turn-c", "")
 	do(t, engine, "turn.start", "turn-a2", "")
 	do(t, engine, "turn.end", "turn-a", "")
-	waitFor(t, tm, "2 entries of turn turn-a")
+	want := traceCount(t, engine, "turn-a")
+	waitFor(t, tm, turnLine(t, engine, "turn-a"))
 
 	m := finish(t, tm)
 	p := m.panes[tabTrace].(*tracePane)
-	if p.turn != "turn-a" || len(p.entries) != 2 {
-		t.Fatalf("filter %q with %d entries, want turn-a's 2", p.turn, len(p.entries))
+	if p.turn != "turn-a" || len(p.entries) != want {
+		t.Fatalf("filter %q with %d entries, want turn-a's %d", p.turn, len(p.entries), want)
 	}
 	for _, e := range p.entries {
 		if e.TurnID != "turn-a" {
@@ -504,15 +529,15 @@ func TestTraceFilterClearAndPartialID(t *testing.T) {
 	turn(t, engine, clk, "turn-b", "second")
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")
-	waitFor(t, tm, "4 entries, all turns")
+	waitFor(t, tm, allTurnsLine(t, engine))
 
 	// Part of an id completes to the one turn it belongs to.
 	tm.Type("f-b")
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "2 entries of turn turn-b")
+	waitFor(t, tm, turnLine(t, engine, "turn-b"))
 	// esc clears the filter.
 	keys(tm, tea.KeyEsc)
-	waitFor(t, tm, "4 entries, all turns")
+	waitFor(t, tm, allTurnsLine(t, engine))
 	// Part of more than one id says so.
 	tm.Type("fturn")
 	keys(tm, tea.KeyEnter)
@@ -614,7 +639,7 @@ func TestPaletteHistory(t *testing.T) {
 	// (Each wait follows a change of the screen: a key undone within one
 	// frame renders nothing to wait for.)
 	keys(tm, tea.KeyCtrlU)
-	waitFor(t, tm, "5 matches")
+	waitFor(t, tm, fmt.Sprintf("%d matches", len(engine.Actions())))
 	keys(tm, tea.KeyUp)
 	waitFor(t, tm, `: trace.list {"limit": 5}`)
 	keys(tm, tea.KeyUp, tea.KeyUp) // the oldest stays
@@ -664,7 +689,7 @@ func TestResize(t *testing.T) {
 			turn(t, engine, clk, "turn-1", "hello")
 			tm := start(t, engine, goldenWidth, goldenHeight)
 			tm.Type("6")
-			waitFor(t, tm, "2 entries, all turns")
+			waitFor(t, tm, allTurnsLine(t, engine))
 			tm.Send(size)
 			m := finish(t, tm)
 			checkScreen(t, "after the resize", m.View(), size.Width, size.Height)
@@ -684,7 +709,7 @@ func TestViewFitsEveryState(t *testing.T) {
 	turn(t, engine, clk, "01a214dd-0e0d-72b8-b0ba-c160125f4e36", strings.Repeat("a long input ", 20))
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")
-	waitFor(t, tm, "2 entries, all turns")
+	waitFor(t, tm, allTurnsLine(t, engine))
 	// An error in the status line, and a long result in the palette.
 	tm.Type(":no.such.action")
 	keys(tm, tea.KeyEnter)
@@ -803,5 +828,31 @@ func TestStatusFades(t *testing.T) {
 	styles := DefaultStyles()
 	if s.text != "" || s.view(&styles, 40) != "" {
 		t.Errorf("the message did not go: %q", s.text)
+	}
+}
+
+// TestPaletteShowsSpinnerWhileAModelAnswers: an LLM call in flight shows a
+// spinner in the palette, which asked, until the answer comes.
+func TestPaletteShowsSpinnerWhileAModelAnswers(t *testing.T) {
+	release := make(chan struct{})
+	model := &llmtest.Scripted{Model: "tiny", Func: func(llm.Request) llmtest.Answer {
+		<-release
+		return llmtest.Text("hello from the model")
+	}}
+	engine, err := core.Open(core.Options{InMemory: true, Clock: clock.NewFixed(goldenTime), IDSeed: "golden", LLM: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "llm scripted · tiny") // the header names provider and model
+	tm.Type(`:llm.complete {"prompt": "hi"}`)
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "running llm.complete…")
+	close(release)
+	waitFor(t, tm, "✓ llm.complete ok", "hello from the model")
+	m := finish(t, tm)
+	if m.palette.running != "" || strings.Contains(m.View(), "running llm.complete") {
+		t.Error("the spinner is still shown after the answer")
 	}
 }

@@ -209,7 +209,7 @@ func Nearest(name string, candidates []string) string {
 	if bestD < 0 {
 		return ""
 	}
-	limit := max(len(name), len(best))/2 + 1
+	limit := max(len(name), len(best))/3 + 1
 	ns, _, _ := strings.Cut(name, ".")
 	if bestD <= limit || strings.HasPrefix(best, ns+".") {
 		return best

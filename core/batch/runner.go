@@ -213,7 +213,8 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 	if err != nil {
 		e := errs.As(err)
 		res.Error = &ErrorBody{Kind: e.Kind, Message: e.Message, Details: e.Details}
-		if e.Kind == errs.Parse {
+		if decodeErr != nil && e.Kind == errs.Parse {
+			// The step itself could not be read: say where.
 			res.Error.Message = fmt.Sprintf("line %d: %s", lineNo, e.Message)
 		}
 	}

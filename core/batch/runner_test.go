@@ -18,9 +18,22 @@ import (
 
 var epoch = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
 
+// newEngine is a bare engine (built-in actions only): the runner's tests
+// need actions, not subsystems.
 func newEngine(t testing.TB) *core.Engine {
 	t.Helper()
-	e, err := core.Open(core.Options{InMemory: true, Clock: clock.NewFixed(epoch), IDSeed: "batch tests"})
+	return openEngine(t, []core.Subsystem{})
+}
+
+// newFullEngine has every subsystem, as engram runs.
+func newFullEngine(t testing.TB) *core.Engine {
+	t.Helper()
+	return openEngine(t, nil)
+}
+
+func openEngine(t testing.TB, subsystems []core.Subsystem) *core.Engine {
+	t.Helper()
+	e, err := core.Open(core.Options{InMemory: true, Clock: clock.NewFixed(epoch), IDSeed: "batch tests", Subsystems: subsystems})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +484,7 @@ func TestSmokeScripts(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		summary, err := batch.NewRunner(newEngine(t), &out, batch.Options{}).Run(context.Background(), f, batch.IsYAML(path))
+		summary, err := batch.NewRunner(newFullEngine(t), &out, batch.Options{}).Run(context.Background(), f, batch.IsYAML(path))
 		f.Close()
 		if err != nil || !summary.OK() || summary.Steps != 5 {
 			t.Fatalf("%s: %v %+v\n%s", path, err, summary, out.String())

@@ -8,6 +8,7 @@ package kit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -173,12 +174,27 @@ type ContextProvider interface {
 	// Name keys the provider's section in the context and its updates in turn.end.
 	Name() string
 	// Context returns the provider's section of working memory for a turn
-	// that is starting (nil to contribute nothing).
-	Context(ctx context.Context, start TurnStart) (any, error)
+	// that is starting (a Section with nil Data contributes nothing).
+	Context(ctx context.Context, start TurnStart) (Section, error)
 	// Commit applies end.Updates inside tx: every provider commits in the
 	// same transaction, so a turn's updates land together or not at all.
 	// It returns what it committed.
 	Commit(ctx context.Context, tx *Txn, end TurnEnd) (any, error)
+}
+
+// Section is a provider's part of a turn's working memory, and what it
+// wants the turn trace to say about it (written in the same transaction as
+// the turn's start, so a turn that fails to start leaves no notes).
+type Section struct {
+	Data  any
+	Notes []Note
+}
+
+// Note is a trace entry a provider asks for.
+type Note struct {
+	Kind    string
+	Message string
+	Data    any
 }
 
 // AddProvider registers a context provider. Names must be unique.
@@ -209,4 +225,25 @@ func Validation(field, format string, args ...any) *errs.Error {
 	e := errs.New(errs.Validation, format, args...)
 	e.Message = field + ": " + e.Message
 	return e.With("field", field)
+}
+
+// FromLLM gives a language model failure its error kind: a *llm.ParseError
+// (an answer that should have been JSON) becomes a ParseError carrying the
+// raw answer, cut for display; an *llm.Error becomes an LLMError whose
+// details say whether it was transient and how many attempts were made.
+// Other errors come back unchanged.
+func FromLLM(err error) error {
+	var pe *llm.ParseError
+	var le *llm.Error
+	switch {
+	case errors.As(err, &pe):
+		return errs.New(errs.Parse, "%s", pe.Error()).With("raw", pe.Display()).With("reason", pe.Reason)
+	case errors.As(err, &le):
+		e := errs.New(errs.LLM, "%w", err).With("transient", le.Transient).With("attempts", le.Attempts).With("provider", le.Provider)
+		if le.Status != 0 {
+			e = e.With("status", le.Status)
+		}
+		return e
+	}
+	return err
 }

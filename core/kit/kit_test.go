@@ -265,8 +265,8 @@ func TestCounts(t *testing.T) {
 
 type provider struct{ name string }
 
-func (p provider) Name() string                                    { return p.name }
-func (p provider) Context(context.Context, TurnStart) (any, error) { return nil, nil }
+func (p provider) Name() string                                        { return p.name }
+func (p provider) Context(context.Context, TurnStart) (Section, error) { return Section{}, nil }
 func (p provider) Commit(context.Context, *Txn, TurnEnd) (any, error) {
 	return nil, nil
 }

@@ -1,0 +1,48 @@
+package core
+
+import (
+	"context"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/llm"
+)
+
+type llmCompleteArgs struct {
+	Prompt string `json:"prompt" arg:"required" help:"what to ask the model"`
+	System string `json:"system,omitempty" help:"the system prompt"`
+	JSON   bool   `json:"json,omitempty" help:"ask for a JSON answer (checked: an answer that is not JSON is a ParseError)"`
+	Model  string `json:"model,omitempty" help:"a model other than --model for this call"`
+}
+
+type llmCompleteResult struct {
+	Text     string    `json:"text"`
+	Provider string    `json:"provider"`
+	Model    string    `json:"model"`
+	Usage    llm.Usage `json:"usage"`
+	// TokenCount is the answer's length by engram's tokenizer (the one every
+	// budget uses), whatever the server counted.
+	TokenCount int `json:"token_count"`
+}
+
+func (e *Engine) registerLLM() {
+	action.Register(e.env.Actions, action.Spec{
+		Name: "llm.complete", Summary: "Ask the configured language model (fails with LLMError when offline)", ReadOnly: true,
+	}, e.complete)
+}
+
+func (e *Engine) complete(ctx context.Context, call action.Call, args llmCompleteArgs) (llmCompleteResult, error) {
+	if args.Prompt == "" {
+		return llmCompleteResult{}, kit.Validation("prompt", "must not be empty")
+	}
+	req := llm.Prompt(args.System, args.Prompt)
+	req.JSON, req.Model = args.JSON, args.Model
+	resp, err := e.env.LLM.Complete(ctx, req)
+	if err != nil {
+		return llmCompleteResult{}, kit.FromLLM(err)
+	}
+	return llmCompleteResult{
+		Text: resp.Text, Provider: e.env.LLM.Info().Provider, Model: resp.Model,
+		Usage: resp.Usage, TokenCount: llm.CountTokens(resp.Text),
+	}, nil
+}

@@ -1,0 +1,727 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/engram-console/engram/core/cortex"
+)
+
+// detailFields are the fields the detail shows, in order (custom ones go
+// after parent).
+var detailFields = []string{"title", "description", "status", "priority", "progress", "due_at", "blocking", "tags", "org", "parent"}
+
+// View renders the pane: the list, the open item, or both side by side.
+func (p *goalsPane) View() string {
+	if p.width <= 0 || p.height <= 0 {
+		return ""
+	}
+	if p.split() {
+		lw := p.leftWidth()
+		rw := p.width - lw - 1
+		left := strings.Split(fit(p.listView(lw), lw, p.height), "\n")
+		var right []string
+		if p.openID == "" {
+			right = strings.Split(fit(p.styles.Muted.Render("\n Move the cursor (↑/↓) to show an item here; enter works on it."), rw, p.height), "\n")
+		} else {
+			right = strings.Split(fit(p.itemView(), rw, p.height), "\n")
+		}
+		sep := p.styles.Rule.Render("│")
+		for i := range left {
+			left[i] += sep + right[i]
+		}
+		return joinLines(left)
+	}
+	if p.level == levelList {
+		return fit(p.listView(p.width), p.width, p.height)
+	}
+	return fit(p.itemView(), p.width, p.height)
+}
+
+// --- the list ---
+
+// listColumn is one column of the list.
+type listColumn struct {
+	title string
+	width int
+	cell  func(it *cortex.Item) string // plain text; styled by style
+	style func(it *cortex.Item, text string) string
+}
+
+// listHeaderRows is how many lines the list has above its rows.
+func (p *goalsPane) listHeaderRows() int {
+	if p.editing {
+		return 3
+	}
+	return 2
+}
+
+// listRows is how many items the list shows at once.
+func (p *goalsPane) listRows() int { return max(p.height-p.listHeaderRows(), 1) }
+
+// scrolled is the first row shown, keeping the cursor in view.
+func (p *goalsPane) scrolled() int {
+	rows := p.listRows()
+	if p.cursor < p.offset {
+		p.offset = p.cursor
+	}
+	if p.cursor >= p.offset+rows {
+		p.offset = p.cursor - rows + 1
+	}
+	p.offset = max(min(p.offset, len(p.items)-rows), 0)
+	return p.offset
+}
+
+func (p *goalsPane) listView(w int) string {
+	s := p.styles
+	var lines []string
+	if p.editing {
+		lines = append(lines, strings.TrimRight(" "+p.input.View(), " "),
+			s.Muted.Render(" status:active,blocked|all  tag:x #x  type:goal  pri:high  owner:x  words of the title"))
+	} else {
+		lines = append(lines, p.listTitle())
+	}
+	switch {
+	case p.filter.err != "":
+		return joinLines(append(lines, "", s.Failed.Render(" ✗ "+p.filter.err), s.Muted.Render(" / edits the filter, esc clears it.")))
+	case p.listErr != "":
+		return joinLines(append(lines, "", s.Failed.Render(" ✗ Could not list the items: "+oneLine(p.listErr))))
+	case !p.loaded:
+		return joinLines(append(lines, "", s.Muted.Render(" Loading…")))
+	case len(p.items) == 0 && p.filter.raw != "":
+		return joinLines(append(lines, "", s.Muted.Render(" Nothing matches "+p.filter.raw+". / edits the filter, esc clears it.")))
+	case len(p.items) == 0:
+		return joinLines(append(lines, "",
+			s.Muted.Render(" No open goals, actions or questions. Create one from the palette, e.g."),
+			` :cortex.create {"type": "goal", "fields": {"title": "Ship v1", "priority": "high"}}`))
+	}
+	cols, titleW := p.listColumns(w)
+	var head strings.Builder
+	head.WriteString("   ")
+	for _, c := range cols {
+		width := c.width
+		if c.title == "title" {
+			width = titleW
+		}
+		head.WriteString(fitLine(c.title, width))
+	}
+	lines = append(lines, s.Muted.Render(strings.TrimRight(head.String(), " ")))
+	start := p.scrolled()
+	if rows := p.listRows(); len(p.items) > rows && !p.editing {
+		lines[0] += s.Muted.Render(fmt.Sprintf(" · %d-%d", start+1, min(start+rows, len(p.items))))
+	}
+	for i := start; i < min(start+p.listRows(), len(p.items)); i++ {
+		lines = append(lines, p.listRow(p.items[i], cols, titleW, i == p.cursor))
+	}
+	return joinLines(lines)
+}
+
+func (p *goalsPane) listTitle() string {
+	s := p.styles
+	what := "open item"
+	if p.filter.all || len(p.filter.q.Status) > 0 {
+		what = "item"
+	}
+	n := p.count
+	if p.filter.err != "" || p.listErr != "" || !p.loaded {
+		if p.filter.raw == "" {
+			return " " + s.Emphasis.Render("Goals")
+		}
+		return " " + s.Emphasis.Render("Goals") + s.Muted.Render(" · filter ") + p.filter.raw
+	}
+	text := " " + s.Emphasis.Render("Goals") + s.Muted.Render(" · "+plural(n, what, what+"s"))
+	if n > len(p.items) {
+		text += s.Muted.Render(fmt.Sprintf(" (the first %d shown)", len(p.items)))
+	}
+	if p.filter.raw != "" {
+		return text + s.Muted.Render(" matching ") + p.filter.raw + s.Muted.Render(" · esc clears")
+	}
+	if p.loaded && n > 0 {
+		text += s.Muted.Render(", most urgent first · ! blocking")
+	}
+	return text
+}
+
+// listColumns chooses the columns that fit w: the title gets what is left,
+// and the optional columns go, least useful first, when it would get too
+// little.
+func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
+	s := p.styles
+	now := p.engine.Clock().Now()
+	tagsW := len("tags") + 1
+	idW := len("id") + 1
+	for _, it := range p.items {
+		tagsW = max(tagsW, min(ansi.StringWidth(strings.Join(it.Tags, ","))+2, 22))
+		idW = max(idW, min(ansi.StringWidth(it.ID)+2, 28))
+	}
+	plain := func(_ *cortex.Item, t string) string { return t }
+	muted := func(_ *cortex.Item, t string) string { return s.Muted.Render(t) }
+	all := []listColumn{
+		{title: "priority", width: 9, cell: func(it *cortex.Item) string { return it.Priority }, style: func(it *cortex.Item, t string) string {
+			switch it.Priority {
+			case "critical":
+				return s.Failed.Render(t)
+			case "high":
+				return s.Emphasis.Render(t)
+			case "low":
+				return s.Muted.Render(t)
+			}
+			return t
+		}},
+		{title: "", width: 2, cell: func(it *cortex.Item) string {
+			if it.Blocking {
+				return "!"
+			}
+			return ""
+		}, style: func(_ *cortex.Item, t string) string { return s.Failed.Render(t) }},
+		{title: "title", cell: func(it *cortex.Item) string { return oneLine(it.Title) }, style: plain},
+		{title: "type", width: 9, cell: func(it *cortex.Item) string { return it.Type }, style: muted},
+		{title: "status", width: 12, cell: func(it *cortex.Item) string {
+			if it.DeletedAt != nil {
+				return "deleted"
+			}
+			return it.Status
+		}, style: func(it *cortex.Item, t string) string {
+			switch {
+			case it.DeletedAt != nil:
+				return s.Failed.Render(t)
+			}
+			switch it.Status {
+			case "blocked":
+				return s.Failed.Render(t)
+			case "completed":
+				return s.OK.Render(t)
+			case "archived":
+				return s.Muted.Render(t)
+			}
+			return t
+		}},
+		{title: "done", width: 5, cell: func(it *cortex.Item) string { return fmt.Sprintf("%3d%%", it.Progress) }, style: muted},
+		{title: "due", width: 13, cell: func(it *cortex.Item) string {
+			if it.DueAt == nil {
+				return "—"
+			}
+			if it.DueAt.Year() != now.Year() {
+				return it.DueAt.Format("2006-01-02")
+			}
+			return it.DueAt.Format("Jan 02 15:04")
+		}, style: func(it *cortex.Item, t string) string {
+			if it.DueAt != nil && it.DueAt.Before(now) {
+				return s.Failed.Render(t)
+			}
+			return t
+		}},
+		{title: "tags", width: tagsW, cell: func(it *cortex.Item) string { return strings.Join(it.Tags, ",") }, style: muted},
+		{title: "ver", width: 4, cell: func(it *cortex.Item) string { return fmt.Sprintf("v%d", it.GlobalVersion) }, style: muted},
+		{title: "id", width: idW, cell: func(it *cortex.Item) string { return it.ID }, style: muted},
+	}
+	// A column nobody has a value for only takes room.
+	anyDue := slices.ContainsFunc(p.items, func(it *cortex.Item) bool { return it.DueAt != nil })
+	anyTags := slices.ContainsFunc(p.items, func(it *cortex.Item) bool { return len(it.Tags) > 0 })
+	all = slices.DeleteFunc(all, func(c listColumn) bool { return (c.title == "due" && !anyDue) || (c.title == "tags" && !anyTags) })
+	// The optional columns, the first to go first.
+	optional := []string{"id", "done", "tags", "type"}
+	const minTitle = 28
+	used := func(cols []listColumn) int {
+		n := 3 // the cursor
+		for _, c := range cols {
+			n += c.width
+		}
+		return n
+	}
+	cols := all
+	for _, drop := range optional {
+		if w-used(cols) >= minTitle {
+			break
+		}
+		cols = slices.DeleteFunc(slices.Clone(cols), func(c listColumn) bool { return c.title == drop })
+	}
+	return cols, max(w-used(cols), 8)
+}
+
+func (p *goalsPane) listRow(it *cortex.Item, cols []listColumn, titleW int, current bool) string {
+	var b strings.Builder
+	if current && p.level != levelList {
+		b.WriteString(" " + p.styles.Muted.Render("▸ ")) // the open item, which has the keys
+	} else if current {
+		b.WriteString(" " + p.styles.Selected.Render("▸ "))
+	} else {
+		b.WriteString("   ")
+	}
+	for _, c := range cols {
+		width := c.width
+		if c.title == "title" {
+			width = titleW
+		}
+		text := c.cell(it)
+		if ansi.StringWidth(text) > width-1 {
+			text = ansi.Truncate(text, width-1, "…")
+		}
+		text = fitLine(text, width)
+		switch {
+		case current && p.level == levelList:
+			b.WriteString(p.styles.Selected.Render(text))
+		default:
+			b.WriteString(c.style(it, text))
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// --- the open item ---
+
+// overlayLines is what the revert question or the form takes at the bottom
+// of the item.
+func (p *goalsPane) overlay() []string {
+	switch {
+	case p.confirm != nil:
+		c := *p.confirm
+		if p.item != nil && p.item.ID == c.id {
+			c.next = p.item.GlobalVersion + 1 // it may have moved on meanwhile
+		}
+		return []string{"", " " + p.styles.Prompt.Render(fmt.Sprintf("Revert %s to v%d? This creates v%d. (y/n)", c.id, c.version, c.next))}
+	case p.form != nil:
+		return p.form.lines()
+	}
+	return nil
+}
+
+// timelineWidth is the width of the lineage's timeline column.
+func (p *goalsPane) timelineWidth() int { return max(min(p.itemWidth()*2/5, 40), 24) }
+
+// layoutItem sizes the item's viewports and renders their content: call it
+// after anything they show changes.
+func (p *goalsPane) layoutItem() {
+	w, h := p.itemWidth(), p.height
+	over := len(p.overlay())
+	p.detail.Width, p.detail.Height = w, max(h-3-over, 1)
+	p.detail.SetContent(joinLines(p.detailLines(w)))
+	tw := p.timelineWidth()
+	p.diff.Width, p.diff.Height = max(w-tw-3, 1), max(h-2-over, 1)
+	p.diff.SetContent(joinLines(p.diffLines(p.diff.Width)))
+}
+
+// itemView is the open item: its fields, or its lineage.
+func (p *goalsPane) itemView() string {
+	s := p.styles
+	w := p.itemWidth()
+	var lines []string
+	switch {
+	case p.itemErr != "" && p.item == nil:
+		lines = []string{" " + s.Failed.Render("✗ "+oneLine(p.itemErr)), "", s.Muted.Render(" esc goes back to the list.")}
+	case p.item == nil:
+		lines = []string{s.Muted.Render(" Loading " + p.openID + "…")}
+	case p.level == levelLineage:
+		lines = p.lineageView(w)
+	default:
+		lines = append(p.detailHeader(w), strings.Split(p.detail.View(), "\n")...)
+	}
+	over := p.overlay()
+	body := fit(joinLines(lines), w, max(p.height-len(over), 0))
+	if len(over) == 0 {
+		return body
+	}
+	if body == "" {
+		return joinLines(over)
+	}
+	return body + "\n" + joinLines(over)
+}
+
+// chainLine says whether the item's audit chain verifies.
+func (p *goalsPane) chainLine() string {
+	s := p.styles
+	switch {
+	case p.histErr != "":
+		return s.Failed.Render("✗ no lineage: " + oneLine(p.histErr))
+	case !p.histLoaded:
+		return s.Muted.Render("checking the audit chain…")
+	case p.chain.Verified:
+		return s.OK.Render("✓ audit chain verified")
+	}
+	return s.Failed.Render(fmt.Sprintf("✗ audit chain broken at v%d: %s", p.chain.BrokenAt, oneLine(p.chain.Problem)))
+}
+
+func (p *goalsPane) detailHeader(w int) []string {
+	s := p.styles
+	it := p.item
+	title := " " + s.Emphasis.Render(oneLine(it.Title))
+	if it.DeletedAt != nil {
+		title += s.Failed.Render("  (deleted)")
+	}
+	meta := " " + s.Muted.Render(it.Type+" ") + it.ID + s.Muted.Render(" · ") + fmt.Sprintf("v%d", it.GlobalVersion) +
+		s.Muted.Render(" · owner ") + it.Owner + s.Muted.Render(" · ") + p.chainLine()
+	if p.detail.TotalLineCount() > p.detail.Height {
+		title = fitLine(title, max(w-14, 1)) + s.Muted.Render(fmt.Sprintf("%3.0f%% ↑/↓", p.detail.ScrollPercent()*100))
+	}
+	return []string{title, meta, ""}
+}
+
+// itemValues is the item as JSON sees it, so that the detail shows values
+// the way the audit trail records them.
+func itemValues(it *cortex.Item) map[string]any {
+	b, _ := json.Marshal(it)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+func (p *goalsPane) detailLines(w int) []string {
+	it := p.item
+	if it == nil {
+		return nil
+	}
+	s := p.styles
+	values := itemValues(it)
+	fields := slices.Clone(detailFields)
+	for _, k := range slices.Sorted(maps.Keys(it.Custom)) {
+		fields = append(fields, "custom."+k)
+	}
+	fields = append(fields, "deleted_at", "acl")
+	fieldW := len("description") + 2
+	for _, f := range fields {
+		fieldW = max(fieldW, min(len(f)+2, 24))
+	}
+	const verW = 12
+	valueW := max(w-1-fieldW-verW, 10)
+	lines := []string{s.Muted.Render(" " + fitLine("field", fieldW) + fitLine("version", verW) + "value")}
+	now := p.engine.Clock().Now()
+	for _, f := range fields {
+		var v any
+		if key, ok := strings.CutPrefix(f, "custom."); ok {
+			v = it.Custom[key]
+		} else {
+			v = values[f]
+		}
+		vals := formatValue(f, v, valueW)
+		switch {
+		case f == "acl":
+			vals = aclLines(it.ACL, it.Owner)
+		case f == "description":
+			vals = wrapValue(vals[0], valueW, 6)
+		case f == "due_at" && it.DueAt != nil && it.DueAt.Before(now) && it.Status != "completed":
+			vals[0] += " " + s.Failed.Render("overdue")
+		case f == "blocking" && it.Blocking:
+			vals[0] = s.Failed.Render("yes") + s.Muted.Render(" (it holds up other work)")
+		}
+		// "v2 · in v5": the field's second value, set by the item's v5.
+		ver := ""
+		if fv, ok := it.FieldVersions[f]; ok {
+			ver = fmt.Sprintf("v%d", fv)
+			if at := it.FieldChangedAt[f]; at > 1 {
+				ver += fmt.Sprintf(" · in v%d", at)
+			}
+		}
+		verStyle := s.Muted
+		if it.FieldChangedAt[f] == it.GlobalVersion && it.GlobalVersion > 1 {
+			verStyle = s.Emphasis // what the latest version changed
+		}
+		for i, val := range vals {
+			name, vcol := "", ""
+			if i == 0 {
+				name, vcol = f, ver
+			}
+			line := " " + s.Muted.Render(fitLine(name, fieldW)) + verStyle.Render(fitLine(vcol, verW)) + truncateTo(val, valueW-1)
+			lines = append(lines, strings.TrimRight(line, " "))
+		}
+	}
+	lines = append(lines, "",
+		s.Muted.Render(fmt.Sprintf(" created %s · updated %s", it.CreatedAt.Format("2006-01-02 15:04:05"), it.UpdatedAt.Format("2006-01-02 15:04:05"))),
+		s.Muted.Render(" enter: lineage, diffs and revert · s: share · x: revoke access"))
+	return lines
+}
+
+// truncateTo cuts s to n columns with an ellipsis.
+func truncateTo(s string, n int) string {
+	if ansi.StringWidth(s) <= n {
+		return s
+	}
+	return ansi.Truncate(s, max(n, 1), "…")
+}
+
+// wrapValue wraps a long value over at most n lines.
+func wrapValue(s string, width, n int) []string {
+	lines := strings.Split(ansi.Wrap(s, max(width-1, 4), ""), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+		lines[n-1] = truncateTo(lines[n-1]+" …", width-1)
+	}
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return lines
+}
+
+func aclLines(acl []cortex.ACLEntry, owner string) []string {
+	var out []string
+	for _, e := range acl {
+		who := e.PrincipalID
+		if who == owner {
+			who += " (owner)"
+		}
+		out = append(out, who+": "+strings.Join(e.Permissions, ", "))
+	}
+	if len(out) == 0 {
+		return []string{"—"}
+	}
+	return out
+}
+
+// formatValue renders a field's value (as JSON decodes it) for the screen,
+// one string per line.
+func formatValue(field string, v any, width int) []string {
+	switch v := v.(type) {
+	case nil:
+		return []string{"—"}
+	case string:
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil && (field == "due_at" || field == "deleted_at") {
+			return []string{formatTime(t)}
+		}
+		if v == "" {
+			return []string{"—"}
+		}
+		return []string{oneLine(v)}
+	case float64:
+		if field == "progress" {
+			return []string{fmt.Sprintf("%s%%", strconv.FormatFloat(v, 'f', -1, 64))}
+		}
+		return []string{strconv.FormatFloat(v, 'f', -1, 64)}
+	case bool:
+		if v {
+			return []string{"yes"}
+		}
+		return []string{"no"}
+	case []any:
+		if field == "acl" {
+			var acl []cortex.ACLEntry
+			b, _ := json.Marshal(v)
+			json.Unmarshal(b, &acl)
+			return aclLines(acl, "")
+		}
+		var parts []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				parts = append(parts, s)
+			} else {
+				b, _ := json.Marshal(x)
+				parts = append(parts, string(b))
+			}
+		}
+		if len(parts) == 0 {
+			return []string{"—"}
+		}
+		return []string{strings.Join(parts, ", ")}
+	}
+	b, _ := json.Marshal(v)
+	return []string{string(b)}
+}
+
+func formatTime(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }
+
+// --- the lineage ---
+
+func (p *goalsPane) lineageView(w int) []string {
+	s := p.styles
+	it := p.item
+	head := " " + s.Emphasis.Render(oneLine(it.Title)) + s.Muted.Render(" · ") + it.ID
+	if n := len(p.history); n > 0 {
+		head += s.Muted.Render(fmt.Sprintf(" · lineage v1 → v%d", p.history[n-1].NewVersion))
+	}
+	lines := []string{truncateTo(head, w-lineWidth(p.chainLine())-3) + s.Muted.Render(" · ") + p.chainLine(), ""}
+	if !p.histLoaded {
+		return append(lines, s.Muted.Render(" Loading the lineage…"))
+	}
+	if p.histErr != "" {
+		return append(lines, s.Failed.Render(" ✗ "+oneLine(p.histErr)))
+	}
+	tw := p.timelineWidth()
+	rows := p.diff.Height
+	timeline := p.timelineLines(tw, rows)
+	diff := strings.Split(p.diff.View(), "\n")
+	if p.diff.YOffset > 0 && len(diff) > 1 {
+		diff[0] = s.Muted.Render("↑ more above (pgup)")
+	}
+	if !p.diff.AtBottom() && len(diff) > 1 {
+		diff[len(diff)-1] = s.Muted.Render("↓ more below (pgdn)")
+	}
+	sep := s.Rule.Render("│")
+	for i := range rows {
+		var l, r string
+		if i < len(timeline) {
+			l = timeline[i]
+		}
+		if i < len(diff) {
+			r = diff[i]
+		}
+		lines = append(lines, fitLine(l, tw)+" "+sep+" "+r)
+	}
+	return lines
+}
+
+// timelineLines is the lineage, v1 at the top, the selected version marked,
+// scrolled to keep it in view.
+func (p *goalsPane) timelineLines(tw, rows int) []string {
+	s := p.styles
+	start := 0
+	if p.sel >= rows {
+		start = p.sel - rows + 1
+	}
+	verW := 0
+	if n := len(p.history); n > 0 {
+		verW = len(fmt.Sprint(p.history[n-1].NewVersion)) + 1
+	}
+	var out []string
+	for i := start; i < min(len(p.history), start+rows); i++ {
+		m := p.history[i]
+		node := "○"
+		if i == len(p.history)-1 {
+			node = "●"
+		}
+		ver := fitLine(fmt.Sprintf("v%d", m.NewVersion), verW)
+		text := fmt.Sprintf("%s %s %-6s %s", node, ver, m.MutationType, m.MutatedBy)
+		if tw >= 34 {
+			text = fmt.Sprintf("%s %s %-6s %s %s", node, ver, m.MutationType, m.MutationTimestamp.Format("15:04"), m.MutatedBy)
+		}
+		text = truncateTo(text, tw-3)
+		if i == p.sel {
+			out = append(out, s.Selected.Render(" ▸ "+text))
+		} else if m.MutationType == "revert" {
+			out = append(out, "   "+s.Prompt.Render(text))
+		} else {
+			out = append(out, "   "+text)
+		}
+	}
+	return out
+}
+
+// diffLines describes the selected version: when, who, in which turn, and
+// each field's old and new value.
+func (p *goalsPane) diffLines(w int) []string {
+	m := p.selected()
+	if m == nil {
+		return nil
+	}
+	s := p.styles
+	agent := m.AgentID
+	if agent == "" {
+		agent = m.MutatedBy
+	}
+	turn := s.Muted.Render("no turn")
+	if m.TurnID != "" {
+		turn = s.Muted.Render("turn ") + m.TurnID
+	}
+	out := []string{
+		s.Emphasis.Render(fmt.Sprintf("v%d %s", m.NewVersion, m.MutationType)) + s.Muted.Render(" · "+m.MutationTimestamp.Format("2006-01-02 15:04:05")),
+		s.Muted.Render("by ") + agent + s.Muted.Render(" · ") + turn,
+	}
+	if m.MergeApplied {
+		out = append(out, s.Prompt.Render("merge applied")+s.Muted.Render(": written over a newer version whose changes were to other fields"))
+	}
+	if m.Summary != "" {
+		out = append(out, s.Muted.Render(oneLine(m.Summary)))
+	}
+	out = append(out, "")
+	fields := slices.Clone(m.ChangedFields)
+	if len(fields) == 0 {
+		fields = slices.Collect(maps.Keys(m.FieldChanges))
+	}
+	// In the detail's order: title first, the access list last.
+	rank := func(f string) int {
+		if i := slices.Index(detailFields, f); i >= 0 {
+			return i
+		}
+		if strings.HasPrefix(f, "custom.") {
+			return len(detailFields)
+		}
+		return len(detailFields) + 1
+	}
+	slices.SortStableFunc(fields, func(a, b string) int {
+		if c := rank(a) - rank(b); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	// A new item's empty fields are noise: say how many there were.
+	empty := 0
+	nameW := 0
+	for _, f := range fields {
+		nameW = max(nameW, len(f)+2)
+	}
+	for _, f := range fields {
+		ch := m.FieldChanges[f]
+		if m.MutationType == "create" {
+			// Every field is new: one line each, its first value.
+			if isEmptyValue(ch.New) {
+				empty++
+				continue
+			}
+			name := s.Emphasis.Render(fitLine(f, nameW))
+			for _, l := range formatValue(f, ch.New, w) {
+				for _, part := range strings.Split(ansi.Wrap(l, max(w-nameW-1, 8), ""), "\n") {
+					out = append(out, name+strings.TrimRight(part, " "))
+					name = strings.Repeat(" ", nameW)
+				}
+			}
+			continue
+		}
+		version := "v" + strings.ReplaceAll(ch.Version, "→", "→v")
+		if out[len(out)-1] != "" {
+			out = append(out, "") // a field apart from the one before
+		}
+		out = append(out, s.Emphasis.Render(f)+s.Muted.Render("  "+version))
+		old := formatValue(f, ch.Old, w)
+		neu := formatValue(f, ch.New, w)
+		for _, l := range old {
+			if f == "acl" && slices.Contains(neu, l) {
+				out = append(out, wrapDiff("    ", s.Muted.Render(l), w)...) // unchanged
+			} else {
+				out = append(out, wrapDiff(s.Failed.Render("  − "), l, w)...)
+			}
+		}
+		for _, l := range neu {
+			if f != "acl" || !slices.Contains(old, l) {
+				out = append(out, wrapDiff(s.OK.Render("  + "), l, w)...)
+			}
+		}
+	}
+	if empty > 0 {
+		out = append(out, s.Muted.Render(plural(empty, "empty field", "empty fields")+" not shown"))
+	}
+	if len(fields) == 0 {
+		out = append(out, s.Muted.Render("no field changed"))
+	}
+	return out
+}
+
+// wrapDiff wraps one value line under its − or + mark.
+func wrapDiff(mark, text string, w int) []string {
+	lines := strings.Split(ansi.Wrap(text, max(w-5, 8), ""), "\n")
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if i == 0 {
+			out[i] = mark + l
+		} else {
+			out[i] = "    " + l
+		}
+	}
+	return out
+}
+
+func isEmptyValue(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
