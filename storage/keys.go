@@ -23,6 +23,7 @@ import (
 //	            cortex/item/<id>            the item as it stands     JSON cortex.Item
 //	            cortex/ver/<id>/<version>   the item at each version  JSON cortex.Item
 //	            cortex/audit/<id>/<version> the mutation making it    JSON cortex.Mutation
+//	            cortex/head/<id>            the latest entry's hash   hex text
 //	          and its indexes under idx/cortex/ (see core/cortex/index.go)
 //
 // Subsystems add their prefix here when they land. Index keys carry no value:

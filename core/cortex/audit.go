@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -97,22 +98,18 @@ func entryHash(stored []byte) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// lastHash is the hash of the item's latest audit entry ("" for none).
-func lastHash(tx *storage.Tx, id string, version int) (string, error) {
-	if version == 0 {
+// headKey holds the hash of an item's latest audit entry: the anchor that
+// makes rewriting the end of a trail (or all of it) detectable without also
+// rewriting this key.
+func headKey(id string) []byte { return storage.Key(storage.PrefixCortex, "head", id) }
+
+// chainHead is the hash of the item's latest audit entry ("" before any).
+func chainHead(tx *storage.Tx, id string) (string, error) {
+	b, err := tx.Get(headKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
 		return "", nil
 	}
-	raw, err := tx.Get(auditKey(id, version))
-	if err != nil {
-		return "", fmt.Errorf("audit entry v%d of %s: %w", version, id, err)
-	}
-	var m struct {
-		Hash string `json:"hash"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return "", err
-	}
-	return m.Hash, nil
+	return string(b), err
 }
 
 // ChainCheck is the outcome of verifying an item's audit trail.
@@ -178,6 +175,15 @@ func readHistory(tx *storage.Tx, id string, last int) ([]Mutation, ChainCheck, e
 	})
 	if err == nil && want <= last {
 		fail(want, "version v%d is missing from the trail (the item is at v%d)", want, last)
+	}
+	if err == nil {
+		head, herr := chainHead(tx, id)
+		if herr != nil {
+			return out, check, herr
+		}
+		if head != prevHash {
+			fail(last, "the trail does not end at the entry the item recorded as its latest (the end of the trail was rewritten)")
+		}
 	}
 	return out, check, err
 }

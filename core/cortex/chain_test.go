@@ -3,6 +3,7 @@ package cortex
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +103,26 @@ func TestCortex_ChainDetectsReplacedEntry(t *testing.T) {
 	other := e.auditRaw("goal_2", 3)
 	e.rawUpdate(func(tx *storage.Tx) error { return tx.Set(auditKey("goal_1", 3), other) })
 	expectBroken(t, e, 3, "belongs to goal_2")
+}
+
+// TestCortex_ChainDetectsRewrittenEnd: an altered last entry whose hash was
+// recomputed to match its new contents still breaks the chain, because the
+// item's head records the hash the trail must end with.
+func TestCortex_ChainDetectsRewrittenEnd(t *testing.T) {
+	e := chained(t)
+	raw := e.auditRaw("goal_1", 5)
+	var m Mutation
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.MutatedBy = "someone_else"
+	forged, err := sealAndEncode(&m, m.PrevHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rawUpdate(func(tx *storage.Tx) error { return tx.Set(auditKey("goal_1", 5), forged) })
+	if sum, _ := entryHash(forged); sum != m.Hash {
+		t.Fatal("the forged entry's own hash does not verify: the test forges badly")
+	}
+	expectBroken(t, e, 5, "end of the trail was rewritten")
 }

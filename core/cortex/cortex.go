@@ -87,18 +87,18 @@ func (c *Cortex) commitMutation(tx *kit.Txn, before, after *Item, m mutation) (*
 		entry.FieldChanges[f] = FieldChange{Old: old, New: after.fieldValue(f), Version: versionLabel(oldV, after.FieldVersions[f])}
 	}
 	after.UpdatedAt = now
-	prevHash := ""
-	if before != nil {
-		var err error
-		if prevHash, err = lastHash(tx.Tx, after.ID, before.GlobalVersion); err != nil {
-			return nil, err
-		}
+	prevHash, err := chainHead(tx.Tx, after.ID)
+	if err != nil {
+		return nil, err
 	}
 	sealed, err := sealAndEncode(entry, prevHash)
 	if err != nil {
 		return nil, err
 	}
 	if err := tx.Set(auditKey(after.ID, after.GlobalVersion), sealed); err != nil {
+		return nil, err
+	}
+	if err := tx.Set(headKey(after.ID), []byte(entry.Hash)); err != nil {
 		return nil, err
 	}
 	state, err := json.Marshal(after) // the item as it stands is also its version snapshot
