@@ -96,30 +96,10 @@ func (p *palette) open() tea.Cmd {
 // completion is what tab inserts for an action: its name, and a JSON
 // skeleton of its required args if it has any.
 func completion(a *action.Action) string {
-	var req []string
-	for _, f := range a.Fields {
-		if f.Required {
-			req = append(req, fmt.Sprintf("%q: %s", f.Name, placeholderFor(f.Type)))
-		}
+	if skeleton := a.Skeleton(true); skeleton != "{}" {
+		return a.Name + " " + skeleton
 	}
-	if len(req) == 0 {
-		return a.Name
-	}
-	return a.Name + " {" + strings.Join(req, ", ") + "}"
-}
-
-func placeholderFor(typ string) string {
-	switch {
-	case typ == "integer" || typ == "number":
-		return "0"
-	case typ == "boolean":
-		return "false"
-	case strings.HasPrefix(typ, "array"):
-		return "[]"
-	case typ == "object":
-		return "{}"
-	}
-	return `""`
+	return a.Name
 }
 
 func (p *palette) setSize(w, h int) {

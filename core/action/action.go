@@ -160,22 +160,17 @@ func (a *Action) Invoke(ctx context.Context, call Call, raw json.RawMessage) (js
 	return out, nil
 }
 
-// Skeleton is a JSON object with every argument field set to a placeholder
-// of its type: a starting point for typing args by hand.
-func (a *Action) Skeleton() string {
-	if len(a.Fields) == 0 {
-		return "{}"
-	}
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, f := range a.Fields {
-		if i > 0 {
-			b.WriteString(", ")
+// Skeleton is a JSON object with every argument field (or, with
+// requiredOnly, every required one) set to a placeholder of its type: a
+// starting point for typing args by hand.
+func (a *Action) Skeleton(requiredOnly bool) string {
+	var parts []string
+	for _, f := range a.Fields {
+		if f.Required || !requiredOnly {
+			parts = append(parts, fmt.Sprintf("%q: %s", f.Name, placeholder(f.Type)))
 		}
-		fmt.Fprintf(&b, "%q: %s", f.Name, placeholder(f.Type))
 	}
-	b.WriteByte('}')
-	return b.String()
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 func placeholder(typ string) string {

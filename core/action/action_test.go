@@ -386,10 +386,10 @@ func TestFields(t *testing.T) {
 	if len(info.Fields) != 0 {
 		t.Fatalf("struct{} args have fields %+v", info.Fields)
 	}
-	if got := info.Skeleton(); got != "{}" {
+	if got := info.Skeleton(false); got != "{}" {
 		t.Fatalf("empty skeleton %q", got)
 	}
-	sk := a.Skeleton()
+	sk := a.Skeleton(false)
 	var m map[string]any
 	if err := json.Unmarshal([]byte(sk), &m); err != nil {
 		t.Fatalf("skeleton %s is not JSON: %v", sk, err)

@@ -31,7 +31,7 @@ func decodeStrict(raw json.RawMessage, v any) error {
 		if errors.As(err, &syn) {
 			return errs.New(errs.Parse, "args are not valid JSON at byte %d: %v", syn.Offset, err)
 		}
-		return errs.New(errs.Validation, "args must be a JSON object, not %s", jsonKind(raw))
+		return errs.New(errs.Validation, "args must be a JSON object, not %s", JSONKind(raw))
 	}
 	t := reflect.TypeOf(v).Elem()
 	if err := checkShape(raw, t, ""); err != nil {
@@ -278,7 +278,12 @@ func decodeError(err error) error {
 	return errs.New(errs.Validation, "args: %v", err)
 }
 
-func jsonKind(raw []byte) string {
+// JSONKind names the kind of a JSON value in words ("an object", "a
+// string", ...), for messages about values of the wrong kind.
+func JSONKind(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
 	switch raw[0] {
 	case '{':
 		return "an object"

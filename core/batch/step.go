@@ -55,7 +55,7 @@ func DecodeStep(data []byte) (Step, error) {
 			return
 		}
 		if err := json.Unmarshal(raw, dst); err != nil && firstErr == nil {
-			firstErr = errs.New(errs.Validation, "step field %q must be a string, not %s", name, describe(raw)).With("field", name)
+			firstErr = errs.New(errs.Validation, "step field %q must be a string, not %s", name, action.JSONKind(raw)).With("field", name)
 		}
 	}
 	str("id", &st.ID)
@@ -106,25 +106,9 @@ func DecodeStep(data []byte) (Step, error) {
 	}
 	if raw, ok := fields["args"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if raw[0] != '{' {
-			return st, errs.New(errs.Validation, "args must be a JSON object, not %s", describe(raw)).With("field", "args")
+			return st, errs.New(errs.Validation, "args must be a JSON object, not %s", action.JSONKind(raw)).With("field", "args")
 		}
 		st.Args = raw
 	}
 	return st, nil
-}
-
-func describe(raw json.RawMessage) string {
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }

@@ -495,17 +495,7 @@ func (c *Cortex) applyUpdate(tx *kit.Txn, call action.Call, txID, id string, cha
 // Delete soft-deletes an item: it gets deleted_at and status archived, and
 // leaves queries unless they include deleted items.
 func (c *Cortex) Delete(ctx context.Context, call action.Call, id string) (*Item, error) {
-	var out *Item
-	err := c.env.Update(ctx, func(tx *kit.Txn) error {
-		it, err := load(tx.Tx, id, false)
-		if err != nil {
-			return err
-		}
-		if err := authorize(call, it, "delete"); err != nil {
-			return err
-		}
-		next := it.clone()
-		next.GlobalVersion++
+	return c.mutate(ctx, call, id, mutateSpec{kind: "delete", perm: "delete"}, func(tx *kit.Txn, it, next *Item) (string, error) {
 		now := call.Clock.Now()
 		next.DeletedAt = &now
 		bump(next, "deleted_at")
@@ -513,11 +503,42 @@ func (c *Cortex) Delete(ctx context.Context, call action.Call, id string) (*Item
 			next.Status = "archived"
 			bump(next, "status")
 		}
-		if _, err := c.commitMutation(tx, it, next, mutation{call: call, txID: c.env.IDs.New(), kind: "delete"}); err != nil {
+		return "deleted", nil
+	})
+}
+
+// mutateSpec says what kind of mutation mutate makes and what it needs.
+type mutateSpec struct {
+	kind           string // the audit entry's mutation_type
+	perm           string // the permission the caller needs
+	includeDeleted bool   // whether a deleted item may be changed
+}
+
+// mutate is the shape of every single-item change but updates: in one
+// transaction, load the item, authorize the caller, let change edit the next
+// version (returning the audit summary, e.g. "deleted"), commit it with its audit entry and
+// trace it. It returns the new state.
+func (c *Cortex) mutate(ctx context.Context, call action.Call, id string, spec mutateSpec, change func(tx *kit.Txn, it, next *Item) (string, error)) (*Item, error) {
+	var out *Item
+	err := c.env.Update(ctx, func(tx *kit.Txn) error {
+		it, err := load(tx.Tx, id, spec.includeDeleted)
+		if err != nil {
+			return err
+		}
+		if err := authorize(call, it, spec.perm); err != nil {
+			return err
+		}
+		next := it.clone()
+		next.GlobalVersion++
+		note, err := change(tx, it, next)
+		if err != nil {
+			return err
+		}
+		if _, err := c.commitMutation(tx, it, next, mutation{call: call, txID: c.env.IDs.New(), kind: spec.kind, note: note}); err != nil {
 			return err
 		}
 		out = next
-		_, err = tx.Trace(call, "cortex.delete", fmt.Sprintf("FC %s deleted: %s", it.Type, id), nil)
+		_, err = tx.Trace(call, "cortex."+spec.kind, fmt.Sprintf("FC %s %s: %s", it.Type, id, note), nil)
 		return err
 	})
 	if err != nil {
@@ -528,48 +549,28 @@ func (c *Cortex) Delete(ctx context.Context, call action.Call, id string) (*Item
 
 // Revert makes a new version whose fields are those of an earlier version.
 func (c *Cortex) Revert(ctx context.Context, call action.Call, id string, version int) (*Item, error) {
-	var out *Item
-	err := c.env.Update(ctx, func(tx *kit.Txn) error {
-		it, err := load(tx.Tx, id, true)
-		if err != nil {
-			return err
-		}
-		if err := authorize(call, it, "write"); err != nil {
-			return err
-		}
+	return c.mutate(ctx, call, id, mutateSpec{kind: "revert", perm: "write", includeDeleted: true}, func(tx *kit.Txn, it, next *Item) (string, error) {
 		if version < 1 || version > it.GlobalVersion {
-			return errs.New(errs.NotFound, "%s %q has no version %d: its versions are 1 to %d", it.Type, id, version, it.GlobalVersion).
+			return "", errs.New(errs.NotFound, "%s %q has no version %d: its versions are 1 to %d", it.Type, id, version, it.GlobalVersion).
 				With("field", "version")
 		}
 		if version == it.GlobalVersion {
-			return fieldErr("version", "v%d is the current version: nothing to revert", version)
+			return "", fieldErr("version", "v%d is the current version: nothing to revert", version)
 		}
 		var old Item
 		if err := tx.GetJSON(versionKey(id, version), &old); err != nil {
-			return fmt.Errorf("reading v%d of %s: %w", version, id, err)
+			return "", fmt.Errorf("reading v%d of %s: %w", version, id, err)
 		}
-		next := it.clone()
-		next.GlobalVersion++
 		restore(next, &old)
 		if next.Parent != it.Parent {
 			// The old parent may since have been deleted, become unreadable,
 			// or become a descendant of the item.
 			if err := c.checkParent(tx.Tx, call, next); err != nil {
-				return err
+				return "", err
 			}
 		}
-		note := fmt.Sprintf("reverted from v%d to v%d", it.GlobalVersion, version)
-		if _, err := c.commitMutation(tx, it, next, mutation{call: call, txID: c.env.IDs.New(), kind: "revert", note: note}); err != nil {
-			return err
-		}
-		out = next
-		_, err = tx.Trace(call, "cortex.revert", fmt.Sprintf("FC %s %s %s", it.Type, id, note), nil)
-		return err
+		return fmt.Sprintf("reverted from v%d to v%d", it.GlobalVersion, version), nil
 	})
-	if err != nil {
-		return nil, c.afterFailure(ctx, call, err)
-	}
-	return out, nil
 }
 
 // restore sets next's content (not its ACL) to old's, bumping the version of
@@ -633,7 +634,7 @@ func (c *Cortex) Share(ctx context.Context, call action.Call, id, principal stri
 		}
 	}
 	slices.SortFunc(clean, func(a, b string) int { return slices.Index(Permissions, a) - slices.Index(Permissions, b) })
-	return c.changeACL(ctx, call, id, principal, "share", func(it *Item) (string, error) {
+	return c.changeACL(ctx, call, id, "share", func(it *Item) (string, error) {
 		if principal == it.Owner {
 			return "", fieldErr("principal", "%s owns %q and has every permission", principal, id)
 		}
@@ -652,7 +653,7 @@ func (c *Cortex) Revoke(ctx context.Context, call action.Call, id, principal str
 	if principal == "" {
 		return nil, fieldErr("principal", "give the agent whose access to revoke")
 	}
-	return c.changeACL(ctx, call, id, principal, "revoke", func(it *Item) (string, error) {
+	return c.changeACL(ctx, call, id, "revoke", func(it *Item) (string, error) {
 		if principal == it.Owner {
 			return "", fieldErr("principal", "%s owns %q; an owner's access cannot be revoked", principal, id)
 		}
@@ -665,34 +666,18 @@ func (c *Cortex) Revoke(ctx context.Context, call action.Call, id, principal str
 	})
 }
 
-func (c *Cortex) changeACL(ctx context.Context, call action.Call, id, principal, kind string, edit func(*Item) (string, error)) ([]ACLEntry, error) {
-	var acl []ACLEntry
-	err := c.env.Update(ctx, func(tx *kit.Txn) error {
-		it, err := load(tx.Tx, id, false)
-		if err != nil {
-			return err
-		}
-		if err := authorize(call, it, "share"); err != nil {
-			return err
-		}
-		next := it.clone()
-		next.GlobalVersion++
+func (c *Cortex) changeACL(ctx context.Context, call action.Call, id, kind string, edit func(*Item) (string, error)) ([]ACLEntry, error) {
+	it, err := c.mutate(ctx, call, id, mutateSpec{kind: kind, perm: "share"}, func(_ *kit.Txn, _, next *Item) (string, error) {
 		note, err := edit(next)
-		if err != nil {
-			return err
+		if err == nil {
+			bump(next, "acl")
 		}
-		bump(next, "acl")
-		if _, err := c.commitMutation(tx, it, next, mutation{call: call, txID: c.env.IDs.New(), kind: kind, note: note}); err != nil {
-			return err
-		}
-		acl = next.ACL
-		_, err = tx.Trace(call, "cortex."+kind, fmt.Sprintf("FC %s %s: %s", it.Type, id, note), nil)
-		return err
+		return note, err
 	})
 	if err != nil {
-		return nil, c.afterFailure(ctx, call, err)
+		return nil, err
 	}
-	return acl, nil
+	return it.ACL, nil
 }
 
 // History returns an item's audit entries in order and whether their hash

@@ -151,7 +151,7 @@ func TestCortex_2_3_RevertRestoresPreviousVersion(t *testing.T) {
 		!slices.Equal(last.ChangedFields, []string{"priority", "progress"}) {
 		t.Fatalf("revert entry: %s %q prev %d fields %v", last.MutationType, last.Summary, *last.PreviousVersion, last.ChangedFields)
 	}
-	e.mustTrace("turn_revert", "FC goal goal_1 reverted from v5 to v3")
+	e.mustTrace("turn_revert", "FC goal goal_1: reverted from v5 to v3")
 }
 
 func TestCortex_2_4_SoftDeletedExcludedByDefault(t *testing.T) {
