@@ -42,6 +42,8 @@ type config struct {
 	logFile  string
 	debug    bool
 	version  bool
+	// historyBackend is where new conversations live (--history-backend).
+	historyBackend string
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -83,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	engine, err := core.Open(core.Options{
-		DataDir: cfg.data, InMemory: cfg.inMemory, SyncWrites: cfg.sync,
+		DataDir: cfg.data, InMemory: cfg.inMemory, SyncWrites: cfg.sync, HistoryBackend: cfg.historyBackend,
 		Agent: cfg.agent, LLM: provider, Logger: logger,
 	})
 	if err != nil {
@@ -132,7 +134,8 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	fs.BoolVar(&cfg.failFast, "fail-fast", false, "with --batch: stop at the first step that does not pass")
 	fs.BoolVar(&cfg.events, "events", false, "with --batch: also print the engine's events as {\"event\": ...} lines")
 	fs.StringVar(&cfg.data, "data", "", "the data `DIR`ectory (default $ENGRAM_DATA, else $XDG_DATA_HOME/engram, else ~/.local/share/engram)")
-	fs.BoolVar(&cfg.inMemory, "in-memory", false, "keep everything in memory: nothing is written to disk")
+	fs.BoolVar(&cfg.inMemory, "in-memory", false, "keep everything in memory: no data is written to disk (the log file still is)")
+	fs.StringVar(&cfg.historyBackend, "history-backend", "", "where new conversations live: durable or in-memory (default durable, or in-memory with --in-memory)")
 	fs.BoolVar(&cfg.sync, "sync", false, "fsync every write, so acknowledged writes survive power loss too (slower)")
 	fs.StringVar(&cfg.agent, "agent", core.DefaultAgent, "the agent `ID` acting (a batch step's \"as\" overrides it)")
 	fs.StringVar(&cfg.llm.Provider, "llm", "offline", "language model provider: offline, ollama, openai or replay")
@@ -169,6 +172,14 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	}
 	if cfg.inMemory && set["data"] {
 		return cfg, errors.New("--in-memory and --data exclude each other: choose one")
+	}
+	switch cfg.historyBackend {
+	case "", "durable", "in-memory":
+	default:
+		return cfg, fmt.Errorf("--history-backend %q: use durable or in-memory", cfg.historyBackend)
+	}
+	if cfg.historyBackend == "durable" && cfg.inMemory {
+		return cfg, errors.New("--history-backend durable needs a data directory: drop --in-memory")
 	}
 	if cfg.agent == "" {
 		return cfg, errors.New("--agent must not be empty")

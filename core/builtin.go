@@ -18,6 +18,31 @@ func (e *Engine) registerBuiltins() {
 	action.Register(reg, action.Spec{Name: "turn.start", Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
 	action.Register(reg, action.Spec{Name: "turn.end", Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)
 	e.registerLLM()
+	e.registerChat()
+}
+
+// comingNamespaces are the action namespaces of subsystems not in this
+// version yet: naming one of their actions says so, rather than guessing a
+// neighbour.
+var comingNamespaces = map[string]string{
+	"plan":    "plans arrive with the planner",
+	"memory":  "memory stores arrive with the memory plugins",
+	"thread":  "threads arrive with episodic memory",
+	"episode": "episodes arrive with episodic memory",
+}
+
+// markComing records the namespaces no subsystem registered.
+func (e *Engine) markComing() {
+	have := map[string]bool{}
+	for _, a := range e.env.Actions.List() {
+		ns, _, _ := strings.Cut(a.Name, ".")
+		have[ns] = true
+	}
+	for ns, why := range comingNamespaces {
+		if !have[ns] {
+			e.env.Actions.Removed(ns, "this version of engram has no "+ns+".* actions yet ("+why+")")
+		}
+	}
 }
 
 // Info is engine.info's result.

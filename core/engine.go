@@ -19,6 +19,7 @@ import (
 	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/ids"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
@@ -53,19 +54,29 @@ type Options struct {
 	LLM llm.Provider
 	// Logger receives the engine's and Badger's log lines (discarded when nil).
 	Logger *slog.Logger
+	// HistoryBackend is where new conversations live: "durable" or
+	// "in-memory" (default: durable unless the store is in memory).
+	HistoryBackend string
 	// Subsystems register their actions and providers on the engine; nil
-	// means DefaultSubsystems, an empty list a bare engine (the built-in
-	// engine.*, actions.list, trace.list, turn.* and llm.complete only).
+	// means DefaultSubsystems(opts), an empty list a bare engine (the
+	// built-in engine.*, actions.list, trace.list, turn.* and llm.complete
+	// only).
 	Subsystems []Subsystem
 }
 
 // Subsystem adds a part of engram (its actions, context provider, counters)
 // to an engine's services.
-type Subsystem func(env *kit.Env)
+type Subsystem func(env *kit.Env) error
 
 // DefaultSubsystems are the parts every engram has.
-var DefaultSubsystems = []Subsystem{
-	func(env *kit.Env) { cortex.Register(env) },
+func DefaultSubsystems(opts Options) []Subsystem {
+	return []Subsystem{
+		func(env *kit.Env) error { cortex.Register(env); return nil },
+		func(env *kit.Env) error {
+			_, err := history.Register(env, history.Options{DefaultBackend: opts.HistoryBackend})
+			return err
+		},
+	}
 }
 
 // Engine is one open engram.
@@ -132,11 +143,15 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 	e.registerBuiltins()
 	subsystems := opts.Subsystems
 	if subsystems == nil {
-		subsystems = DefaultSubsystems
+		subsystems = DefaultSubsystems(opts)
 	}
 	for _, register := range subsystems {
-		register(env)
+		if err := register(env); err != nil {
+			env.Close()
+			return nil, err
+		}
 	}
+	e.markComing()
 	env.AddCounter("trace", func() (map[string]int, error) {
 		entries, turns, err := tr.Count()
 		return map[string]int{"entries": entries, "turns_traced": turns}, err
@@ -182,8 +197,11 @@ func (e *Engine) Subscribe(ctx context.Context, buffer int) <-chan events.Event 
 	return e.env.Events.Subscribe(ctx, buffer)
 }
 
-// Close closes the store. Safe to call more than once.
-func (e *Engine) Close() error { return e.env.Store.Close() }
+// Close closes the subsystems' resources, then the store. Safe to call more
+// than once.
+func (e *Engine) Close() error {
+	return errors.Join(e.env.Close(), e.env.Store.Close())
+}
 
 // Request is one action to run.
 type Request struct {
@@ -207,6 +225,14 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	if call.Principal == "" {
 		call.Principal = e.agent
 	}
+	if err := kit.CheckName("as", call.Principal, ""); err != nil {
+		return nil, err
+	}
+	if err := kit.CheckName("turn", call.Turn, ""); err != nil {
+		return nil, err
+	}
+	// Wall time, for the log only: how long the action really took, which
+	// the engine clock (pinned by a step's at) cannot tell.
 	start := time.Now()
 	out, err := a.Invoke(ctx, call, req.Args)
 	if err != nil {

@@ -159,7 +159,7 @@ func TestActionsList(t *testing.T) {
 			t.Errorf("%s: description %q args %v", a.Name, a.Description, a.Args)
 		}
 	}
-	if got := strings.Join(names, " "); got != "actions.list engine.info llm.complete trace.list turn.end turn.start" {
+	if got := strings.Join(names, " "); got != "actions.list chat.send engine.info llm.complete trace.list turn.end turn.start" {
 		t.Fatalf("actions %q", got)
 	}
 	if !byName["engine.info"].ReadOnly || !byName["trace.list"].ReadOnly || byName["turn.start"].ReadOnly || byName["turn.end"].ReadOnly {
@@ -488,13 +488,13 @@ func TestContextProviders(t *testing.T) {
 	}
 
 	// Unknown provider key: names the known ones.
-	doErr(t, e, Request{Action: "turn.end", Turn: "t1", Args: json.RawMessage(`{"updates":{"history":{}}}`)},
+	doErr(t, e, Request{Action: "turn.end", Turn: "t1", Principal: "agent_a", Args: json.RawMessage(`{"updates":{"history":{}}}`)},
 		errs.Validation, "the providers are cortex, memory")
 
 	// A failing provider rolls back the whole turn.end.
 	cor.failWith = errs.New(errs.Conflict, "goal g1 changed")
 	before := counts(t, e)
-	doErr(t, e, Request{Action: "turn.end", Turn: "t1", Args: json.RawMessage(`{"updates":{"memory":{"note":"x"},"cortex":[1]}}`)},
+	doErr(t, e, Request{Action: "turn.end", Turn: "t1", Principal: "agent_a", Args: json.RawMessage(`{"updates":{"memory":{"note":"x"},"cortex":[1]}}`)},
 		errs.Conflict, "context provider cortex", "goal g1 changed")
 	if len(cor.ends) != 1 {
 		t.Fatalf("cortex Commit called %d times", len(cor.ends))
@@ -513,12 +513,15 @@ func TestContextProviders(t *testing.T) {
 	}
 	// A plain error from a provider is Internal.
 	cor.failWith = errors.New("disk full")
-	doErr(t, e, Request{Action: "turn.end", Turn: "t1"}, errs.Internal, "context provider cortex: disk full")
+	doErr(t, e, Request{Action: "turn.end", Turn: "t1", Principal: "agent_a"}, errs.Internal, "context provider cortex: disk full")
 
 	// Once the provider recovers, the turn ends, with each provider getting
 	// its own updates inside the transaction.
 	cor.failWith = nil
-	res := do(t, e, "turn.end", "t1", `{"updates":{"memory":{"note":"x"}}}`)
+	res, err := e.Do(context.Background(), Request{Action: "turn.end", Turn: "t1", Principal: "agent_a", Args: json.RawMessage(`{"updates":{"memory":{"note":"x"}}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var end struct {
 		Committed map[string]map[string]json.RawMessage `json:"committed"`
 	}
@@ -528,7 +531,7 @@ func TestContextProviders(t *testing.T) {
 	if len(end.Committed) != 1 || string(end.Committed["memory"]["saved"]) != `{"note":"x"}` {
 		t.Fatalf("committed %s", res)
 	}
-	if last := mem.ends[len(mem.ends)-1]; string(last.Updates) != `{"note":"x"}` || last.TurnID != "t1" || last.Principal != DefaultAgent {
+	if last := mem.ends[len(mem.ends)-1]; string(last.Updates) != `{"note":"x"}` || last.TurnID != "t1" || last.Principal != "agent_a" {
 		t.Fatalf("memory got %+v", last)
 	}
 	if last := cor.ends[len(cor.ends)-1]; last.Updates != nil {
@@ -626,8 +629,8 @@ func script(t *testing.T, e *Engine, c *clock.Fixed) []byte {
 		{Action: "turn.start", Args: json.RawMessage(`{"input":"a"}`)},
 		{Action: "turn.start", Args: json.RawMessage(`{"input":"b"}`)},
 		{Action: "turn.start", Turn: "fixed", Principal: "agent_b"},
-		{Action: "turn.end", Turn: "fixed"},
-		{Action: "turn.end", Turn: "fixed"},
+		{Action: "turn.end", Turn: "fixed", Principal: "agent_b"},
+		{Action: "turn.end", Turn: "fixed", Principal: "agent_b"},
 		{Action: "turn.start", Args: json.RawMessage(`{"channel":"fax"}`)},
 		{Action: "trace.list"},
 		{Action: "engine.info"},
@@ -639,9 +642,13 @@ func script(t *testing.T, e *Engine, c *clock.Fixed) []byte {
 	}
 	// The events too: the 4 successful turn steps were traced.
 	for range 4 {
-		ev := <-evs
-		b, _ := json.Marshal(ev)
-		fmt.Fprintf(&buf, "%s\n", b)
+		select {
+		case ev := <-evs:
+			b, _ := json.Marshal(ev)
+			fmt.Fprintf(&buf, "%s\n", b)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("fewer than 4 events arrived:\n%s", buf.Bytes())
+		}
 	}
 	return buf.Bytes()
 }
@@ -772,4 +779,25 @@ func BenchmarkTraceList(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestTurnEndByAnotherPrincipal: only the principal that started a turn may
+// end it (and commit under it).
+func TestTurnEndByAnotherPrincipal(t *testing.T) {
+	e, _ := newEngine(t)
+	if _, err := e.Do(context.Background(), Request{Action: "turn.start", Turn: "t", Principal: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	doErr(t, e, Request{Action: "turn.end", Turn: "t", Principal: "mallory"}, errs.Permission, "belongs to alice")
+	if _, err := e.Do(context.Background(), Request{Action: "turn.end", Turn: "t", Principal: "alice"}); err != nil {
+		t.Fatalf("the owner ending its turn: %v", err)
+	}
+}
+
+// TestPrincipalAndTurnAreChecked: an id too long or with control characters
+// is refused before any action runs.
+func TestPrincipalAndTurnAreChecked(t *testing.T) {
+	e, _ := newEngine(t)
+	doErr(t, e, Request{Action: "engine.info", Principal: "a\x1b[2Jb"}, errs.Validation, "as: must not contain control characters")
+	doErr(t, e, Request{Action: "engine.info", Turn: strings.Repeat("t", 300)}, errs.Validation, "turn: is 300 bytes")
 }

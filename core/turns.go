@@ -164,7 +164,9 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs
 	}
 	now := call.Clock.Now()
 	var res turnEndResult
+	failed := "" // the provider whose commit failed
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		failed = ""
 		var rec TurnRecord
 		switch err := tx.GetJSON(turnKey(call.Turn), &rec); {
 		case errors.Is(err, storage.ErrNotFound):
@@ -175,10 +177,15 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs
 		if rec.EndedAt != nil {
 			return errs.New(errs.Conflict, "turn %q already ended at %s", call.Turn, rec.EndedAt.Format(time.RFC3339Nano)).With("current", rec)
 		}
+		if rec.Principal != call.Principal {
+			return errs.New(errs.Permission, "turn %q belongs to %s; only it can end the turn", call.Turn, rec.Principal).
+				With("principal", call.Principal)
+		}
 		res = turnEndResult{TurnID: rec.TurnID, StartedAt: rec.StartedAt, EndedAt: now, Committed: map[string]any{}}
 		for _, p := range providers {
 			out, err := p.Commit(ctx, tx, kit.TurnEnd{TurnID: call.Turn, Principal: call.Principal, Updates: args.Updates[p.Name()], At: now})
 			if err != nil {
+				failed = p.Name()
 				return fmt.Errorf("context provider %s: %w", p.Name(), err)
 			}
 			if out != nil {
@@ -193,6 +200,13 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs
 			map[string]any{"committed": sortedKeys(res.Committed)})
 		return err
 	})
+	if err != nil && failed != "" {
+		for _, p := range providers {
+			if r, ok := p.(kit.FailureReporter); ok && p.Name() == failed {
+				r.CommitFailed(ctx, kit.TurnEnd{TurnID: call.Turn, Principal: call.Principal, Updates: args.Updates[p.Name()], At: now}, err)
+			}
+		}
+	}
 	return res, err
 }
 

@@ -71,6 +71,8 @@ func New(c Config) (Provider, error) {
 	}
 	now := c.Now
 	if now == nil {
+		// Wall time: a server's Retry-After date is in real time, whatever
+		// the engine clock says.
 		now = time.Now
 	}
 	var p Provider

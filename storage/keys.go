@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,16 +24,24 @@ import (
 //	            cortex/audit/<id>/<version> the mutation making it    JSON cortex.Mutation
 //	            cortex/head/<id>            the latest entry's hash   hex text
 //	          and its indexes under idx/cortex/ (see core/cortex/index.go)
+//	history/  conversations (core/history), in the conversation's backend store:
+//	            history/conv/<conv>          settings and counters     JSON history.Conversation
+//	            history/utt/<conv>/<index>   utterances (buffer, archive) JSON history.Utterance
+//	            history/sum/<conv>           the running summary       JSON
+//	            history/vec/<conv>/<index>   embeddings (with a model) float32s
+//	          and in the engine's store, history/where/<conv> → the backend;
+//	          search postings idx/history/t/<conv>/<term>/<index>.<speaker><tf>.<length>, key only
 //
 // Subsystems add their prefix here when they land. Index keys carry no value:
 // queries are answered from key-only scans, then only matching records are read.
 const (
-	PrefixMeta   = "meta/"
-	PrefixSeq    = "seq/"
-	PrefixIndex  = "idx/"
-	PrefixTrace  = "trace/"
-	PrefixTurn   = "turn/"
-	PrefixCortex = "cortex/"
+	PrefixMeta    = "meta/"
+	PrefixSeq     = "seq/"
+	PrefixIndex   = "idx/"
+	PrefixTrace   = "trace/"
+	PrefixTurn    = "turn/"
+	PrefixCortex  = "cortex/"
+	PrefixHistory = "history/"
 )
 
 // Key joins a prefix (one of the Prefix constants) and parts into a key. Parts
@@ -105,15 +112,11 @@ func ParseUint64(s string) (uint64, error) {
 // negative numbers included (the sign bit is flipped).
 func Int64(n int64) string { return Uint64(uint64(n) ^ (1 << 63)) }
 
-// Time renders t as a sortable key part (nanoseconds since the epoch, UTC).
-func Time(t time.Time) string { return Int64(t.UnixNano()) }
-
-// BigEndian is n as 8 big-endian bytes, for compact numeric values.
-func BigEndian(n uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], n)
-	return b[:]
-}
+// Time renders t as a sortable key part: seconds since the epoch (sortable
+// with their sign), then nanoseconds. Seconds rather than UnixNano, whose
+// int64 only spans 1678 to 2262: any year an RFC 3339 time can say sorts
+// right.
+func Time(t time.Time) string { return Int64(t.Unix()) + fmt.Sprintf("%08x", t.Nanosecond()) }
 
 func escapePart(p string) string {
 	if !strings.ContainsAny(p, "%/") {

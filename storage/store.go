@@ -306,6 +306,10 @@ func mapErr(err error) error {
 		return ErrClosed
 	case errors.Is(err, badger.ErrTxnTooBig):
 		return fmt.Errorf("%w: split the change into smaller ones", ErrTooBig)
+	case strings.HasPrefix(err.Error(), "Key with size"), strings.HasPrefix(err.Error(), "Value with size"):
+		// Badger appends a hex dump of the data; keep only its first line.
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return fmt.Errorf("%w: %s", ErrTooBig, strings.TrimSuffix(strings.TrimSpace(first), " Key:"))
 	}
 	return err
 }

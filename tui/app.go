@@ -24,6 +24,9 @@ type Options struct {
 	// StatusFade is how long a status message stays bright before it fades
 	// (and as long again before it goes). Zero means 4 seconds.
 	StatusFade time.Duration
+	// EvictionFade is how long the Chat tab highlights the last eviction
+	// when one happens. Zero means StatusFade.
+	EvictionFade time.Duration
 }
 
 // tab indexes the panes, in the order of their number keys.
@@ -65,11 +68,14 @@ func New(engine *core.Engine, opts Options) *Model {
 	if opts.StatusFade <= 0 {
 		opts.StatusFade = 4 * time.Second
 	}
+	if opts.EvictionFade <= 0 {
+		opts.EvictionFade = opts.StatusFade
+	}
 	m := &Model{engine: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New()}
 	m.status.fade = opts.StatusFade
 	st := &m.styles
 	m.panes = [tabCount]pane{
-		tabChat:    &placeholder{title: "Chat", promise: "chat into conversation history buffers and watch eviction and rolling summaries happen.", styles: st},
+		tabChat:    newChatPane(engine, st, opts.EvictionFade),
 		tabThreads: &placeholder{title: "Threads", promise: "conversation threads as they start, get linked to earlier threads and get compacted.", styles: st},
 		tabGoals:   newGoalsPane(engine, st),
 		tabPlans:   &placeholder{title: "Plans", promise: "goals decomposed into plans, run with live progress, failures, retries and replans.", styles: st},
@@ -143,6 +149,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case statusFadeMsg:
 		m.status.advance(msg)
 		return m.status.next(msg)
+	case chatFadeMsg:
+		return m.panes[tabChat].Update(msg) // whichever tab shows
 	case actionResultMsg:
 		return m.routeResult(msg)
 	case tea.KeyMsg:
@@ -182,6 +190,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		cmd, closed := m.palette.update(msg)
 		if closed {
 			m.paletteOpen = false
+			// The pane shows again: it may want to catch up with what the
+			// palette did (a change no event reports).
+			return tea.Batch(cmd, m.panes[m.active].Focus())
 		}
 		return cmd
 	}
@@ -219,6 +230,7 @@ func (m *Model) switchTo(t tab) tea.Cmd {
 
 func (m *Model) quit() tea.Cmd {
 	m.quitting = true
+	m.palette.cancelRunning()
 	m.cancel()
 	return tea.Quit
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -56,7 +57,20 @@ func wrap(s string, width int, indent string) string {
 }
 
 // oneLine makes text safe for a single screen line: newlines and tabs
-// become spaces, so a multi-line message cannot push the layout down.
+// become spaces, so a multi-line message cannot push the layout down, and
+// other control characters are neutralised. Every piece of text that comes
+// from outside (titles, utterances, messages) goes through it.
 func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+	// Any other control character (ESC above all) would let text from an
+	// agent or a model drive the terminal: show it as U+FFFD instead.
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }

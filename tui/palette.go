@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -41,6 +42,7 @@ type palette struct {
 	input   textinput.Model
 	result  viewport.Model
 	running string // the action in flight, if any
+	cancel  context.CancelFunc
 	spinner spinner.Model
 	req     int    // the number of the latest request
 	last    string // the header line of the result shown
@@ -123,6 +125,9 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 	case tea.KeyMsg:
 		switch {
 		case key.Matches(msg, p.keys.Close):
+			// Closing the palette gives up on what it runs (a slow model
+			// call, say): its result would have nowhere to show.
+			p.cancelRunning()
 			p.input.Blur()
 			return nil, true
 		case key.Matches(msg, p.keys.Run):
@@ -140,7 +145,7 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 		if msg.req != p.req {
 			return nil, false
 		}
-		p.running = ""
+		p.cancelRunning() // done: release its context
 		p.showResult(msg)
 		return nil, false
 	case spinner.TickMsg:
@@ -152,6 +157,15 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 	}
 	p.input, cmd = p.input.Update(msg)
 	return cmd, false
+}
+
+// cancelRunning cancels the action in flight, if any.
+func (p *palette) cancelRunning() {
+	if p.cancel != nil {
+		p.cancel()
+		p.cancel = nil
+	}
+	p.running = ""
 }
 
 func (p *palette) recall(older bool) {
@@ -190,7 +204,9 @@ func (p *palette) run() tea.Cmd {
 		raw = json.RawMessage(args)
 	}
 	// Actions can be slow (a model call): the spinner shows one is in flight.
-	return tea.Batch(runAction(p.engine, palettePaneID, p.req, name, raw), p.spinner.Tick)
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	return tea.Batch(runActionCtx(ctx, p.engine, palettePaneID, p.req, name, raw), p.spinner.Tick)
 }
 
 // showResult puts an action's result (or error) in the viewport.

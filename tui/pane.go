@@ -48,8 +48,13 @@ type actionResultMsg struct {
 
 // runAction runs an action off the UI goroutine and reports to the pane.
 func runAction(engine *core.Engine, from paneID, req int, name string, args json.RawMessage) tea.Cmd {
+	return runActionCtx(context.Background(), engine, from, req, name, args)
+}
+
+// runActionCtx is runAction under ctx, for actions the user may cancel.
+func runActionCtx(ctx context.Context, engine *core.Engine, from paneID, req int, name string, args json.RawMessage) tea.Cmd {
 	return func() tea.Msg {
-		res, err := engine.Do(context.Background(), core.Request{Action: name, Args: args})
+		res, err := engine.Do(ctx, core.Request{Action: name, Args: args})
 		return actionResultMsg{pane: from, req: req, action: name, result: res, err: err}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -239,7 +241,7 @@ func TestGoldenTabs(t *testing.T) {
 	for _, tc := range []struct {
 		key, name, tab, shows string
 	}{
-		{"1", "chat", "[1 Chat]", "Not built yet"},
+		{"1", "chat_empty", "[1 Chat]", "No messages in default yet"}, // chat_test.go has the rest
 		{"2", "threads", "[2 Threads]", "Not built yet"},
 		{"3", "goals", "[3 Goals]", "No open goals"}, // empty: goals_test.go has the rest
 		{"4", "plans", "[4 Plans]", "Not built yet"},
@@ -855,4 +857,54 @@ func TestPaletteShowsSpinnerWhileAModelAnswers(t *testing.T) {
 	if m.palette.running != "" || strings.Contains(m.View(), "running llm.complete") {
 		t.Error("the spinner is still shown after the answer")
 	}
+}
+
+// TestOneLineNeutralisesControlCharacters: text from an agent cannot drive
+// the terminal (set its title, clear it, colour it).
+func TestOneLineNeutralisesControlCharacters(t *testing.T) {
+	hostile := "plan\x1b]0;PWNED\x07\x1b[2J\x1b[41mred\u009b31m\r\nnext\tcol"
+	got := oneLine(hostile)
+	for _, r := range got {
+		if unicode.IsControl(r) {
+			t.Fatalf("oneLine(%q) = %q still holds control character %U", hostile, got, r)
+		}
+	}
+	if !strings.Contains(got, "plan") || !strings.Contains(got, "next col") {
+		t.Errorf("oneLine lost the text: %q", got)
+	}
+}
+
+// blockingModel answers only when its context ends, and says so.
+type blockingModel struct{ cancelled chan struct{} }
+
+func (b *blockingModel) Info() llm.Info { return llm.Info{Provider: "blocking", Model: "slow"} }
+func (b *blockingModel) Complete(ctx context.Context, _ llm.Request) (llm.Response, error) {
+	<-ctx.Done()
+	close(b.cancelled)
+	return llm.Response{}, &llm.Error{Provider: "blocking", Msg: "cancelled", Err: ctx.Err()}
+}
+func (b *blockingModel) Embed(context.Context, llm.EmbedRequest) (llm.EmbedResponse, error) {
+	return llm.EmbedResponse{}, errors.New("no embeddings")
+}
+
+// TestClosingThePaletteCancelsItsAction: esc gives up on a slow model call
+// instead of leaving it running.
+func TestClosingThePaletteCancelsItsAction(t *testing.T) {
+	model := &blockingModel{cancelled: make(chan struct{})}
+	engine, err := core.Open(core.Options{InMemory: true, Clock: clock.NewFixed(goldenTime), IDSeed: "golden", LLM: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type(`:llm.complete {"prompt": "take your time"}`)
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "running llm.complete…")
+	keys(tm, tea.KeyEsc)
+	select {
+	case <-model.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the model call was not cancelled when the palette closed")
+	}
+	finish(t, tm)
 }

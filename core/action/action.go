@@ -87,7 +87,7 @@ func Register[A, R any](r *Registry, spec Spec, h Handler[A, R]) {
 	a := &Action{Spec: spec, Fields: describeFields(t), argsType: t}
 	a.run = func(ctx context.Context, call Call, raw json.RawMessage) (any, error) {
 		var args A
-		if err := decodeStrict(raw, &args); err != nil {
+		if err := DecodeStrict(raw, &args); err != nil {
 			return nil, err
 		}
 		return h(ctx, call, args)

@@ -234,7 +234,7 @@ func TestWrongType(t *testing.T) {
 		{`{"query": "q", "item": {"need": "y", "n": "2"}}`, "item.n", "args.item.n: expected integer, got string"},
 		{`{"query": "q", "due": 5}`, "due", "args.due: expected string (RFC 3339 time), got number"},
 		{`{"query": "q", "due_ptr": {}}`, "due_ptr", "args.due_ptr: expected string (RFC 3339 time), got object"},
-		{`{"query": "q", "due": "tomorrow"}`, "due", "args.due: invalid string (RFC 3339 time)"},
+		{`{"query": "q", "due": "tomorrow"}`, "due", `args.due: "tomorrow" is not an RFC 3339 time`},
 		{`{"query": "q", "items": [{"need": "y", "tag": "t"}, {"need": "y", "tag": {}}]}`, "items.tag", "expected string, got object"},
 		{`{"query": "q", "bytes": 5}`, "bytes", "args.bytes: expected string (base64), got number"},
 	}

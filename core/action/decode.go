@@ -15,12 +15,17 @@ import (
 	"github.com/engram-console/engram/core/errs"
 )
 
-// decodeStrict decodes raw into v (a pointer to an args struct). Stricter than
+// DecodeStrict decodes raw into v (a pointer to an args struct). Stricter than
 // encoding/json, at every depth: field names must match exactly (not
 // case-insensitively), an unknown field is a ValidationError naming it and
 // the known ones, a value of the wrong type names the field and the type
 // expected, and required fields must be present and not null.
-func decodeStrict(raw json.RawMessage, v any) error {
+// DecodeStrict decodes a JSON object into v (a pointer to a struct) the way
+// action args are decoded: exact field names at every depth, unknown fields
+// and wrong types as ValidationErrors naming the field, required fields
+// (tag arg:"required") present and not null. Subsystems use it for payloads
+// that arrive inside other args (turn.end's updates).
+func DecodeStrict(raw json.RawMessage, v any) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}")
@@ -69,6 +74,10 @@ func checkShape(raw json.RawMessage, t reflect.Type, path string) error {
 			want := typeName(t)
 			if got := jsonType(raw); strings.HasPrefix(want, "string") && got != "string" {
 				return errs.New(errs.Validation, "%s: expected %s, got %s", argPath(path), want, got).
+					With("field", fieldPath(path))
+			}
+			if t == timeType {
+				return errs.New(errs.Validation, "%s: %s is not an RFC 3339 time; write it like \"2025-11-05T10:00:00Z\"", argPath(path), raw).
 					With("field", fieldPath(path))
 			}
 			return errs.New(errs.Validation, "%s: invalid %s: %v", argPath(path), want, err).With("field", fieldPath(path))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -51,11 +52,14 @@ func substitute(v any, where string, done map[string]stepOutcome) (any, error) {
 		}
 		val, err := lookup(m[1], strings.TrimPrefix(m[2], "."), done)
 		if err != nil {
-			return nil, errs.New(errs.Validation, "%s: reference %s: %v", where, t, err).With("field", where)
+			return nil, errs.New(errs.Validation, "%s: reference %s: %v", where, t, err).With("field", strings.TrimPrefix(where, "args."))
 		}
 		return val, nil
 	case map[string]any:
-		for k, x := range t {
+		// In key order, so that the first bad reference reported is
+		// always the same one.
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			x := t[k]
 			nv, err := substitute(x, where+"."+k, done)
 			if err != nil {
 				return nil, err

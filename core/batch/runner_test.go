@@ -378,6 +378,13 @@ steps:
 	}
 }
 
+func TestEmptyYAMLRunsNothing(t *testing.T) {
+	results, summary, _ := run(t, newEngine(t), "# nothing yet\n", true, batch.Options{})
+	if len(results) != 0 || !summary.OK() {
+		t.Errorf("an empty YAML script: %d results, %+v; want none and success, as an empty JSONL script", len(results), summary)
+	}
+}
+
 func TestInvalidYAML(t *testing.T) {
 	cases := map[string]struct {
 		script string
@@ -389,6 +396,7 @@ func TestInvalidYAML(t *testing.T) {
 		"unknown key":  {"steps: []\nstep:\n  - action: x\n", 2, `unknown top-level key "step"`},
 		"steps scalar": {"steps: 3\n", 1, "must be a list"},
 		"a list":       {"- action: engine.info\n", 1, "a mapping with a `steps:` list"},
+		"alias":        {"steps:\n  - &a {action: engine.info}\n  - *a\n", 3, "aliases"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -41,7 +41,7 @@ func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
 			if js, err = json.Marshal(v); err == nil {
 				st, err = DecodeStep(js)
 			} else {
-				err = errs.New(errs.Parse, "step cannot be expressed as JSON: %v", err)
+				err = errs.New(errs.Parse, "a value of this step has no JSON form (NaN or infinity?)")
 			}
 		} else {
 			err = errs.New(errs.Parse, "%s", yamlMessage(err))
@@ -59,8 +59,16 @@ func yamlSteps(data []byte) ([]ast.Node, error) {
 	if err != nil {
 		return nil, errs.New(errs.Parse, "not valid YAML: %s%w", yamlMessage(err), lineCarrier{err})
 	}
-	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
+	if len(file.Docs) == 0 || (len(file.Docs) == 1 && file.Docs[0].Body == nil) {
+		return nil, nil // an empty script, as an empty JSONL file: nothing to run
+	}
+	if len(file.Docs) != 1 {
 		return nil, errs.New(errs.Parse, "a YAML script is one document: a mapping with a `steps:` list")
+	}
+	// Aliases can expand a few lines into billions of nodes; a script
+	// has no need of them.
+	if aliases := ast.FilterFile(ast.AliasType, file); len(aliases) > 0 {
+		return nil, errs.New(errs.Parse, "YAML aliases (*name) are not allowed in scripts; write the step out%w", lineCarrier{tokenErr{aliases[0]}})
 	}
 	body, ok := file.Docs[0].Body.(*ast.MappingNode)
 	if !ok {

@@ -201,9 +201,15 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 	if len(end.Updates) == 0 {
 		return nil, nil
 	}
-	var updates []ItemUpdate
-	if err := json.Unmarshal(end.Updates, &updates); err != nil {
-		return nil, errs.New(errs.Validation, "updates.cortex must be a list of {id, updates, expected_version?}: %v", err).With("field", "updates.cortex")
+	var raws []json.RawMessage
+	if err := json.Unmarshal(end.Updates, &raws); err != nil || len(raws) == 0 {
+		return nil, errs.New(errs.Validation, "updates.cortex must be a non-empty list of {id, updates, expected_version?}").With("field", "updates.cortex")
+	}
+	updates := make([]ItemUpdate, len(raws))
+	for i, raw := range raws {
+		if err := action.DecodeStrict(raw, &updates[i]); err != nil {
+			return nil, errs.New(errs.Validation, "updates.cortex[%d]: %w", i, err)
+		}
 	}
 	call := action.Call{Principal: end.Principal, Turn: end.TurnID, Clock: p.c.env.Clock}
 	txID := p.c.env.IDs.New()
@@ -222,5 +228,14 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 	if _, err := tx.Trace(call, "cortex.commit", "FC commit succeeded", map[string]any{"transaction_id": txID, "count": len(items)}); err != nil {
 		return nil, err
 	}
+	tx.Publish(EventCommit, map[string]any{"turn_id": end.TurnID, "message": "FC commit succeeded", "ok": true})
 	return map[string]any{"transaction_id": txID, "items": items}, nil
+}
+
+// CommitFailed records a failed turn.end commit the way cortex.commit does:
+// "FC commit failed: ConflictError, item_id=X, current_version=N", and the
+// cortex.commit event.
+func (p *provider) CommitFailed(ctx context.Context, end kit.TurnEnd, err error) {
+	call := action.Call{Principal: end.Principal, Turn: end.TurnID, Clock: p.c.env.Clock}
+	p.c.reportCommitFailure(ctx, call, err)
 }

@@ -52,11 +52,9 @@ func versionKey(id string, v int) []byte {
 func auditKey(id string, v int) []byte {
 	return storage.Key(storage.PrefixCortex, "audit", id, storage.Uint64(uint64(v)))
 }
-func auditPrefix(id string) []byte   { return storage.PrefixKey(storage.PrefixCortex, "audit", id) }
-func versionPrefix(id string) []byte { return storage.PrefixKey(storage.PrefixCortex, "ver", id) }
-func itemPrefix() []byte             { return storage.PrefixKey(storage.PrefixCortex, "item") }
-func itemCountPrefix() []byte        { return itemPrefix() }
-func auditCountPrefix() []byte       { return storage.PrefixKey(storage.PrefixCortex, "audit") }
+func auditPrefix(id string) []byte { return storage.PrefixKey(storage.PrefixCortex, "audit", id) }
+func itemPrefix() []byte           { return storage.PrefixKey(storage.PrefixCortex, "item") }
+func auditCountPrefix() []byte     { return storage.PrefixKey(storage.PrefixCortex, "audit") }
 
 // sealAndEncode sets m's hash (chained to prevHash) and returns the bytes to
 // store.

@@ -63,6 +63,9 @@ func (c *Cortex) applyAll(ctx context.Context, call action.Call, updates []ItemU
 	var firstErr error
 	for i, u := range updates {
 		changes, err := parseUpdates(u.Updates)
+		if err == nil && len(changes) == 0 {
+			err = fieldErr("updates", "nothing to update: give at least one field, e.g. {\"progress\": 75}")
+		}
 		if err != nil {
 			failures = append(failures, itemError(i, u.ID, err))
 			firstErr = cmp.Or(firstErr, err)
@@ -163,15 +166,7 @@ func (c *Cortex) Commit(ctx context.Context, call action.Call, updates []ItemUpd
 	}
 	res, err := c.applyAll(ctx, call, updates, retries)
 	if err != nil {
-		kind := errs.KindOf(err)
-		msg := "FC commit failed: " + string(kind)
-		data := map[string]any{"error": string(kind)}
-		failures, _ := errs.As(err).Details["errors"].([]ItemError)
-		if i := slices.IndexFunc(failures, func(f ItemError) bool { return f.Kind == errs.Conflict }); i >= 0 {
-			msg += fmt.Sprintf(", item_id=%s, current_version=%d", failures[i].ID, failures[i].current)
-			data["item_id"], data["current_version"] = failures[i].ID, failures[i].current
-		}
-		c.traceAndPublish(ctx, call, "cortex.commit.failed", msg, data)
+		c.reportCommitFailure(ctx, call, err)
 		return res, err
 	}
 	ids := make([]string, len(res.Items))
@@ -181,6 +176,24 @@ func (c *Cortex) Commit(ctx context.Context, call action.Call, updates []ItemUpd
 	c.traceAndPublish(ctx, call, "cortex.commit", "FC commit succeeded", map[string]any{
 		"transaction_id": res.TransactionID, "items": ids})
 	return res, nil
+}
+
+// reportCommitFailure traces "FC commit failed: <kind>[, item_id=X,
+// current_version=N]" and publishes the commit event.
+func (c *Cortex) reportCommitFailure(ctx context.Context, call action.Call, err error) {
+	kind := errs.KindOf(err)
+	msg := "FC commit failed: " + string(kind)
+	data := map[string]any{"error": string(kind)}
+	e := errs.As(err)
+	failures, _ := e.Details["errors"].([]ItemError)
+	if i := slices.IndexFunc(failures, func(f ItemError) bool { return f.Kind == errs.Conflict }); i >= 0 {
+		msg += fmt.Sprintf(", item_id=%s, current_version=%d", failures[i].ID, failures[i].current)
+		data["item_id"], data["current_version"] = failures[i].ID, failures[i].current
+	} else if cur, ok := e.Details["current"].(*Item); ok && kind == errs.Conflict {
+		msg += fmt.Sprintf(", item_id=%s, current_version=%d", cur.ID, cur.GlobalVersion)
+		data["item_id"], data["current_version"] = cur.ID, cur.GlobalVersion
+	}
+	c.traceAndPublish(ctx, call, "cortex.commit.failed", msg, data)
 }
 
 // EventCommit is published after every commit at turn end, successful or not.

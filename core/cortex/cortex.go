@@ -228,8 +228,11 @@ func (a *accessDenied) Error() string { return "access denied" }
 // authorize returns a PermissionError unless call's principal may do op
 // (read, write, delete or share) on it.
 func authorize(call action.Call, it *Item, op string) error {
+	if it.can(call.Principal, op) && (op == "read" || it.can(call.Principal, "read")) {
+		return nil // every operation returns the item, so each needs read too
+	}
 	if it.can(call.Principal, op) {
-		return nil
+		op = "read"
 	}
 	d := &accessDenied{Event: "access_denied", PrincipalID: call.Principal, ResourceType: it.Type, ResourceID: it.ID,
 		AttemptedOperation: op, Timestamp: call.Clock.Now(), ACLChecked: true}
@@ -282,8 +285,11 @@ func (c *Cortex) newItem(call action.Call, typ, id string, fields map[string]jso
 	if err := validateType(typ); err != nil {
 		return nil, err
 	}
-	if id != "" && (strings.TrimSpace(id) != id || strings.ContainsAny(id, "/\n")) {
-		return nil, fieldErr("id", "must not contain '/', line breaks or surrounding spaces")
+	if err := kit.CheckName("id", id, "/"); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(id) != id {
+		return nil, fieldErr("id", "must not start or end with spaces")
 	}
 	if _, ok := fields["title"]; !ok {
 		return nil, fieldErr("fields.title", "an item needs a title")
@@ -327,31 +333,40 @@ func (c *Cortex) insert(tx *kit.Txn, call action.Call, it *Item) error {
 	if _, err := c.commitMutation(tx, nil, it, mutation{call: call, txID: c.env.IDs.New(), kind: "create"}); err != nil {
 		return err
 	}
-	_, err := tx.Trace(call, "cortex.create", fmt.Sprintf("FC %s created: %s %q", it.Type, it.ID, it.Title), nil)
+	_, err := tx.Trace(call, "cortex.create", fmt.Sprintf("FC %s created: %s", it.Type, it.ID), nil)
 	return err
 }
 
 // checkParent: a parent must be an item the caller can read, and not the
 // item itself or one of its descendants.
 func (c *Cortex) checkParent(tx *storage.Tx, call action.Call, it *Item) error {
+	if it.Parent == "" {
+		return nil
+	}
+	// The parent itself must be live and readable...
+	parent, err := load(tx, it.Parent, false)
+	if errs.KindOf(err) == errs.NotFound {
+		return fieldErr("parent", "no item %q to be the parent (or it was deleted)", it.Parent)
+	} else if err != nil {
+		return err
+	}
+	if err := authorize(call, parent, "read"); err != nil {
+		return err
+	}
+	// ...and none of its ancestors, deleted or not, may be the item.
 	seen := map[string]bool{it.ID: true}
 	for p := it.Parent; p != ""; {
 		if seen[p] {
 			return fieldErr("parent", "%q would make the item its own ancestor", it.Parent)
 		}
 		seen[p] = true
-		parent, err := load(tx, p, false)
+		anc, err := load(tx, p, true)
 		if errs.KindOf(err) == errs.NotFound {
-			return fieldErr("parent", "no item %q to be the parent", p)
+			return nil // a lost ancestor ends the chain
 		} else if err != nil {
 			return err
 		}
-		if p == it.Parent {
-			if err := authorize(call, parent, "read"); err != nil {
-				return err
-			}
-		}
-		p = parent.Parent
+		p = anc.Parent
 	}
 	return nil
 }
@@ -507,6 +522,9 @@ func (c *Cortex) Delete(ctx context.Context, call action.Call, id string) (*Item
 	})
 }
 
+// errNoChange tells mutate that the item is already as asked.
+var errNoChange = errors.New("no change")
+
 // mutateSpec says what kind of mutation mutate makes and what it needs.
 type mutateSpec struct {
 	kind           string // the audit entry's mutation_type
@@ -531,6 +549,10 @@ func (c *Cortex) mutate(ctx context.Context, call action.Call, id string, spec m
 		next := it.clone()
 		next.GlobalVersion++
 		note, err := change(tx, it, next)
+		if errors.Is(err, errNoChange) {
+			out = it // already as asked: no new version
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -562,6 +584,16 @@ func (c *Cortex) Revert(ctx context.Context, call action.Call, id string, versio
 			return "", fmt.Errorf("reading v%d of %s: %w", version, id, err)
 		}
 		restore(next, &old)
+		changed := changedFields(it, next)
+		if len(changed) == 0 {
+			return "", errNoChange
+		}
+		if slices.Contains(changed, "deleted_at") {
+			// Reverting across a deletion deletes or restores the item.
+			if err := authorize(call, it, "delete"); err != nil {
+				return "", err
+			}
+		}
 		if next.Parent != it.Parent {
 			// The old parent may since have been deleted, become unreadable,
 			// or become a descendant of the item.
@@ -638,6 +670,20 @@ func (c *Cortex) Share(ctx context.Context, call action.Call, id, principal stri
 		if principal == it.Owner {
 			return "", fieldErr("principal", "%s owns %q and has every permission", principal, id)
 		}
+		if call.Principal != it.Owner {
+			// Sharing passes on access; it never creates more than the
+			// sharer has, and a sharer cannot raise its own.
+			if principal == call.Principal {
+				return "", errs.New(errs.Permission, "%s may not change its own access to %q; ask the owner (%s)", call.Principal, id, it.Owner).
+					With("principal", call.Principal).With("operation", "share")
+			}
+			for _, p := range clean {
+				if !it.can(call.Principal, p) {
+					return "", errs.New(errs.Permission, "%s may not grant %q on %q: it does not hold that permission itself", call.Principal, p, id).
+						With("principal", call.Principal).With("operation", "share")
+				}
+			}
+		}
 		entry := ACLEntry{PrincipalType: "agent", PrincipalID: principal, Permissions: clean}
 		if i := slices.IndexFunc(it.ACL, func(e ACLEntry) bool { return e.PrincipalID == principal }); i >= 0 {
 			it.ACL[i] = entry
@@ -660,6 +706,14 @@ func (c *Cortex) Revoke(ctx context.Context, call action.Call, id, principal str
 		i := slices.IndexFunc(it.ACL, func(e ACLEntry) bool { return e.PrincipalID == principal })
 		if i < 0 {
 			return "", errs.New(errs.NotFound, "%s has no access to %q to revoke", principal, id).With("field", "principal")
+		}
+		if call.Principal != it.Owner && principal != call.Principal {
+			for _, p := range it.ACL[i].Permissions {
+				if !it.can(call.Principal, p) {
+					return "", errs.New(errs.Permission, "%s may not revoke %s's access to %q: %s holds %q, which %s does not", call.Principal, principal, id, principal, p, call.Principal).
+						With("principal", call.Principal).With("operation", "revoke")
+				}
+			}
 		}
 		it.ACL = slices.Delete(it.ACL, i, i+1)
 		return "revoked access for " + principal, nil

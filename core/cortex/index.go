@@ -75,7 +75,11 @@ func indexKeys(it *Item) [][]byte {
 }
 
 // maxIndexedWords bounds the word index of one item.
-const maxIndexedWords = 256
+const maxIndexedWords = 1024
+
+// maxWordLength skips "words" too long to be searched for (a key holds at
+// most 64 KB, and nobody types a 65-letter word).
+const maxWordLength = 64
 
 // words are the distinct lower-case words (letters and digits, two or more)
 // of s, in order of appearance.
@@ -83,7 +87,7 @@ func words(s string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len([]rune(w)) < 2 || seen[w] {
+		if n := len([]rune(w)); n < 2 || n > maxWordLength || seen[w] {
 			continue
 		}
 		seen[w] = true
@@ -145,8 +149,9 @@ type QueryResult struct {
 	Count int     `json:"count"`
 	// Checksum is the hex SHA-256 of the matching ids, sorted, one per line:
 	// two result sets are the same exactly when their checksums are.
-	Checksum   string `json:"checksum"`
-	NextCursor string `json:"next_cursor,omitempty"`
+	Checksum string `json:"checksum"`
+	// NextCursor fetches the next page; "" on the last one.
+	NextCursor string `json:"next_cursor"`
 	// CountsByType splits Count by item type.
 	CountsByType map[string]int `json:"counts_by_type"`
 }

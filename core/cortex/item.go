@@ -6,6 +6,7 @@
 package cortex
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -135,6 +136,10 @@ func cloneJSON(v any) any {
 	return v // string, float64, bool, nil: immutable
 }
 
+// fieldLimits bound the text fields, in bytes: an item is read whole, and
+// every version of it is kept.
+var fieldLimits = map[string]int{"title": 1024, "description": 64 << 10, "org": kit.MaxName, "parent": kit.MaxName}
+
 // editableFields are the fields updates may set, in a fixed order.
 var editableFields = []string{"title", "description", "progress", "priority", "status", "due_at", "blocking", "tags", "org", "parent"}
 
@@ -206,7 +211,9 @@ func parseUpdates(raw map[string]json.RawMessage) ([]change, error) {
 					return nil, kit.Validation("custom."+key, "a custom field's name must be non-empty, without '.' or '/'")
 				}
 				var v any
-				json.Unmarshal(custom[key], &v)
+				dec := json.NewDecoder(bytes.NewReader(custom[key]))
+				dec.UseNumber() // whole numbers beyond 2^53 stay exact
+				dec.Decode(&v)
 				out = append(out, change{field: "custom." + key, value: v})
 			}
 			continue
@@ -229,6 +236,9 @@ func parseField(field string, raw json.RawMessage) (any, error) {
 	switch field {
 	case "title", "description", "org", "parent":
 		var s string
+		if null && field == "title" {
+			return nil, kit.Validation(field, "must not be empty")
+		}
 		if null {
 			return "", nil
 		}
@@ -237,6 +247,9 @@ func parseField(field string, raw json.RawMessage) (any, error) {
 		}
 		if field == "title" && strings.TrimSpace(s) == "" {
 			return nil, kit.Validation(field, "must not be empty")
+		}
+		if limit := fieldLimits[field]; len(s) > limit {
+			return nil, kit.Validation(field, "is %d bytes; at most %d", len(s), limit)
 		}
 		return s, nil
 	case "progress":
@@ -289,8 +302,11 @@ func normalizeTags(tags []string) ([]string, error) {
 	out := []string{}
 	for _, t := range tags {
 		t = strings.ToLower(strings.TrimSpace(t))
-		if t == "" || strings.Contains(t, "/") {
-			return nil, kit.Validation("tags", "a tag must be non-empty and without '/', got %q", t)
+		if t == "" {
+			return nil, kit.Validation("tags", "a tag must not be empty")
+		}
+		if err := kit.CheckName("tags", t, "/"); err != nil {
+			return nil, err
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)

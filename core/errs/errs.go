@@ -77,7 +77,10 @@ type Error struct {
 func sentinel(k Kind) *Error { return &Error{Kind: k, Message: string(k), sentinel: true} }
 
 // New returns an error of kind k with a formatted message. A %w verb in
-// format wraps its argument as the cause.
+// format wraps its argument as the cause; when the cause is (or wraps) an
+// *Error, the new error starts with a copy of its details, so that context
+// added around an error never loses the field it names or the state it
+// carries.
 func New(k Kind, format string, args ...any) *Error {
 	wrapped := fmt.Errorf(format, args...)
 	cause := errors.Unwrap(wrapped)
@@ -87,7 +90,15 @@ func New(k Kind, format string, args ...any) *Error {
 		// errors.As reach every one.
 		cause = wrapped
 	}
-	return &Error{Kind: k, Message: wrapped.Error(), Err: cause}
+	e := &Error{Kind: k, Message: wrapped.Error(), Err: cause}
+	var inner *Error
+	if cause != nil && errors.As(cause, &inner) && len(inner.Details) > 0 {
+		e.Details = make(map[string]any, len(inner.Details))
+		for key, v := range inner.Details {
+			e.Details[key] = v
+		}
+	}
+	return e
 }
 
 // Error returns the message.

@@ -12,8 +12,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
@@ -43,6 +46,30 @@ type Env struct {
 	mu        sync.Mutex
 	providers []ContextProvider
 	counters  map[string]Counter
+	closers   []func() error
+}
+
+// OnClose registers fn to run when the engine closes, before its store does
+// (a subsystem's own resources, such as an extra in-memory store).
+func (e *Env) OnClose(fn func() error) {
+	e.mu.Lock()
+	e.closers = append(e.closers, fn)
+	e.mu.Unlock()
+}
+
+// Close runs the OnClose functions, newest first, once.
+func (e *Env) Close() error {
+	e.mu.Lock()
+	closers := e.closers
+	e.closers = nil
+	e.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		if err := closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Counter reports a subsystem's counts for engine.info (e.g. {"items": 3}).
@@ -77,13 +104,21 @@ func (e *Env) Counts() (map[string]map[string]int, error) {
 	return out, nil
 }
 
-// Update runs fn in one read-write transaction (retried on storage
-// conflicts; fn must have no effects outside tx). Events and trace entries fn
-// queues are published only once the transaction has committed.
+// Update runs fn in one read-write transaction of the engine's store
+// (retried on storage conflicts; fn must have no effects outside tx). Events
+// and trace entries fn queues are published only once the transaction has
+// committed, and then its AfterCommit functions run.
 func (e *Env) Update(ctx context.Context, fn func(tx *Txn) error) error {
+	return e.UpdateOn(ctx, e.Store, fn)
+}
+
+// UpdateOn is Update on another store (e.g. a subsystem's in-memory one).
+// Trace entries still go to the engine's trace, in a transaction of their
+// own right after the commit.
+func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Txn) error) error {
 	var committed *Txn
-	err := e.Store.Update(ctx, func(stx *storage.Tx) error {
-		tx := &Txn{Tx: stx, env: e}
+	err := store.Update(ctx, func(stx *storage.Tx) error {
+		tx := &Txn{Tx: stx, env: e, foreign: store != e.Store}
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -93,12 +128,28 @@ func (e *Env) Update(ctx context.Context, fn func(tx *Txn) error) error {
 	if err != nil {
 		return err
 	}
+	if len(committed.traces) > 0 {
+		err := e.Update(ctx, func(tx *Txn) error {
+			for _, t := range committed.traces {
+				if _, err := tx.Trace(t.call, t.kind, t.message, t.data); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			e.Log.Warn("writing trace entries failed", "err", err)
+		}
+	}
 	for _, ev := range committed.pending {
 		if ev.progress {
 			e.Events.PublishProgress(ev.name, ev.data)
 		} else {
 			e.Events.Publish(ev.name, ev.data)
 		}
+	}
+	for _, fn := range committed.after {
+		fn(ctx)
 	}
 	return nil
 }
@@ -109,6 +160,24 @@ type Txn struct {
 	*storage.Tx
 	env     *Env
 	pending []pendingEvent
+	after   []func(context.Context)
+	// foreign: the transaction is not on the engine's store, so trace
+	// entries wait for the commit.
+	foreign bool
+	traces  []queuedTrace
+}
+
+type queuedTrace struct {
+	call          action.Call
+	kind, message string
+	data          any
+}
+
+// AfterCommit queues fn to run once the transaction has committed (not at
+// all if it does not): slow follow-up work, such as asking a model, that
+// must not hold the transaction open or run twice when it is retried.
+func (t *Txn) AfterCommit(fn func(ctx context.Context)) {
+	t.after = append(t.after, fn)
 }
 
 type pendingEvent struct {
@@ -130,6 +199,10 @@ func (t *Txn) PublishProgress(name string, data any) {
 // Trace appends a trace entry for call, of the given kind, in this
 // transaction. data, if not nil, is stored as JSON.
 func (t *Txn) Trace(call action.Call, kind, message string, data any) (trace.Entry, error) {
+	if t.foreign {
+		t.traces = append(t.traces, queuedTrace{call: call, kind: kind, message: message, data: data})
+		return trace.Entry{TurnID: call.Turn, Kind: kind, Message: message, Principal: call.Principal}, nil
+	}
 	e := trace.Entry{TurnID: call.Turn, Kind: kind, Message: message, Principal: call.Principal, At: t.env.Clock.Now()}
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -182,6 +255,13 @@ type ContextProvider interface {
 	Commit(ctx context.Context, tx *Txn, end TurnEnd) (any, error)
 }
 
+// FailureReporter is implemented by a context provider that records
+// something when a turn's commit fails: turn.end's transaction rolled back,
+// so the provider's own notes went with it, and CommitFailed runs after.
+type FailureReporter interface {
+	CommitFailed(ctx context.Context, end TurnEnd, err error)
+}
+
 // Section is a provider's part of a turn's working memory, and what it
 // wants the turn trace to say about it (written in the same transaction as
 // the turn's start, so a turn that fails to start leaves no notes).
@@ -215,6 +295,26 @@ func (e *Env) Providers() []ContextProvider {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]ContextProvider(nil), e.providers...)
+}
+
+// MaxName is the longest id, name or tag engram accepts, in bytes.
+const MaxName = 256
+
+// CheckName validates an identifier-like value (an id, a principal, a turn,
+// a tag): at most MaxName bytes, valid UTF-8, no control characters (which
+// could, shown in a terminal, take it over) and none of forbidden.
+func CheckName(field, value, forbidden string) error {
+	switch {
+	case len(value) > MaxName:
+		return Validation(field, "is %d bytes; at most %d", len(value), MaxName)
+	case !utf8.ValidString(value):
+		return Validation(field, "is not valid UTF-8")
+	case strings.IndexFunc(value, unicode.IsControl) >= 0:
+		return Validation(field, "must not contain control characters")
+	case forbidden != "" && strings.ContainsAny(value, forbidden):
+		return Validation(field, "must not contain any of %q", forbidden)
+	}
+	return nil
 }
 
 // Validation is shorthand for a ValidationError about one field: its message

@@ -1,0 +1,131 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/llm"
+)
+
+// chat.send is one exchange of the Chat tab, as an action: start a turn
+// (assembling working memory), ask the model with that memory as context
+// when one is configured, and end the turn recording the user's utterance
+// and the answer. Without a model it returns the exact prompt that would
+// have been sent.
+
+type chatSendArgs struct {
+	Text         string `json:"text" arg:"required" help:"what the user says"`
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	Channel      string `json:"channel,omitempty" help:"web, app, sms, whatsapp or voice"`
+	ThreadID     string `json:"thread_id,omitempty" help:"the thread, for explicit channels"`
+}
+
+// ChatResult is one exchange.
+type ChatResult struct {
+	TurnID string `json:"turn_id"`
+	// Prompt is exactly what was (or, without a model, would be) sent.
+	Prompt llm.Request `json:"prompt"`
+	// Answered says whether a model answered; Answer is its text.
+	Answered bool   `json:"answered"`
+	Answer   string `json:"answer,omitempty"`
+	// LLMError says why a configured model did not answer.
+	LLMError string `json:"llm_error,omitempty"`
+	// Committed is what turn.end committed (the utterances recorded).
+	Committed map[string]any `json:"committed"`
+}
+
+const chatSystem = "You are the assistant of the person you are talking to. Use the working memory below: their goals, the conversation so far and its summary. Be concise and concrete."
+
+func (e *Engine) registerChat() {
+	action.Register(e.env.Actions, action.Spec{
+		Name: "chat.send", Summary: "Say something: a turn with working memory, the model's answer (if any), both recorded",
+	}, e.chatSend)
+}
+
+func (e *Engine) chatSend(ctx context.Context, call action.Call, a chatSendArgs) (ChatResult, error) {
+	if strings.TrimSpace(a.Text) == "" {
+		return ChatResult{}, kit.Validation("text", "say something")
+	}
+	if call.Turn == "" {
+		call.Turn = e.env.IDs.New()
+	}
+	start, _ := json.Marshal(turnStartArgs{Input: a.Text, Conversation: a.Conversation, Channel: a.Channel, ThreadID: a.ThreadID})
+	raw, err := e.Do(ctx, Request{Action: "turn.start", Args: start, Principal: call.Principal, Turn: call.Turn})
+	if err != nil {
+		return ChatResult{}, err
+	}
+	var started map[string]WorkingContext
+	if err := json.Unmarshal(raw, &started); err != nil {
+		return ChatResult{}, err
+	}
+	wc := started["context"]
+	res := ChatResult{TurnID: call.Turn, Prompt: chatPrompt(wc)}
+	records := []map[string]any{{"speaker": "user", "text": a.Text, "conversation": wc.Conversation}}
+	if llm.Available(e.env.LLM) {
+		answer, err := e.env.LLM.Complete(ctx, res.Prompt)
+		if err != nil {
+			res.LLMError = kit.FromLLM(err).Error()
+		} else {
+			res.Answered, res.Answer = true, strings.TrimSpace(answer.Text)
+			records = append(records, map[string]any{"speaker": "assistant", "text": res.Answer, "conversation": wc.Conversation})
+		}
+	}
+	end, _ := json.Marshal(map[string]any{"updates": map[string]any{"history": records}})
+	raw, err = e.Do(ctx, Request{Action: "turn.end", Args: end, Principal: call.Principal, Turn: call.Turn})
+	if err != nil {
+		return ChatResult{}, errs.New(errs.KindOf(err), "ending the turn: %w", err)
+	}
+	var ended struct {
+		Committed map[string]any `json:"committed"`
+	}
+	json.Unmarshal(raw, &ended)
+	res.Committed = ended.Committed
+	return res, nil
+}
+
+// chatPrompt turns a turn's working memory into a chat request: the memory
+// in the system prompt, the buffer as the conversation, the input last.
+func chatPrompt(wc WorkingContext) llm.Request {
+	var sys strings.Builder
+	sys.WriteString(chatSystem)
+	var messages []llm.Message
+	if cortex, ok := wc.Sections["cortex"].(map[string]any); ok {
+		if items, _ := cortex["items"].([]any); len(items) > 0 {
+			sys.WriteString("\n\nTheir open goals, actions and questions, most urgent first:")
+			for _, it := range items {
+				m, _ := it.(map[string]any)
+				fmt.Fprintf(&sys, "\n- %v %q (%v, %v, %v%% done)", m["type"], m["title"], m["priority"], m["status"], m["progress"])
+			}
+		}
+	}
+	if hist, ok := wc.Sections["history"].(map[string]any); ok {
+		if s, _ := hist["summary"].(map[string]any); s != nil && s["text"] != "" {
+			fmt.Fprintf(&sys, "\n\nSummary of the earlier conversation:\n%v", s["text"])
+		}
+		utts, _ := hist["utterances"].([]any)
+		for _, u := range utts {
+			m, _ := u.(map[string]any)
+			role, _ := m["speaker"].(string)
+			textOf, _ := m["text"].(string)
+			if role == "system" {
+				fmt.Fprintf(&sys, "\n\nNote: %s", textOf)
+				continue
+			}
+			messages = append(messages, llm.Message{Role: role, Content: textOf})
+		}
+	}
+	for _, name := range sortedKeys(wc.Sections) {
+		if name == "cortex" || name == "history" {
+			continue
+		}
+		b, _ := json.Marshal(wc.Sections[name])
+		fmt.Fprintf(&sys, "\n\n%s: %s", name, b)
+	}
+	messages = append(messages, llm.Message{Role: "user", Content: wc.Input})
+	return llm.Request{System: sys.String(), Messages: messages}
+}

@@ -1,0 +1,360 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+)
+
+// Register adds the history.* actions, the history context provider and
+// counter to env.
+func Register(env *kit.Env, opts Options) (*History, error) {
+	h, err := New(env, opts)
+	if err != nil {
+		return nil, err
+	}
+	reg := env.Actions
+	action.Register(reg, action.Spec{Name: "history.configure", Summary: "Set a conversation's buffer size, token budget, summary limit or backend"}, h.actConfigure)
+	action.Register(reg, action.Spec{Name: "history.write", Summary: "Record an utterance (evicting the oldest into the summary when full)"}, h.actWrite)
+	action.Register(reg, action.Spec{Name: "history.read", Summary: "The buffer, oldest first (optionally one speaker's)", ReadOnly: true}, h.actRead)
+	action.Register(reg, action.Spec{Name: "history.last", Summary: "The n most recent utterances, oldest first", ReadOnly: true}, h.actLast)
+	action.Register(reg, action.Spec{Name: "history.search", Summary: "Utterances ranked by relevance, evicted ones included", ReadOnly: true}, h.actSearch)
+	action.Register(reg, action.Spec{Name: "history.summary", Summary: "The running summary of what was evicted", ReadOnly: true}, h.actSummary)
+	action.Register(reg, action.Spec{Name: "history.delete", Summary: "Remove an utterance"}, h.actDelete)
+	action.Register(reg, action.Spec{Name: "history.stats", Summary: "A conversation's size, tokens, evictions and summary", ReadOnly: true}, h.actStats)
+	action.Register(reg, action.Spec{Name: "history.backend", Summary: "Move a conversation to the in-memory or the durable backend"}, h.actBackend)
+	action.Register(reg, action.Spec{Name: "history.list", Summary: "Every conversation with its backend", ReadOnly: true}, h.actList)
+	action.Register(reg, action.Spec{Name: "history.query", Summary: "The free-form entry point: \"Get all utterances\", \"Get summary\", \"last 5\", \"search X\", \"add\""}, h.actQuery)
+	env.AddProvider(&provider{h: h})
+	env.AddCounter("history", h.counts)
+	return h, nil
+}
+
+type convArgs struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+}
+
+func (h *History) actConfigure(ctx context.Context, call action.Call, a ConfigureRequest) (Stats, error) {
+	return h.Configure(ctx, call, a)
+}
+
+func (h *History) actWrite(ctx context.Context, call action.Call, a WriteRequest) (WriteResult, error) {
+	return h.Write(ctx, call, a)
+}
+
+type readArgs struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	Speaker      string `json:"speaker,omitempty" help:"only this speaker's utterances"`
+}
+
+type utterances struct {
+	Utterances []*Utterance `json:"utterances"`
+}
+
+func (h *History) actRead(ctx context.Context, call action.Call, a readArgs) (utterances, error) {
+	u, err := h.Read(a.Conversation, a.Speaker)
+	return utterances{u}, err
+}
+
+type lastArgs struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	N            int    `json:"n" arg:"required" help:"how many"`
+}
+
+func (h *History) actLast(ctx context.Context, call action.Call, a lastArgs) (utterances, error) {
+	u, err := h.Last(a.Conversation, a.N)
+	return utterances{u}, err
+}
+
+func (h *History) actSearch(ctx context.Context, call action.Call, a SearchRequest) (map[string][]Hit, error) {
+	hits, err := h.Search(ctx, a)
+	return map[string][]Hit{"results": hits}, err
+}
+
+type summaryArgs struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	TokenLimit   *int   `json:"token_limit,omitempty" help:"at most this many tokens (default: the conversation's summary_token_limit)"`
+}
+
+func (h *History) actSummary(ctx context.Context, call action.Call, a summaryArgs) (map[string]Summary, error) {
+	limit := 0
+	if a.TokenLimit != nil {
+		if *a.TokenLimit < 1 {
+			return nil, kit.Validation("token_limit", "must be 1 or more, got %d", *a.TokenLimit)
+		}
+		limit = *a.TokenLimit
+	}
+	s, err := h.ReadSummary(a.Conversation, limit)
+	return map[string]Summary{"summary": s}, err
+}
+
+type deleteArgs struct {
+	Conversation   string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	UtteranceIndex *int   `json:"utterance_index" arg:"required" help:"the utterance to remove"`
+}
+
+func (h *History) actDelete(ctx context.Context, call action.Call, a deleteArgs) (map[string]*Utterance, error) {
+	u, err := h.Delete(ctx, call, a.Conversation, *a.UtteranceIndex)
+	return map[string]*Utterance{"deleted": u}, err
+}
+
+func (h *History) actStats(ctx context.Context, call action.Call, a convArgs) (Stats, error) {
+	return h.StatsOf(a.Conversation)
+}
+
+type backendArgs struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	Backend      string `json:"backend" arg:"required" help:"in-memory or durable"`
+}
+
+func (h *History) actBackend(ctx context.Context, call action.Call, a backendArgs) (Stats, error) {
+	c, err := conversationName(a.Conversation)
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := h.Move(ctx, call, c, a.Backend); err != nil {
+		return Stats{}, err
+	}
+	return h.StatsOf(c)
+}
+
+type conversationInfo struct {
+	Conversation string `json:"conversation"`
+	Backend      string `json:"backend"`
+}
+
+func (h *History) actList(ctx context.Context, call action.Call, _ struct{}) (map[string][]conversationInfo, error) {
+	convs, err := h.conversations()
+	out := []conversationInfo{}
+	for _, c := range slices.Sorted(maps.Keys(convs)) {
+		out = append(out, conversationInfo{Conversation: c, Backend: convs[c]})
+	}
+	return map[string][]conversationInfo{"conversations": out}, err
+}
+
+type queryArgs struct {
+	Query string         `json:"query" arg:"required" help:"the instruction, e.g. \"Get all utterances\", \"Get summary\", \"Get last 5 utterances\", \"Search for budget\", \"Add utterance\""`
+	Data  map[string]any `json:"data,omitempty" help:"what the instruction needs: {speaker, text, turn_number, metadata} to add, {token_limit} for the summary, {conversation, speaker, limit, n}"`
+}
+
+// queryForms are the instructions history.query understands.
+var queryForms = []string{
+	`"Add utterance" with data {speaker, text, turn_number?, metadata?}`,
+	`"Get all utterances" (data.speaker to filter)`,
+	`"Get summary" (data.token_limit)`,
+	`"Get last N utterances" / "last N"`,
+	`"Search for WORDS" / "search WORDS" (data.speaker, data.limit)`,
+	`"Get stats"`,
+	`"Delete utterance N"`,
+}
+
+var (
+	lastForm   = regexp.MustCompile(`^(?:get\s+)?(?:the\s+)?last\s+(\d+)(?:\s+utterances?)?$|^get_last_n$`)
+	searchForm = regexp.MustCompile(`^(?:search|find)(?:\s+for)?\s+(.+)$`)
+	deleteForm = regexp.MustCompile(`^delete(?:\s+utterance)?\s+(\d+)$`)
+	// searchWords finds the words of a search form in the query as written.
+	searchWords = regexp.MustCompile(`(?is)^\s*(?:search|find)(?:\s+for)?\s+(.+?)[\s.!?]*$`)
+)
+
+// queryResult says what history.query understood, and the outcome.
+type queryResult struct {
+	Understood string `json:"understood"`
+	Result     any    `json:"result"`
+}
+
+// actQuery is the seed's free-form entry point.
+func (h *History) actQuery(ctx context.Context, call action.Call, a queryArgs) (queryResult, error) {
+	q := strings.ToLower(strings.Join(strings.Fields(strings.TrimSpace(a.Query)), " "))
+	q = strings.TrimRight(q, ".!?")
+	conv, _ := a.Data["conversation"].(string)
+	speaker, _ := a.Data["speaker"].(string)
+	switch {
+	case q == "add" || q == "add utterance" || q == "write" || q == "write utterance" || q == "record utterance" || strings.HasPrefix(q, "add utterance"):
+		var req WriteRequest
+		if err := decodeData(a.Data, &req); err != nil {
+			return queryResult{}, err
+		}
+		res, err := h.Write(ctx, call, req)
+		return queryResult{"history.write", res}, err
+	case q == "get all utterances" || q == "get utterances" || q == "read" || q == "all utterances" || q == "get all":
+		u, err := h.Read(conv, speaker)
+		return queryResult{"history.read", utterances{u}}, err
+	case q == "get summary" || q == "summary" || q == "get the summary":
+		limit := 0
+		if v, ok := a.Data["token_limit"]; ok {
+			n, ok := v.(float64)
+			if !ok || n < 1 || n != float64(int(n)) {
+				return queryResult{}, kit.Validation("data.token_limit", "must be a whole number, 1 or more")
+			}
+			limit = int(n)
+		}
+		s, err := h.ReadSummary(conv, limit)
+		return queryResult{"history.summary", map[string]Summary{"summary": s}}, err
+	case q == "get stats" || q == "stats":
+		s, err := h.StatsOf(conv)
+		return queryResult{"history.stats", s}, err
+	}
+	if m := lastForm.FindStringSubmatch(q); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		if m[1] == "" {
+			v, _ := a.Data["n"].(float64)
+			n = int(v)
+		}
+		u, err := h.Last(conv, n)
+		return queryResult{"history.last", utterances{u}}, err
+	}
+	if m := searchForm.FindStringSubmatch(q); m != nil {
+		limit := 0
+		if v, ok := a.Data["limit"].(float64); ok {
+			limit = int(v)
+		}
+		// Search with the words as the caller wrote them (case and inner
+		// spacing kept; the trailing punctuation q dropped, dropped too).
+		words := m[1]
+		if o := searchWords.FindStringSubmatch(a.Query); o != nil {
+			words = o[1]
+		}
+		hits, err := h.Search(ctx, SearchRequest{Conversation: conv, Query: words, Speaker: speaker, Limit: limit})
+		return queryResult{"history.search", map[string][]Hit{"results": hits}}, err
+	}
+	if m := deleteForm.FindStringSubmatch(q); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		u, err := h.Delete(ctx, call, conv, n)
+		return queryResult{"history.delete", map[string]*Utterance{"deleted": u}}, err
+	}
+	return queryResult{}, errs.New(errs.UnsupportedInstruction, "history.query does not understand %q; it understands: %s", a.Query, strings.Join(queryForms, "; ")).
+		With("understood", queryForms)
+}
+
+// decodeData reads an instruction's data strictly, like an action's args.
+func decodeData(data map[string]any, v *WriteRequest) error {
+	raw, _ := json.Marshal(data)
+	var fields map[string]json.RawMessage
+	json.Unmarshal(raw, &fields)
+	known := []string{"conversation", "speaker", "text", "turn_number", "metadata"}
+	for k := range fields {
+		if !slices.Contains(known, k) {
+			return kit.Validation("data."+k, "unknown field; adding an utterance takes %s", strings.Join(known, ", "))
+		}
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return kit.Validation("data", "%v", err)
+	}
+	return nil
+}
+
+// counts reports conversations and utterances for engine.info.
+func (h *History) counts() (map[string]int, error) {
+	convs, err := h.conversations()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{"conversations": len(convs), "buffered": 0, "archived": 0}
+	for c := range convs {
+		s, err := h.StatsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		out["buffered"] += s.Size
+		out["archived"] += s.Archived
+	}
+	return out, nil
+}
+
+// provider is the history's part in turns.
+type provider struct{ h *History }
+
+func (p *provider) Name() string { return "history" }
+
+// Context adds the conversation's buffer and summary to a turn's working
+// memory.
+func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Section, error) {
+	c := start.Conversation
+	utts, err := p.h.Read(c, "")
+	if err != nil {
+		return kit.Section{}, err
+	}
+	summary, err := p.h.ReadSummary(c, 0)
+	if err != nil {
+		return kit.Section{}, err
+	}
+	tokens := 0
+	for _, u := range utts {
+		tokens += u.TokenCount
+	}
+	msg := fmt.Sprintf("history %s: %d utterance(s), %d tokens", c, len(utts), tokens)
+	if len(summary.Covers) > 0 {
+		msg += fmt.Sprintf(", and a summary of %d earlier ones (%d tokens)", len(summary.Covers), summary.TokenCount)
+	}
+	return kit.Section{
+		Data:  map[string]any{"conversation": c, "utterances": utts, "summary": summary},
+		Notes: []kit.Note{{Kind: "history.retrieved", Message: msg}},
+	}, nil
+}
+
+// Commit records the utterances a turn produced: updates.history is a list
+// of {speaker, text, turn_number?, metadata?, conversation?}.
+func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (any, error) {
+	if len(end.Updates) == 0 {
+		return nil, nil
+	}
+	var reqs []WriteRequest
+	if err := json.Unmarshal(end.Updates, &reqs); err != nil {
+		return nil, errs.New(errs.Validation, "updates.history must be a list of {speaker, text, turn_number?, metadata?, conversation?}").With("field", "updates.history")
+	}
+	call := action.Call{Principal: end.Principal, Turn: end.TurnID, Clock: p.h.env.Clock}
+	var written []*Utterance
+	for i, req := range reqs {
+		if err := req.validate(); err != nil {
+			return nil, fmt.Errorf("updates.history[%d]: %w", i, err)
+		}
+		st, backend, err := p.h.storeOf(req.Conversation)
+		if err != nil {
+			return nil, err
+		}
+		if st != p.h.env.Store {
+			// A conversation in another store cannot share the turn's
+			// transaction: it is written on its own.
+			res, err := p.h.Write(ctx, call, req)
+			if err != nil {
+				return nil, fmt.Errorf("updates.history[%d]: %w", i, err)
+			}
+			written = append(written, res.Utterance)
+			continue
+		}
+		conv, err := loadConversation(tx.Tx, req.Conversation)
+		if err != nil {
+			return nil, err
+		}
+		if conv == nil {
+			now := call.Clock.Now()
+			conv = &Conversation{Conversation: req.Conversation, BufferSize: DefaultBufferSize, SummaryTokenLimit: DefaultSummaryTokenLimit,
+				Backend: backend, CreatedAt: now}
+		}
+		res, err := p.h.write(tx, call, conv, req)
+		if err != nil {
+			return nil, fmt.Errorf("updates.history[%d]: %w", i, err)
+		}
+		for _, fn := range conv.deferred {
+			tx.AfterCommit(fn)
+		}
+		conv.UpdatedAt = call.Clock.Now()
+		if err := tx.SetJSON(convKey(conv.Conversation), conv); err != nil {
+			return nil, err
+		}
+		if err := tx.Set(whereKey(conv.Conversation), []byte(backend)); err != nil {
+			return nil, err
+		}
+		written = append(written, res.Utterance)
+	}
+	return map[string]any{"utterances": written}, nil
+}

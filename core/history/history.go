@@ -1,0 +1,783 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
+)
+
+// Events the history publishes after each commit.
+const (
+	EventWritten = "utterance.written" // data: Utterance
+	EventEvicted = "utterance.evicted" // data: {conversation, indexes, reason}
+	EventSummary = "summary.updated"   // data: {conversation, covered, token_count, writer}
+)
+
+// countTokens is llm.CountTokens, remembering the counts of the chunks of
+// text it has seen (see text.Memo): utterances and summaries repeat their
+// words, and counting is most of the cost of a write.
+var countTokens = text.Memo(llm.CountTokens)
+
+// History is the conversation history daemon.
+type History struct {
+	env            *kit.Env
+	stores         *stores
+	defaultBackend string
+	// locks holds a *sync.Mutex per conversation: writes to one
+	// conversation take turns in this process instead of conflicting in
+	// the store (Badger's directory lock keeps other processes out).
+	locks sync.Map
+}
+
+// lock takes conversation c's lock and returns its unlock.
+func (h *History) lock(c string) func() {
+	m, _ := h.locks.LoadOrStore(c, new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// Options configure the history.
+type Options struct {
+	// DefaultBackend is where new conversations live: "durable" or
+	// "in-memory" (default: durable when the engine has a data directory).
+	DefaultBackend string
+}
+
+// New returns the history over env.
+func New(env *kit.Env, opts Options) (*History, error) {
+	h := &History{env: env, stores: &stores{env: env}, defaultBackend: opts.DefaultBackend}
+	if h.defaultBackend == "" {
+		h.defaultBackend = BackendDurable
+		if env.Store.InMemory() {
+			h.defaultBackend = BackendInMemory
+		}
+	}
+	if _, err := h.stores.get(h.defaultBackend); err != nil {
+		return nil, fmt.Errorf("--history-backend: %w", err)
+	}
+	env.OnClose(h.stores.close)
+	return h, nil
+}
+
+// WriteRequest is an utterance to record.
+type WriteRequest struct {
+	Conversation string          `json:"conversation,omitempty" help:"the conversation (default \"default\"; created on first write)"`
+	Speaker      string          `json:"speaker" arg:"required" help:"user, assistant or system"`
+	Text         string          `json:"text" arg:"required" help:"what was said (never truncated)"`
+	TurnNumber   *int            `json:"turn_number,omitempty" help:"the turn (default: a user utterance starts the next turn, others stay in the current one)"`
+	Metadata     json.RawMessage `json:"metadata,omitempty" help:"any JSON object, kept verbatim"`
+}
+
+// WriteResult is what a write did.
+type WriteResult struct {
+	Utterance *Utterance `json:"utterance"`
+	// Evicted lists the utterances the write pushed out of the buffer.
+	Evicted []int `json:"evicted"`
+	// Summary is the running summary after the write, when it changed.
+	Summary *SummaryUpdate `json:"summary,omitempty"`
+}
+
+func conversationName(c string) (string, error) {
+	c = strings.TrimSpace(c)
+	if c == "" {
+		return DefaultConversation, nil
+	}
+	if strings.ContainsAny(c, "/\n") || len(c) > 200 {
+		return "", kit.Validation("conversation", "a conversation id is at most 200 characters, without '/' or line breaks")
+	}
+	return c, nil
+}
+
+func (r *WriteRequest) validate() error {
+	var err error
+	if r.Conversation, err = conversationName(r.Conversation); err != nil {
+		return err
+	}
+	if !slices.Contains(Speakers, r.Speaker) {
+		return kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", r.Speaker)
+	}
+	if strings.TrimSpace(r.Text) == "" {
+		return kit.Validation("text", "an utterance needs text")
+	}
+	if r.TurnNumber != nil && *r.TurnNumber < 0 {
+		return kit.Validation("turn_number", "must be 0 or more")
+	}
+	if len(r.Metadata) == 0 || string(r.Metadata) == "null" {
+		r.Metadata = json.RawMessage("{}")
+	} else if r.Metadata[0] != '{' {
+		return kit.Validation("metadata", "must be a JSON object, not %s", action.JSONKind(r.Metadata))
+	}
+	return nil
+}
+
+// Write records an utterance, evicting what no longer fits into the summary.
+func (h *History) Write(ctx context.Context, call action.Call, req WriteRequest) (WriteResult, error) {
+	if err := req.validate(); err != nil {
+		return WriteResult{}, err
+	}
+	var res WriteResult
+	err := h.update(ctx, req.Conversation, func(tx *kit.Txn, conv *Conversation) error {
+		var err error
+		res, err = h.write(tx, call, conv, req)
+		return err
+	})
+	return res, err
+}
+
+// write records req in conv inside tx (the caller saves conv).
+func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req WriteRequest) (WriteResult, error) {
+	tokens := countTokens(req.Text)
+	if conv.MaxTokens > 0 && tokens > conv.MaxTokens {
+		return WriteResult{}, errs.New(errs.Budget,
+			"the utterance is %d tokens, more than the conversation's whole budget of max_tokens=%d; utterances are never truncated, so raise max_tokens (history.configure) or split the text",
+			tokens, conv.MaxTokens).With("token_count", tokens).With("max_tokens", conv.MaxTokens)
+	}
+	turn := conv.LastTurn
+	switch {
+	case req.TurnNumber != nil:
+		turn = *req.TurnNumber
+	case req.Speaker == "user" || turn == 0:
+		turn++
+	}
+	u := &Utterance{
+		Conversation: conv.Conversation, UtteranceIndex: conv.NextIndex, Speaker: req.Speaker, Text: req.Text,
+		TurnNumber: turn, Timestamp: call.Clock.Now(), TokenCount: tokens, Metadata: req.Metadata,
+	}
+	if err := tx.SetJSON(uttKey(conv.Conversation, u.UtteranceIndex), u); err != nil {
+		return WriteResult{}, err
+	}
+	dl, err := indexUtterance(tx.Tx, u)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	conv.Docs++
+	conv.DocLength += dl
+	conv.NextIndex++
+	conv.Size++
+	conv.TotalTokens += tokens
+	conv.LastTurn = max(conv.LastTurn, turn)
+	tx.Publish(EventWritten, u)
+	res := WriteResult{Utterance: u, Evicted: []int{}}
+	summary, err := h.evict(tx, call, conv, &res.Evicted)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	res.Summary = summary
+	h.embedLater(conv, u)
+	return res, nil
+}
+
+// indexUtterance writes the search postings of u, and returns its length in
+// terms.
+func indexUtterance(tx *storage.Tx, u *Utterance) (int, error) {
+	counts, dl := text.TermCounts(u.Text)
+	for term, tf := range counts {
+		p := posting{speaker: speakerCodes[u.Speaker], tf: tf, dl: dl}
+		if err := tx.Set(postingKey(u.Conversation, term, u.UtteranceIndex, p), nil); err != nil {
+			return 0, err
+		}
+	}
+	return dl, nil
+}
+
+// unindexUtterance removes them.
+func unindexUtterance(tx *storage.Tx, u *Utterance) error {
+	counts, dl := text.TermCounts(u.Text)
+	for term, tf := range counts {
+		p := posting{speaker: speakerCodes[u.Speaker], tf: tf, dl: dl}
+		if err := tx.Delete(postingKey(u.Conversation, term, u.UtteranceIndex, p)); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(vecKey(u.Conversation, u.UtteranceIndex))
+}
+
+// evict moves the oldest utterances out of the buffer until it fits
+// buffer_size and max_tokens, folds them into the summary, and returns the
+// summary when it changed.
+func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evicted *[]int) (*SummaryUpdate, error) {
+	var out []*Utterance
+	reason := ""
+	for conv.Size > conv.BufferSize || (conv.MaxTokens > 0 && conv.TotalTokens > conv.MaxTokens) {
+		if reason == "" {
+			reason = "buffer_size"
+			if conv.Size <= conv.BufferSize {
+				reason = "max_tokens"
+			}
+		}
+		oldest, err := oldestBuffered(tx.Tx, conv)
+		if err != nil {
+			return nil, err
+		}
+		if oldest == nil {
+			return nil, fmt.Errorf("history %s: the buffer claims %d utterances but has none", conv.Conversation, conv.Size)
+		}
+		now := call.Clock.Now()
+		oldest.Evicted, oldest.EvictedAt = true, &now
+		if err := tx.SetJSON(uttKey(conv.Conversation, oldest.UtteranceIndex), oldest); err != nil {
+			return nil, err
+		}
+		conv.Size--
+		conv.TotalTokens -= oldest.TokenCount
+		conv.EvictedCount++
+		conv.FirstBuffered = oldest.UtteranceIndex + 1
+		out = append(out, oldest)
+		*evicted = append(*evicted, oldest.UtteranceIndex)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	conv.LastEviction = &Eviction{Indexes: slices.Clone(*evicted), At: call.Clock.Now(), Reason: reason}
+	tx.Publish(EventEvicted, map[string]any{"conversation": conv.Conversation, "indexes": *evicted, "reason": reason})
+	summary, err := h.fold(tx, call, conv, out)
+	if err != nil {
+		return nil, err
+	}
+	_, err = tx.Trace(call, "history.evicted", fmt.Sprintf("history %s: evicted [%s] (%s); summary covers %d utterance(s) in %d tokens",
+		conv.Conversation, joinInts(*evicted), reason, summary.Covered, summary.TokenCount),
+		map[string]any{"conversation": conv.Conversation, "indexes": *evicted, "reason": reason})
+	return summary, err
+}
+
+// fold adds evicted utterances to the extractive summary (and, after the
+// commit, asks the model for its summary when one is configured).
+func (h *History) fold(tx *kit.Txn, call action.Call, conv *Conversation, evicted []*Utterance) (*SummaryUpdate, error) {
+	rec, err := loadSummary(tx.Tx, conv.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]text.Line, len(evicted))
+	for i, u := range evicted {
+		lines[i] = text.Line{Index: u.UtteranceIndex, Speaker: u.Speaker, Text: u.Text}
+	}
+	model := llm.Available(h.env.LLM)
+	var previous string
+	if model {
+		previous = rec.current()
+	}
+	rec.Extractive.Add(lines...)
+	summaryText, tokens := rec.Extractive.Compress(conv.SummaryTokenLimit, countTokens)
+	rec.UpdatedAt = call.Clock.Now()
+	if err := tx.SetJSON(sumKey(conv.Conversation), rec); err != nil {
+		return nil, err
+	}
+	// What was folded in is not in the model's summary yet: the extractive
+	// one is the summary now.
+	s := &SummaryUpdate{Text: summaryText, TokenCount: tokens, Covered: rec.Extractive.Covered(), Writer: "extractive"}
+	tx.Publish(EventSummary, map[string]any{"conversation": conv.Conversation, "covered": s.Covered, "token_count": s.TokenCount, "writer": s.Writer})
+	if model {
+		spans := rec.Extractive.Spans()
+		limit := conv.SummaryTokenLimit
+		conv.later(func(ctx context.Context) {
+			h.modelSummary(ctx, call, conv.Conversation, previous, lines, spans, limit)
+		})
+	}
+	return s, nil
+}
+
+func loadSummary(tx *storage.Tx, c string) (*summaryRecord, error) {
+	var rec summaryRecord
+	if err := tx.GetJSON(sumKey(c), &rec); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// current is the summary text as it stands (the model's if it is current).
+func (r *summaryRecord) current() string {
+	if r.modelCurrent() {
+		return r.ModelText
+	}
+	return r.Extractive.Render()
+}
+
+func (r *summaryRecord) modelCurrent() bool {
+	return r.ModelText != "" && slices.Equal(r.ModelSpans, r.Extractive.Spans())
+}
+
+// header is the summary's description without its text: what it covers and
+// when it changed, written by the extractive summarizer.
+func (r *summaryRecord) header() Summary {
+	s := Summary{Covers: r.Extractive.Covers(), Writer: "extractive"}
+	if s.Covers == nil {
+		s.Covers = []int{}
+	}
+	if !r.UpdatedAt.IsZero() {
+		at := r.UpdatedAt
+		s.UpdatedAt = &at
+	}
+	return s
+}
+
+// read renders the summary within limit tokens (0: as stored).
+func (r *summaryRecord) read(limit int) Summary {
+	s := r.header()
+	switch {
+	case r.modelCurrent():
+		s.Text, s.Writer = r.ModelText, "model"
+		s.TokenCount = countTokens(s.Text)
+		if limit > 0 && s.TokenCount > limit {
+			s.Text = cutWords(s.Text, limit)
+			s.TokenCount = countTokens(s.Text)
+		}
+	case limit > 0:
+		// Compress a copy: the stored summary keeps its own limit.
+		clone := text.Summary{Parts: slices.Clone(r.Extractive.Parts)}
+		s.Text, s.TokenCount = clone.Compress(limit, countTokens)
+	default:
+		s.Text = r.Extractive.Render()
+		s.TokenCount = countTokens(s.Text)
+	}
+	return s
+}
+
+// cutWords is the longest prefix of s, ending at a word, within limit tokens.
+func cutWords(s string, limit int) string {
+	cut, _ := llm.TruncateTokens(s, limit)
+	if i := strings.LastIndexAny(cut, " \n"); i > 0 && len(cut) < len(s) {
+		cut = cut[:i]
+	}
+	return strings.TrimSpace(cut)
+}
+
+// summaryPrompt asks a model to fold new utterances into a summary.
+const summaryPrompt = `You maintain the running summary of a conversation whose oldest utterances are being removed from view. Fold the new utterances into the summary so far. Keep every name, number, amount, date, time, decision and action item; drop pleasantries. Write plain sentences, no preamble. At most %d tokens.`
+
+// modelSummary asks the model for the summary after a fold; the extractive
+// summary stays in service if it fails.
+func (h *History) modelSummary(ctx context.Context, call action.Call, c, previous string, lines []text.Line, spans []text.Span, limit int) {
+	var b strings.Builder
+	if previous != "" {
+		b.WriteString("Summary so far:\n" + previous + "\n\n")
+	}
+	b.WriteString("New utterances:\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "[%d] %s: %s\n", l.Index, l.Speaker, l.Text)
+	}
+	req := llm.Prompt(fmt.Sprintf(summaryPrompt, limit), b.String())
+	zero := 0.0
+	req.Temperature = &zero
+	resp, err := h.env.LLM.Complete(ctx, req)
+	if err != nil {
+		h.traceAside(ctx, call, "history.summary", fmt.Sprintf("history %s: the model could not write the summary (%v); the extractive summary stays", c, err))
+		return
+	}
+	summaryText := strings.TrimSpace(resp.Text)
+	if countTokens(summaryText) > limit {
+		summaryText = cutWords(summaryText, limit)
+	}
+	st, _, err := h.storeOf(c)
+	if err != nil {
+		return
+	}
+	err = h.env.UpdateOn(ctx, st, func(tx *kit.Txn) error {
+		rec, err := loadSummary(tx.Tx, c)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(rec.Extractive.Spans(), spans) {
+			return nil // more was evicted meanwhile; a later fold brings the model up to date
+		}
+		rec.ModelText, rec.ModelSpans = summaryText, spans
+		if err := tx.SetJSON(sumKey(c), rec); err != nil {
+			return err
+		}
+		tx.Publish(EventSummary, map[string]any{"conversation": c, "covered": rec.Extractive.Covered(), "token_count": countTokens(summaryText), "writer": "model"})
+		return nil
+	})
+	if err != nil {
+		h.env.Log.Warn("storing the model's summary failed", "conversation", c, "err", err)
+	}
+}
+
+// embedLater stores an embedding of u once the write has committed, when a
+// model is configured (search works without it).
+func (h *History) embedLater(conv *Conversation, u *Utterance) {
+	if !llm.Available(h.env.LLM) {
+		return
+	}
+	conv.later(func(ctx context.Context) {
+		resp, err := h.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{u.Text}})
+		if err != nil || len(resp.Vectors) != 1 {
+			h.env.Log.Debug("embedding an utterance failed; search stays lexical for it", "conversation", u.Conversation, "index", u.UtteranceIndex, "err", err)
+			return
+		}
+		st, _, err := h.storeOf(u.Conversation)
+		if err != nil {
+			return
+		}
+		st.Update(ctx, func(tx *storage.Tx) error {
+			if ok, _ := tx.Has(uttKey(u.Conversation, u.UtteranceIndex)); !ok {
+				return nil // deleted meanwhile
+			}
+			return tx.Set(vecKey(u.Conversation, u.UtteranceIndex), encodeVector(resp.Vectors[0]))
+		})
+	})
+}
+
+func (h *History) traceAside(ctx context.Context, call action.Call, kind, msg string) {
+	h.env.Update(ctx, func(tx *kit.Txn) error {
+		_, err := tx.Trace(call, kind, msg, nil)
+		return err
+	})
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Read returns the buffer, oldest first, optionally of one speaker.
+func (h *History) Read(c, speaker string) ([]*Utterance, error) {
+	c, err := conversationName(c)
+	if err != nil {
+		return nil, err
+	}
+	if speaker != "" && !slices.Contains(Speakers, speaker) {
+		return nil, kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", speaker)
+	}
+	out := []*Utterance{}
+	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+		if conv == nil {
+			return nil
+		}
+		return buffered(tx, conv, func(u *Utterance) error {
+			if speaker == "" || u.Speaker == speaker {
+				out = append(out, u)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Last returns the n most recent utterances of the buffer, oldest first.
+func (h *History) Last(c string, n int) ([]*Utterance, error) {
+	if n < 0 {
+		return nil, kit.Validation("n", "must be 0 or more, got %d", n)
+	}
+	all, err := h.Read(c, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return all, nil
+}
+
+// ReadSummary returns the running summary within tokenLimit tokens (0: the
+// conversation's summary_token_limit).
+func (h *History) ReadSummary(c string, tokenLimit int) (Summary, error) {
+	c, err := conversationName(c)
+	if err != nil {
+		return Summary{}, err
+	}
+	if tokenLimit < 0 {
+		return Summary{}, kit.Validation("token_limit", "must be 1 or more")
+	}
+	s := Summary{Covers: []int{}, Writer: "extractive"}
+	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+		if conv == nil {
+			return nil
+		}
+		rec, err := loadSummary(tx, c)
+		if err != nil {
+			return err
+		}
+		limit := conv.SummaryTokenLimit
+		if tokenLimit > 0 {
+			limit = min(limit, tokenLimit)
+		}
+		s = rec.read(limit)
+		return nil
+	})
+	return s, err
+}
+
+// Delete removes an utterance (from the buffer, or from the archive of
+// evicted ones; a summary it was folded into keeps what it said).
+func (h *History) Delete(ctx context.Context, call action.Call, c string, index int) (*Utterance, error) {
+	c, err := conversationName(c)
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 {
+		return nil, kit.Validation("utterance_index", "must be 0 or more")
+	}
+	if backend, err := h.where(c); err != nil {
+		return nil, err
+	} else if backend == "" {
+		return nil, errs.New(errs.NotFound, "no conversation %q", c).With("field", "conversation")
+	}
+	var out *Utterance
+	err = h.update(ctx, c, func(tx *kit.Txn, conv *Conversation) error {
+		u, err := readUtterance(tx.Tx, c, index)
+		if errors.Is(err, storage.ErrNotFound) {
+			return errs.New(errs.NotFound, "conversation %q has no utterance %d (its indexes run to %d)", c, index, conv.NextIndex-1).
+				With("field", "utterance_index")
+		} else if err != nil {
+			return err
+		}
+		if err := tx.Delete(uttKey(c, index)); err != nil {
+			return err
+		}
+		if err := unindexUtterance(tx.Tx, u); err != nil {
+			return err
+		}
+		_, dl := text.TermCounts(u.Text)
+		conv.Docs--
+		conv.DocLength -= dl
+		if !u.Evicted {
+			conv.Size--
+			conv.TotalTokens -= u.TokenCount
+		}
+		out = u
+		_, err = tx.Trace(call, "history.deleted", fmt.Sprintf("history %s: utterance %d deleted", c, index), nil)
+		return err
+	})
+	return out, err
+}
+
+// Stats sums a conversation up.
+type Stats struct {
+	Conversation      string    `json:"conversation"`
+	Exists            bool      `json:"exists"`
+	Backend           string    `json:"backend"`
+	Size              int       `json:"size"`
+	BufferSize        int       `json:"buffer_size"`
+	TotalTokens       int       `json:"total_tokens"`
+	MaxTokens         int       `json:"max_tokens"`
+	EvictedCount      int       `json:"evicted_count"`
+	Archived          int       `json:"archived"`
+	NextIndex         int       `json:"next_index"`
+	SummaryTokenLimit int       `json:"summary_token_limit"`
+	Summary           Summary   `json:"summary"`
+	LastEviction      *Eviction `json:"last_eviction,omitempty"`
+}
+
+// StatsOf returns a conversation's figures (an unknown one: empty, with
+// the settings it would get).
+func (h *History) StatsOf(c string) (Stats, error) {
+	c, err := conversationName(c)
+	if err != nil {
+		return Stats{}, err
+	}
+	_, backend, err := h.storeOf(c)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Conversation: c, Backend: backend, BufferSize: DefaultBufferSize, SummaryTokenLimit: DefaultSummaryTokenLimit,
+		Summary: Summary{Covers: []int{}, Writer: "extractive"}}
+	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+		if conv == nil {
+			return nil
+		}
+		rec, err := loadSummary(tx, c)
+		if err != nil {
+			return err
+		}
+		st = Stats{Conversation: c, Exists: true, Backend: conv.Backend, Size: conv.Size, BufferSize: conv.BufferSize,
+			TotalTokens: conv.TotalTokens, MaxTokens: conv.MaxTokens, EvictedCount: conv.EvictedCount,
+			Archived: conv.Docs - conv.Size, NextIndex: conv.NextIndex, SummaryTokenLimit: conv.SummaryTokenLimit,
+			Summary: rec.read(0), LastEviction: conv.LastEviction}
+		return nil
+	})
+	return st, err
+}
+
+// ConfigureRequest changes a conversation's settings.
+type ConfigureRequest struct {
+	Conversation      string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	BufferSize        *int   `json:"buffer_size,omitempty" help:"utterances the buffer keeps (default 50)"`
+	MaxTokens         *int   `json:"max_tokens,omitempty" help:"token budget of the buffer (0: none)"`
+	SummaryTokenLimit *int   `json:"summary_token_limit,omitempty" help:"the running summary's token limit (default 200)"`
+	Backend           string `json:"backend,omitempty" help:"in-memory or durable: moves the conversation if it lives in the other"`
+}
+
+// Configure applies settings; a smaller buffer or budget evicts at once.
+func (h *History) Configure(ctx context.Context, call action.Call, req ConfigureRequest) (Stats, error) {
+	c, err := conversationName(req.Conversation)
+	if err != nil {
+		return Stats{}, err
+	}
+	switch {
+	case req.BufferSize != nil && *req.BufferSize < 1:
+		return Stats{}, kit.Validation("buffer_size", "must be 1 or more, got %d", *req.BufferSize)
+	case req.MaxTokens != nil && *req.MaxTokens < 0:
+		return Stats{}, kit.Validation("max_tokens", "must be 0 (no budget) or more, got %d", *req.MaxTokens)
+	case req.SummaryTokenLimit != nil && *req.SummaryTokenLimit < 1:
+		return Stats{}, kit.Validation("summary_token_limit", "must be 1 or more, got %d", *req.SummaryTokenLimit)
+	}
+	if req.Backend != "" {
+		if _, err := h.stores.get(req.Backend); err != nil {
+			return Stats{}, err
+		}
+		// Refuse a budget the buffer does not fit before moving anything:
+		// a failed configure changes nothing (the update below checks again).
+		if req.MaxTokens != nil && *req.MaxTokens > 0 {
+			err := h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+				if conv == nil {
+					return nil
+				}
+				return checkBudget(tx, conv, *req.MaxTokens)
+			})
+			if err != nil {
+				return Stats{}, err
+			}
+		}
+		if err := h.Move(ctx, call, c, req.Backend); err != nil {
+			return Stats{}, err
+		}
+	}
+	err = h.update(ctx, c, func(tx *kit.Txn, conv *Conversation) error {
+		if req.BufferSize != nil {
+			conv.BufferSize = *req.BufferSize
+		}
+		if req.MaxTokens != nil {
+			if *req.MaxTokens > 0 {
+				if err := checkBudget(tx.Tx, conv, *req.MaxTokens); err != nil {
+					return err
+				}
+			}
+			conv.MaxTokens = *req.MaxTokens
+		}
+		if req.SummaryTokenLimit != nil {
+			conv.SummaryTokenLimit = *req.SummaryTokenLimit
+		}
+		var evicted []int
+		_, err := h.evict(tx, call, conv, &evicted)
+		return err
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	return h.StatsOf(c)
+}
+
+// checkBudget refuses a max_tokens smaller than an utterance in the buffer.
+func checkBudget(tx *storage.Tx, conv *Conversation, maxTokens int) error {
+	big := 0
+	if err := buffered(tx, conv, func(u *Utterance) error { big = max(big, u.TokenCount); return nil }); err != nil {
+		return err
+	}
+	if big > maxTokens {
+		return errs.New(errs.Budget, "max_tokens=%d is smaller than an utterance in the buffer (%d tokens); utterances are never truncated", maxTokens, big).
+			With("field", "max_tokens")
+	}
+	return nil
+}
+
+// Move moves a conversation, everything in it, to another backend. Writes
+// to the conversation wait until it has moved.
+func (h *History) Move(ctx context.Context, call action.Call, c, backend string) error {
+	target, err := h.stores.get(backend)
+	if err != nil {
+		return err
+	}
+	defer h.lock(c)()
+	source, current, err := h.storeOf(c)
+	if err != nil {
+		return err
+	}
+	if current == backend || source == target {
+		return h.env.Update(ctx, func(tx *kit.Txn) error { return tx.Set(whereKey(c), []byte(backend)) })
+	}
+	// Copy in chunks (a conversation may not fit one transaction), then
+	// switch the pointer, then clear the source: a crash in between leaves
+	// a complete copy where the pointer says.
+	if err := clearConversation(ctx, target, c); err != nil {
+		return err
+	}
+	var pairs [][2][]byte
+	err = source.View(func(tx *storage.Tx) error {
+		return scanConversation(tx, c, true, func(k, v []byte) error {
+			pairs = append(pairs, [2][]byte{k, v})
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(pairs); start += moveChunk {
+		chunk := pairs[start:min(start+moveChunk, len(pairs))]
+		err := target.Update(ctx, func(tx *storage.Tx) error {
+			for _, kv := range chunk {
+				k, v := kv[0], kv[1]
+				if string(k) == string(convKey(c)) {
+					var conv Conversation
+					if err := json.Unmarshal(v, &conv); err != nil {
+						return err
+					}
+					conv.Backend = backend
+					if v, err = json.Marshal(conv); err != nil {
+						return err
+					}
+				}
+				if err := tx.Set(k, v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	err = h.env.Update(ctx, func(tx *kit.Txn) error {
+		if err := tx.Set(whereKey(c), []byte(backend)); err != nil {
+			return err
+		}
+		_, err := tx.Trace(call, "history.backend", fmt.Sprintf("history %s: moved from %s to %s (%d keys)", c, current, backend, len(pairs)), nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return clearConversation(ctx, source, c)
+}
+
+const moveChunk = 2000
+
+func clearConversation(ctx context.Context, st *storage.Store, c string) error {
+	for {
+		var keys [][]byte
+		err := st.View(func(tx *storage.Tx) error {
+			return scanConversation(tx, c, false, func(k, _ []byte) error {
+				keys = append(keys, k)
+				if len(keys) >= moveChunk {
+					return storage.ErrStop
+				}
+				return nil
+			})
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		if err := st.Update(ctx, func(tx *storage.Tx) error {
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+}

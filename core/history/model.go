@@ -1,0 +1,123 @@
+// Package history is the conversation history daemon (seed 001): per
+// conversation, a rolling buffer of the last utterances, evicted oldest
+// first (by count and by token budget) into a running summary that keeps the
+// names, numbers, dates and actions of what it covers, an archive of evicted
+// utterances that search still finds, BM25 search with stemming (hybrid with
+// embeddings when a model is configured), in-memory or durable backends
+// switchable live, and its part in turns.
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/engram-console/engram/core/text"
+)
+
+// Speakers an utterance may have.
+var Speakers = []string{"user", "assistant", "system"}
+
+// Backends a conversation may live in.
+const (
+	BackendInMemory = "in-memory"
+	BackendDurable  = "durable"
+)
+
+// Defaults of a new conversation.
+const (
+	DefaultConversation      = "default"
+	DefaultBufferSize        = 50
+	DefaultSummaryTokenLimit = 200
+)
+
+// Utterance is one thing said in a conversation.
+type Utterance struct {
+	Conversation   string          `json:"conversation"`
+	UtteranceIndex int             `json:"utterance_index"`
+	Speaker        string          `json:"speaker"`
+	Text           string          `json:"text"`
+	TurnNumber     int             `json:"turn_number"`
+	Timestamp      time.Time       `json:"timestamp"`
+	TokenCount     int             `json:"token_count"`
+	Metadata       json.RawMessage `json:"metadata"`
+	// Evicted: no longer in the buffer; folded into the summary and kept in
+	// the archive, where search still finds it.
+	Evicted   bool       `json:"evicted"`
+	EvictedAt *time.Time `json:"evicted_at,omitempty"`
+}
+
+// Conversation is a conversation's settings and counters.
+type Conversation struct {
+	Conversation      string `json:"conversation"`
+	BufferSize        int    `json:"buffer_size"`
+	MaxTokens         int    `json:"max_tokens"` // 0: no token budget
+	SummaryTokenLimit int    `json:"summary_token_limit"`
+	Backend           string `json:"backend"`
+	// NextIndex is the utterance_index the next utterance gets.
+	NextIndex int `json:"next_index"`
+	// FirstBuffered is the lowest index that may still be in the buffer:
+	// everything below it was evicted (or deleted).
+	FirstBuffered int `json:"first_buffered"`
+	Size          int `json:"size"`         // utterances in the buffer
+	TotalTokens   int `json:"total_tokens"` // of the buffer
+	EvictedCount  int `json:"evicted_count"`
+	LastTurn      int `json:"last_turn"`
+	// Docs and DocLength are the BM25 statistics of everything indexed
+	// (buffer and archive).
+	Docs         int       `json:"docs"`
+	DocLength    int       `json:"doc_length"`
+	LastEviction *Eviction `json:"last_eviction,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+
+	// deferred is the slow follow-up work of a change (asking the model
+	// for a summary, embedding an utterance), run once the change has
+	// committed and the conversation's lock is released.
+	deferred []func(context.Context)
+}
+
+// later queues fn to run after the change to conv commits.
+func (conv *Conversation) later(fn func(context.Context)) {
+	conv.deferred = append(conv.deferred, fn)
+}
+
+// Eviction says which utterances left the buffer, when, and why.
+type Eviction struct {
+	Indexes []int     `json:"indexes"`
+	At      time.Time `json:"at"`
+	Reason  string    `json:"reason"` // "buffer_size" or "max_tokens"
+}
+
+// summaryRecord is what the store keeps of a conversation's summary.
+type summaryRecord struct {
+	// Extractive is always kept up to date; it serves without a model and
+	// whenever the model's summary is behind or failed.
+	Extractive text.Summary `json:"extractive"`
+	// ModelText is the model's summary of the utterances in ModelSpans, if
+	// a model wrote one.
+	ModelText  string      `json:"model_text,omitempty"`
+	ModelSpans []text.Span `json:"model_spans,omitempty"`
+	UpdatedAt  time.Time   `json:"updated_at"`
+}
+
+// Summary is a conversation's running summary as read.
+type Summary struct {
+	Text       string `json:"text"`
+	TokenCount int    `json:"token_count"`
+	// Covers lists the utterance indexes the summary stands for.
+	Covers []int `json:"covers"`
+	// Writer is "extractive" or "model".
+	Writer    string     `json:"writer"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+}
+
+// SummaryUpdate is what a write did to the summary: its text and size, and
+// how many utterances it now stands for (the list is history.summary's: it
+// grows with the conversation, and a write's result should not).
+type SummaryUpdate struct {
+	Text       string `json:"text"`
+	TokenCount int    `json:"token_count"`
+	Covered    int    `json:"covered"`
+	Writer     string `json:"writer"`
+}

@@ -1,0 +1,284 @@
+package history
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
+)
+
+// SearchRequest asks for the utterances most relevant to a query.
+type SearchRequest struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	Query        string `json:"query" arg:"required" help:"words to look for"`
+	Speaker      string `json:"speaker,omitempty" help:"only this speaker's utterances"`
+	Limit        int    `json:"limit,omitempty" help:"at most this many results (default 10)"`
+}
+
+// Hit is a search result: an utterance (perhaps evicted: see its evicted
+// field) and how relevant it is.
+type Hit struct {
+	*Utterance
+	RelevanceScore float64 `json:"relevance_score"`
+	// Lexical and Semantic are the parts of the score: BM25, and the cosine
+	// similarity of embeddings (only with a model).
+	Lexical  float64  `json:"lexical_score"`
+	Semantic *float64 `json:"semantic_score,omitempty"`
+}
+
+// semanticThreshold is how similar an utterance must be to count as a
+// match on meaning alone (without sharing a word with the query).
+const semanticThreshold = 0.85
+
+const defaultSearchLimit = 10
+
+// Search ranks the conversation's utterances — buffer and archive — by
+// relevance to the query: BM25 over stemmed terms, blended with embedding
+// similarity when a model is configured. A query made only of stop words
+// ("what is it") falls back to finding the words as written.
+func (h *History) Search(ctx context.Context, req SearchRequest) ([]Hit, error) {
+	c, err := conversationName(req.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		return nil, kit.Validation("query", "give words to search for")
+	}
+	if req.Speaker != "" && speakerCodes[req.Speaker] == 0 {
+		return nil, kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", req.Speaker)
+	}
+	if req.Limit < 0 {
+		return nil, kit.Validation("limit", "must be positive")
+	}
+	if req.Limit == 0 {
+		req.Limit = defaultSearchLimit
+	}
+	var queryVec []float32
+	if llm.Available(h.env.LLM) {
+		if resp, err := h.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{req.Query}}); err == nil && len(resp.Vectors) == 1 {
+			queryVec = resp.Vectors[0]
+		}
+	}
+	var hits []Hit
+	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+		if conv == nil {
+			return nil
+		}
+		lexical, err := bm25Scores(tx, conv, req)
+		if err != nil {
+			return err
+		}
+		semantic := map[int]float64{}
+		if queryVec != nil {
+			if semantic, err = similarities(tx, c, queryVec); err != nil {
+				return err
+			}
+		}
+		hits, err = rank(tx, c, req, lexical, semantic)
+		return err
+	})
+	return hits, err
+}
+
+// bm25Scores scores every utterance sharing a term with the query.
+func bm25Scores(tx *storage.Tx, conv *Conversation, req SearchRequest) (map[int]float64, error) {
+	scores := map[int]float64{}
+	terms := text.Terms(req.Query)
+	if len(terms) == 0 {
+		return literalMatches(tx, conv, req)
+	}
+	avgdl := 1.0
+	if conv.Docs > 0 {
+		avgdl = float64(conv.DocLength) / float64(conv.Docs)
+	}
+	scorer := text.BM25{}
+	seen := map[string]bool{}
+	for _, term := range terms {
+		if seen[term] {
+			continue
+		}
+		seen[term] = true
+		type match struct {
+			index int
+			p     posting
+		}
+		var matches []match
+		err := tx.Keys(storage.Prefix(postingPrefix(conv.Conversation, term)), func(k []byte) error {
+			i, p, err := parsePosting(storage.LastPart(k))
+			if err != nil {
+				return err
+			}
+			matches = append(matches, match{i, p})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range matches {
+			if req.Speaker != "" && m.p.speaker != speakerCodes[req.Speaker] {
+				continue
+			}
+			scores[m.index] += scorer.Score(m.p.tf, len(matches), conv.Docs, float64(m.p.dl), avgdl)
+		}
+	}
+	return scores, nil
+}
+
+// literalMatches finds utterances containing the query's words as written
+// (for queries of stop words only, which the term index leaves out).
+func literalMatches(tx *storage.Tx, conv *Conversation, req SearchRequest) (map[int]float64, error) {
+	words := text.Words(req.Query)
+	scores := map[int]float64{}
+	if len(words) == 0 {
+		return scores, nil
+	}
+	err := tx.Scan(storage.Prefix(uttPrefix(conv.Conversation)), func(_, v []byte) error {
+		var u Utterance
+		if err := json.Unmarshal(v, &u); err != nil {
+			return err
+		}
+		if req.Speaker != "" && u.Speaker != req.Speaker {
+			return nil
+		}
+		have := map[string]int{}
+		for _, w := range text.Words(u.Text) {
+			have[w]++
+		}
+		score := 0.0
+		for _, w := range words {
+			if have[w] == 0 {
+				return nil
+			}
+			score += float64(have[w])
+		}
+		scores[u.UtteranceIndex] = score / float64(len(text.Words(u.Text))+1)
+		return nil
+	})
+	return scores, err
+}
+
+// similarities is the cosine similarity of the query to every stored
+// embedding of the conversation.
+func similarities(tx *storage.Tx, c string, q []float32) (map[int]float64, error) {
+	out := map[int]float64{}
+	err := tx.Scan(storage.Prefix(vecPrefix(c)), func(k, v []byte) error {
+		i, _ := storage.ParseUint64(storage.LastPart(k))
+		out[int(i)] = cosine(q, decodeVector(v))
+		return nil
+	})
+	return out, err
+}
+
+func cosine(a, b []float32) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / (math.Sqrt(na) * math.Sqrt(nb))
+}
+
+// scored is an utterance's score, and its parts.
+type scored struct {
+	index      int
+	score, lex float64
+	sem        float64
+	hasSem     bool
+}
+
+// rank blends the scores, orders the hits (score, then newest first) and
+// reads the utterances of the best ones. Without embeddings the score is the
+// BM25 score itself; with them it is the mean of BM25 normalised by the best
+// BM25 score and the cosine similarity (an utterance without an embedding
+// gets its normalised BM25), and an utterance with no word of the query
+// counts only if its similarity reaches semanticThreshold.
+func rank(tx *storage.Tx, c string, req SearchRequest, lexical, semantic map[int]float64) ([]Hit, error) {
+	maxLex := 0.0
+	for _, s := range lexical {
+		maxLex = max(maxLex, s)
+	}
+	var all []scored
+	for i, l := range lexical {
+		s := scored{index: i, score: l, lex: l}
+		if sem, ok := semantic[i]; ok {
+			s.sem, s.hasSem = sem, true
+			s.score = (l/maxLex + sem) / 2
+		} else if len(semantic) > 0 {
+			// An utterance whose embedding is missing (it failed) is
+			// scored on the same scale as the others: its normalised BM25
+			// standing for both halves, neither helped nor hurt.
+			s.score = l / maxLex
+		}
+		all = append(all, s)
+	}
+	for i, sem := range semantic {
+		if _, ok := lexical[i]; ok || sem < semanticThreshold {
+			continue
+		}
+		all = append(all, scored{index: i, score: sem / 2, sem: sem, hasSem: true})
+	}
+	// The best first: a heap, from which only as many are taken as needed
+	// (sorting thousands of matches of a common word to return ten costs
+	// more than finding them).
+	h := &bestFirst[scored]{items: all, better: func(a, b scored) bool {
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		return a.index > b.index // newer first
+	}}
+	heap.Init(h)
+	hits := []Hit{}
+	for h.Len() > 0 {
+		if len(hits) == req.Limit {
+			break
+		}
+		s := heap.Pop(h).(scored)
+		u, err := readUtterance(tx, c, s.index)
+		if err != nil {
+			continue // deleted meanwhile (its vector or postings lag)
+		}
+		if req.Speaker != "" && u.Speaker != req.Speaker {
+			continue
+		}
+		h := Hit{Utterance: u, RelevanceScore: round(s.score), Lexical: round(s.lex)}
+		if s.hasSem {
+			sem := round(s.sem)
+			h.Semantic = &sem
+		}
+		hits = append(hits, h)
+	}
+	return hits, nil
+}
+
+// bestFirst is a heap of T, the best on top.
+type bestFirst[T any] struct {
+	items  []T
+	better func(a, b T) bool
+}
+
+func (h *bestFirst[T]) Len() int           { return len(h.items) }
+func (h *bestFirst[T]) Less(i, j int) bool { return h.better(h.items[i], h.items[j]) }
+func (h *bestFirst[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *bestFirst[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *bestFirst[T]) Pop() any {
+	n := len(h.items) - 1
+	x := h.items[n]
+	h.items = h.items[:n]
+	return x
+}
+
+// round keeps scores readable and stable in JSON.
+func round(f float64) float64 { return math.Round(f*1e6) / 1e6 }

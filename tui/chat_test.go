@@ -1,0 +1,578 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/history"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/llm/llmtest"
+	"github.com/muesli/termenv"
+)
+
+// offsiteChat is the conversation of the chat frames: ten utterances,
+// user and assistant in turn, with names, dates and amounts for the
+// summary to keep.
+var offsiteChat = []string{
+	"Hi, I'm planning the team offsite in Lisbon for March 3.",
+	"Great. How many people, and what budget do you have in mind?",
+	"Twelve people, and the budget is $40,000 including flights.",
+	"Noted: 12 people, $40,000. Shall I look for venues near the river?",
+	"Yes, and ask Marta to book the venue by Friday.",
+	"I'll remind Marta to book the venue by Friday, November 7.",
+	"What was the budget again?",
+	"$40,000 for twelve people, flights included.",
+	"Can we add a dinner on the last night?",
+	"Yes: a dinner on March 5 fits the budget if we keep it under $2,000.",
+}
+
+// write records an utterance through the engine, thirty seconds after the
+// one before.
+func write(t *testing.T, engine *core.Engine, clk *clock.Fixed, conv, speaker, text string) {
+	t.Helper()
+	args, _ := json.Marshal(map[string]any{"conversation": conv, "speaker": speaker, "text": text})
+	do(t, engine, "history.write", "", string(args))
+	clk.Advance(30 * time.Second)
+}
+
+// seedOffsite configures default with a buffer of 4 utterances and a
+// budget of 120 tokens, then writes offsiteChat: #0-5 are evicted into the
+// summary, #6-9 stay in the buffer.
+func seedOffsite(t *testing.T, engine *core.Engine, clk *clock.Fixed) {
+	t.Helper()
+	do(t, engine, "history.configure", "", `{"buffer_size": 4, "max_tokens": 120}`)
+	for i, text := range offsiteChat {
+		speaker := "user"
+		if i%2 == 1 {
+			speaker = "assistant"
+		}
+		write(t, engine, clk, "", speaker, text)
+	}
+}
+
+func chatOf(m *Model) *chatPane { return m.panes[tabChat].(*chatPane) }
+
+// readBuffer is a conversation's buffer, as the engine reads it.
+func readBuffer(t *testing.T, engine *core.Engine, conv string) []*history.Utterance {
+	t.Helper()
+	args, _ := json.Marshal(map[string]any{"conversation": conv})
+	var res struct {
+		Utterances []*history.Utterance `json:"utterances"`
+	}
+	if err := json.Unmarshal(do(t, engine, "history.read", "", string(args)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Utterances
+}
+
+func speakersAndTexts(utts []*history.Utterance) string {
+	var parts []string
+	for _, u := range utts {
+		parts = append(parts, u.Speaker+": "+u.Text)
+	}
+	return strings.Join(parts, " | ")
+}
+
+// startOffsite seeds the offsite conversation and shows it.
+func startOffsite(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel) {
+	t.Helper()
+	engine, clk := newEngine(t)
+	seedOffsite(t, engine, clk)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "[1 Chat]", "10 utterances, 6 evicted", "Summary", "covers #0-5", "#9 assistant")
+	return engine, clk, tm
+}
+
+// --- golden frames (chat_empty is in TestGoldenTabs) ---
+
+func TestGoldenChatEvicted(t *testing.T) {
+	_, _, tm := startOffsite(t)
+	m := finish(t, tm)
+	requireGolden(t, "chat_evicted", m)
+	p := chatOf(m)
+	if p.highlight {
+		t.Error("an eviction made before the console started is highlighted")
+	}
+	if got := len(p.utts); got != 4 || p.utts[0].UtteranceIndex != 6 {
+		t.Errorf("%d utterances from #%d shown, want the buffer's 4 from #6", got, p.utts[0].UtteranceIndex)
+	}
+	view := m.View()
+	for _, want := range []string{"[██████████] 4/4 utterances", "/120 tokens", "6 evicted · 10 written", "#5 · buffer_size 4 reached"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the side panel lacks %q", want)
+		}
+	}
+	for _, gone := range []string{"#0 user", "#5 assistant"} {
+		if strings.Contains(view, gone) {
+			t.Errorf("evicted %q still shows in the conversation", gone)
+		}
+	}
+}
+
+func TestGoldenChatSearch(t *testing.T) {
+	_, _, tm := startOffsite(t)
+	tm.Type("/budget")
+	waitFor(t, tm, "search: budget")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, `search "budget": 4 hits, best first`)
+	m := finish(t, tm)
+	requireGolden(t, "chat_search", m)
+	p := chatOf(m)
+	var order []int
+	evicted := 0
+	for i, h := range p.hits {
+		order = append(order, h.UtteranceIndex)
+		if h.Evicted {
+			evicted++
+		}
+		if i > 0 && h.RelevanceScore > p.hits[i-1].RelevanceScore {
+			t.Errorf("hit %d scores %v, more than the one before it", i+1, h.RelevanceScore)
+		}
+	}
+	if evicted == 0 || !strings.Contains(m.View(), "assistant · evicted · turn 1") {
+		t.Errorf("hits %v: want an evicted one, marked as such", order)
+	}
+}
+
+// --- sending ---
+
+func TestChatSendWithoutModel(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "No messages in default yet")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "enter send")
+	// q, digits, ? and : are text here, not the app's keys.
+	tm.Type("q1? : what is on my plate?")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Context that would be sent", "user (this message)", "#0 user · turn 1")
+	m := finish(t, tm)
+	if m.quitting || m.active != tabChat || m.paletteOpen || m.help.ShowAll {
+		t.Fatalf("typing reached the app: quitting %v, tab %d, palette %v, help %v", m.quitting, m.active, m.paletteOpen, m.help.ShowAll)
+	}
+	utts := readBuffer(t, engine, "default")
+	if got := speakersAndTexts(utts); got != "user: q1? : what is on my plate?" {
+		t.Errorf("recorded %q, want the one user utterance", got)
+	}
+	p := chatOf(m)
+	if p.last == nil || p.last.Answered || len(p.last.Prompt.Messages) != 1 || p.last.Prompt.Messages[0].Content != "q1? : what is on my plate?" {
+		t.Fatalf("last exchange %+v, want the unanswered prompt with the message", p.last)
+	}
+	view := m.View()
+	if !strings.Contains(view, "You are the assistant") {
+		t.Errorf("the system prompt is not shown:\n%s", view)
+	}
+	if p.mode != chatTyping || p.input.Value() != "" {
+		t.Errorf("mode %d, input %q: want the line empty and still typing", p.mode, p.input.Value())
+	}
+}
+
+func TestChatSendWithModel(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	model := &llmtest.Scripted{Model: "tiny", Func: func(req llm.Request) llmtest.Answer {
+		<-release
+		return llmtest.Text("Lisbon, March 3, twelve people.")
+	}}
+	engine, err := core.Open(core.Options{InMemory: true, Clock: clock.NewFixed(goldenTime), IDSeed: "golden", LLM: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "llm scripted · tiny", "No messages in default yet")
+	tm.Type("i")
+	tm.Type("Where is the offsite?")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "waiting for the model…", "Where is the offsite?", "· sending")
+	if n := len(readBuffer(t, engine, "default")); n != 0 {
+		t.Errorf("%d utterances recorded while the model answers, want none yet", n)
+	}
+	once.Do(func() { close(release) })
+	waitFor(t, tm, "#1 assistant · turn 1", "Lisbon, March 3, twelve people.")
+	m := finish(t, tm)
+	if got, want := speakersAndTexts(readBuffer(t, engine, "default")), "user: Where is the offsite? | assistant: Lisbon, March 3, twelve people."; got != want {
+		t.Errorf("recorded %q, want %q", got, want)
+	}
+	p := chatOf(m)
+	view := m.View()
+	if p.sending != "" || strings.Contains(view, "waiting for the model") {
+		t.Error("the spinner still shows after the answer")
+	}
+	if p.page != pageSummary || strings.Contains(view, "that would be sent") {
+		t.Error("with a model, the side panel left the summary for the prompt")
+	}
+	// The model got the message, with the working memory as context.
+	reqs := model.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].System, "You are the assistant") ||
+		reqs[0].Messages[len(reqs[0].Messages)-1].Content != "Where is the offsite?" {
+		t.Errorf("the model was asked %+v", reqs)
+	}
+	// ctrl+p shows what it was sent.
+	m.Update(tea.KeyMsg{Type: tea.KeyCtrlP})
+	if view := m.View(); !strings.Contains(view, "Context sent to the model") || !strings.Contains(view, "user (this message)") {
+		t.Errorf("ctrl+p does not show the prompt sent:\n%s", view)
+	}
+}
+
+// --- search ---
+
+func TestChatSearchAndBack(t *testing.T) {
+	_, _, tm := startOffsite(t)
+	tm.Type("/venue")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, `search "venue": 3 hits`, "ask Marta to book the venue")
+	keys(tm, tea.KeyEsc)
+	waitFor(t, tm, "10 utterances, 6 evicted", "press enter to type a message")
+	// From the message line, / on an empty line searches too, and esc
+	// goes back to typing.
+	keys(tm, tea.KeyEnter)
+	tm.Type("/dinner")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, `search "dinner": 2 hits`)
+	keys(tm, tea.KeyEsc)
+	waitFor(t, tm, "enter send")
+	m := finish(t, tm)
+	p := chatOf(m)
+	if p.mode != chatTyping || p.query != "" || p.hits != nil {
+		t.Errorf("mode %d, query %q, %d hits: want the conversation, typing", p.mode, p.query, len(p.hits))
+	}
+	if view := m.View(); !strings.Contains(view, "#9 assistant") || strings.Contains(view, "best first") {
+		t.Errorf("esc did not return to the conversation:\n%s", view)
+	}
+}
+
+// --- conversations ---
+
+func TestChatSwitchConversations(t *testing.T) {
+	engine, clk := newEngine(t)
+	write(t, engine, clk, "default", "user", "Default's first words.")
+	write(t, engine, clk, "project", "user", "Project kickoff is on Monday.")
+	write(t, engine, clk, "project", "assistant", "Noted: kickoff Monday.")
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "Default's first words.")
+	keys(tm, tea.KeyCtrlO)
+	waitFor(t, tm, "Conversations", "default", "project")
+	tm.Type("proj")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Chat · project", "Project kickoff is on Monday.", "Noted: kickoff Monday.")
+
+	// A name that is no conversation starts one; its first message
+	// creates it.
+	keys(tm, tea.KeyCtrlO)
+	waitFor(t, tm, "conversation: ")
+	tm.Type("launch plan")
+	waitFor(t, tm, `+ start a new conversation "launch plan"`)
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "No messages in launch plan yet")
+	tm.Type("First message of the launch.")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "#0 user · turn 1", "First message of the launch.")
+	m := finish(t, tm)
+	p := chatOf(m)
+	if p.conv != "launch plan" {
+		t.Errorf("showing %q, want launch plan", p.conv)
+	}
+	if view := m.View(); strings.Contains(view, "Project kickoff") || strings.Contains(view, "Default's first") {
+		t.Errorf("another conversation's utterances show:\n%s", view)
+	}
+	if got := speakersAndTexts(readBuffer(t, engine, "launch plan")); got != "user: First message of the launch." {
+		t.Errorf("launch plan holds %q", got)
+	}
+	if got := speakersAndTexts(readBuffer(t, engine, "project")); strings.Contains(got, "launch") {
+		t.Errorf("the message went to project too: %q", got)
+	}
+}
+
+// --- live updates ---
+
+func TestChatShowsLiveWrites(t *testing.T) {
+	engine, clk := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "No messages in default yet")
+	write(t, engine, clk, "", "user", "Written elsewhere, shown here.")
+	waitFor(t, tm, "#0 user · turn 1", "Written elsewhere, shown here.", "1/50 utterances")
+	// Another conversation's writes stay out.
+	write(t, engine, clk, "other", "user", "Not for this view.")
+	write(t, engine, clk, "", "assistant", "And the answer.")
+	waitFor(t, tm, "#1 assistant · turn 1", "2/50 utterances")
+	m := finish(t, tm)
+	if view := m.View(); strings.Contains(view, "Not for this view") {
+		t.Errorf("another conversation's write shows:\n%s", view)
+	}
+}
+
+func TestChatHighlightsLiveEviction(t *testing.T) {
+	engine, clk := newEngine(t)
+	do(t, engine, "history.configure", "", `{"buffer_size": 2}`)
+	write(t, engine, clk, "", "user", "Book the flights to Lisbon.")
+	write(t, engine, clk, "", "assistant", "Flights booked for March 2.")
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "2/2 utterances", "Last eviction · none yet")
+
+	write(t, engine, clk, "", "user", "And the hotel?")
+	waitFor(t, tm, "» Last eviction · just now", "covers #0", "1 utterance left the buffer")
+	write(t, engine, clk, "", "assistant", "Hotel Avenida, three nights.")
+	waitFor(t, tm, "covers #0-1", "2 utterances left the buffer")
+	m := finish(t, tm)
+	p := chatOf(m)
+	if !p.highlight || p.stats.LastEviction == nil || fmt.Sprint(p.stats.LastEviction.Indexes) != "[1]" {
+		t.Fatalf("highlight %v, last eviction %+v: want #1 highlighted", p.highlight, p.stats.LastEviction)
+	}
+	if view := m.View(); !strings.Contains(view, "Flights booked") || strings.Contains(view, "#1 assistant") {
+		// The summary keeps what #1 said; the conversation no longer shows it.
+		t.Errorf("the summary or the conversation is off:\n%s", view)
+	}
+	// The fade's tick ends the highlight; an earlier eviction's tick does not.
+	p.Update(chatFadeMsg{id: p.fadeID - 1})
+	if !p.highlight {
+		t.Error("a stale fade ended the highlight")
+	}
+	m.Update(chatFadeMsg{id: p.fadeID}) // through the root, as on another tab
+	if p.highlight || !strings.Contains(m.View(), "Last eviction · 10:01:30") {
+		t.Errorf("the highlight did not fade:\n%s", m.View())
+	}
+}
+
+// TestChatHighlightFades runs the fade for real, short: no sleep, the
+// tick's message ends it.
+func TestChatHighlightFades(t *testing.T) {
+	engine, clk := newEngine(t)
+	do(t, engine, "history.configure", "", `{"buffer_size": 1}`)
+	write(t, engine, clk, "", "user", "One.")
+	tm := teatest.NewTestModel(t, New(engine, Options{StatusFade: time.Hour, EvictionFade: 20 * time.Millisecond}),
+		teatest.WithInitialTermSize(goldenWidth, goldenHeight))
+	t.Cleanup(func() { _ = tm.Quit() })
+	waitFor(t, tm, "1/1 utterances")
+	write(t, engine, clk, "", "user", "Two.")
+	waitFor(t, tm, "Last eviction · 10:00:30") // after "just now", gone
+	if p := chatOf(finish(t, tm)); p.highlight {
+		t.Error("still highlighted")
+	}
+}
+
+// TestChatReloadsOncePerBurst: events arriving while a load is in flight
+// cost one more load, not one each; answers to earlier loads are ignored;
+// events of other conversations cost nothing.
+func TestChatReloadsOncePerBurst(t *testing.T) {
+	engine, _ := newEngine(t)
+	styles := DefaultStyles()
+	p := newChatPane(engine, &styles, time.Hour)
+	p.SetSize(goldenWidth, 20)
+	if p.Init() == nil {
+		t.Fatal("no first load")
+	}
+	first := p.read.req
+	ev := events.Event{Name: history.EventWritten, Data: &history.Utterance{Conversation: "default"}}
+	for range 5 {
+		if cmd := p.Update(ev); cmd != nil {
+			if msg := cmd(); msg != nil {
+				t.Fatalf("an event during a load started another: %#v", msg)
+			}
+		}
+	}
+	if p.read.req != first || !p.read.dirty || !p.stat.dirty {
+		t.Fatalf("req %d dirty %v/%v, want the first load current and a reload owed", p.read.req, p.read.dirty, p.stat.dirty)
+	}
+	cmd := p.Update(actionResultMsg{pane: chatPaneID, req: first, action: "history.read", result: json.RawMessage(`{"utterances": []}`)})
+	if cmd == nil || p.read.req == first || p.read.dirty {
+		t.Fatalf("no single reload after the burst (req %d, dirty %v)", p.read.req, p.read.dirty)
+	}
+	stale := json.RawMessage(`{"utterances": [{"conversation": "default", "utterance_index": 0, "speaker": "user", "text": "stale"}]}`)
+	p.Update(actionResultMsg{pane: chatPaneID, req: first, action: "history.read", result: stale})
+	if len(p.utts) != 0 {
+		t.Errorf("a stale answer was applied: %+v", p.utts)
+	}
+	// Another conversation's events, and other panes' answers, are no
+	// business of this one.
+	p.read.busy, p.stat.busy = false, false
+	other := events.Event{Name: history.EventEvicted, Data: map[string]any{"conversation": "other", "indexes": []int{0}}}
+	if cmd := p.Update(other); cmd != nil {
+		t.Error("another conversation's eviction reloads the view")
+	}
+	p.Update(actionResultMsg{pane: goalsPaneID, req: p.read.req, action: "history.read", result: stale})
+	if len(p.utts) != 0 {
+		t.Error("another pane's answer was applied")
+	}
+}
+
+// --- sizes ---
+
+// TestChatFitsEveryState: every state of the tab (browsing, typing, the
+// spinner, search input and results, the switcher, the context page, the
+// narrow side panel) is exactly the terminal's size, and the footer keeps
+// the keys that matter.
+func TestChatFitsEveryState(t *testing.T) {
+	_, _, tm := startOffsite(t)
+	keys(tm, tea.KeyEnter)
+	tm.Type(strings.Repeat("a long message ", 12))
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Context that would be sent")
+	m := finish(t, tm)
+	p := chatOf(m)
+	for _, size := range []tea.WindowSizeMsg{{Width: 80, Height: 24}, {Width: 200, Height: 60}, {Width: 100, Height: 30}, {Width: 60, Height: 15}, {Width: 20, Height: 6}} {
+		m.Update(size)
+		name := func(state string) string { return fmt.Sprintf("%dx%d %s", size.Width, size.Height, state) }
+		check := func(state string) {
+			t.Helper()
+			checkScreen(t, name(state), m.View(), size.Width, size.Height)
+		}
+		footer := func(state, want string) {
+			t.Helper()
+			if size.Width >= 80 && !strings.Contains(lastLine(m.View()), want) {
+				t.Errorf("%s: the footer lacks %q: %q", name(state), want, lastLine(m.View()))
+			}
+		}
+		if p.mode != chatTyping {
+			press(m, "enter")
+		}
+		check("typing")
+		footer("typing", "esc stop typing")
+		press(m, "some text")
+		p.sending, p.sendConv = "in flight", p.conv // the spinner's line
+		p.render()
+		check("sending")
+		p.sending = ""
+		press(m, "esc")
+		check("browsing")
+		footer("browsing", "q quit")
+		press(m, "?")
+		check("full help")
+		press(m, "?", "/", "budget")
+		check("search input")
+		footer("search input", "enter search")
+		m.Update(tea.KeyMsg{Type: tea.KeyCtrlO})
+		check("switcher over the search")
+		press(m, "esc")
+		p.query, p.searched, p.mode = "budget", true, chatResults
+		p.hits = []history.Hit{{Utterance: p.utts[0], RelevanceScore: 1.5}, {Utterance: p.utts[1], RelevanceScore: 0.25}}
+		p.render()
+		check("search results")
+		footer("search results", "esc back to the chat")
+		press(m, "esc")
+		m.Update(tea.KeyMsg{Type: tea.KeyCtrlP})
+		check("ctrl+p")
+		m.Update(tea.KeyMsg{Type: tea.KeyCtrlP})
+		check("ctrl+p twice")
+		m.Update(tea.KeyMsg{Type: tea.KeyCtrlO})
+		press(m, "new one")
+		check("switcher")
+		press(m, "esc", "esc")
+		if p.main == mainSide {
+			press(m, "esc")
+		}
+		check("back")
+	}
+}
+
+// TestChatNeutralisesControlCharacters: an utterance cannot drive the
+// terminal (set its title, clear it) from the conversation, the search
+// results or the context page.
+func TestChatNeutralisesControlCharacters(t *testing.T) {
+	engine, clk := newEngine(t)
+	write(t, engine, clk, "", "user", "hostile\x1b]0;PWNED\x07\x1b[2J text\r\nsecond line")
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "#0 user · turn 1", "second line")
+	tm.Type("/hostile")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, `search "hostile": 1 hit`)
+	keys(tm, tea.KeyEsc, tea.KeyEnter)
+	tm.Type("and now?")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Context that would be sent")
+	m := finish(t, tm)
+	p := chatOf(m)
+	press(m, "esc")
+	views := []string{m.View()}
+	p.query, p.searched, p.mode = "hostile", true, chatResults
+	p.hits = []history.Hit{{Utterance: p.utts[0], RelevanceScore: 1}}
+	p.render()
+	views = append(views, m.View())
+	for _, v := range views {
+		if strings.ContainsAny(v, "\x1b\x07\r") {
+			t.Errorf("a control character reached the screen: %q", v)
+		}
+		if !strings.Contains(v, "hostile") {
+			t.Errorf("the text itself is gone:\n%s", v)
+		}
+	}
+}
+
+// TestChatKeepsStylesInColour: in a colour profile the frames carry their
+// escape codes whole (none neutralised as if it came from outside).
+func TestChatKeepsStylesInColour(t *testing.T) {
+	engine, clk := newEngine(t)
+	seedOffsite(t, engine, clk)
+	styles := DefaultStyles()
+	p := newChatPane(engine, &styles, time.Hour)
+	p.SetSize(goldenWidth, 25)
+	drain := func(cmd tea.Cmd) {
+		// Runs the loads synchronously, as the program would.
+		var run func(tea.Msg)
+		run = func(msg tea.Msg) {
+			switch msg := msg.(type) {
+			case tea.BatchMsg:
+				for _, c := range msg {
+					if c != nil {
+						run(c())
+					}
+				}
+			case actionResultMsg:
+				p.Update(msg)
+			}
+		}
+		if cmd != nil {
+			run(cmd())
+		}
+	}
+	drain(p.Init())
+	p.mode = chatTyping
+	p.input.SetValue("hello")
+	drain(p.send())
+	if p.last == nil {
+		t.Fatal("no exchange")
+	}
+	lipgloss.SetColorProfile(termenv.ANSI256)
+	t.Cleanup(func() { lipgloss.SetColorProfile(termenv.Ascii) })
+	for _, page := range []sidePage{pageContext, pageSummary} {
+		p.page = page
+		p.render()
+		view := p.View()
+		if strings.Contains(view, "\uFFFD") || !strings.Contains(view, "\x1b[") {
+			t.Errorf("page %d: styles broken or missing:\n%q", page, view)
+		}
+	}
+}
+
+// TestChatCatchesUpWithoutHistoryEvents: history.configure publishes no
+// event when it evicts nothing, and a deletion says so only in the trace;
+// the tab follows both (the first once the palette closes).
+func TestChatCatchesUpWithoutHistoryEvents(t *testing.T) {
+	engine, clk := newEngine(t)
+	write(t, engine, clk, "", "user", "Keep this one.")
+	write(t, engine, clk, "", "assistant", "Delete this one.")
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "2/50 utterances", "Delete this one.")
+	tm.Type(`:history.configure {"buffer_size": 4}`)
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "✓ history.configure ok")
+	keys(tm, tea.KeyEsc)
+	waitFor(t, tm, "2/4 utterances")
+	do(t, engine, "history.delete", "", `{"utterance_index": 1}`)
+	waitFor(t, tm, "1/4 utterances")
+	m := finish(t, tm)
+	if view := m.View(); strings.Contains(view, "Delete this one.") || !strings.Contains(view, "Keep this one.") {
+		t.Errorf("the deleted utterance still shows:\n%s", view)
+	}
+}

@@ -1,0 +1,489 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/engram-console/engram/core/history"
+)
+
+// chatBarWidth is the width of the side panel's bars, brackets aside.
+const chatBarWidth = 10
+
+// View renders the pane: a title line, the main area (the conversation,
+// search results or the switcher) beside the side panel, and the input line.
+func (p *chatPane) View() string {
+	if p.width <= 0 || p.height <= 0 {
+		return ""
+	}
+	s := p.styles
+	bodyH := p.bodyHeight()
+	mw := p.mainWidth()
+	main := strings.Split(fit(joinLines(p.mainLines(mw, bodyH)), mw, bodyH), "\n")
+	lines := []string{p.titleLine()}
+	rule := strings.Repeat("─", p.width)
+	if p.narrow() {
+		lines = append(lines, main...)
+	} else {
+		sw := p.sideWidth()
+		side := strings.Split(fit(joinLines(p.sideLines(sw, bodyH)), sw, bodyH), "\n")
+		sep := s.Rule.Render("│")
+		for i := range main {
+			lines = append(lines, main[i]+sep+side[i])
+		}
+		rule = strings.Repeat("─", mw) + "┴" + strings.Repeat("─", max(p.width-mw-1, 0))
+	}
+	lines = append(lines, s.Rule.Render(rule), p.inputLine())
+	return fit(joinLines(lines), p.width, p.height)
+}
+
+// render re-renders the content of every viewport: call it after anything
+// they show changes.
+func (p *chatPane) render() {
+	p.renderConv()
+	p.renderSide()
+	p.renderHits()
+}
+
+// --- the title and input lines ---
+
+func (p *chatPane) titleLine() string {
+	s := p.styles
+	line := " " + s.Emphasis.Render("Chat") + s.Muted.Render(" · ") + oneLine(p.conv)
+	switch {
+	case p.switcher != nil:
+		line += s.Muted.Render(" · switching conversations")
+	case p.mode == chatResults || (p.mode == chatSearching && p.query != ""):
+		line += s.Muted.Render(" · search ") + fmt.Sprintf("%q", oneLine(p.query))
+		switch {
+		case p.searchErr != "":
+			line += s.Failed.Render(" failed")
+		case !p.searched:
+			line += s.Muted.Render(" · searching…")
+		default:
+			line += s.Muted.Render(": "+plural(len(p.hits), "hit", "hits")+", best first, evicted ones included") +
+				s.Muted.Render(scrollNote(p.hitsView))
+		}
+	case p.narrow() && p.main == mainSide:
+		line += s.Muted.Render(" · side panel · ctrl+p for more")
+	case !p.statsLoaded:
+	case !p.stats.Exists:
+		line += s.Muted.Render(" · new: the first message creates it")
+	default:
+		line += s.Muted.Render(fmt.Sprintf(" · %s · %s, %d evicted", p.stats.Backend,
+			plural(p.stats.NextIndex, "utterance", "utterances"), p.stats.EvictedCount))
+	}
+	return truncateTo(line, p.width)
+}
+
+// scrollNote says where a viewport is, when it does not show everything.
+func scrollNote(v interface {
+	TotalLineCount() int
+	AtTop() bool
+	AtBottom() bool
+}) string {
+	switch {
+	case v.AtTop() && v.AtBottom():
+		return ""
+	case v.AtTop():
+		return " · more below"
+	case v.AtBottom():
+		return " · more above"
+	}
+	return " · more above and below"
+}
+
+func (p *chatPane) inputLine() string {
+	s := p.styles
+	switch {
+	case p.mode == chatSearching:
+		return strings.TrimRight(" "+p.search.View(), " ")
+	case p.mode == chatResults:
+		return " " + s.Muted.Render("search: ") + oneLine(p.query) + s.Muted.Render("   / searches again · esc goes back to the chat")
+	case p.mode == chatTyping && p.switcher == nil:
+		return strings.TrimRight(" "+p.input.View(), " ")
+	case p.switcher != nil:
+		return " " + p.styles.Muted.Render("enter switches · esc goes back")
+	case p.input.Value() != "":
+		return strings.TrimRight(" "+p.input.View(), " ") + s.Muted.Render("   (enter to go on typing)")
+	}
+	return " " + s.Prompt.Render("› ") + s.Muted.Render("press enter to type a message · / search · ctrl+o conversations · ctrl+p context")
+}
+
+// --- the main area ---
+
+func (p *chatPane) mainLines(w, h int) []string {
+	switch {
+	case p.switcher != nil:
+		in := strings.TrimRight(" "+p.switcher.input.View(), " ")
+		lines := p.switcherLines(w)
+		return append([]string{lines[0], in}, lines[1:]...)
+	case p.mode == chatResults || (p.mode == chatSearching && p.query != ""):
+		return p.hitsLines()
+	case p.main == mainSide:
+		return p.sideLines(w, h)
+	}
+	lines := strings.Split(p.convView.View(), "\n")
+	if !p.convView.AtBottom() && len(lines) > 1 {
+		lines[len(lines)-1] = p.styles.Muted.Render(" ↓ newer below (pgdn, or G when not typing)")
+	}
+	return lines
+}
+
+func (p *chatPane) renderConv() {
+	w, h := p.mainWidth(), p.bodyHeight()
+	follow := p.convView.AtBottom()
+	p.convView.Width, p.convView.Height = w, h
+	p.convView.SetContent(joinLines(p.convLines(w)))
+	if follow {
+		p.convView.GotoBottom()
+	}
+}
+
+// pending is the message in flight, unless the buffer shows it already.
+func (p *chatPane) pending() bool {
+	if p.sending == "" || p.sendConv != p.conv {
+		return false
+	}
+	for _, u := range p.utts {
+		if u.UtteranceIndex >= p.sendFrom && u.Speaker == "user" && u.Text == p.sending {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *chatPane) convLines(w int) []string {
+	s := p.styles
+	switch {
+	case p.loadErr != "" && !p.loaded:
+		return []string{"", s.Failed.Render(" ✗ Could not read the conversation: " + oneLine(p.loadErr))}
+	case !p.loaded:
+		return []string{"", s.Muted.Render(" Loading…")}
+	}
+	var lines []string
+	if covers := p.stats.Summary.Covers; len(covers) > 0 {
+		lines = append(lines, s.Muted.Render(fmt.Sprintf(" ┄ %s left the buffer: the summary covers %s ┄",
+			plural(len(covers), "utterance", "utterances"), indexLabel(covers))), "")
+	}
+	if len(p.utts) == 0 && !p.pending() {
+		lines = append(lines, "", s.Muted.Render(" No messages in "+oneLine(p.conv)+" yet."), "")
+		for _, l := range wrapText("Press enter and say something. Each message runs a turn: the working memory is assembled "+
+			"(goals, this buffer, its summary), the model answers if one is configured, and both are recorded here. "+
+			"Without a model, the side panel shows the exact context the model would get.", w-2, " ") {
+			lines = append(lines, s.Muted.Render(l))
+		}
+		return lines
+	}
+	now := p.engine.Clock().Now()
+	prevTurn := -1
+	for i, u := range p.utts {
+		if i > 0 && u.TurnNumber != prevTurn {
+			lines = append(lines, "")
+		}
+		prevTurn = u.TurnNumber
+		lines = append(lines, truncateTo(" "+p.uttHeader(u, now, false), w))
+		lines = append(lines, wrapText(u.Text, w-4, "   ")...)
+	}
+	if p.pending() {
+		if len(lines) > 0 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, " "+s.Muted.Render("#"+fmt.Sprint(p.sendFrom)+" ")+s.Emphasis.Render("user")+s.Muted.Render(" · sending"))
+		lines = append(lines, wrapText(p.sending, w-4, "   ")...)
+		what := "assembling the context…"
+		if p.hasModel() {
+			what = "waiting for the model…"
+		}
+		lines = append(lines, " "+p.spinner.View()+s.Muted.Render(" "+what))
+	}
+	return lines
+}
+
+// hasModel reports whether a language model answers messages.
+func (p *chatPane) hasModel() bool { return p.engine.Env().LLM.Info().Provider != "offline" }
+
+// uttHeader is "#8 user · turn 5 · 10:04:00", and "· evicted" after the
+// speaker when asked and it is.
+func (p *chatPane) uttHeader(u *history.Utterance, now time.Time, evicted bool) string {
+	s := p.styles
+	speaker := s.Prompt.Render(u.Speaker)
+	switch u.Speaker {
+	case "user":
+		speaker = s.Emphasis.Render(u.Speaker)
+	case "system":
+		speaker = s.Muted.Render(u.Speaker)
+	}
+	head := s.Muted.Render(fmt.Sprintf("#%d ", u.UtteranceIndex)) + speaker
+	if evicted && u.Evicted {
+		head += s.Failed.Render(" · evicted")
+	}
+	return head + s.Muted.Render(fmt.Sprintf(" · turn %d · %s", u.TurnNumber, clockTime(u.Timestamp, now)))
+}
+
+// clockTime is a time as the screen shows it: the time of day, with the
+// date when it is not today.
+func clockTime(t, now time.Time) string {
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04")
+}
+
+// --- search results ---
+
+func (p *chatPane) hitsLines() []string {
+	s := p.styles
+	switch {
+	case p.searchErr != "":
+		return []string{"", s.Failed.Render(" ✗ " + oneLine(p.searchErr))}
+	case !p.searched:
+		return []string{"", s.Muted.Render(" Searching…")}
+	case len(p.hits) == 0:
+		return []string{"", s.Muted.Render(fmt.Sprintf(" Nothing in %s matches %q. / searches again, esc goes back.", oneLine(p.conv), oneLine(p.query)))}
+	}
+	return strings.Split(p.hitsView.View(), "\n")
+}
+
+func (p *chatPane) renderHits() {
+	w, h := p.mainWidth(), p.bodyHeight()
+	p.hitsView.Width, p.hitsView.Height = w, h
+	s := p.styles
+	now := p.engine.Clock().Now()
+	var lines []string
+	for i, hit := range p.hits {
+		if hit.Utterance == nil {
+			continue
+		}
+		if i > 0 {
+			lines = append(lines, "")
+		}
+		u := hit.Utterance
+		head := s.Emphasis.Render(fmt.Sprintf(" %2d ", i+1)) + s.Prompt.Render(fmt.Sprintf("%7.3f", hit.RelevanceScore)) + "  " +
+			p.uttHeader(u, now, true)
+		lines = append(lines, truncateTo(head, w))
+		text := wrapText(u.Text, w-6, "      ")
+		if len(text) > 3 {
+			text = append(text[:2], truncateTo(text[2]+" …", w))
+		}
+		lines = append(lines, text...)
+	}
+	p.hitsView.SetContent(joinLines(lines))
+}
+
+// --- the side panel ---
+
+// sideLines is the side panel: the buffer's fill and the last eviction,
+// then the page (the summary, or the context of the last message).
+func (p *chatPane) sideLines(w, h int) []string {
+	fixed := p.sideFixed(w)
+	page := strings.Split(p.sideView.View(), "\n")
+	if n := len(page); n > 1 {
+		if p.sideView.YOffset > 0 {
+			page[0] = p.styles.Muted.Render(" ↑ more above (shift+↑)")
+		}
+		if !p.sideView.AtBottom() {
+			page[n-1] = p.styles.Muted.Render(" ↓ more below (shift+↓)")
+		}
+	}
+	return append(append(fixed, p.pageHeader(w)...), page...)
+}
+
+func (p *chatPane) sideWidthNow() int {
+	if p.narrow() {
+		return p.width
+	}
+	return p.sideWidth()
+}
+
+func (p *chatPane) renderSide() {
+	w := p.sideWidthNow()
+	p.sideView.Width = w
+	p.sideView.Height = max(p.bodyHeight()-len(p.sideFixed(w))-len(p.pageHeader(w)), 1)
+	var lines []string
+	if p.page == pageContext {
+		lines = p.contextLines(w)
+	} else {
+		lines = p.summaryLines(w)
+	}
+	p.sideView.SetContent(joinLines(lines))
+}
+
+// sideFixed is the top of the side panel: the buffer's fill as bars, and
+// the last eviction.
+func (p *chatPane) sideFixed(w int) []string {
+	s := p.styles
+	st := p.stats
+	if !p.statsLoaded {
+		return []string{s.Emphasis.Render(" Buffer"), s.Muted.Render(" Loading…"), ""}
+	}
+	lines := []string{s.Emphasis.Render(" Buffer") + s.Muted.Render(" · "+st.Backend)}
+	lines = append(lines, " "+p.bar(st.Size, st.BufferSize)+fmt.Sprintf(" %d/%d", st.Size, st.BufferSize)+s.Muted.Render(" utterances"))
+	if st.MaxTokens > 0 {
+		lines = append(lines, " "+p.bar(st.TotalTokens, st.MaxTokens)+fmt.Sprintf(" %d/%d", st.TotalTokens, st.MaxTokens)+s.Muted.Render(" tokens"))
+	} else {
+		lines = append(lines, fmt.Sprintf(" %d", st.TotalTokens)+s.Muted.Render(" tokens · no max_tokens"))
+	}
+	lines = append(lines, s.Muted.Render(fmt.Sprintf(" %d evicted · %d written", st.EvictedCount, st.NextIndex)), "")
+	ev := st.LastEviction
+	switch {
+	case ev == nil:
+		lines = append(lines, s.Emphasis.Render(" Last eviction")+s.Muted.Render(" · none yet"))
+	case p.highlight:
+		lines = append(lines, s.Selected.Render(" » Last eviction · just now"),
+			" "+s.Selected.Render(indexLabel(ev.Indexes))+s.Muted.Render(" · "+evictionReason(ev.Reason, st)))
+	default:
+		lines = append(lines, s.Emphasis.Render(" Last eviction")+s.Muted.Render(" · "+clockTime(ev.At, p.engine.Clock().Now())),
+			" "+indexLabel(ev.Indexes)+s.Muted.Render(" · "+evictionReason(ev.Reason, st)))
+	}
+	for i, l := range lines {
+		lines[i] = truncateTo(l, w)
+	}
+	return append(lines, "")
+}
+
+func evictionReason(reason string, st history.Stats) string {
+	switch reason {
+	case "buffer_size":
+		return fmt.Sprintf("buffer_size %d reached", st.BufferSize)
+	case "max_tokens":
+		return fmt.Sprintf("over max_tokens %d", st.MaxTokens)
+	}
+	return reason
+}
+
+// bar renders n of total as "[████······]".
+func (p *chatPane) bar(n, total int) string {
+	filled := 0
+	if total > 0 {
+		filled = n * chatBarWidth / total
+		if n > 0 && filled == 0 {
+			filled = 1
+		}
+	}
+	filled = min(max(filled, 0), chatBarWidth)
+	return "[" + p.styles.Prompt.Render(strings.Repeat("█", filled)) + p.styles.Rule.Render(strings.Repeat("·", chatBarWidth-filled)) + "]"
+}
+
+// pageHeader is the title of the side panel's page.
+func (p *chatPane) pageHeader(w int) []string {
+	s := p.styles
+	var title, note string
+	if p.page == pageContext {
+		switch {
+		case p.last == nil || p.lastConv != p.conv:
+			title, note = " Context", " · of your next message"
+		case p.last.Answered || p.last.LLMError != "":
+			title = " Context sent to the model"
+		default:
+			title = " Context that would be sent"
+		}
+	} else {
+		sum := p.stats.Summary
+		title = " Summary"
+		if len(sum.Covers) > 0 {
+			note = fmt.Sprintf(" · covers %s · %d/%d tokens", indexLabel(sum.Covers), sum.TokenCount, p.stats.SummaryTokenLimit)
+			if sum.Writer == "model" {
+				note += " · by the model"
+			}
+		}
+	}
+	return []string{truncateTo(s.Emphasis.Render(title)+s.Muted.Render(note), w)}
+}
+
+func (p *chatPane) summaryLines(w int) []string {
+	s := p.styles
+	sum := p.stats.Summary
+	if strings.TrimSpace(sum.Text) == "" {
+		return wrapText(fmt.Sprintf("Nothing evicted yet. Once the buffer holds %d utterances, the oldest go, folded into this running summary.",
+			max(p.stats.BufferSize, 1)), w-2, " ")
+	}
+	var lines []string
+	for _, l := range strings.Split(sum.Text, "\n") {
+		// "[0-2] user: text": the text hangs under its label, which is muted.
+		wrapped := strings.Split(wrapIndented(" "+oneLine(l), w-1), "\n")
+		if label, _, ok := strings.Cut(wrapped[0], "] "); ok && strings.HasPrefix(label, " [") {
+			wrapped[0] = " " + s.Muted.Render(label[1:]+"]") + wrapped[0][len(label)+1:]
+		}
+		lines = append(lines, wrapped...)
+	}
+	return lines
+}
+
+// contextLines is the prompt of the last message: the system prompt, then
+// every message, the new one last.
+func (p *chatPane) contextLines(w int) []string {
+	s := p.styles
+	if p.last == nil || p.lastConv != p.conv {
+		return wrapText("Nothing sent yet. Send a message and the exact context it was sent with shows here: without a model, what would be sent.", w-2, " ")
+	}
+	pr := p.last.Prompt
+	what := " sent"
+	if !p.last.Answered && p.last.LLMError == "" {
+		what = " not sent: no model is configured"
+	}
+	lines := styleLines(s.Muted, wrapText(fmt.Sprintf("system prompt + %s,%s", plural(len(pr.Messages), "message", "messages"), what), w-2, " "))
+	if p.last.LLMError != "" {
+		lines = append(lines, styleLines(s.Failed, wrapText("the model failed: "+p.last.LLMError, w-2, " "))...)
+	}
+	lines = append(lines, "", " "+s.Prompt.Render("system"))
+	lines = append(lines, wrapText(pr.System, w-3, "  ")...)
+	for i, m := range pr.Messages {
+		role := m.Role
+		if i == len(pr.Messages)-1 {
+			role += " (this message)"
+		}
+		lines = append(lines, "", " "+s.Prompt.Render(role))
+		lines = append(lines, wrapText(m.Content, w-3, "  ")...)
+	}
+	return lines
+}
+
+// --- helpers ---
+
+// wrapText wraps plain text from outside (keeping its line breaks, with
+// every other control character neutralised) to width columns, each line
+// starting with indent.
+func wrapText(s string, width int, indent string) []string {
+	var out []string
+	for _, par := range strings.Split(strings.ReplaceAll(s, "\t", "    "), "\n") {
+		for _, l := range strings.Split(ansi.Wrap(strings.TrimRight(oneLine(par), " "), max(width, 1), ""), "\n") {
+			out = append(out, strings.TrimRight(indent+l, " "))
+		}
+	}
+	return out
+}
+
+// styleLines renders every line in style (wrapText takes plain text only:
+// it would neutralise a style's escape codes).
+func styleLines(style lipgloss.Style, lines []string) []string {
+	for i, l := range lines {
+		lines[i] = style.Render(l)
+	}
+	return lines
+}
+
+// indexLabel lists utterance indexes compactly: "#0-7", "#0-3, 5, 7-9".
+func indexLabel(xs []int) string {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	var parts []string
+	for i := 0; i < len(xs); {
+		j := i
+		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", xs[i], xs[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(xs[i]))
+		}
+		i = j + 1
+	}
+	return "#" + strings.Join(parts, ", ")
+}
