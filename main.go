@@ -20,6 +20,7 @@ import (
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/batch"
 	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/planner"
 	"github.com/engram-console/engram/tui"
 )
 
@@ -84,10 +85,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "engram: %v\n", err)
 		return exitUsage
 	}
-	engine, err := core.Open(core.Options{
+	engine, err := core.Open(engineOptions(core.Options{
 		DataDir: cfg.data, InMemory: cfg.inMemory, SyncWrites: cfg.sync, HistoryBackend: cfg.historyBackend,
 		Agent: cfg.agent, LLM: provider, Logger: logger,
-	})
+	}))
 	if err != nil {
 		fmt.Fprintf(stderr, "engram: %v\n", err)
 		return exitUsage
@@ -122,6 +123,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// engineOptions adds the subsystems engram is built with to opts: the
+// engine's own, and the planner (left out by -tags noplanning).
+func engineOptions(opts core.Options) core.Options {
+	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}))
+	return opts
 }
 
 func parseFlags(args []string, usageOut io.Writer) (config, error) {

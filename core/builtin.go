@@ -39,7 +39,7 @@ func (e *Engine) markComing() {
 		have[ns] = true
 	}
 	for ns, why := range comingNamespaces {
-		if !have[ns] {
+		if !have[ns] && !e.env.Actions.IsRemoved(ns) {
 			e.env.Actions.Removed(ns, "this version of engram has no "+ns+".* actions yet ("+why+")")
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/ids"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/memory"
 	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
@@ -76,6 +77,7 @@ func DefaultSubsystems(opts Options) []Subsystem {
 			_, err := history.Register(env, history.Options{DefaultBackend: opts.HistoryBackend})
 			return err
 		},
+		func(env *kit.Env) error { _, err := memory.Register(env); return err },
 	}
 }
 
@@ -140,6 +142,9 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 		Log:     logger,
 	}
 	e := &Engine{env: env, clock: clk, agent: agent, sync: opts.SyncWrites}
+	env.Run = func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error) {
+		return e.Do(ctx, Request{Action: name, Args: args, Principal: call.Principal, Turn: call.Turn})
+	}
 	e.registerBuiltins()
 	subsystems := opts.Subsystems
 	if subsystems == nil {

@@ -31,6 +31,18 @@ import (
 //	            history/vec/<conv>/<index>   embeddings (with a model) float32s
 //	          and in the engine's store, history/where/<conv> → the backend;
 //	          search postings idx/history/t/<conv>/<term>/<index>.<speaker><tf>.<length>, key only
+//	plan/     plans (planner):
+//	            plan/<id>                    the plan, checkpoint-encoded (zstd JSON)
+//	            plan/<id>/s/<subtask>        a subtask's progress since, JSON
+//	memory/   memory stores (core/memory):
+//	            memory/store/<store>         settings and counters     JSON
+//	            memory/item/<store>/<id>     memory items              JSON memory.Item
+//	            memory/vec/<store>/<id>      embeddings (with a model) float32s
+//	          and their indexes under idx/memory/<store>/: time/ and imp/ for live
+//	          items, del/time/ and del/imp/ for soft-forgotten ones, agent, type,
+//	          tag, episode; postings under idx/memory%2F<store>/t/ end in a mark,
+//	          "-" live or "d" forgotten. The store's JSON also keeps imp_low (the
+//	          least important live items) and imp_from (where eviction resumes).
 //
 // Subsystems add their prefix here when they land. Index keys carry no value:
 // queries are answered from key-only scans, then only matching records are read.
@@ -42,6 +54,8 @@ const (
 	PrefixTurn    = "turn/"
 	PrefixCortex  = "cortex/"
 	PrefixHistory = "history/"
+	PrefixMemory  = "memory/"
+	PrefixPlan    = "plan/"
 )
 
 // Key joins a prefix (one of the Prefix constants) and parts into a key. Parts

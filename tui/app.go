@@ -78,8 +78,8 @@ func New(engine *core.Engine, opts Options) *Model {
 		tabChat:    newChatPane(engine, st, opts.EvictionFade),
 		tabThreads: &placeholder{title: "Threads", promise: "conversation threads as they start, get linked to earlier threads and get compacted.", styles: st},
 		tabGoals:   newGoalsPane(engine, st),
-		tabPlans:   &placeholder{title: "Plans", promise: "goals decomposed into plans, run with live progress, failures, retries and replans.", styles: st},
-		tabMemory:  &placeholder{title: "Memory", promise: "memories of every kind: store, recall, summarize and forget.", styles: st},
+		tabPlans:   newPlansPane(engine, st),
+		tabMemory:  newMemoryPane(engine, st),
 		tabTrace:   newTracePane(engine, st),
 	}
 	m.palette = newPalette(engine, st)
@@ -231,6 +231,7 @@ func (m *Model) switchTo(t tab) tea.Cmd {
 func (m *Model) quit() tea.Cmd {
 	m.quitting = true
 	m.palette.cancelRunning()
+	m.panes[tabPlans].(*plansPane).stop() // plan runs it started stop with it
 	m.cancel()
 	return tea.Quit
 }

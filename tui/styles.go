@@ -20,6 +20,9 @@ type Styles struct {
 	Selected    lipgloss.Style
 	OK          lipgloss.Style
 	Failed      lipgloss.Style
+	// BarFull and BarEmpty colour the Plans tab's progress bar (a
+	// bubbles/progress bar, which takes colours rather than styles).
+	BarFull, BarEmpty lipgloss.AdaptiveColor
 }
 
 // DefaultStyles is the console's look. Colours are adaptive, so the same
@@ -47,5 +50,7 @@ func DefaultStyles() Styles {
 		Selected:    lipgloss.NewStyle().Bold(true).Foreground(accent),
 		OK:          lipgloss.NewStyle().Foreground(green),
 		Failed:      lipgloss.NewStyle().Foreground(red),
+		BarFull:     green,
+		BarEmpty:    faint,
 	}
 }

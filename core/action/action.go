@@ -7,6 +7,7 @@
 package action
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -108,6 +109,14 @@ func (r *Registry) Removed(namespace, why string) {
 	r.mu.Unlock()
 }
 
+// IsRemoved reports whether a namespace was marked removed.
+func (r *Registry) IsRemoved(namespace string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.removed[namespace]
+	return ok
+}
+
 // Lookup returns the named action, or an UnknownAction error naming the
 // closest registered action (or the build tag that removed it).
 func (r *Registry) Lookup(name string) (*Action, error) {
@@ -150,7 +159,7 @@ func (a *Action) Invoke(ctx context.Context, call Call, raw json.RawMessage) (js
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(res)
+	out, err := MarshalJSON(res)
 	if err != nil {
 		return nil, errs.New(errs.Internal, "%s: encoding its result: %w", a.Name, err)
 	}
@@ -230,4 +239,17 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// MarshalJSON is json.Marshal without HTML escaping: results and messages
+// are read by people and programs, not embedded in web pages, so "<id>"
+// stays "<id>" rather than "\u003cid\u003e".
+func MarshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

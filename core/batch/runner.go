@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 )
@@ -69,6 +71,7 @@ type Runner struct {
 
 	done    map[string]stepOutcome
 	tap     *events.Tap
+	mu      sync.Mutex // one writer of output lines at a time
 	summary Summary
 }
 
@@ -107,6 +110,23 @@ func (r *Runner) Run(ctx context.Context, in io.Reader, yaml bool) (Summary, err
 	if r.opts.Events {
 		r.tap = r.engine.Env().Events.Tap(1024)
 		defer r.tap.Close()
+		// Events are written as they come, so a long step (a plan run) shows
+		// its progress; the rest of a step's events are written before its
+		// result.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case <-r.tap.Ready():
+					r.mu.Lock()
+					r.flushEvents()
+					r.mu.Unlock()
+				case <-done:
+					return
+				}
+			}
+		}()
 	}
 	defer r.engine.Clock().Unpin()
 	var err error
@@ -235,8 +255,10 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 			r.summary.FirstFailure = lineNo
 		}
 	}
+	r.mu.Lock()
 	r.flushEvents()
 	r.write(res)
+	r.mu.Unlock()
 	return (passed || !r.opts.FailFast) && ctx.Err() == nil
 }
 
@@ -264,9 +286,9 @@ func (r *Runner) flushEvents() {
 // write emits one line with a single Write, so a reader at the other end of
 // a pipe sees whole lines as soon as each step is done.
 func (r *Runner) write(v any) {
-	b, err := json.Marshal(v)
+	b, err := action.MarshalJSON(v)
 	if err != nil {
-		b, _ = json.Marshal(Result{Error: &ErrorBody{Kind: errs.Internal, Message: "encoding the result: " + err.Error()}})
+		b, _ = action.MarshalJSON(Result{Error: &ErrorBody{Kind: errs.Internal, Message: "encoding the result: " + err.Error()}})
 	}
 	r.out.Write(append(b, '\n'))
 }

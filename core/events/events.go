@@ -116,6 +116,10 @@ func (b *Broker) Tap(limit int) *Tap {
 // Drain returns the events published since the last Drain, in order.
 func (t *Tap) Drain() []Event { return t.q.drain() }
 
+// Ready signals (at most one pending signal) that events are waiting to be
+// drained: for a reader that wants them as they come.
+func (t *Tap) Ready() <-chan struct{} { return t.q.ready }
+
 // Close ends the subscription.
 func (t *Tap) Close() { t.b.remove(t.q) }
 

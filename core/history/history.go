@@ -12,6 +12,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
@@ -422,7 +423,7 @@ func (h *History) embedLater(conv *Conversation, u *Utterance) {
 			if ok, _ := tx.Has(uttKey(u.Conversation, u.UtteranceIndex)); !ok {
 				return nil // deleted meanwhile
 			}
-			return tx.Set(vecKey(u.Conversation, u.UtteranceIndex), encodeVector(resp.Vectors[0]))
+			return tx.Set(vecKey(u.Conversation, u.UtteranceIndex), search.EncodeVector(resp.Vectors[0]))
 		})
 	})
 }

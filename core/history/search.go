@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
@@ -31,10 +32,6 @@ type Hit struct {
 	Lexical  float64  `json:"lexical_score"`
 	Semantic *float64 `json:"semantic_score,omitempty"`
 }
-
-// semanticThreshold is how similar an utterance must be to count as a
-// match on meaning alone (without sharing a word with the query).
-const semanticThreshold = 0.85
 
 const defaultSearchLimit = 10
 
@@ -169,26 +166,10 @@ func similarities(tx *storage.Tx, c string, q []float32) (map[int]float64, error
 	out := map[int]float64{}
 	err := tx.Scan(storage.Prefix(vecPrefix(c)), func(k, v []byte) error {
 		i, _ := storage.ParseUint64(storage.LastPart(k))
-		out[int(i)] = cosine(q, decodeVector(v))
+		out[int(i)] = search.Cosine(q, search.DecodeVector(v))
 		return nil
 	})
 	return out, err
-}
-
-func cosine(a, b []float32) float64 {
-	if len(a) != len(b) || len(a) == 0 {
-		return 0
-	}
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / (math.Sqrt(na) * math.Sqrt(nb))
 }
 
 // scored is an utterance's score, and its parts.
@@ -204,7 +185,7 @@ type scored struct {
 // BM25 score itself; with them it is the mean of BM25 normalised by the best
 // BM25 score and the cosine similarity (an utterance without an embedding
 // gets its normalised BM25), and an utterance with no word of the query
-// counts only if its similarity reaches semanticThreshold.
+// counts only if its similarity reaches search.SemanticThreshold.
 func rank(tx *storage.Tx, c string, req SearchRequest, lexical, semantic map[int]float64) ([]Hit, error) {
 	maxLex := 0.0
 	for _, s := range lexical {
@@ -225,7 +206,7 @@ func rank(tx *storage.Tx, c string, req SearchRequest, lexical, semantic map[int
 		all = append(all, s)
 	}
 	for i, sem := range semantic {
-		if _, ok := lexical[i]; ok || sem < semanticThreshold {
+		if _, ok := lexical[i]; ok || sem < search.SemanticThreshold {
 			continue
 		}
 		all = append(all, scored{index: i, score: sem / 2, sem: sem, hasSem: true})

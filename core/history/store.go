@@ -2,11 +2,9 @@ package history
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,22 +160,6 @@ func parsePosting(last string) (int, posting, error) {
 		return 0, posting{}, fmt.Errorf("bad posting key part %q", last)
 	}
 	return int(i), posting{speaker: sp[0], tf: tf, dl: n}, nil
-}
-
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-func decodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }
 
 // loadConversation reads a conversation's state (nil when it has none).

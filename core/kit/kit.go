@@ -42,6 +42,9 @@ type Env struct {
 	Actions *action.Registry
 	LLM     llm.Provider
 	Log     *slog.Logger
+	// Run runs an action the way every face does (validation, error kinds):
+	// for subsystems that compose actions, such as plan subtasks.
+	Run func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error)
 
 	mu        sync.Mutex
 	providers []ContextProvider

@@ -1,4 +1,8 @@
-package batch_test
+//go:build !noplanning
+
+// docs/batch.md describes the full build, so these tests run only in it.
+
+package main
 
 import (
 	"bytes"
@@ -12,13 +16,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/batch"
+	"github.com/engram-console/engram/core/clock"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the example results in docs/batch.md")
 
-const docsPath = "../../docs/batch.md"
+const docsPath = "docs/batch.md"
 
 // docSection is one action's part of docs/batch.md.
 type docSection struct {
@@ -62,10 +69,22 @@ func readDocSections(t *testing.T) (string, []docSection) {
 	return doc, sections
 }
 
+// docsEngine is engram as it runs (every subsystem, the planner included),
+// in memory, on a fixed clock and id seed.
+func docsEngine(t *testing.T) *core.Engine {
+	t.Helper()
+	e, err := core.Open(engineOptions(core.Options{InMemory: true, Clock: clock.NewFixed(time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)), IDSeed: "batch tests"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 // TestDocsCoverEveryAction: every registered action has a section naming each
 // of its args, and every section is about a registered action.
 func TestDocsCoverEveryAction(t *testing.T) {
-	engine := newFullEngine(t)
+	engine := docsEngine(t)
 	_, sections := readDocSections(t)
 	documented := map[string]docSection{}
 	for _, s := range sections {
@@ -102,7 +121,7 @@ func TestDocsExamples(t *testing.T) {
 	var rewritten strings.Builder
 	last := 0
 	for _, sec := range sections {
-		engine := newFullEngine(t)
+		engine := docsEngine(t)
 		var out bytes.Buffer
 		summary, err := batch.NewRunner(engine, &out, batch.Options{}).Run(context.Background(), strings.NewReader(sec.script), false)
 		if err != nil {
@@ -129,7 +148,7 @@ func TestDocsExamples(t *testing.T) {
 			continue
 		}
 		if where := subset(documented, actual, "result"); where != "" {
-			t.Errorf("docs/batch.md: the %s example prints something else now at %s (run go test ./core/batch -run TestDocs -update-docs if the change is deliberate)\n--- actual\n%s",
+			t.Errorf("docs/batch.md: the %s example prints something else now at %s (run go test . -run TestDocs -update-docs if the change is deliberate)\n--- actual\n%s",
 				sec.action, where, lines[len(lines)-1])
 		}
 	}

@@ -1,0 +1,152 @@
+// Package memory is the memory plugins of seed 004: named stores of memory
+// items behind one interface (memorize, remember, forget, summarize,
+// capacity), each of a type that gives the operations its own semantics —
+// working memory is small and bounded and recalls the most important
+// relevant items first; episodic memory is unbounded and recalls the most
+// recent first.
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+)
+
+// Plugin is a memory store. Every operation takes the call (who, when).
+type Plugin interface {
+	// Info names the store and its type and settings.
+	Info() StoreConfig
+	// Memorize stores an item.
+	Memorize(ctx context.Context, call action.Call, item Item) (MemorizeResult, error)
+	// Remember returns the items relevant to a prompt, in the store's order.
+	Remember(ctx context.Context, call action.Call, req RememberRequest) ([]Recalled, error)
+	// Forget removes (soft) or erases (hard) the items an instruction names.
+	Forget(ctx context.Context, call action.Call, req ForgetRequest) (ForgetResult, error)
+	// Summarize sums up the items of a scope within a token limit.
+	Summarize(ctx context.Context, call action.Call, req SummarizeRequest) (Summary, error)
+	// CapacityInfo reports how full the store is.
+	CapacityInfo(ctx context.Context) (Capacity, error)
+}
+
+// Types of store.
+const (
+	TypeWorking  = "working"
+	TypeEpisodic = "episodic"
+)
+
+// Item is a memory.
+type Item struct {
+	ID             string          `json:"id"`
+	Type           string          `json:"type"`
+	Text           string          `json:"text"`
+	TokensEstimate int             `json:"tokens_estimate"`
+	Timestamp      time.Time       `json:"timestamp"`
+	AgentID        string          `json:"agent_id"`
+	Tags           []string        `json:"tags"`
+	Metadata       json.RawMessage `json:"metadata"`
+	Importance     float64         `json:"importance"`
+	Deleted        bool            `json:"deleted"`
+	DeletedAt      *time.Time      `json:"deleted_at,omitempty"`
+	// Evicted says a budget made room by forgetting this item.
+	Evicted bool `json:"evicted,omitempty"`
+}
+
+// StoreConfig is a store's type and limits.
+type StoreConfig struct {
+	Name        string `json:"store"`
+	Type        string `json:"type"`
+	MaxItems    int    `json:"max_items"`    // 0: no limit
+	TokenBudget int    `json:"token_budget"` // 0: no limit
+	// OnFull is what memorize does when a limit would be passed: "evict"
+	// the least important (then oldest) items, or "reject" with a
+	// BudgetError.
+	OnFull string `json:"on_full"`
+}
+
+// MemorizeResult confirms a memorize.
+type MemorizeResult struct {
+	Success bool `json:"success"`
+	// Ref is the item's reference: "<store>/<id>".
+	Ref  string `json:"ref"`
+	Item *Item  `json:"item"`
+	// Evicted lists the items forgotten to make room.
+	Evicted []string `json:"evicted"`
+}
+
+// Filters narrow remember and summarize.
+type Filters struct {
+	AgentID  string          `json:"agent_id,omitempty" help:"items of this agent"`
+	Tags     []string        `json:"tags,omitempty" help:"items with any of these tags"`
+	Type     string          `json:"type,omitempty" help:"items of this type"`
+	Since    *time.Time      `json:"since,omitempty" help:"items at or after this time"`
+	Until    *time.Time      `json:"until,omitempty" help:"items before this time"`
+	Metadata json.RawMessage `json:"metadata,omitempty" help:"an object: items whose metadata has each of these members with equal values"`
+}
+
+// RememberRequest asks for relevant items.
+type RememberRequest struct {
+	Prompt         string  `json:"prompt"`
+	Filters        Filters `json:"filters"`
+	Limit          int     `json:"limit"`
+	Rank           string  `json:"rank"` // relevance|importance|recency ("": the store type's)
+	IncludeDeleted bool    `json:"include_deleted"`
+}
+
+// Recalled is a remembered item with how relevant it is.
+type Recalled struct {
+	*Item
+	// Score is the relevance (BM25, blended with embedding similarity when
+	// a model is configured); Confidence is it relative to the best match,
+	// from 0 to 1.
+	Score      float64 `json:"score"`
+	Confidence float64 `json:"confidence"`
+}
+
+// ForgetRequest says what to forget and how.
+type ForgetRequest struct {
+	Instruction string `json:"instruction"`
+	Mode        string `json:"mode"` // soft|hard
+	DryRun      bool   `json:"dry_run"`
+}
+
+// ForgetResult says what was (or, in a dry run, would be) forgotten.
+type ForgetResult struct {
+	Success   bool    `json:"success"`
+	DryRun    bool    `json:"dry_run"`
+	Mode      string  `json:"mode"`
+	Forgotten []*Item `json:"forgotten"`
+	Matched   string  `json:"matched"` // the form of instruction understood
+}
+
+// SummarizeRequest asks for a summary of a scope.
+type SummarizeRequest struct {
+	Scope      string `json:"scope"` // all | tag:<t> | agent:<id> | since:<time>
+	TokenLimit int    `json:"token_limit"`
+}
+
+// Summary sums up items.
+type Summary struct {
+	Text        string   `json:"text"`
+	TokenCount  int      `json:"token_count"`
+	SourceItems []string `json:"source_items"`
+	Writer      string   `json:"writer"` // extractive or model
+}
+
+// Capacity is how full a store is.
+type Capacity struct {
+	Store      string `json:"store"`
+	Type       string `json:"type"`
+	ItemCount  int    `json:"item_count"`
+	TokenUsage int    `json:"token_usage"`
+	MaxItems   int    `json:"max_items"`
+	MaxTokens  int    `json:"max_tokens"`
+	// Available is what still fits; -1 where there is no limit.
+	Available struct {
+		Items  int `json:"items"`
+		Tokens int `json:"tokens"`
+	} `json:"available"`
+	OnFull  string `json:"on_full"`
+	Deleted int    `json:"deleted"` // soft-forgotten items kept for audit
+}

@@ -1,0 +1,473 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/search"
+	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
+)
+
+// Ranks remember can order by.
+var Ranks = []string{"relevance", "importance", "recency"}
+
+const (
+	defaultRememberLimit = 10
+	maxRememberLimit     = 1000
+	// relevanceFloor: an item counts as relevant when its score reaches this
+	// share of the best one, so that ordering by importance or recency does
+	// not promote a passing mention over the item the prompt is about.
+	relevanceFloor = 0.25
+	// poolFactor: remember orders at most this many times limit of the most
+	// relevant items (at least minPool).
+	poolFactor = 10
+	minPool    = 100
+)
+
+// Remember returns the items relevant to the prompt that pass the filters,
+// ordered per the store's type (working: importance; episodic: recency) or
+// per req.Rank. An empty prompt makes every item relevant.
+func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequest) ([]Recalled, error) {
+	if req.Limit < 0 {
+		return nil, kit.Validation("limit", "must be positive")
+	}
+	if req.Limit == 0 {
+		req.Limit = defaultRememberLimit
+	}
+	if req.Limit > maxRememberLimit {
+		return nil, kit.Validation("limit", "at most %d", maxRememberLimit)
+	}
+	if req.Rank != "" && !slices.Contains(Ranks, req.Rank) {
+		return nil, kit.Validation("rank", "unknown rank %q; use relevance, importance or recency", req.Rank)
+	}
+	meta, err := metadataFilter(req.Filters.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	var queryVec []float32
+	if strings.TrimSpace(req.Prompt) != "" && llm.Available(s.env.LLM) {
+		if resp, err := s.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{req.Prompt}}); err == nil && len(resp.Vectors) == 1 {
+			queryVec = resp.Vectors[0]
+		}
+	}
+	out := []Recalled{}
+	err = s.env.Store.View(func(tx *storage.Tx) error {
+		st, err := s.load(tx)
+		if err != nil {
+			return err
+		}
+		rank := req.Rank
+		if rank == "" {
+			rank = map[string]string{TypeWorking: "importance", TypeEpisodic: "recency"}[st.Type]
+		}
+		ids, err := s.idFilter(tx, req.Filters)
+		if err != nil {
+			return err
+		}
+		pass := func(it *Item) bool { return (req.IncludeDeleted || !it.Deleted) && req.Filters.match(it, meta) }
+		if strings.TrimSpace(req.Prompt) == "" {
+			out, err = s.rememberAll(tx, rank, req, ids, pass)
+			return err
+		}
+		// Filters the indexes cannot answer: a candidate may fail them.
+		postFilter := req.Filters.Since != nil || req.Filters.Until != nil || len(meta) > 0
+		out, err = s.rememberRelevant(tx, st, req, rank, queryVec, ids, pass, postFilter)
+		return err
+	})
+	return out, err
+}
+
+// rememberAll lists the items in the rank's own order (no prompt): the
+// live ones from their ordering index, merged with the soft-forgotten ones
+// from theirs when asked to include them. ids (if not nil) leaves out what
+// the agent, tag and type filters exclude before any item is read.
+func (s *store) rememberAll(tx *storage.Tx, rank string, req RememberRequest, ids func(string) bool, pass func(*Item) bool) ([]Recalled, error) {
+	kind := "imp"
+	if rank == "recency" || rank == "relevance" {
+		kind = "time"
+	}
+	var skip func(string) bool
+	if ids != nil {
+		skip = func(id string) bool { return !ids(id) }
+	}
+	type entry struct {
+		sortKey []byte
+		it      *Item
+	}
+	collect := func(prefix []byte) ([]entry, error) {
+		var out []entry
+		err := s.walkPrefix(tx, prefix, true, skip, func(k []byte, it *Item) error {
+			if pass(it) {
+				out = append(out, entry{k, it})
+			}
+			if len(out) == req.Limit {
+				return storage.ErrStop
+			}
+			return nil
+		})
+		return out, err
+	}
+	all, err := collect(idxPrefix(s.name, kind))
+	if err != nil {
+		return nil, err
+	}
+	if req.IncludeDeleted {
+		deleted, err := collect(idxPrefix(s.name, "del", kind))
+		if err != nil {
+			return nil, err
+		}
+		// Both lists are in index order, and so is their merge: the same
+		// sort key (importance, time, id) under both prefixes.
+		all = append(all, deleted...)
+		slices.SortStableFunc(all, func(a, b entry) int { return bytes.Compare(b.sortKey, a.sortKey) })
+		all = all[:min(len(all), req.Limit)]
+	}
+	out := make([]Recalled, len(all))
+	for i, e := range all {
+		out[i] = Recalled{Item: e.it, Confidence: 1}
+	}
+	return out, nil
+}
+
+// rememberRelevant scores the prompt (BM25, blended with embeddings),
+// keeps the relevant items that pass the filters, orders them by rank.
+// An item is relevant when it scores at least relevanceFloor of the best
+// item that passes the filters; its confidence is its score relative to
+// that best one.
+func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest, rank string, queryVec []float32,
+	ids func(string) bool, pass func(*Item) bool, postFilter bool) ([]Recalled, error) {
+	keep := func(id string, attr byte) bool {
+		return (req.IncludeDeleted || attr != attrDeleted) && (ids == nil || ids(id))
+	}
+	scores, err := s.index().Scores(tx, req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, keep)
+	if err != nil {
+		return nil, err
+	}
+	if len(text.Terms(req.Prompt)) == 0 {
+		// Only stop words ("what was it"): find them as written.
+		if scores, err = s.literal(tx, req.Prompt, keep); err != nil {
+			return nil, err
+		}
+	}
+	if queryVec != nil {
+		keepID, err := s.vectorFilter(tx, req.IncludeDeleted, ids)
+		if err != nil {
+			return nil, err
+		}
+		if scores, err = s.blend(tx, scores, queryVec, keepID); err != nil {
+			return nil, err
+		}
+	}
+	// Without filters on the items themselves, every candidate passes and
+	// the best of them all sets the floor: only those above it are sorted.
+	threshold := 0.0
+	if !postFilter {
+		for _, sc := range scores {
+			threshold = max(threshold, sc)
+		}
+		threshold *= relevanceFloor
+	}
+	cands := make([]cand, 0, len(scores))
+	for id, sc := range scores {
+		if sc > 0 && sc >= threshold {
+			cands = append(cands, cand{id, sc})
+		}
+	}
+	pool := max(req.Limit*poolFactor, minPool)
+	if !postFilter {
+		cands = topCands(cands, pool)
+	} else {
+		slices.SortFunc(cands, compareCands)
+	}
+	var picked []Recalled
+	best := 0.0
+	for _, c := range cands {
+		if len(picked) == pool || (best > 0 && c.score < relevanceFloor*best) {
+			break
+		}
+		it, err := s.get(tx, c.id)
+		if errs.KindOf(err) == errs.NotFound {
+			continue // an index entry without its item: leave it out
+		} else if err != nil {
+			return nil, err
+		}
+		if !pass(it) {
+			continue
+		}
+		if best == 0 {
+			best = c.score
+		}
+		picked = append(picked, Recalled{Item: it, Score: c.score})
+	}
+	for i := range picked {
+		picked[i].Confidence = round(picked[i].Score / best)
+		picked[i].Score = round(picked[i].Score)
+	}
+	slices.SortStableFunc(picked, func(a, b Recalled) int { return compareBy(rank, a, b) })
+	if len(picked) > req.Limit {
+		picked = picked[:req.Limit]
+	}
+	if picked == nil {
+		picked = []Recalled{}
+	}
+	return picked, nil
+}
+
+// cand is a scored item id.
+type cand struct {
+	id    string
+	score float64
+}
+
+// compareCands orders by score, best first, then by id.
+func compareCands(a, b cand) int {
+	if a.score != b.score {
+		if a.score > b.score {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// topCands is the k best candidates, best first, without sorting them all.
+func topCands(cands []cand, k int) []cand {
+	if len(cands) > 4*k {
+		// Keep a sorted window of the k best seen so far.
+		top := make([]cand, 0, k+1)
+		for _, c := range cands {
+			if len(top) == k && compareCands(c, top[k-1]) >= 0 {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(top, c, compareCands)
+			top = slices.Insert(top, i, c)
+			if len(top) > k {
+				top = top[:k]
+			}
+		}
+		return top
+	}
+	slices.SortFunc(cands, compareCands)
+	return cands
+}
+
+// compareBy orders two recalled items by rank, breaking ties by relevance,
+// then recency, then id.
+func compareBy(rank string, a, b Recalled) int {
+	cmpF := func(x, y float64) int {
+		switch {
+		case x > y:
+			return -1
+		case x < y:
+			return 1
+		}
+		return 0
+	}
+	var c int
+	switch rank {
+	case "importance":
+		c = cmpF(a.Importance, b.Importance)
+	case "recency":
+		c = b.Timestamp.Compare(a.Timestamp)
+	}
+	if c == 0 {
+		c = cmpF(a.Score, b.Score)
+	}
+	if c == 0 {
+		c = b.Timestamp.Compare(a.Timestamp)
+	}
+	if c == 0 {
+		c = strings.Compare(a.ID, b.ID)
+	}
+	return c
+}
+
+// idFilter turns the agent, tag and type filters into a test on ids,
+// answered from key-only index scans (nil when there are none).
+func (s *store) idFilter(tx *storage.Tx, f Filters) (func(string) bool, error) {
+	var sets []map[string]bool
+	scan := func(kind string, values ...string) error {
+		set := map[string]bool{}
+		for _, v := range values {
+			err := tx.Keys(storage.Prefix(idxPrefix(s.name, kind, v)), func(k []byte) error {
+				set[storage.LastPart(k)] = true
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		sets = append(sets, set)
+		return nil
+	}
+	if f.AgentID != "" {
+		if err := scan("agent", f.AgentID); err != nil {
+			return nil, err
+		}
+	}
+	if len(f.Tags) > 0 {
+		tags := make([]string, len(f.Tags))
+		for i, t := range f.Tags {
+			tags[i] = strings.ToLower(strings.TrimSpace(t))
+		}
+		if err := scan("tag", tags...); err != nil {
+			return nil, err
+		}
+	}
+	if f.Type != "" {
+		if err := scan("type", f.Type); err != nil {
+			return nil, err
+		}
+	}
+	if len(sets) == 0 {
+		return nil, nil
+	}
+	return func(id string) bool {
+		for _, set := range sets {
+			if !set[id] {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// vectorFilter is the test on ids for embeddings, which carry no mark of
+// deletion: ids, and unless deleted items are wanted, not soft-forgotten
+// (a key-only scan; blending reads every embedding anyway).
+func (s *store) vectorFilter(tx *storage.Tx, includeDeleted bool, ids func(string) bool) (func(string) bool, error) {
+	if includeDeleted {
+		return ids, nil
+	}
+	gone := map[string]bool{}
+	err := tx.Keys(storage.Prefix(idxPrefix(s.name, "del", "time")), func(k []byte) error {
+		gone[storage.LastPart(k)] = true
+		return nil
+	})
+	return func(id string) bool { return !gone[id] && (ids == nil || ids(id)) }, err
+}
+
+// literal scores items containing every word of a stop-word prompt.
+func (s *store) literal(tx *storage.Tx, prompt string, keep func(string, byte) bool) (map[string]float64, error) {
+	words := text.Words(prompt)
+	scores := map[string]float64{}
+	if len(words) == 0 {
+		return scores, nil
+	}
+	err := tx.Scan(storage.Prefix(itemPrefix(s.name)), func(_, v []byte) error {
+		var it Item
+		if err := json.Unmarshal(v, &it); err != nil {
+			return err
+		}
+		if keep != nil && !keep(it.ID, attrOf(&it)) {
+			return nil
+		}
+		have := map[string]bool{}
+		for _, w := range text.Words(it.Text) {
+			have[w] = true
+		}
+		for _, w := range words {
+			if !have[w] {
+				return nil
+			}
+		}
+		scores[it.ID] = 1
+		return nil
+	})
+	return scores, err
+}
+
+// blend mixes lexical scores with embedding similarity: the mean of the
+// lexical score (scaled by the best) and the cosine; items sharing no word
+// count when their similarity reaches search.SemanticThreshold.
+func (s *store) blend(tx *storage.Tx, lexical map[string]float64, q []float32, keep func(string) bool) (map[string]float64, error) {
+	best := 0.0
+	for _, v := range lexical {
+		best = max(best, v)
+	}
+	out := map[string]float64{}
+	err := tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "vec", s.name)), func(k, v []byte) error {
+		id := storage.LastPart(k)
+		if keep != nil && !keep(id) {
+			return nil
+		}
+		cos := search.Cosine(q, search.DecodeVector(v))
+		if lex, ok := lexical[id]; ok {
+			l := 0.0
+			if best > 0 {
+				l = lex / best
+			}
+			out[id] = (l + cos) / 2
+		} else if cos >= search.SemanticThreshold {
+			out[id] = cos / 2
+		}
+		return nil
+	})
+	// Relevant items without an embedding keep their scaled lexical score.
+	for id, lex := range lexical {
+		if _, ok := out[id]; !ok && best > 0 {
+			out[id] = lex / best / 2
+		}
+	}
+	return out, err
+}
+
+// metadataFilter reads the metadata filter: an object of members to match.
+func metadataFilter(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, kit.Validation("filters.metadata", "must be a JSON object of members to match")
+	}
+	return m, nil
+}
+
+// match applies the filters an index does not answer (time, metadata) — and
+// the others again, for items read directly.
+func (f Filters) match(it *Item, meta map[string]json.RawMessage) bool {
+	switch {
+	case f.AgentID != "" && it.AgentID != f.AgentID,
+		f.Type != "" && it.Type != f.Type,
+		f.Since != nil && it.Timestamp.Before(*f.Since),
+		f.Until != nil && !it.Timestamp.Before(*f.Until):
+		return false
+	}
+	if len(f.Tags) > 0 && !slices.ContainsFunc(f.Tags, func(t string) bool {
+		return slices.Contains(it.Tags, strings.ToLower(strings.TrimSpace(t)))
+	}) {
+		return false
+	}
+	if len(meta) > 0 {
+		var have map[string]json.RawMessage
+		json.Unmarshal(it.Metadata, &have)
+		for k, want := range meta {
+			if !jsonEqual(have[k], want) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+func round(f float64) float64 { return math.Round(f*1e6) / 1e6 }

@@ -1,0 +1,127 @@
+// Package search is a BM25 inverted index kept in the store: postings are
+// key-only (idx/<space>/t/<term>/<doc>.<attr><tf>.<length>), written in the
+// transaction that writes the document, so that a query is answered from
+// key scans alone. Memory stores use it; it knows nothing of what the
+// documents are.
+package search
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/storage"
+)
+
+// Index is the index of one space of documents (e.g. a memory store).
+type Index struct {
+	// Space names the index under idx/, e.g. "memory/working".
+	Space string
+}
+
+func (ix Index) termPrefix(term string) []byte {
+	return storage.PrefixKey(storage.PrefixIndex, ix.Space, "t", term)
+}
+
+func (ix Index) postingKey(term, doc string, attr byte, tf, length int) []byte {
+	return storage.Key(storage.PrefixIndex, ix.Space, "t", term, doc+"."+string(attr)+strconv.Itoa(tf)+"."+strconv.Itoa(length))
+}
+
+// Add indexes a document's text; attr is one byte the caller may filter on
+// without reading the document (e.g. a speaker). It returns the document's
+// length in terms, for the caller's statistics.
+func (ix Index) Add(tx *storage.Tx, doc, body string, attr byte) (int, error) {
+	counts, length := text.TermCounts(body)
+	for term, tf := range counts {
+		if err := tx.Set(ix.postingKey(term, doc, attrOrDefault(attr), tf, length), nil); err != nil {
+			return 0, err
+		}
+	}
+	return length, nil
+}
+
+// Remove unindexes a document added with the same text and attr, and
+// returns its length.
+func (ix Index) Remove(tx *storage.Tx, doc, body string, attr byte) (int, error) {
+	counts, length := text.TermCounts(body)
+	for term, tf := range counts {
+		if err := tx.Delete(ix.postingKey(term, doc, attrOrDefault(attr), tf, length)); err != nil {
+			return 0, err
+		}
+	}
+	return length, nil
+}
+
+func attrOrDefault(a byte) byte {
+	if a == 0 {
+		return '-'
+	}
+	return a
+}
+
+// Stats are the collection's figures BM25 needs.
+type Stats struct {
+	Docs        int // documents indexed
+	TotalLength int // their summed lengths in terms
+}
+
+// Scores returns the BM25 score of every document sharing a term with the
+// query (stemmed; stop words ignored), for which keep (if not nil) is true.
+// A query of stop words only scores nothing: callers that must match those
+// fall back to reading documents.
+func (ix Index) Scores(tx *storage.Tx, query string, st Stats, keep func(doc string, attr byte) bool) (map[string]float64, error) {
+	scores := map[string]float64{}
+	avg := 1.0
+	if st.Docs > 0 {
+		avg = float64(st.TotalLength) / float64(st.Docs)
+	}
+	seen := map[string]bool{}
+	type posting struct {
+		doc        string
+		tf, length int
+	}
+	for _, term := range text.Terms(query) {
+		if seen[term] {
+			continue
+		}
+		seen[term] = true
+		// df counts every document with the term, kept or not, in the same
+		// key-only scan that finds the kept ones.
+		var list []posting
+		df := 0
+		err := tx.Keys(storage.Prefix(ix.termPrefix(term)), func(k []byte) error {
+			doc, attr, tf, length, err := parsePosting(storage.LastPart(k))
+			if err != nil {
+				return err
+			}
+			df++
+			if keep == nil || keep(doc, attr) {
+				list = append(list, posting{doc, tf, length})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range list {
+			scores[p.doc] += text.BM25{}.Score(p.tf, df, st.Docs, float64(p.length), avg)
+		}
+	}
+	return scores, nil
+}
+
+// parsePosting reads "<doc>.<attr><tf>.<length>" (the doc may hold dots).
+func parsePosting(s string) (doc string, attr byte, tf, length int, err error) {
+	j := strings.LastIndexByte(s, '.')
+	i := strings.LastIndexByte(s[:max(j, 0)], '.')
+	if i < 0 || j < 0 || j-i < 3 {
+		return "", 0, 0, 0, errors.New("search: malformed posting " + s)
+	}
+	doc, attr = s[:i], s[i+1]
+	if tf, err = strconv.Atoi(s[i+2 : j]); err != nil {
+		return "", 0, 0, 0, err
+	}
+	length, err = strconv.Atoi(s[j+1:])
+	return doc, attr, tf, length, err
+}

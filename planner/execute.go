@@ -1,0 +1,666 @@
+//go:build !noplanning
+
+package planner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/storage"
+)
+
+// Events of a run.
+const (
+	EventSubtaskStarted  = "plan.subtask.started"  // {plan_id, subtask, attempt}
+	EventSubtaskFinished = "plan.subtask.finished" // {plan_id, subtask, status, attempts, error?}
+	EventProgress        = "plan.progress"         // {plan_id, completed, total, running} (progress)
+	EventPlanFinished    = "plan.finished"         // {plan_id, status, counts}
+	EventPlanChanged     = "plan.changed"          // {plan_id}: created, replanned
+)
+
+// Failure policies.
+var Policies = []string{"abort", "skip", "retry", "replan"}
+
+// retryBase is the first retry's wait; each next one doubles (100 ms, 200
+// ms, 400 ms...).
+const retryBase = 100 * time.Millisecond
+
+// ExecuteRequest says how to run a plan.
+type ExecuteRequest struct {
+	MaxConcurrent    int
+	OnSubtaskFailure string
+	Fallback         string
+	MaxRetries       int
+	Checkpoint       bool
+	CheckpointPath   string
+}
+
+// ExecuteResult is a run's outcome.
+type ExecuteResult struct {
+	Plan     *Plan          `json:"plan"`
+	State    map[string]any `json:"state"`
+	Progress Counts         `json:"progress"`
+}
+
+// outcome is a worker's report.
+type outcome struct {
+	id       string
+	result   json.RawMessage
+	delta    map[string]any
+	err      error
+	attempts int
+}
+
+// run is one execution of a plan, driven by one goroutine (the scheduler:
+// start and loop), with workers running subtasks and reporting back. The
+// scheduler is the only writer of the plan; it changes it holding live.mu,
+// so that readers (plan.get, plan.status while it runs) can copy it.
+type run struct {
+	pl       *Planner
+	call     action.Call
+	plan     *Plan
+	live     *livePlan
+	settings Settings
+	order    []string
+	byID     map[string]*Subtask
+	// pos is each subtask's place in order; dependents the subtasks that
+	// depend on each; unmet how many of each one's dependencies have not
+	// completed; ready the Pending subtasks with none unmet, by pos. They
+	// make scheduling a step O(log n) rather than a scan of the plan.
+	pos        map[string]int
+	dependents map[string][]string
+	unmet      map[string]int
+	ready      intHeap
+	running    map[string]bool
+	results    chan outcome
+	failure    error // why the run stopped early
+}
+
+// Execute runs a plan: subtasks in dependency order, independent ones in
+// parallel up to max_concurrent, failures handled per on_subtask_failure,
+// progress checkpointed after every subtask. Completed subtasks (a resumed
+// plan) are not run again.
+func (pl *Planner) Execute(ctx context.Context, call action.Call, id string, req ExecuteRequest) (ExecuteResult, error) {
+	switch {
+	case req.MaxConcurrent < 0:
+		return ExecuteResult{}, kit.Validation("max_concurrent", "must be 1 or more")
+	case req.MaxRetries < 0:
+		return ExecuteResult{}, kit.Validation("max_retries", "must be 0 or more")
+	case req.OnSubtaskFailure != "" && !slices.Contains(Policies, req.OnSubtaskFailure):
+		return ExecuteResult{}, kit.Validation("on_subtask_failure", "unknown policy %q; use abort, skip, retry or replan", req.OnSubtaskFailure)
+	case req.Fallback != "" && (req.Fallback == "retry" || !slices.Contains(Policies, req.Fallback)):
+		return ExecuteResult{}, kit.Validation("fallback", "unknown fallback %q; use abort, skip or replan", req.Fallback)
+	}
+	settings := Settings{MaxConcurrent: max(req.MaxConcurrent, 0), OnSubtaskFailure: req.OnSubtaskFailure, Fallback: req.Fallback,
+		MaxRetries: req.MaxRetries, Checkpoint: req.Checkpoint, CheckpointPath: req.CheckpointPath}
+	if settings.MaxConcurrent == 0 {
+		settings.MaxConcurrent = 4
+	}
+	if settings.OnSubtaskFailure == "" {
+		settings.OnSubtaskFailure = "abort"
+	}
+	if settings.Fallback == "" {
+		settings.Fallback = "abort"
+	}
+	if settings.OnSubtaskFailure == "retry" && settings.MaxRetries == 0 {
+		settings.MaxRetries = 3
+	}
+	return pl.start(ctx, call, id, &settings)
+}
+
+// Resume runs a plan again with the settings it last ran with, skipping
+// what it completed.
+func (pl *Planner) Resume(ctx context.Context, call action.Call, id string) (ExecuteResult, error) {
+	return pl.start(ctx, call, id, nil)
+}
+
+func (pl *Planner) start(ctx context.Context, call action.Call, id string, settings *Settings) (ExecuteResult, error) {
+	var p *Plan
+	err := pl.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		p, err = loadPlan(tx, id)
+		return err
+	})
+	if err != nil {
+		return ExecuteResult{}, err
+	}
+	if settings == nil {
+		if p.Settings == nil {
+			return ExecuteResult{}, errs.New(errs.Validation, "plan %q never ran; use plan.execute", id).With("field", "plan_id")
+		}
+		settings = p.Settings
+	}
+	order, err := p.Validate()
+	if err != nil {
+		return ExecuteResult{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !pl.claim(id, p, cancel) {
+		return ExecuteResult{}, errs.New(errs.Conflict, "plan %q is already running; cancel it with plan.cancel or wait", id).With("field", "plan_id")
+	}
+	defer pl.release(id)
+	r := &run{pl: pl, call: call, plan: p, live: &livePlan{plan: p}, settings: *settings, order: order,
+		running: map[string]bool{}, results: make(chan outcome)}
+	for _, s := range p.Subtasks {
+		if s.Status == InProgress { // interrupted last time
+			s.Status = Pending
+		}
+	}
+	p.Status, p.Settings = "running", settings
+	r.index()
+	if err := r.saveAll(ctx); err != nil {
+		return ExecuteResult{}, err
+	}
+	pl.showLive(id, r.live)
+	r.loop(ctx)
+	r.finish(ctx.Err() != nil)
+	if err := r.saveAll(context.WithoutCancel(ctx)); err != nil {
+		return ExecuteResult{}, err
+	}
+	counts := p.Count()
+	pl.env.Events.Publish(EventPlanFinished, map[string]any{"plan_id": id, "status": p.Status, "counts": counts})
+	pl.traceRun(context.WithoutCancel(ctx), call, p, counts)
+	return ExecuteResult{Plan: p, State: p.finalState(r.order), Progress: counts}, nil
+}
+
+// edit changes the plan where readers may be looking.
+func (r *run) edit(fn func()) {
+	r.live.mu.Lock()
+	defer r.live.mu.Unlock()
+	fn()
+}
+
+// index builds the scheduling indexes for the plan as it is (at the start,
+// and after a replan).
+func (r *run) index() {
+	r.byID = r.plan.index()
+	r.pos = make(map[string]int, len(r.order))
+	for i, id := range r.order {
+		r.pos[id] = i
+	}
+	r.dependents = make(map[string][]string, len(r.order))
+	r.unmet = make(map[string]int, len(r.order))
+	r.ready = r.ready[:0]
+	for _, s := range r.plan.Subtasks {
+		n := 0
+		for _, d := range s.Dependencies {
+			r.dependents[d] = append(r.dependents[d], s.ID)
+			if r.byID[d].Status != Completed {
+				n++
+			}
+		}
+		r.unmet[s.ID] = n
+		if n == 0 && s.Status == Pending {
+			r.ready.push(r.pos[s.ID])
+		}
+	}
+}
+
+// loop schedules until nothing is left to run.
+func (r *run) loop(ctx context.Context) {
+	// Pending subtasks behind ones skipped in an earlier run.
+	for _, id := range r.order {
+		if r.byID[id].Status == Skipped {
+			r.skipDependents(id)
+		}
+	}
+	stopping := false
+	for {
+		for !stopping && ctx.Err() == nil && len(r.running) < r.settings.MaxConcurrent && r.ready.len() > 0 {
+			if id := r.order[r.ready.pop()]; r.byID[id].Status == Pending && !r.running[id] {
+				r.launch(ctx, id)
+			}
+		}
+		if len(r.running) == 0 {
+			if stopping || ctx.Err() != nil || r.ready.len() == 0 {
+				return
+			}
+			continue
+		}
+		select {
+		case o := <-r.results:
+			delete(r.running, o.id)
+			if stop := r.settle(ctx, o); stop {
+				stopping = true
+			}
+		case <-ctx.Done():
+			// Workers see the cancellation and report; keep collecting.
+			o := <-r.results
+			delete(r.running, o.id)
+			r.settle(ctx, o)
+		}
+		if stopping && len(r.running) == 0 && r.failure == nil && r.pendingReplan() {
+			// Replan with nothing running, then carry on.
+			if err := r.replan(ctx); err != nil {
+				r.failure = err
+				return
+			}
+			stopping = false
+		}
+	}
+}
+
+// completed makes the dependents of a completed subtask that were waiting
+// only for it ready.
+func (r *run) completed(id string) {
+	for _, d := range r.dependents[id] {
+		if r.unmet[d]--; r.unmet[d] == 0 && r.byID[d].Status == Pending && !r.running[d] {
+			r.ready.push(r.pos[d])
+		}
+	}
+}
+
+// skipDependents marks Skipped every Pending subtask that depends on the
+// skipped subtask id, transitively, in execution order (skip policy).
+func (r *run) skipDependents(id string) {
+	seen := map[string]bool{}
+	var reach []int
+	stack := slices.Clone(r.dependents[id])
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[d] || r.byID[d].Status != Pending {
+			continue
+		}
+		seen[d] = true
+		reach = append(reach, r.pos[d])
+		stack = append(stack, r.dependents[d]...)
+	}
+	slices.Sort(reach)
+	for _, at := range reach {
+		s := r.byID[r.order[at]]
+		for _, d := range s.Dependencies {
+			if r.byID[d].Status == Skipped {
+				r.edit(func() { s.Status, s.Error = Skipped, "a dependency ("+d+") was skipped" })
+				r.checkpoint(context.Background(), s)
+				r.publishFinished(s)
+				break
+			}
+		}
+	}
+}
+
+// launch starts a worker for subtask id on its own copy of its input state.
+func (r *run) launch(ctx context.Context, id string) {
+	s := r.byID[id]
+	now := r.call.Clock.Now()
+	r.edit(func() { s.Status, s.StartedAt, s.Error = InProgress, &now, "" })
+	r.running[id] = true
+	initial, deltas := r.plan.State, r.ancestorDeltas(id)
+	spec := s.Action
+	description := s.Description
+	attemptsSoFar := s.Attempts
+	retries := 0
+	if r.settings.OnSubtaskFailure == "retry" {
+		retries = r.settings.MaxRetries
+	}
+	planID := r.plan.ID
+	// The first attempt's start is published here, by the scheduler, so
+	// that events show subtasks launched together as started together
+	// (before any of them finishes); retries are published by the worker.
+	r.pl.env.Events.Publish(EventSubtaskStarted, map[string]any{"plan_id": planID, "subtask": id, "attempt": 1})
+	go func() {
+		// The input state is built here, in parallel with other workers:
+		// deltas are never changed once recorded.
+		input := stateFrom(initial, deltas)
+		var pristine map[string]any
+		if retries > 0 {
+			pristine = deepCopy(input).(map[string]any) // each retry starts from the same state
+		}
+		o := outcome{id: id, attempts: attemptsSoFar}
+		for attempt := 1; ; attempt++ {
+			o.attempts++
+			state := input
+			if attempt > 1 {
+				r.pl.env.Events.Publish(EventSubtaskStarted, map[string]any{"plan_id": planID, "subtask": id, "attempt": attempt})
+				state = deepCopy(pristine).(map[string]any)
+			}
+			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, attempt)
+			if o.err == nil || attempt > retries || ctx.Err() != nil {
+				break
+			}
+			// Exponential backoff: 100 ms, 200 ms, 400 ms...
+			if r.pl.sleep(ctx, retryBase<<(attempt-1)) != nil {
+				break
+			}
+		}
+		r.results <- o
+	}()
+}
+
+// ancestorDeltas lists the deltas of the completed ancestors of subtask id,
+// in execution order: what its input state is made of.
+func (r *run) ancestorDeltas(id string) []map[string]any {
+	seen := map[string]bool{}
+	var at []int
+	stack := slices.Clone(r.byID[id].Dependencies)
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if s := r.byID[d]; s != nil {
+			if s.Status == Completed {
+				at = append(at, r.pos[d])
+			}
+			stack = append(stack, s.Dependencies...)
+		}
+	}
+	slices.Sort(at)
+	deltas := make([]map[string]any, len(at))
+	for i, p := range at {
+		deltas[i] = r.byID[r.order[p]].Delta
+	}
+	return deltas
+}
+
+// settle records a worker's outcome; it returns true when the run must stop
+// launching (abort, cancellation, or a replan to make).
+func (r *run) settle(ctx context.Context, o outcome) bool {
+	s := r.byID[o.id]
+	now := r.call.Clock.Now()
+	if o.err == nil {
+		r.edit(func() {
+			s.Attempts, s.Status, s.Result, s.Delta, s.FinishedAt = o.attempts, Completed, o.result, o.delta, &now
+		})
+		r.completed(s.ID)
+		r.checkpoint(ctx, s)
+		r.publishFinished(s)
+		return r.failure != nil // a checkpoint that could not be written stops the run
+	}
+	if ctx.Err() != nil {
+		// Interrupted (cancelled mid-action, or while waiting to retry,
+		// whatever error that left): it runs again on resume.
+		r.edit(func() { s.Attempts, s.Status, s.StartedAt = o.attempts, Pending, nil })
+		return true
+	}
+	policy := r.settings.OnSubtaskFailure
+	if policy == "retry" {
+		policy = r.settings.Fallback // the retries are spent
+	}
+	status := Failed
+	if policy == "skip" {
+		status = Skipped
+	}
+	r.edit(func() { s.Attempts, s.Status, s.Error, s.FinishedAt = o.attempts, status, errs.As(o.err).Message, &now })
+	r.checkpoint(ctx, s)
+	r.publishFinished(s)
+	switch policy {
+	case "skip":
+		r.skipDependents(s.ID)
+		return r.failure != nil
+	case "replan":
+		return true
+	default: // abort
+		if r.failure == nil {
+			r.failure = o.err
+		}
+		return true
+	}
+}
+
+// pendingReplan reports a failed subtask waiting for a replan.
+func (r *run) pendingReplan() bool {
+	if r.settings.OnSubtaskFailure != "replan" && !(r.settings.OnSubtaskFailure == "retry" && r.settings.Fallback == "replan") {
+		return false
+	}
+	return slices.ContainsFunc(r.plan.Subtasks, func(s *Subtask) bool { return s.Status == Failed })
+}
+
+// replan replaces the unfinished subtasks with new ones from the model.
+func (r *run) replan(ctx context.Context) error {
+	next, err := r.pl.replanned(ctx, r.plan)
+	if err != nil {
+		return err
+	}
+	order, err := next.Validate()
+	if err != nil {
+		return err
+	}
+	r.edit(func() { *r.plan = *next })
+	r.order = order
+	r.index()
+	if err := r.saveAll(ctx); err != nil {
+		return err
+	}
+	r.pl.env.Events.Publish(EventPlanChanged, map[string]any{"plan_id": r.plan.ID, "change": "replanned"})
+	return nil
+}
+
+// finish sets the plan's final status (cancelled: the run's context ended).
+func (r *run) finish(cancelled bool) {
+	c := r.plan.Count()
+	var status string
+	switch {
+	case r.failure != nil && c.Failed > 0:
+		status = "aborted"
+		if errs.KindOf(r.failure) == errs.MaxReplansExceeded || errs.KindOf(r.failure) == errs.LLM {
+			status = "failed"
+		}
+	case r.failure != nil:
+		status = "failed"
+	case cancelled && (c.Pending > 0 || c.InProgress > 0):
+		status = "cancelled"
+	case c.Failed > 0:
+		// Failed subtasks left from an earlier run (resume does not run
+		// them again): the plan did not complete.
+		status = "aborted"
+	case c.Pending > 0 || c.InProgress > 0:
+		status = "cancelled"
+	case c.Skipped > 0:
+		status = "partial"
+	default:
+		status = "completed"
+	}
+	r.edit(func() { r.plan.Status, r.plan.UpdatedAt = status, r.call.Clock.Now() })
+}
+
+// checkpoint records one subtask's progress: a record in the store, and
+// the whole plan in the checkpoint file when there is one.
+func (r *run) checkpoint(ctx context.Context, s *Subtask) {
+	if r.settings.Checkpoint || r.settings.CheckpointPath != "" {
+		err := r.pl.env.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error { return saveProgress(tx, r.plan.ID, s) })
+		if err == nil && r.settings.CheckpointPath != "" {
+			err = writeCheckpointFile(r.settings.CheckpointPath, r.plan)
+		}
+		if err != nil && r.failure == nil {
+			r.failure = errs.New(errs.Checkpoint, "checkpointing subtask %s: %w", s.ID, err)
+		}
+	}
+	counts := r.plan.Count()
+	r.pl.env.Events.PublishProgress(EventProgress, map[string]any{"plan_id": r.plan.ID, "completed": counts.Completed,
+		"total": counts.Total, "running": len(r.running)})
+}
+
+// saveAll writes the whole plan (folding in the progress records). The
+// checkpoint file goes first: a path that cannot be written fails the run's
+// start before the store records the plan as running.
+func (r *run) saveAll(ctx context.Context) error {
+	r.edit(func() { r.plan.UpdatedAt = r.call.Clock.Now() })
+	if r.settings.CheckpointPath != "" {
+		if err := writeCheckpointFile(r.settings.CheckpointPath, r.plan); err != nil {
+			return err
+		}
+	}
+	return r.pl.env.Store.Update(ctx, func(tx *storage.Tx) error { return savePlan(tx, r.plan) })
+}
+
+// intHeap is a min-heap of positions.
+type intHeap []int
+
+func (h intHeap) len() int { return len(h) }
+
+func (h *intHeap) push(x int) {
+	*h = append(*h, x)
+	for i := len(*h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if (*h)[parent] <= (*h)[i] {
+			break
+		}
+		(*h)[parent], (*h)[i] = (*h)[i], (*h)[parent]
+		i = parent
+	}
+}
+
+func (h *intHeap) pop() int {
+	old := *h
+	top := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	*h = old[:last]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < last && (*h)[l] < (*h)[small] {
+			small = l
+		}
+		if l+1 < last && (*h)[l+1] < (*h)[small] {
+			small = l + 1
+		}
+		if small == i {
+			break
+		}
+		(*h)[i], (*h)[small] = (*h)[small], (*h)[i]
+		i = small
+	}
+	return top
+}
+
+func (r *run) publishFinished(s *Subtask) {
+	data := map[string]any{"plan_id": r.plan.ID, "subtask": s.ID, "status": s.Status, "attempts": s.Attempts}
+	if s.Error != "" {
+		data["error"] = s.Error
+	}
+	r.pl.env.Events.Publish(EventSubtaskFinished, data)
+}
+
+// runSubtask runs a subtask's action once, on its copy of the state, and
+// returns the result and the delta it makes to the state.
+func (pl *Planner) runSubtask(ctx context.Context, call action.Call, p *Plan, id, description string, spec *ActionSpec, state map[string]any, attempt int) (json.RawMessage, map[string]any, error) {
+	name, args := "llm.complete", json.RawMessage(nil)
+	if spec == nil || spec.Name == "" {
+		args, _ = json.Marshal(map[string]any{
+			"prompt": description,
+			"system": "You are carrying out one step of a plan toward this goal: " + p.Goal + ". Do the step and answer with its result, briefly.",
+		})
+	} else {
+		name, args = spec.Name, spec.Args
+		if alias, ok := actionAliases[name]; ok {
+			name = alias
+		}
+		var err error
+		if args, err = substituteState(args, state); err != nil {
+			return nil, nil, err
+		}
+	}
+	sc := &subtaskContext{planID: p.ID, subtaskID: id, attempt: attempt, state: state, delta: map[string]any{}}
+	result, err := pl.env.Run(context.WithValue(ctx, subtaskKey{}, sc), call, name, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	var parsed any
+	json.Unmarshal(result, &parsed)
+	sc.delta["results"] = map[string]any{id: parsed}
+	return result, sc.delta, nil
+}
+
+// actionAliases lets plans name the test and workflow actions briefly.
+var actionAliases = map[string]string{"sleep": "task.sleep", "fail": "task.fail", "noop": "task.noop"}
+
+// statePattern is a whole-string reference to the state: ${state.a.b}.
+var statePattern = regexp.MustCompile(`^\$\{state((?:\.[^.{}]+)*)\}$`)
+
+// substituteState replaces string arguments of the form ${state.path} by
+// that value of the subtask's state.
+func substituteState(args json.RawMessage, state map[string]any) (json.RawMessage, error) {
+	if !bytes.Contains(args, []byte("${state")) {
+		return args, nil
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return nil, errs.New(errs.Validation, "action.args: not JSON: %v", err)
+	}
+	var walk func(any) (any, error)
+	walk = func(x any) (any, error) {
+		switch t := x.(type) {
+		case string:
+			m := statePattern.FindStringSubmatch(t)
+			if m == nil {
+				return t, nil
+			}
+			var cur any = state
+			for _, part := range strings.Split(strings.TrimPrefix(m[1], "."), ".") {
+				if part == "" {
+					continue
+				}
+				obj, ok := cur.(map[string]any)
+				if !ok || obj[part] == nil {
+					return nil, errs.New(errs.Validation, "action.args: %s: the state has no %q", t, part)
+				}
+				cur = obj[part]
+			}
+			return cur, nil
+		case map[string]any:
+			for k, y := range t {
+				nv, err := walk(y)
+				if err != nil {
+					return nil, err
+				}
+				t[k] = nv
+			}
+		case []any:
+			for i, y := range t {
+				nv, err := walk(y)
+				if err != nil {
+					return nil, err
+				}
+				t[i] = nv
+			}
+		}
+		return x, nil
+	}
+	v, err := walk(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// subtaskContext is what the state.* and task.* actions see of the subtask
+// running them.
+type subtaskContext struct {
+	planID, subtaskID string
+	attempt           int
+	state             map[string]any
+	delta             map[string]any
+}
+
+type subtaskKey struct{}
+
+func subtaskOf(ctx context.Context) *subtaskContext {
+	sc, _ := ctx.Value(subtaskKey{}).(*subtaskContext)
+	return sc
+}
+
+// traceRun notes the outcome of a run in the trace.
+func (pl *Planner) traceRun(ctx context.Context, call action.Call, p *Plan, c Counts) {
+	msg := fmt.Sprintf("plan %s %s: %d/%d completed", p.ID, p.Status, c.Completed, c.Total)
+	if c.Failed > 0 || c.Skipped > 0 {
+		msg += fmt.Sprintf(", %d failed, %d skipped", c.Failed, c.Skipped)
+	}
+	pl.env.Update(ctx, func(tx *kit.Txn) error {
+		_, err := tx.Trace(call, "plan.executed", msg, map[string]any{"plan_id": p.ID, "status": p.Status})
+		return err
+	})
+}

@@ -1,0 +1,344 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// View renders the pane: the list above the selected plan, or beside it on
+// a wide screen; a prompt, when open, at the bottom.
+func (p *plansPane) View() string {
+	if p.width <= 0 || p.height <= 0 {
+		return ""
+	}
+	over := p.promptLines(p.width)
+	h := max(p.height-len(over), 0)
+	var body string
+	if p.split() {
+		lw := p.listWidth()
+		pw := p.width - lw - 1
+		left := strings.Split(fit(joinLines(p.listView(lw, h)), lw, h), "\n")
+		right := strings.Split(fit(joinLines(p.planView(pw, h)), pw, h), "\n")
+		sep := p.styles.Rule.Render("│")
+		for i := range left {
+			left[i] += sep + right[i]
+		}
+		body = joinLines(left)
+	} else {
+		list := p.listView(p.width, h)
+		lines := append(list, p.planView(p.width, max(h-len(list), 0))...)
+		body = fit(joinLines(lines), p.width, h)
+	}
+	if len(over) == 0 {
+		return body
+	}
+	if h == 0 {
+		return fit(joinLines(over), p.width, p.height)
+	}
+	return body + "\n" + fit(joinLines(over), p.width, len(over))
+}
+
+// listRows is how many plans the list shows at once.
+func (p *plansPane) listRows() int {
+	if p.split() {
+		return max(p.height-len(p.promptLines(p.width))-1, 1)
+	}
+	// Above the plan: a few rows, so that the DAG keeps most of the screen.
+	return max(min(len(p.plans), p.height/5, 8), 1)
+}
+
+// scrolled is the first plan shown, keeping the cursor in view.
+func (p *plansPane) scrolled() int {
+	rows := p.listRows()
+	if p.cursor < p.offset {
+		p.offset = p.cursor
+	}
+	if p.cursor >= p.offset+rows {
+		p.offset = p.cursor - rows + 1
+	}
+	p.offset = max(min(p.offset, len(p.plans)-rows), 0)
+	return p.offset
+}
+
+// listView is the title line and the plans (none when there are none:
+// the plan's side says what to do).
+func (p *plansPane) listView(w, h int) []string {
+	s := p.styles
+	title := " " + s.Emphasis.Render("Plans")
+	if !p.loaded || p.listErr != "" {
+		return []string{title}
+	}
+	running := 0
+	for _, pl := range p.plans {
+		if pl.Status == planRunning {
+			running++
+		}
+	}
+	title += s.Muted.Render(" · " + plural(len(p.plans), "plan", "plans"))
+	if len(p.plans) > 1 {
+		title += s.Muted.Render(", newest first")
+	}
+	if running > 0 {
+		title += s.Muted.Render(fmt.Sprintf(" · %d running", running))
+	}
+	start := p.scrolled()
+	rows := min(p.listRows(), max(h-1, 0))
+	if len(p.plans) > rows {
+		title += s.Muted.Render(fmt.Sprintf(" · %d-%d of %d", start+1, min(start+rows, len(p.plans)), len(p.plans)))
+	}
+	lines := []string{title}
+	idW := len("plan") + 2
+	for _, pl := range p.plans {
+		idW = max(idW, min(ansi.StringWidth(oneLine(pl.ID))+2, 24))
+	}
+	const statusW, doneW = 11, 8
+	goalW := max(w-5-idW-statusW-doneW, 8)
+	for i := start; i < min(start+rows, len(p.plans)); i++ {
+		pl := p.plans[i]
+		cursor := "   "
+		if i == p.cursor && p.walking {
+			cursor = " " + s.Muted.Render("▸ ")
+		} else if i == p.cursor {
+			cursor = " " + s.Selected.Render("▸ ")
+		}
+		mark := p.planStyle(pl.Status, p.planMark(pl.Status))
+		id := fitLine(truncateTo(oneLine(pl.ID), idW-2), idW)
+		goal := fitLine(truncateTo(oneLine(pl.Goal), goalW-2), goalW)
+		if i == p.cursor && !p.walking {
+			id, goal = s.Selected.Render(id), s.Selected.Render(goal)
+		}
+		status := p.planStyle(pl.Status, fitLine(pl.Status, statusW))
+		done := s.Muted.Render(fmt.Sprintf("%d/%d", pl.Progress.Completed, pl.Progress.Total))
+		lines = append(lines, strings.TrimRight(cursor+mark+" "+id+goal+status+done, " "))
+	}
+	return lines
+}
+
+// planView is the selected plan: its header, progress and DAG, and the
+// walked subtask's details.
+func (p *plansPane) planView(w, h int) []string {
+	s := p.styles
+	if h <= 0 {
+		return nil
+	}
+	switch {
+	case p.absent:
+		return append([]string{""}, p.wrapped(s.Failed.Render("✗ This engram has no planner: "+oneLine(p.listErr)), w, 6)...)
+	case p.listErr != "":
+		return append([]string{""}, p.wrapped(s.Failed.Render("✗ Could not list the plans: "+oneLine(p.listErr)), w, 6)...)
+	case !p.loaded:
+		return []string{"", s.Muted.Render(" Loading…")}
+	case len(p.plans) == 0:
+		lines := append([]string{"", s.Muted.Render(" No plans yet.")},
+			p.wrapped(s.Muted.Render("d decomposes a goal into one (with a language model), f reads one from a YAML file, or write one from the palette:"), w, 3)...)
+		return append(lines, p.wrapped(`:plan.create {"goal": "Prepare breakfast", "subtasks": [{"id": "toast", "action": {"name": "sleep", "args": {"ms": 1500}}}, {"id": "coffee", "dependencies": ["toast"], "action": {"name": "sleep", "args": {"ms": 1000}}}]}`, w, 4)...)
+	}
+	d := p.shown()
+	sum := p.current()
+	if d == nil {
+		return []string{p.planRule(sum.ID, sum.Goal, w), s.Muted.Render(" Loading " + oneLine(sum.ID) + "…")}
+	}
+	lines := []string{p.planRule(d.ID, d.Goal, w), p.planMeta(d), p.progressLine(d, w)}
+	if p.notice != "" && p.noticeFor == d.ID {
+		text := "✓ " + oneLine(p.notice)
+		if p.noticeErr {
+			text = s.Failed.Render("✗ " + oneLine(p.notice))
+		}
+		lines = append(lines, p.wrapped(text, w, 4)...)
+	}
+	var detail []string
+	if p.walking {
+		detail = p.stepDetail(d, w)
+	}
+	lines = append(lines, "")
+	room := h - len(lines) - len(detail)
+	if room < 3 {
+		detail = nil // a small screen: the DAG first
+		room = h - len(lines)
+	}
+	lines = append(lines, p.dagView(d, w, room)...)
+	if len(detail) > 0 {
+		lines = append(lines, make([]string, max(h-len(lines)-len(detail), 0))...)
+		lines = append(lines, detail...)
+	}
+	return lines
+}
+
+// planRule is the plan's title in a rule: "── id · goal ────".
+func (p *plansPane) planRule(id, goal string, w int) string {
+	s := p.styles
+	head := " " + s.Rule.Render("── ") + s.Emphasis.Render(oneLine(id)) + s.Muted.Render(" · ") + oneLine(goal) + " "
+	head = truncateTo(head, max(w-4, 8))
+	return head + s.Rule.Render(strings.Repeat("─", max(w-lineWidth(head)-1, 0)))
+}
+
+// planMeta says how the plan stands and how it was made and run.
+func (p *plansPane) planMeta(d *planDoc) string {
+	s := p.styles
+	parts := []string{p.planStyle(d.Status, p.planMark(d.Status)+" "+d.Status)}
+	strategy := "written by hand"
+	if d.Strategy != "manual" {
+		strategy = "decomposed " + d.Strategy
+		if d.Provider != "" {
+			strategy += " by " + d.Provider
+		}
+	}
+	parts = append(parts, s.Muted.Render(oneLine(strategy)))
+	if st := d.Settings; st != nil {
+		how := fmt.Sprintf("on failure %s, %d at once", oneLine(st.OnSubtaskFailure), st.MaxConcurrent)
+		if st.OnSubtaskFailure == "retry" {
+			how = fmt.Sprintf("on failure retry ×%d then %s, %d at once", st.MaxRetries, oneLine(st.Fallback), st.MaxConcurrent)
+		}
+		parts = append(parts, s.Muted.Render(how))
+	}
+	if d.ReplanCount > 0 {
+		parts = append(parts, s.Muted.Render(fmt.Sprintf("replanned %d of %d", d.ReplanCount, d.MaxReplans)))
+	}
+	parts = append(parts, s.Muted.Render("created "+d.CreatedAt.Format("2006-01-02 15:04")))
+	return " " + strings.Join(parts, s.Muted.Render(" · "))
+}
+
+// progressLine is the bar of completed subtasks, and the counts.
+func (p *plansPane) progressLine(d *planDoc, w int) string {
+	s := p.styles
+	c := d.counts()
+	var parts []string
+	parts = append(parts, fmt.Sprintf("%d of %d completed", c.Completed, c.Total))
+	for _, n := range []struct {
+		n    int
+		what string
+	}{{c.InProgress, "running"}, {c.Failed, "failed"}, {c.Skipped, "skipped"}, {c.Pending, "pending"}} {
+		if n.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
+		}
+	}
+	if el, ok := planElapsed(d, p.engine.Clock().Now()); ok {
+		parts = append(parts, formatPlanDuration(el))
+	}
+	p.bar.Width = max(min(w/3, 40), 12)
+	percent := 0.0
+	if c.Total > 0 {
+		percent = float64(c.Completed) / float64(c.Total)
+	}
+	return " " + p.bar.ViewAs(percent) + "  " + s.Muted.Render(strings.Join(parts, " · "))
+}
+
+// stepDetail is the walked subtask: status, attempts and times; its
+// description and action; what it waits for and what waits for it; its
+// result or error.
+func (p *plansPane) stepDetail(d *planDoc, w int) []string {
+	s := p.styles
+	st := d.step(p.selStep)
+	if st == nil {
+		return nil
+	}
+	g := p.dagFor(d)
+	status := st.Status
+	if st.Status != stepPending {
+		status = p.stepMark(st.Status) + " " + status
+	}
+	head := s.Selected.Render("▸ "+oneLine(st.ID)) + s.Muted.Render(" · ") + p.stepStyle(st.Status, status)
+	if st.Attempts > 0 {
+		head += s.Muted.Render(" · " + plural(st.Attempts, "attempt", "attempts"))
+	}
+	if st.StartedAt != nil {
+		span := st.StartedAt.Format("15:04:05.000")
+		if st.FinishedAt != nil {
+			span += " → " + st.FinishedAt.Format("15:04:05.000")
+		}
+		head += s.Muted.Render(" · " + span)
+	}
+	if el, ok := stepElapsed(st, p.engine.Clock().Now()); ok {
+		head += s.Muted.Render(" · " + formatPlanDuration(el))
+	}
+	lines := []string{s.Rule.Render(strings.Repeat("─", w)), " " + head}
+	if st.Description != "" && st.Description != st.ID {
+		lines = append(lines, "   "+truncateTo(oneLine(st.Description), w-4))
+	}
+	what := "llm.complete with its description"
+	if st.Action != nil && st.Action.Name != "" {
+		what = st.Action.Name
+		if len(st.Action.Args) > 0 && string(st.Action.Args) != "null" {
+			what += " " + string(st.Action.Args)
+		}
+	}
+	links := s.Muted.Render("runs ") + oneLine(what)
+	if len(st.Dependencies) > 0 {
+		links += s.Muted.Render(" · after ") + oneLine(strings.Join(st.Dependencies, ", "))
+	}
+	if next := g.dependents[st.ID]; len(next) > 0 {
+		links += s.Muted.Render(" · before ") + oneLine(strings.Join(next, ", "))
+	}
+	lines = append(lines, "   "+truncateTo(links, w-4))
+	switch {
+	case st.Error != "":
+		lines = append(lines, "   "+s.Failed.Render(truncateTo("✗ "+oneLine(st.Error), w-4)))
+	case len(st.Result) > 0:
+		lines = append(lines, "   "+s.Muted.Render("result ")+truncateTo(oneLine(string(st.Result)), w-11))
+	}
+	return lines
+}
+
+// wrapped word-wraps text (already styled) to w, indented by one column,
+// in at most n lines.
+func (p *plansPane) wrapped(text string, w, n int) []string {
+	lines := strings.Split(wrap(text, max(w-2, 8), " "), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+		lines[n-1] = truncateTo(lines[n-1]+" …", w-1)
+	}
+	return lines
+}
+
+// promptLines is the open prompt: the goal to decompose, the YAML file to
+// read, or the choices of a run.
+func (p *plansPane) promptLines(w int) []string {
+	s := p.styles
+	rule := func(title string) string {
+		head := " " + s.Rule.Render("── ") + s.Emphasis.Render(title) + " "
+		head = truncateTo(head, max(w-2, 4))
+		return head + s.Rule.Render(strings.Repeat("─", max(w-lineWidth(head)-1, 0)))
+	}
+	var lines []string
+	switch p.prompt {
+	case promptNone:
+		return nil
+	case promptExecute:
+		id := oneLine(p.currentID())
+		var opts []string
+		for i, pol := range planPolicies {
+			if i == p.policy {
+				opts = append(opts, s.Selected.Render("["+pol+"]"))
+			} else {
+				opts = append(opts, " "+pol+" ")
+			}
+		}
+		lines = append(lines, rule("Execute "+id),
+			" "+s.Muted.Render("if a subtask fails: ")+strings.Join(opts, " ")+s.Muted.Render("   at once: ")+s.Selected.Render(fmt.Sprint(p.atOnce)),
+			" "+s.Muted.Render(planPolicies[p.policy]+": "+planPolicyHelp[planPolicies[p.policy]]))
+		return lines
+	case promptGoal:
+		var opts []string
+		for i, st := range planStrategies {
+			if i == p.strategy {
+				opts = append(opts, s.Selected.Render("["+st+"]"))
+			} else {
+				opts = append(opts, " "+st+" ")
+			}
+		}
+		lines = append(lines, rule("Decompose a goal into a plan"), strings.TrimRight(" "+p.input.View(), " "),
+			" "+s.Muted.Render("strategy: ")+strings.Join(opts, " ")+s.Muted.Render("  (tab changes; the model breaks the goal into subtasks)"))
+	case promptFile:
+		lines = append(lines, rule("Create a plan from a YAML file"), strings.TrimRight(" "+p.input.View(), " "),
+			" "+s.Muted.Render("the file holds plan.create's fields: goal, subtasks (id, description, dependencies, action), state"))
+	}
+	switch {
+	case p.busyReq != 0:
+		lines = append(lines, " "+p.spinner.View()+s.Muted.Render(" "+oneLine(p.busyWhat)+" (esc stops waiting)"))
+	case p.promptErr != "":
+		lines = append(lines, p.wrapped(s.Failed.Render("✗ "+oneLine(p.promptErr)), w, 4)...)
+	}
+	return lines
+}
