@@ -37,6 +37,9 @@ type ChatResult struct {
 	LLMError string `json:"llm_error,omitempty"`
 	// Committed is what turn.end committed (the utterances recorded).
 	Committed map[string]any `json:"committed"`
+	// Thread is where thread.message routed the user's message (when a
+	// channel was given): the thread, whether it is new, its links.
+	Thread json.RawMessage `json:"thread,omitempty"`
 }
 
 const chatSystem = "You are the assistant of the person you are talking to. Use the working memory below: their goals, the conversation so far and its summary. Be concise and concrete."
@@ -54,6 +57,21 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a chatSendArgs)
 	if call.Turn == "" {
 		call.Turn = e.env.IDs.New()
 	}
+	// With a channel, the message goes through the episodic layer too: it
+	// picks (or starts and links) the thread the turn then draws on.
+	var thread struct {
+		ThreadID string `json:"thread_id"`
+	}
+	var routed json.RawMessage
+	if _, err := e.env.Actions.Lookup("thread.message"); a.Channel != "" && err == nil {
+		args, _ := json.Marshal(map[string]string{"channel": a.Channel, "thread_id": a.ThreadID, "text": a.Text})
+		raw, err := e.Do(ctx, Request{Action: "thread.message", Args: args, Principal: call.Principal, Turn: call.Turn})
+		if err != nil {
+			return ChatResult{}, err
+		}
+		json.Unmarshal(raw, &thread)
+		routed, a.ThreadID = raw, thread.ThreadID
+	}
 	start, _ := json.Marshal(turnStartArgs{Input: a.Text, Conversation: a.Conversation, Channel: a.Channel, ThreadID: a.ThreadID})
 	raw, err := e.Do(ctx, Request{Action: "turn.start", Args: start, Principal: call.Principal, Turn: call.Turn})
 	if err != nil {
@@ -64,7 +82,7 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a chatSendArgs)
 		return ChatResult{}, err
 	}
 	wc := started["context"]
-	res := ChatResult{TurnID: call.Turn, Prompt: chatPrompt(wc)}
+	res := ChatResult{TurnID: call.Turn, Prompt: chatPrompt(wc), Thread: routed}
 	records := []map[string]any{{"speaker": "user", "text": a.Text, "conversation": wc.Conversation}}
 	if llm.Available(e.env.LLM) {
 		answer, err := e.env.LLM.Complete(ctx, res.Prompt)
@@ -73,6 +91,12 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a chatSendArgs)
 		} else {
 			res.Answered, res.Answer = true, strings.TrimSpace(answer.Text)
 			records = append(records, map[string]any{"speaker": "assistant", "text": res.Answer, "conversation": wc.Conversation})
+			if routed != nil && res.Answer != "" {
+				args, _ := json.Marshal(map[string]string{"channel": a.Channel, "thread_id": a.ThreadID, "text": res.Answer, "speaker": "assistant"})
+				if _, err := e.Do(ctx, Request{Action: "thread.message", Args: args, Principal: call.Principal, Turn: call.Turn}); err != nil {
+					return ChatResult{}, errs.New(errs.KindOf(err), "recording the answer in thread %s: %w", a.ThreadID, err)
+				}
+			}
 		}
 	}
 	end, _ := json.Marshal(map[string]any{"updates": map[string]any{"history": records}})
@@ -119,8 +143,18 @@ func chatPrompt(wc WorkingContext) llm.Request {
 			messages = append(messages, llm.Message{Role: role, Content: textOf})
 		}
 	}
+	if ep, ok := wc.Sections["episodic"].(map[string]any); ok {
+		if t, _ := ep["text"].(string); t != "" {
+			fmt.Fprintf(&sys, "\n\nFrom this conversation thread and those it continues:\n%s", t)
+			// The line a reply can open with (seed 003, 4.1: the prompt
+			// includes "You were asking about weather in New York").
+			if recap, _ := ep["recap"].(string); recap != "" {
+				fmt.Fprintf(&sys, "\nRecap: %s.", recap)
+			}
+		}
+	}
 	for _, name := range sortedKeys(wc.Sections) {
-		if name == "cortex" || name == "history" {
+		if name == "cortex" || name == "history" || name == "episodic" {
 			continue
 		}
 		b, _ := json.Marshal(wc.Sections[name])

@@ -17,6 +17,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/history"
@@ -78,6 +79,7 @@ func DefaultSubsystems(opts Options) []Subsystem {
 			return err
 		},
 		func(env *kit.Env) error { _, err := memory.Register(env); return err },
+		func(env *kit.Env) error { _, err := episodic.Register(env, episodic.Options{}); return err },
 	}
 }
 

@@ -43,6 +43,11 @@ import (
 //	          tag, episode; postings under idx/memory%2F<store>/t/ end in a mark,
 //	          "-" live or "d" forgotten. The store's JSON also keeps imp_low (the
 //	          least important live items) and imp_from (where eviction resumes).
+//	episodic/ threads, turns, episodes and linking decisions (core/episodic):
+//	            episodic/thread/<id>, episodic/turn/<thread>/<n>, episodic/arch/<thread>/<n>,
+//	            episodic/ep/<id>, episodic/xep/<id>, episodic/dec/<id>,
+//	            episodic/pending/<episode>, episodic/tuning (see core/episodic/store.go);
+//	          threads by last activity under idx/episodic/act/<time>/<id>, key only
 //
 // Subsystems add their prefix here when they land. Index keys carry no value:
 // queries are answered from key-only scans, then only matching records are read.
@@ -56,6 +61,8 @@ const (
 	PrefixHistory = "history/"
 	PrefixMemory  = "memory/"
 	PrefixPlan    = "plan/"
+	// PrefixEpisodic: threads, turns, episodes, linking decisions (core/episodic/store.go).
+	PrefixEpisodic = "episodic/"
 )
 
 // Key joins a prefix (one of the Prefix constants) and parts into a key. Parts

@@ -76,7 +76,7 @@ func New(engine *core.Engine, opts Options) *Model {
 	st := &m.styles
 	m.panes = [tabCount]pane{
 		tabChat:    newChatPane(engine, st, opts.EvictionFade),
-		tabThreads: &placeholder{title: "Threads", promise: "conversation threads as they start, get linked to earlier threads and get compacted.", styles: st},
+		tabThreads: newThreadsPane(engine, st),
 		tabGoals:   newGoalsPane(engine, st),
 		tabPlans:   newPlansPane(engine, st),
 		tabMemory:  newMemoryPane(engine, st),

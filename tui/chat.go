@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/history"
@@ -75,6 +76,7 @@ type chatKeys struct {
 	Cancel  key.Binding
 	Pick    key.Binding
 	Move    key.Binding
+	Channel key.Binding
 }
 
 func newChatKeys() chatKeys {
@@ -94,6 +96,7 @@ func newChatKeys() chatKeys {
 		Cancel:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		Pick:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "switch")),
 		Move:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "choose")),
+		Channel: key.NewBinding(key.WithKeys("ctrl+t"), key.WithHelp("ctrl+t", "channel")),
 	}
 }
 
@@ -159,6 +162,20 @@ type chatPane struct {
 	searchErr string
 
 	switcher *chatSwitcher
+
+	// The channel messages go on ("" none: the conversation only) and, on
+	// an explicit channel, the thread ("" a new one: the next message
+	// starts it, and the ones after continue it).
+	channel  string
+	threadID string
+	picker   *channelPicker
+	// sendChannel is the channel of the message in flight.
+	sendChannel string
+	// Where each message sent from here went, by conversation and
+	// utterance index; the threads' titles to say it with.
+	routes    map[string]map[int]*chatRoute
+	titles    map[string]string
+	titlesReq int
 }
 
 func newChatPane(engine *core.Engine, styles *Styles, fade time.Duration) *chatPane {
@@ -188,6 +205,8 @@ func newChatPane(engine *core.Engine, styles *Styles, fade time.Duration) *chatP
 		sideView: viewport.New(0, 0),
 		hitsView: viewport.New(0, 0),
 		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
+		routes:   map[string]map[int]*chatRoute{},
+		titles:   map[string]string{},
 	}
 }
 
@@ -209,7 +228,7 @@ func (p *chatPane) Focus() tea.Cmd {
 }
 
 func (p *chatPane) Blur() {
-	p.switcher = nil
+	p.switcher, p.picker = nil, nil
 	switch p.mode {
 	case chatTyping:
 		p.mode = chatBrowse
@@ -226,13 +245,20 @@ func (p *chatPane) Blur() {
 // Capturing: the message line, the search line and the switcher take every
 // key (q and 1-6 included); esc gives the keyboard back.
 func (p *chatPane) Capturing() bool {
-	return p.switcher != nil || p.mode == chatTyping || p.mode == chatSearching
+	return p.switcher != nil || p.picker != nil || p.mode == chatTyping || p.mode == chatSearching
 }
 
 func (p *chatPane) Keys() []key.Binding {
 	k := p.keys
 	ctx := withHelp(k.Context, "ctrl+p", p.contextHelp())
 	switch {
+	case p.picker != nil:
+		keys := []key.Binding{withHelp(k.Pick, "enter", "use it"), withHelp(k.Cancel, "esc", "keep "+channelName(p.channel)),
+			withHelp(k.Channel, "ctrl+t/←/→", "channel")}
+		if episodic.IsExplicit(p.picker.channel) {
+			keys = append(keys, withHelp(k.Move, "↑/↓", "thread"))
+		}
+		return keys
 	case p.switcher != nil:
 		pick := k.Pick
 		if row := p.switcher.current(p.conv); row != nil && row.isNew {
@@ -240,14 +266,14 @@ func (p *chatPane) Keys() []key.Binding {
 		}
 		return []key.Binding{pick, k.Cancel, k.Move}
 	case p.mode == chatTyping:
-		return []key.Binding{k.Send, k.Leave, k.Switch, ctx, withHelp(k.Search, "/", "search (on an empty line)"),
+		return []key.Binding{k.Send, k.Leave, k.Switch, ctx, k.Channel, withHelp(k.Search, "/", "search (on an empty line)"),
 			withHelp(k.Scroll, "↑/↓", "scroll"), k.Page, k.Side}
 	case p.mode == chatSearching:
 		return []key.Binding{k.Run, k.Cancel}
 	case p.mode == chatResults:
-		return []key.Binding{k.Back, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Switch, ctx}
+		return []key.Binding{k.Back, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Switch, ctx, k.Channel}
 	}
-	return []key.Binding{k.Type, k.Search, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Scroll, k.Page, k.Ends, k.Side}
+	return []key.Binding{k.Type, k.Search, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel, k.Scroll, k.Page, k.Ends, k.Side}
 }
 
 func (p *chatPane) contextHelp() string {
@@ -353,6 +379,16 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return p.result(msg)
 	case events.Event:
 		switch msg.Name {
+		case episodic.EventThreadCreated:
+			// A new thread: its title, for the notes; the picker lists it.
+			if t, ok := msg.Data.(*episodic.Thread); ok && t != nil {
+				p.titles[t.ID] = oneLine(t.Title)
+				p.renderConv()
+			}
+			if p.picker != nil && !p.picker.busy {
+				return p.loadPicker()
+			}
+			return nil
 		case history.EventWritten, history.EventEvicted, history.EventSummary:
 		case kit.EventTraceRecorded:
 			// A deletion or a move to another backend says so only in the
@@ -393,6 +429,7 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 	// Cursor blinks and the like go to the line that has the keyboard.
 	var cmd tea.Cmd
 	switch {
+	case p.picker != nil:
 	case p.switcher != nil:
 		p.switcher.input, cmd = p.switcher.input.Update(msg)
 	case p.mode == chatTyping:
@@ -467,6 +504,12 @@ func (p *chatPane) result(msg actionResultMsg) tea.Cmd {
 		p.switcher.setList(msg)
 		p.render()
 		return nil
+	case p.picker != nil && msg.req == p.picker.req:
+		p.picker.setList(p, msg)
+		return nil
+	case msg.req == p.titlesReq:
+		p.titlesResult(msg)
+		return nil
 	}
 	return nil // stale
 }
@@ -489,7 +532,7 @@ func (p *chatPane) setStats(st history.Stats) tea.Cmd {
 }
 
 func (p *chatPane) sendResult(msg actionResultMsg) tea.Cmd {
-	text, conv := p.sending, p.sendConv
+	text, conv, channel := p.sending, p.sendConv, p.sendChannel
 	p.sendReq, p.sending = 0, ""
 	if msg.err != nil {
 		// Nothing was recorded: give the text back to try again.
@@ -507,6 +550,9 @@ func (p *chatPane) sendResult(msg actionResultMsg) tea.Cmd {
 	}
 	p.last, p.lastConv = &res, conv
 	var cmds []tea.Cmd
+	if len(res.Thread) > 0 {
+		cmds = append(cmds, p.routed(conv, channel, res.Thread))
+	}
 	if res.LLMError != "" {
 		cmds = append(cmds, showStatus("The model did not answer ("+res.LLMError+"); your message is recorded.", true))
 	}
@@ -526,10 +572,15 @@ func (p *chatPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if p.switcher != nil {
 		return p.switcherKey(msg)
 	}
+	if p.picker != nil {
+		return p.pickerKey(msg)
+	}
 	// Keys that work whatever has the keyboard.
 	switch {
 	case key.Matches(msg, k.Switch), msg.String() == "c" && (p.mode == chatBrowse || p.mode == chatResults):
 		return p.openSwitcher()
+	case key.Matches(msg, k.Channel):
+		return p.openPicker()
 	case key.Matches(msg, k.Context):
 		p.toggleSide()
 		return nil
@@ -650,8 +701,15 @@ func (p *chatPane) send() tea.Cmd {
 	if p.sending != "" {
 		return showStatus("Still waiting for the last message: enter sends once it is in.", false)
 	}
-	cmd := p.run(nil, "chat.send", map[string]any{"text": text, "conversation": p.conv})
-	p.sendReq, p.sending, p.sendConv, p.sendFrom = p.seq, text, p.conv, p.stats.NextIndex
+	args := map[string]any{"text": text, "conversation": p.conv}
+	if p.channel != "" {
+		args["channel"] = p.channel
+		if episodic.IsExplicit(p.channel) && p.threadID != "" {
+			args["thread_id"] = p.threadID
+		}
+	}
+	cmd := p.run(nil, "chat.send", args)
+	p.sendReq, p.sending, p.sendConv, p.sendFrom, p.sendChannel = p.seq, text, p.conv, p.stats.NextIndex, p.channel
 	p.input.SetValue("")
 	p.render()
 	p.convView.GotoBottom()
@@ -745,4 +803,23 @@ func (p *chatPane) switchTo(c string) tea.Cmd {
 	p.mode, p.main, p.page = chatTyping, mainConversation, pageSummary
 	p.render()
 	return tea.Batch(p.load(), p.input.Focus(), showStatus("Conversation "+c+".", false))
+}
+
+// routed notes where thread.message sent a message (shown under it), and
+// keeps an explicit channel's new thread for the messages after it.
+func (p *chatPane) routed(conv, channel string, raw json.RawMessage) tea.Cmd {
+	var res episodic.MessageResult
+	if json.Unmarshal(raw, &res) != nil || res.ThreadID == "" {
+		return nil
+	}
+	if p.routes[conv] == nil {
+		p.routes[conv] = map[int]*chatRoute{}
+	}
+	// The history records the message at the index the conversation was
+	// at when it was sent.
+	p.routes[conv][p.sendFrom] = &chatRoute{channel: channel, res: res}
+	if episodic.IsExplicit(channel) && p.channel == channel && p.threadID == "" {
+		p.threadID = res.ThreadID
+	}
+	return p.loadTitles()
 }

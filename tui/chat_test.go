@@ -576,3 +576,94 @@ func TestChatCatchesUpWithoutHistoryEvents(t *testing.T) {
 		t.Errorf("the deleted utterance still shows:\n%s", view)
 	}
 }
+
+// --- channels ---
+
+func TestGoldenChatChannelPicker(t *testing.T) {
+	engine, clk := newEngine(t)
+	seedThreads(t, engine, clk)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "No messages in default yet")
+	keys(tm, tea.KeyCtrlT)
+	waitFor(t, tm, "Channel · ctrl+t or ←/→ changes it", "[none]", "No channel: messages go to the conversation only")
+	keys(tm, tea.KeyCtrlT)
+	waitFor(t, tm, "[web]", "web is explicit", "+ a new thread", "Weather in New York")
+	keys(tm, tea.KeyDown, tea.KeyDown)
+	waitFor(t, tm, "▸ Weather in New York (cont.)")
+	m := finish(t, tm)
+	requireGolden(t, "chat_channel_picker", m)
+	p := chatOf(m)
+	if p.picker == nil || p.picker.channel != "web" || !m.panes[tabChat].Capturing() {
+		t.Fatalf("picker %+v, want it open on web, with the keyboard", p.picker)
+	}
+	if got, want := threadIDs(p.picker.threads), threadIDs(listThreads(t, engine)); got != want {
+		t.Errorf("the picker lists %s, thread.list says %s", got, want)
+	}
+	// The channels go round: web, app, sms, whatsapp, voice, none.
+	var seen []string
+	for range len(chatChannels) {
+		press(m, "right")
+		seen = append(seen, channelName(p.picker.channel))
+	}
+	if got := strings.Join(seen, " "); got != "app sms whatsapp voice none web" {
+		t.Errorf("→ goes through %s", got)
+	}
+	// enter uses the thread chosen; esc would have kept none.
+	press(m, "enter")
+	if p.picker != nil || p.channel != "web" || p.threadID != listThreads(t, engine)[1].ID {
+		t.Errorf("after enter: channel %q, thread %q", p.channel, p.threadID)
+	}
+	if !strings.Contains(m.View(), "Chat · default · on web › “Weather in New York (cont.)”") {
+		t.Errorf("the title does not say where messages go:\n%s", m.View())
+	}
+}
+
+// TestChatSendsOnChannels: on sms, chatting starts, continues and links
+// threads, which the Threads tab shows; on web, the first message starts
+// a thread the next ones continue. Under each message: where it went.
+func TestChatSendsOnChannels(t *testing.T) {
+	engine, clk := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "No messages in default yet")
+	send := func(text string, want ...string) {
+		t.Helper()
+		tm.Type(text)
+		keys(tm, tea.KeyEnter)
+		waitFor(t, tm, want...)
+	}
+	keys(tm, tea.KeyCtrlT, tea.KeyLeft, tea.KeyLeft, tea.KeyLeft)
+	waitFor(t, tm, "[sms]", "sms is implicit")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Chat · default · on sms", "Messages go on sms")
+	keys(tm, tea.KeyEnter) // type
+	send("What's the weather in New York?", "→ sms · thread “Weather in New York” (new)")
+	clk.Advance(time.Minute)
+	send("And tomorrow?", "→ sms · thread “Weather in New York” (turn 2)")
+	clk.Advance(time.Hour)
+	send("Oh, and what is it on Thursday?", "→ sms · thread “Weather in New York (cont.)” (new,", "linked to “Weather in New York”)")
+	// Explicit: a new thread, then the same one.
+	keys(tm, tea.KeyCtrlT, tea.KeyLeft, tea.KeyLeft)
+	waitFor(t, tm, "[web]", "+ a new thread")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "on web › a new thread")
+	clk.Advance(time.Minute)
+	send("Book flights to Paris for March 3.", "→ web · thread “Book flights to Paris for March 3”", "(new, not linked to 2 earlier",
+		"on web › “Book flights to Paris for March 3”")
+	clk.Advance(time.Minute)
+	send("Two seats, please.", "→ web · thread “Book flights to Paris for March 3”", "(turn 2)")
+	keys(tm, tea.KeyEsc)
+	tm.Type("2")
+	waitFor(t, tm, "3 threads", "▸ Book flights to Paris for March 3", "Two seats, please.")
+	m := finish(t, tm)
+	threads := listThreads(t, engine)
+	if len(threads) != 3 || threads[0].TurnCount != 2 || threads[2].TurnCount != 2 || len(threads[1].LinkedThreads) != 1 {
+		t.Errorf("threads %s: want Paris (2 turns), Thursday (linked), New York (2 turns)", threadIDs(threads))
+	}
+	if p := chatOf(m); p.threadID != threads[0].ID {
+		t.Errorf("web continues %q, want the thread its first message started", p.threadID)
+	}
+	// The messages are in the conversation too.
+	if n := len(readBuffer(t, engine, "default")); n != 5 {
+		t.Errorf("%d utterances in default, want 5", n)
+	}
+}

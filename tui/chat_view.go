@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/history"
 )
 
@@ -54,7 +55,19 @@ func (p *chatPane) render() {
 func (p *chatPane) titleLine() string {
 	s := p.styles
 	line := " " + s.Emphasis.Render("Chat") + s.Muted.Render(" · ") + oneLine(p.conv)
+	if p.channel != "" {
+		line += s.Muted.Render(" · on ") + p.channel
+		if episodic.IsExplicit(p.channel) {
+			thread := s.Muted.Render("a new thread")
+			if p.threadID != "" {
+				thread = "“" + p.threadTitle(p.threadID) + "”"
+			}
+			line += s.Muted.Render(" › ") + thread
+		}
+	}
 	switch {
+	case p.picker != nil:
+		line += s.Muted.Render(" · choosing a channel")
 	case p.switcher != nil:
 		line += s.Muted.Render(" · switching conversations")
 	case p.mode == chatResults || (p.mode == chatSearching && p.query != ""):
@@ -104,6 +117,8 @@ func (p *chatPane) inputLine() string {
 		return strings.TrimRight(" "+p.search.View(), " ")
 	case p.mode == chatResults:
 		return " " + s.Muted.Render("search: ") + oneLine(p.query) + s.Muted.Render("   / searches again · esc goes back to the chat")
+	case p.picker != nil:
+		return " " + p.styles.Muted.Render("enter uses it · esc goes back")
 	case p.mode == chatTyping && p.switcher == nil:
 		return strings.TrimRight(" "+p.input.View(), " ")
 	case p.switcher != nil:
@@ -111,13 +126,15 @@ func (p *chatPane) inputLine() string {
 	case p.input.Value() != "":
 		return strings.TrimRight(" "+p.input.View(), " ") + s.Muted.Render("   (enter to go on typing)")
 	}
-	return " " + s.Prompt.Render("› ") + s.Muted.Render("press enter to type a message · / search · ctrl+o conversations · ctrl+p context")
+	return " " + s.Prompt.Render("› ") + s.Muted.Render("press enter to type a message · / search · ctrl+o conversations · ctrl+p context · ctrl+t channel")
 }
 
 // --- the main area ---
 
 func (p *chatPane) mainLines(w, h int) []string {
 	switch {
+	case p.picker != nil:
+		return p.pickerLines(w, h)
 	case p.switcher != nil:
 		in := strings.TrimRight(" "+p.switcher.input.View(), " ")
 		lines := p.switcherLines(w)
@@ -188,12 +205,19 @@ func (p *chatPane) convLines(w int) []string {
 		prevTurn = u.TurnNumber
 		lines = append(lines, truncateTo(" "+p.uttHeader(u, now, false), w))
 		lines = append(lines, wrapText(u.Text, w-4, "   ")...)
+		if r := p.routes[p.conv][u.UtteranceIndex]; r != nil && u.Speaker == "user" {
+			lines = append(lines, styleLines(s.Prompt, wrapText(p.routeNote(r), w-6, "   "))...)
+		}
 	}
 	if p.pending() {
 		if len(lines) > 0 {
 			lines = append(lines, "")
 		}
-		lines = append(lines, " "+s.Muted.Render("#"+fmt.Sprint(p.sendFrom)+" ")+s.Emphasis.Render("user")+s.Muted.Render(" · sending"))
+		sending := " · sending"
+		if p.sendChannel != "" {
+			sending += " on " + p.sendChannel
+		}
+		lines = append(lines, " "+s.Muted.Render("#"+fmt.Sprint(p.sendFrom)+" ")+s.Emphasis.Render("user")+s.Muted.Render(sending))
 		lines = append(lines, wrapText(p.sending, w-4, "   ")...)
 		what := "assembling the context…"
 		if p.hasModel() {

@@ -242,8 +242,8 @@ func TestGoldenTabs(t *testing.T) {
 		key, name, tab, shows string
 	}{
 		{"1", "chat_empty", "[1 Chat]", "No messages in default yet"}, // chat_test.go has the rest
-		{"2", "threads", "[2 Threads]", "Not built yet"},
-		{"3", "goals", "[3 Goals]", "No open goals"}, // empty: goals_test.go has the rest
+		{"2", "threads_empty", "[2 Threads]", "No threads yet"},       // threads_test.go has the rest
+		{"3", "goals", "[3 Goals]", "No open goals"},                  // empty: goals_test.go has the rest
 		// 4 Plans: plans_test.go (its engine has the planner, which newEngine's has not)
 		{"5", "memory_empty", "[5 Memory]", "No memories in working yet"}, // memory_test.go has the rest
 	} {

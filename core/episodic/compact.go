@@ -1,0 +1,498 @@
+package episodic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
+)
+
+// Compaction turns a closed episode into summaries at three tiers and the
+// skills it taught, and archives its raw turns — all in one transaction, so
+// a crash leaves the episode either untouched (and still queued: the queue
+// entry is a key deleted by that same transaction) or fully compacted.
+// Compacting an episode twice does nothing the second time.
+
+// Token limits of the tiers.
+const (
+	microTurns  = 5   // turns per micro summary
+	microTokens = 60  // per micro summary
+	mesoTokens  = 200 // the episode
+	macroTokens = 300 // across linked threads
+)
+
+var countTokens = text.Memo(llm.CountTokens)
+
+// compactor runs compactions in the background, one at a time, so that
+// messages never wait for them. Readers that show compaction state settle
+// it first (wait for the queue to empty), which makes them deterministic.
+type compactor struct {
+	e       *Episodic
+	mu      sync.Mutex
+	idle    *sync.Cond
+	queue   []string
+	running bool
+	closed  bool
+}
+
+func newCompactor(e *Episodic) *compactor {
+	c := &compactor{e: e}
+	c.idle = sync.NewCond(&c.mu)
+	return c
+}
+
+// resume queues the compactions a previous run left pending.
+func (c *compactor) resume() error {
+	var ids []string
+	err := c.e.env.Store.View(func(tx *storage.Tx) error {
+		return tx.Keys(storage.Prefix(pendingPrefix()), func(k []byte) error {
+			ids = append(ids, storage.LastPart(k))
+			return nil
+		})
+	})
+	c.enqueue(ids...)
+	return err
+}
+
+func (c *compactor) enqueue(ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return // still pending in the store: the next run picks them up
+	}
+	c.queue = append(c.queue, ids...)
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+}
+
+func (c *compactor) run() {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.closed {
+			c.running = false
+			c.idle.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		id := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		if _, err := c.e.compact(context.Background(), id); err != nil {
+			// It stays pending in the store; the next start retries it.
+			c.e.env.Log.Warn("compaction failed", "episode", id, "err", err)
+			c.e.env.Events.Publish(EventCompactFailed, map[string]any{"episode_id": id, "error": err.Error()})
+		}
+	}
+}
+
+// settle waits until no compaction is queued or running (or ctx ends).
+func (c *compactor) settle(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		c.mu.Lock()
+		for c.running {
+			c.idle.Wait()
+		}
+		c.mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// stop lets the running compaction finish and drops the queue (it is
+// durable: the next start resumes it).
+func (c *compactor) stop() {
+	c.mu.Lock()
+	c.closed = true
+	for c.running {
+		c.idle.Wait()
+	}
+	c.mu.Unlock()
+}
+
+// compact compacts one closed episode; it returns nil if there was nothing
+// to do (not closed, already compacted).
+func (e *Episodic) compact(ctx context.Context, id string) (*Episode, error) {
+	var done *Episode
+	hook := func(stage string) error {
+		if e.opts.compactHook == nil {
+			return nil
+		}
+		return e.opts.compactHook(stage)
+	}
+	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		done = nil
+		ep, err := loadEpisode(tx.Tx, id)
+		if err != nil {
+			if errs.KindOf(err) == errs.NotFound {
+				return tx.Delete(pendingKey(id)) // a stale queue entry
+			}
+			return err
+		}
+		if ep.Status != EpisodeClosed {
+			return tx.Delete(pendingKey(id))
+		}
+		t, err := loadThread(tx.Tx, ep.ThreadID)
+		if err != nil {
+			return err
+		}
+		var turns []*Turn
+		for n := ep.FirstTurn; n <= ep.LastTurn && ep.TurnCount > 0; n++ {
+			var u Turn
+			if err := tx.GetJSON(turnKey(t.ID, n), &u); err != nil {
+				return fmt.Errorf("episode %s: turn %d: %w", id, n, err)
+			}
+			turns = append(turns, &u)
+		}
+		ep.Summaries = &Summaries{Micro: microSummaries(turns), Meso: mesoSummary(turns)}
+		ep.Skills = extractSkills(turns)
+		if err := hook("summaries"); err != nil {
+			return err
+		}
+		if ep.Summaries.Macro, err = macroSummary(tx.Tx, t, ep, turns); err != nil {
+			return err
+		}
+		for i, u := range turns {
+			u.Archived = true
+			if err := tx.SetJSON(archKey(t.ID, u.Number), u); err != nil {
+				return err
+			}
+			if err := tx.Delete(turnKey(t.ID, u.Number)); err != nil {
+				return err
+			}
+			if i == len(turns)/2 {
+				if err := hook("archive"); err != nil {
+					return err
+				}
+			}
+		}
+		// Engine time when the compaction was asked for (the close), not
+		// when the background worker got to it: a run with a fixed clock
+		// (a batch script with "at") then prints the same every time.
+		ep.Status, ep.CompactedAt = EpisodeCompacted, ep.ClosedAt
+		if err := tx.SetJSON(episodeKey(id), ep); err != nil {
+			return err
+		}
+		if err := tx.Delete(pendingKey(id)); err != nil {
+			return err
+		}
+		if t.Status == StatusEnded && allCompacted(tx.Tx, t, ep.ID) {
+			t.Status = StatusCompacted
+			if err := tx.SetJSON(threadKey(t.ID), t); err != nil {
+				return err
+			}
+		}
+		if err := hook("commit"); err != nil {
+			return err
+		}
+		tx.Publish(EventCompacted, ep)
+		done = ep
+		return nil
+	})
+	return done, err
+}
+
+// allCompacted reports whether every episode of t but except is compacted.
+func allCompacted(tx *storage.Tx, t *Thread, except string) bool {
+	for _, id := range t.Episodes {
+		if id == except {
+			continue
+		}
+		ep, err := loadEpisode(tx, id)
+		if err != nil || ep.Status != EpisodeCompacted {
+			return false
+		}
+	}
+	return true
+}
+
+// Compact closes a thread's open episode (if it has turns) and compacts
+// every closed episode of the thread now; it returns the episodes compacted.
+func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID string) ([]*Episode, error) {
+	if threadID == "" {
+		return nil, errNoThread()
+	}
+	e.mu.Lock() // no message may add to the episode being closed meanwhile
+	defer e.mu.Unlock()
+	var closed []string
+	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		closed = nil
+		t, err := loadThread(tx.Tx, threadID)
+		if err != nil {
+			return err
+		}
+		for _, id := range t.Episodes {
+			ep, err := loadEpisode(tx.Tx, id)
+			if err != nil {
+				return err
+			}
+			switch {
+			case ep.Status == EpisodeOpen && ep.TurnCount > 0:
+				if err := closeEpisode(tx.Tx, ep, "manual", e.env.Clock.Now()); err != nil {
+					return err
+				}
+				closed = append(closed, id)
+			case ep.Status == EpisodeClosed:
+				closed = append(closed, id)
+			}
+		}
+		if t.Status == StatusActive && len(closed) > 0 {
+			// The next message starts a new episode.
+			if err := e.openEpisode(tx, t, e.env.Clock.Now()); err != nil {
+				return err
+			}
+			if err := tx.SetJSON(threadKey(t.ID), t); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Trace(call, "episode.compact", fmt.Sprintf("compacting %d episode(s) of thread %s", len(closed), threadID), map[string]any{"episodes": closed})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []*Episode{}
+	for _, id := range closed {
+		ep, err := e.compact(ctx, id)
+		if err != nil {
+			return out, err
+		}
+		if ep != nil {
+			out = append(out, ep)
+		}
+	}
+	return out, nil
+}
+
+func lines(turns []*Turn) []text.Line {
+	out := make([]text.Line, len(turns))
+	for i, u := range turns {
+		out[i] = text.Line{Index: u.Number, Speaker: u.Speaker, Text: u.Text}
+	}
+	return out
+}
+
+func microSummaries(turns []*Turn) []Micro {
+	out := []Micro{}
+	for i := 0; i < len(turns); i += microTurns {
+		group := turns[i:min(i+microTurns, len(turns))]
+		var s text.Summary
+		s.Add(lines(group)...)
+		summary, _ := s.Compress(microTokens, countTokens)
+		out = append(out, Micro{Turns: [2]int{group[0].Number, group[len(group)-1].Number}, Text: summary})
+	}
+	return out
+}
+
+func mesoSummary(turns []*Turn) string {
+	var s text.Summary
+	s.Add(lines(turns)...)
+	summary, _ := s.Compress(mesoTokens, countTokens)
+	return summary
+}
+
+// macroSummary sums up the episode's thread and the threads linked to it,
+// earliest first, each line labelled with its thread's title. Other
+// episodes come in by their meso summaries when compacted, else by their
+// last turns, so the cost stays bounded however long the history grows.
+func macroSummary(tx *storage.Tx, t *Thread, ep *Episode, turns []*Turn) (string, error) {
+	var s text.Summary
+	ids := append([]string{}, t.LinkedThreads...)
+	ids = append(ids, t.ID)
+	var threads []*Thread
+	for _, id := range ids {
+		other, err := loadThread(tx, id)
+		if err != nil {
+			return "", err
+		}
+		threads = append(threads, other)
+	}
+	sortByCreation(threads)
+	for _, other := range threads {
+		label := func(l text.Line) text.Line { l.Speaker = other.Title + " · " + l.Speaker; return l }
+		for _, id := range other.Episodes {
+			if id == ep.ID {
+				for _, l := range lines(turns) {
+					s.Add(label(l))
+				}
+				continue
+			}
+			o, err := loadEpisode(tx, id)
+			if err != nil {
+				return "", err
+			}
+			// Only what was there when this episode closed, so that the
+			// summary does not depend on when the compaction ran.
+			if o.Summaries != nil && o.ClosedAt != nil && !o.ClosedAt.After(*ep.ClosedAt) {
+				s.AddText([]int{o.FirstTurn}, other.Title+": "+strings.ReplaceAll(o.Summaries.Meso, "\n", " "))
+			}
+		}
+		if other.ID != t.ID {
+			// What the linked thread has said since its last compaction.
+			live, err := lastTurns(tx, other, candidateTurns)
+			if err != nil {
+				return "", err
+			}
+			for _, u := range live {
+				if !u.At.After(*ep.ClosedAt) {
+					s.Add(label(lines([]*Turn{u})[0]))
+				}
+			}
+		}
+	}
+	summary, _ := s.Compress(macroTokens, countTokens)
+	return summary, nil
+}
+
+var (
+	preferenceCue = regexp.MustCompile(`(?i)\b(i|we) (prefer|like|love|enjoy|hate|dislike|don't like|do not like|want|always|never|usually|'d rather|would rather)\b|\bmy favou?rite\b`)
+	procedureCue  = regexp.MustCompile(`(?i)^(first|then|next|finally|step \d+|\d+[.)])\b|\b(to do that|here's how|you (need|have) to|make sure to)\b`)
+	factCue       = regexp.MustCompile(`(?i)\b(my|our) [a-z]+ (is|are|was|were)\b|\b(i am|i'm|we are|we're) (a|an|from|based|allergic|in)\b|\b(i|we) (live|work|have|own)\b`)
+)
+
+// extractSkills finds what an episode taught that is worth keeping beyond
+// it: the user's preferences, facts about them, procedures given, and the
+// answers the assistant gave with concrete details (numbers, names).
+func extractSkills(turns []*Turn) []Skill {
+	out := []Skill{}
+	seen := map[string]bool{}
+	add := func(kind, s string, turn int, from string) {
+		s = strings.TrimSpace(s)
+		key := kind + strings.ToLower(s)
+		if s == "" || seen[key] {
+			return
+		}
+		seen[key] = true
+		out = append(out, Skill{Kind: kind, Text: s, Turn: turn, From: from})
+	}
+	for i, u := range turns {
+		for _, sentence := range sentences(u.Text) {
+			switch {
+			case u.Speaker == "user" && preferenceCue.MatchString(sentence):
+				add(SkillPreference, sentence, u.Number, u.Speaker)
+			case procedureCue.MatchString(sentence):
+				add(SkillProcedure, sentence, u.Number, u.Speaker)
+			case u.Speaker == "user" && factCue.MatchString(sentence):
+				add(SkillFact, sentence, u.Number, u.Speaker)
+			}
+		}
+		// An answer with concrete details to a question: a fact learned.
+		if u.Speaker == "assistant" && i > 0 && turns[i-1].Speaker == "user" && strings.HasSuffix(strings.TrimSpace(turns[i-1].Text), "?") &&
+			len(text.Entities(u.Text)) > 0 {
+			add(SkillFact, strings.TrimSuffix(strings.TrimSpace(turns[i-1].Text), "?")+": "+firstSentence(u.Text), u.Number, "answer")
+		}
+	}
+	return out
+}
+
+var sentenceEnd = regexp.MustCompile(`[.!?]+(\s+|$)`)
+
+func sentences(s string) []string {
+	var out []string
+	for _, part := range sentenceEnd.Split(strings.TrimSpace(s), -1) {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func firstSentence(s string) string {
+	all := sentences(s)
+	if len(all) == 0 {
+		return ""
+	}
+	return llm.Truncate(all[0], 120)
+}
+
+// Episodes lists every episode of threadID ("" for all threads), with the
+// cross-thread episodes.
+func (e *Episodic) Episodes(ctx context.Context, threadID string) ([]*Episode, []*CrossEpisode, error) {
+	e.compactor.settle(ctx)
+	eps, xs := []*Episode{}, []*CrossEpisode{}
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		threads, err := recentThreads(tx, 0)
+		if err != nil {
+			return err
+		}
+		slices.Reverse(threads) // oldest first
+		for _, t := range threads {
+			if threadID != "" && t.ID != threadID {
+				continue
+			}
+			for _, id := range t.Episodes {
+				ep, err := loadEpisode(tx, id)
+				if err != nil {
+					return err
+				}
+				eps = append(eps, ep)
+			}
+		}
+		return tx.Scan(storage.Prefix(crossPrefix()), func(_, v []byte) error {
+			var x CrossEpisode
+			if err := json.Unmarshal(v, &x); err != nil {
+				return err
+			}
+			if threadID == "" || slices.Contains(x.LinkedThreads, threadID) {
+				xs = append(xs, &x)
+			}
+			return nil
+		})
+	})
+	if threadID != "" && err == nil && len(eps) == 0 {
+		err = e.env.Store.View(func(tx *storage.Tx) error { _, err := loadThread(tx, threadID); return err })
+	}
+	return eps, xs, err
+}
+
+// EpisodeView is an episode with its turns (archived ones, once compacted).
+type EpisodeView struct {
+	*Episode
+	Turns []*Turn `json:"turns"`
+}
+
+// Episode returns one episode with its raw turns, archived or not.
+func (e *Episodic) Episode(ctx context.Context, id string) (EpisodeView, error) {
+	if err := kit.CheckName("episode_id", id, ""); err != nil {
+		return EpisodeView{}, err
+	}
+	e.compactor.settle(ctx)
+	var v EpisodeView
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		ep, err := loadEpisode(tx, id)
+		if errs.KindOf(err) == errs.NotFound {
+			return errs.New(errs.NotFound, "episode_id: no episode %q; episode.list shows the episodes", id).With("field", "episode_id").With("id", id)
+		}
+		if err != nil {
+			return err
+		}
+		v.Episode = ep
+		all, err := turnsOf(tx, ep.ThreadID, true)
+		v.Turns = []*Turn{}
+		for _, u := range all {
+			if u.EpisodeID == id {
+				v.Turns = append(v.Turns, u)
+			}
+		}
+		return err
+	})
+	return v, err
+}

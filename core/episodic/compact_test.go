@@ -1,0 +1,587 @@
+package episodic_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/episodic"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/storage"
+)
+
+// episodicKeys returns every key and value the episodic layer stores (under
+// episodic/ and idx/episodic/).
+func episodicKeys(t testing.TB, st *storage.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, prefix := range []string{storage.PrefixEpisodic, storage.PrefixIndex + "episodic/"} {
+		err := st.View(func(tx *storage.Tx) error {
+			return tx.Scan(storage.Prefix([]byte(prefix)), func(k, v []byte) error {
+				out[string(k)] = string(v)
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// diffKeys lists how after differs from before (empty: identical).
+func diffKeys(before, after map[string]string) []string {
+	var diffs []string
+	for k, v := range before {
+		if w, ok := after[k]; !ok {
+			diffs = append(diffs, "removed "+k)
+		} else if w != v {
+			diffs = append(diffs, fmt.Sprintf("changed %s: %s → %s", k, v, w))
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			diffs = append(diffs, "added "+k)
+		}
+	}
+	return diffs
+}
+
+// countPrefix counts the keys of dump under prefix.
+func countPrefix(dump map[string]string, prefix string) int {
+	n := 0
+	for k := range dump {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// pendingCompactions is engine.info's episodic.compactions_pending.
+func pendingCompactions(r *rig) int {
+	r.t.Helper()
+	var info core.Info
+	r.do("engine.info", `{}`, &info)
+	n, ok := info.Counts["episodic"]["compactions_pending"]
+	if !ok {
+		r.t.Fatalf("engine.info has no episodic.compactions_pending: %v", info.Counts)
+	}
+	return n
+}
+
+// episodeView reads an episode with episode.get.
+func episodeView(r *rig, id string) (episodic.EpisodeView, json.RawMessage) {
+	r.t.Helper()
+	raw, err := r.try("episode.get", map[string]string{"episode_id": id})
+	if err != nil {
+		r.t.Fatalf("episode.get %s: %v", id, err)
+	}
+	var out struct {
+		Episode episodic.EpisodeView `json:"episode"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		r.t.Fatal(err)
+	}
+	return out.Episode, raw
+}
+
+// compactionScene is a thread of four turns on sms, ended at 10:45 by an
+// unrelated message, which queues its episode for compaction.
+type compactionScene struct {
+	thread, episode string
+	texts           []string
+}
+
+func playCompactionScene(r *rig) compactionScene {
+	r.t.Helper()
+	r.at("10:00")
+	first := r.send("sms", "", "What's the weather in New York?")
+	r.answer("sms", first.ThreadID, "Sunny, 72°F.")
+	r.at("10:05")
+	r.send("sms", "", "What about next week? I prefer mornings for my runs.")
+	r.answer("sms", first.ThreadID, "Mixed, 65-75°F, with rain on Wednesday.")
+	r.at("10:45")
+	second := r.send("sms", "", "Book me a table for two at Nopa on Friday.")
+	if !second.NewThread || second.EndedThread != first.ThreadID || len(second.Compacting) != 1 {
+		r.t.Fatalf("the message at 10:45 should end thread %s and queue its episode: %+v", first.ThreadID, second)
+	}
+	return compactionScene{thread: first.ThreadID, episode: second.Compacting[0], texts: []string{
+		"What's the weather in New York?", "Sunny, 72°F.", "What about next week? I prefer mornings for my runs.", "Mixed, 65-75°F, with rain on Wednesday.",
+	}}
+}
+
+// checkUncompacted: the episode is closed and pending, every raw turn live,
+// none archived, no summaries.
+func checkUncompacted(r *rig, s compactionScene) {
+	r.t.Helper()
+	if n := pendingCompactions(r); n != 1 {
+		r.t.Errorf("compactions_pending = %d, want 1", n)
+	}
+	ep, _ := episodeView(r, s.episode)
+	if ep.Status != episodic.EpisodeClosed || ep.Summaries != nil || len(ep.Skills) != 0 || ep.CompactedAt != nil {
+		r.t.Errorf("after the failure the episode is %s with summaries %+v, skills %v; want closed, none", ep.Status, ep.Summaries, ep.Skills)
+	}
+	th := r.thread(s.thread)
+	if th.Status != episodic.StatusEnded {
+		r.t.Errorf("thread status %s, want ended", th.Status)
+	}
+	if len(th.Turns) != len(s.texts) {
+		r.t.Fatalf("thread has %d turns, want %d", len(th.Turns), len(s.texts))
+	}
+	for i, u := range th.Turns {
+		if u.Archived || u.Text != s.texts[i] {
+			r.t.Errorf("turn %d: archived=%v text %q; want live %q", u.Number, u.Archived, u.Text, s.texts[i])
+		}
+	}
+	keys := episodicKeys(r.t, r.e.Env().Store)
+	if n := countPrefix(keys, "episodic/arch/"+s.thread+"/"); n != 0 {
+		r.t.Errorf("%d archived turns stored after the failure", n)
+	}
+	if n := countPrefix(keys, "episodic/turn/"+s.thread+"/"); n != len(s.texts) {
+		r.t.Errorf("%d live turns stored after the failure, want %d", n, len(s.texts))
+	}
+}
+
+// checkCompacted: the episode is compacted whole.
+func checkCompacted(r *rig, s compactionScene) {
+	r.t.Helper()
+	if n := pendingCompactions(r); n != 0 {
+		r.t.Errorf("compactions_pending = %d, want 0", n)
+	}
+	ep, _ := episodeView(r, s.episode)
+	if ep.Status != episodic.EpisodeCompacted || ep.CompactedAt == nil {
+		r.t.Fatalf("episode %s, compacted_at %v: want compacted, with the time", ep.Status, ep.CompactedAt)
+	}
+	if ep.Summaries == nil || len(ep.Summaries.Micro) == 0 || ep.Summaries.Meso == "" || ep.Summaries.Macro == "" {
+		r.t.Errorf("summaries %+v: want micro, meso and macro", ep.Summaries)
+	}
+	if len(ep.Skills) == 0 {
+		r.t.Errorf("no skills extracted (the user said a preference)")
+	}
+	if len(ep.Turns) != len(s.texts) {
+		r.t.Errorf("episode.get shows %d raw turns, want %d", len(ep.Turns), len(s.texts))
+	}
+	for i, u := range ep.Turns {
+		if !u.Archived || u.Text != s.texts[i] {
+			r.t.Errorf("turn %d: archived=%v text %q; want archived %q", u.Number, u.Archived, u.Text, s.texts[i])
+		}
+	}
+	if th := r.thread(s.thread); th.Status != episodic.StatusCompacted {
+		r.t.Errorf("thread status %s, want compacted", th.Status)
+	}
+	keys := episodicKeys(r.t, r.e.Env().Store)
+	if n := countPrefix(keys, "episodic/arch/"+s.thread+"/"); n != len(s.texts) {
+		r.t.Errorf("%d archived turns stored, want %d", n, len(s.texts))
+	}
+	if n := countPrefix(keys, "episodic/turn/"+s.thread+"/"); n != 0 {
+		r.t.Errorf("%d live turns left after compaction", n)
+	}
+}
+
+// TestCompactInjectedFailure fails a compaction at each of its stages: the
+// episode stays closed and pending, untouched; a retry (episode.compact, or
+// a restart, which resumes pending compactions) completes it; compacting
+// again changes nothing.
+func TestCompactInjectedFailure(t *testing.T) {
+	for _, stage := range []string{"summaries", "archive", "commit"} {
+		for _, retry := range []string{"episode.compact", "reopen"} {
+			t.Run(stage+"/"+retry, func(t *testing.T) {
+				var mu sync.Mutex
+				failing, seen := true, map[string]int{}
+				hook := func(s string) error {
+					mu.Lock()
+					defer mu.Unlock()
+					seen[s]++
+					if failing && s == stage {
+						return fmt.Errorf("injected failure at %s", s)
+					}
+					return nil
+				}
+				opts := episodic.CompactHook(episodic.Options{}, hook)
+				dir := t.TempDir()
+				r := newRigWith(t, rigOptions{dir: dir, opts: opts})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				evs := r.e.Subscribe(ctx, 64)
+
+				s := playCompactionScene(r)
+				r.ep.Settle()
+				mu.Lock()
+				if seen[stage] == 0 {
+					t.Fatalf("the hook never reached %q (stages seen: %v)", stage, seen)
+				}
+				mu.Unlock()
+				waitEvent(t, evs, episodic.EventCompactFailed, "injected failure at "+stage)
+				checkUncompacted(r, s)
+
+				// Asking again while it still fails reports the failure and
+				// changes nothing.
+				before := episodicKeys(t, r.e.Env().Store)
+				if _, err := r.try("episode.compact", map[string]string{"thread_id": s.thread}); err == nil || !strings.Contains(err.Error(), "injected failure") {
+					t.Errorf("episode.compact while failing: %v", err)
+				}
+				if d := diffKeys(before, episodicKeys(t, r.e.Env().Store)); len(d) > 0 {
+					t.Errorf("a failed episode.compact changed the store: %v", d)
+				}
+
+				mu.Lock()
+				failing = false
+				mu.Unlock()
+				switch retry {
+				case "episode.compact":
+					var out struct {
+						Episodes []*episodic.Episode `json:"episodes"`
+					}
+					r.do("episode.compact", map[string]string{"thread_id": s.thread}, &out)
+					if len(out.Episodes) != 1 || out.Episodes[0].ID != s.episode || out.Episodes[0].Status != episodic.EpisodeCompacted {
+						t.Errorf("episode.compact compacted %+v, want episode %s", out.Episodes, s.episode)
+					}
+				case "reopen":
+					if err := r.e.Close(); err != nil {
+						t.Fatal(err)
+					}
+					r = newRigWith(t, rigOptions{dir: dir, opts: opts})
+					r.ep.Settle()
+				}
+				checkCompacted(r, s)
+
+				// Idempotent: compacting again, or restarting, changes nothing.
+				before = episodicKeys(t, r.e.Env().Store)
+				_, epJSON := episodeView(r, s.episode)
+				var again struct {
+					Episodes []*episodic.Episode `json:"episodes"`
+				}
+				r.do("episode.compact", map[string]string{"thread_id": s.thread}, &again)
+				if len(again.Episodes) != 0 {
+					t.Errorf("compacting again compacted %d episode(s)", len(again.Episodes))
+				}
+				if err := r.e.Close(); err != nil {
+					t.Fatal(err)
+				}
+				r = newRigWith(t, rigOptions{dir: dir, opts: opts})
+				r.ep.Settle()
+				if d := diffKeys(before, episodicKeys(t, r.e.Env().Store)); len(d) > 0 {
+					t.Errorf("compacting again changed the store: %v", d)
+				}
+				if _, again := episodeView(r, s.episode); !bytes.Equal(again, epJSON) {
+					t.Errorf("the episode changed:\n%s\n%s", epJSON, again)
+				}
+			})
+		}
+	}
+}
+
+// waitEvent reads events until one named name whose JSON contains want.
+func waitEvent(t *testing.T, evs <-chan events.Event, name, want string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second) // a guard, never reached when it works
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				t.Fatalf("event stream closed before %s", name)
+			}
+			b, _ := json.Marshal(ev.Data)
+			if ev.Name == name && strings.Contains(string(b), want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s event containing %q", name, want)
+		}
+	}
+}
+
+// TestCompactDoesNotBlockMessages: compaction runs in the background; a
+// message — to the thread that just started, or to a new one — returns
+// while it is stuck, and readers that show compaction state wait for it.
+func TestCompactDoesNotBlockMessages(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func(stage string) error {
+		if stage == "summaries" {
+			// A retry after a commit conflict comes here again: block once.
+			blocked := false
+			once.Do(func() { close(entered); blocked = true })
+			if blocked {
+				<-release
+			}
+		}
+		return nil
+	}
+	r := newRigWith(t, rigOptions{opts: episodic.CompactHook(episodic.Options{}, hook)})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	s := playCompactionScene(r) // returned although the compaction is queued
+	guard := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second): // a guard against a hang, not a wait for a race
+			t.Fatalf("%s: still blocked after 30 s", what)
+		}
+	}
+	guard("the compaction never started", entered)
+
+	done := make(chan struct{})
+	var results []episodic.MessageResult
+	var sendErr error
+	go func() {
+		defer close(done)
+		for _, m := range []struct{ hhmm, channel, thread, speaker, text string }{
+			{"10:50", "sms", "", "user", "Can you make it 8 pm instead?"},
+			{"10:52", "web", "", "user", "Draft a packing list for Lisbon."},
+			{"10:53", "web", "<new>", "assistant", "Passport, adapter, light jacket."},
+		} {
+			if m.thread == "<new>" {
+				m.thread = results[1].ThreadID
+			}
+			r.at(m.hhmm)
+			raw, err := r.try("thread.message", map[string]string{"channel": m.channel, "thread_id": m.thread, "speaker": m.speaker, "text": m.text})
+			var res episodic.MessageResult
+			if err == nil {
+				err = json.Unmarshal(raw, &res)
+			}
+			if err != nil {
+				sendErr = err
+				return
+			}
+			results = append(results, res)
+		}
+	}()
+	guard("messages blocked on a running compaction", done)
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
+	if results[0].NewThread || results[1].ThreadID == results[0].ThreadID || !results[1].NewThread || results[2].TurnCount != 2 {
+		t.Errorf("messages while compacting went wrong: %+v", results)
+	}
+	// Still mid-compaction: the store shows it closed and pending.
+	var ep episodic.Episode
+	err := r.e.Env().Store.View(func(tx *storage.Tx) error {
+		return tx.GetJSON(storage.Key(storage.PrefixEpisodic, "ep", s.episode), &ep)
+	})
+	if err != nil || ep.Status != episodic.EpisodeClosed {
+		t.Errorf("mid-compaction the episode is %q (%v), want closed", ep.Status, err)
+	}
+
+	// A reader of compaction state settles it first: asked now, it answers
+	// once the compaction is done, and shows it done.
+	type listing struct {
+		Threads []*episodic.Thread `json:"threads"`
+	}
+	listed := make(chan listing, 1)
+	go func() {
+		var out listing
+		raw, err := r.e.Do(context.Background(), core.Request{Action: "thread.list", Args: json.RawMessage(`{}`)})
+		if err == nil {
+			json.Unmarshal(raw, &out)
+		}
+		listed <- out
+	}()
+	close(release)
+	released = true
+	select {
+	case out := <-listed:
+		for _, th := range out.Threads {
+			if th.ID == s.thread && th.Status != episodic.StatusCompacted {
+				t.Errorf("thread.list during the compaction shows thread %s %s: it did not wait for the compaction", th.ID, th.Status)
+			}
+		}
+		if len(out.Threads) != 3 {
+			t.Errorf("thread.list shows %d threads, want 3", len(out.Threads))
+		}
+	case <-time.After(30 * time.Second): // a guard against a hang
+		t.Fatal("thread.list still blocked after the compaction was released")
+	}
+	r.ep.Settle()
+	checkCompacted(r, s)
+}
+
+// buildEngramBinary builds the engram command into the test's directory.
+func buildEngramBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "engram")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/engram-console/engram").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestCompactKill9 runs engram --batch on a data directory, sends a thread
+// of 40 turns and then a message that ends it (queueing its compaction),
+// and SIGKILLs engram as soon as that message is acknowledged — while the
+// background compaction is queued, running or done; which one cannot be
+// chosen without sleeping, so the test checks the store in whatever state
+// the kill left it: never half compacted. (TestCompactInjectedFailure is the
+// deterministic mid-compaction crash.) Then engram's store is opened in
+// process: every acknowledged message is there, and a pending compaction
+// completes on start.
+func TestCompactKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds engram")
+	}
+	bin := buildEngramBinary(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--batch", "-", "--data", dir)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ENGRAM_LOG=" + filepath.Join(home, "engram.log"),
+		"XDG_DATA_HOME=" + filepath.Join(home, "xdg-data"), "XDG_STATE_HOME=" + filepath.Join(home, "xdg-state")}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The script: 40 turns from 10:00, then at 12:00 a message that ends
+	// the thread. stdin stays open, so engram is alive, waiting for more,
+	// when it is killed.
+	const turns = 40
+	type sent struct{ id, speaker, text string }
+	var script []sent
+	for i := range turns {
+		speaker, text := "user", fmt.Sprintf("Question %d about the Lisbon trip: which museum opens at %d am?", i/2, 9+i%3)
+		if i%2 == 1 {
+			speaker, text = "assistant", fmt.Sprintf("Answer %d: the Gulbenkian opens at %d am, €%d entry.", i/2, 9+i%3, 10+i)
+		}
+		script = append(script, sent{fmt.Sprintf("m%02d", i), speaker, text})
+	}
+	script = append(script, sent{"ender", "user", "Set a reminder to call the plumber tomorrow."})
+	go func() {
+		for i, m := range script {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			if m.id == "ender" {
+				at = t0.Add(2 * time.Hour) // 81 minutes after the last turn
+			}
+			step, _ := json.Marshal(map[string]any{"id": m.id, "action": "thread.message", "at": at.Format(time.RFC3339Nano),
+				"args": map[string]string{"channel": "sms", "speaker": m.speaker, "text": m.text}})
+			if _, err := stdin.Write(append(step, '\n')); err != nil {
+				return
+			}
+		}
+	}()
+
+	type ack struct {
+		ID     string                 `json:"id"`
+		OK     bool                   `json:"ok"`
+		Result episodic.MessageResult `json:"result"`
+		Error  json.RawMessage        `json:"error"`
+	}
+	acked := map[string]ack{}
+	var ender ack
+	killed := false
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var a ack
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			t.Errorf("result line %q: %v", sc.Bytes(), err)
+			continue
+		}
+		if !a.OK {
+			t.Fatalf("step %s failed: %s\nstderr: %s", a.ID, a.Error, stderr.Bytes())
+		}
+		acked[a.ID] = a
+		if a.ID == "ender" && !killed {
+			ender = a
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	waitErr := cmd.Wait()
+	stdin.Close()
+	var exitErr *exec.ExitError
+	if !killed || !errors.As(waitErr, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("engram was not killed (killed %v, %v)\nstderr:\n%s", killed, waitErr, stderr.Bytes())
+	}
+	if len(acked) != len(script) || len(ender.Result.Compacting) != 1 || ender.Result.EndedThread == "" {
+		t.Fatalf("%d of %d acknowledged; the last one %+v should have queued a compaction", len(acked), len(script), ender.Result)
+	}
+	first, episode := ender.Result.EndedThread, ender.Result.Compacting[0]
+
+	// The store as the kill left it, before anything resumes: the episode
+	// is either untouched and pending, or compacted whole.
+	st, err := storage.Open(storage.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := episodicKeys(t, st)
+	st.Close()
+	var ep episodic.Episode
+	if err := json.Unmarshal([]byte(raw["episodic/ep/"+episode]), &ep); err != nil {
+		t.Fatalf("episode %s after the kill: %v", episode, err)
+	}
+	pending := countPrefix(raw, "episodic/pending/"+episode)
+	archived, live := countPrefix(raw, "episodic/arch/"+first+"/"), countPrefix(raw, "episodic/turn/"+first+"/")
+	switch {
+	case ep.Status == episodic.EpisodeClosed && pending == 1 && archived == 0 && live == turns && ep.Summaries == nil:
+		t.Logf("killed with the compaction pending: it must complete on start")
+	case ep.Status == episodic.EpisodeCompacted && pending == 0 && archived == turns && live == 0 && ep.Summaries != nil:
+		t.Logf("killed after the compaction committed")
+	default:
+		t.Fatalf("half-compacted after the kill: episode %s, pending %d, %d archived and %d live turns, summaries %v",
+			ep.Status, pending, archived, live, ep.Summaries != nil)
+	}
+
+	// Reopen in process: the compaction completes, every message is there.
+	r := newRigWith(t, rigOptions{dir: dir})
+	r.ep.Settle()
+	if n := pendingCompactions(r); n != 0 {
+		t.Errorf("compactions_pending = %d after the restart", n)
+	}
+	view, _ := episodeView(r, episode)
+	if view.Status != episodic.EpisodeCompacted || view.Summaries == nil || view.Summaries.Meso == "" || len(view.Summaries.Micro) != turns/5 {
+		t.Errorf("after the restart episode %s is %s, summaries %+v", episode, view.Status, view.Summaries)
+	}
+	if len(view.Turns) != turns {
+		t.Errorf("episode.get shows %d turns, want %d", len(view.Turns), turns)
+	}
+	got := map[string]*episodic.Turn{}
+	for _, id := range []string{first, ender.Result.ThreadID} {
+		th := r.thread(id)
+		for _, u := range th.Turns {
+			got[fmt.Sprintf("%s/%d", u.ThreadID, u.Number)] = u
+			if id == first && !u.Archived {
+				t.Errorf("turn %d of the ended thread is not archived", u.Number)
+			}
+		}
+	}
+	for i, m := range script {
+		a := acked[m.id]
+		u := got[fmt.Sprintf("%s/%d", a.Result.ThreadID, a.Result.TurnCount)]
+		if u == nil || u.Text != m.text || u.Speaker != m.speaker {
+			t.Errorf("acknowledged message %d (%q) reads back as %+v", i, m.text, u)
+		}
+	}
+	if len(got) != len(script) {
+		t.Errorf("%d turns after the restart, %d acknowledged", len(got), len(script))
+	}
+}

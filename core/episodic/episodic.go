@@ -1,0 +1,648 @@
+package episodic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/storage"
+)
+
+// Events the episodic layer publishes after each commit.
+const (
+	EventThreadCreated = "thread.created"         // data: Thread
+	EventTurnAdded     = "thread.turn"            // data: MessageResult
+	EventJudging       = "link.judging"           // data: {thread_id, candidates}: the model is judging links
+	EventLinkDecided   = "link.decided"           // data: Decision
+	EventCompacted     = "episode.compacted"      // data: Episode
+	EventOutcome       = "episode.outcome"        // data: Decision
+	EventTuned         = "episode.tuned"          // data: TuningRecord
+	EventCompactFailed = "episode.compact_failed" // data: {episode_id, error}
+)
+
+// Options configure the episodic layer.
+type Options struct {
+	// JudgeTimeout bounds the model's linking judgement (default 20 s):
+	// past it the algorithmic decision stands.
+	JudgeTimeout time.Duration
+	// MaxCandidates: how many of the most recently active threads a new
+	// thread is scored against (default 50).
+	MaxCandidates int
+	// MaxJudged: how many of those the model judges, most recent first
+	// (default 3): each is one model call, made in parallel.
+	MaxJudged int
+	// compactHook, when set (tests), runs at each stage of a compaction; an
+	// error it returns fails the compaction there.
+	compactHook func(stage string) error
+	// scorer, when set (tests), replaces Score.
+	scorer func(message string, cand CandidateText, now time.Time) (float64, Signals)
+}
+
+// Episodic is the episodic memory layer.
+type Episodic struct {
+	env  *kit.Env
+	opts Options
+	// mu serializes messages: deciding which thread a message belongs to
+	// reads every recent thread, and two messages deciding at once could
+	// both start a thread.
+	mu        sync.Mutex
+	compactor *compactor
+}
+
+// Register adds the thread.* and episode.* actions, the episodic context
+// provider and counter to env, and starts the background compactor (which
+// first picks up compactions a crash interrupted).
+func Register(env *kit.Env, opts Options) (*Episodic, error) {
+	if opts.JudgeTimeout <= 0 {
+		opts.JudgeTimeout = 20 * time.Second
+	}
+	if opts.MaxCandidates <= 0 {
+		opts.MaxCandidates = 50
+	}
+	if opts.MaxJudged <= 0 {
+		opts.MaxJudged = 3
+	}
+	e := &Episodic{env: env, opts: opts}
+	e.compactor = newCompactor(e)
+	env.OnClose(func() error { e.compactor.stop(); return nil })
+	if err := e.compactor.resume(); err != nil {
+		return nil, fmt.Errorf("resuming interrupted compactions: %w", err)
+	}
+	e.register()
+	env.AddProvider(&provider{e: e})
+	env.AddCounter("episodic", e.counts)
+	return e, nil
+}
+
+// MessageRequest is a message to route into a thread.
+type MessageRequest struct {
+	Channel  string `json:"channel" arg:"required" help:"web or app (explicit: the thread you select), or sms, whatsapp, voice (implicit: engram infers the thread)"`
+	ThreadID string `json:"thread_id,omitempty" help:"the thread the user selected; without it, an explicit channel starts a new thread and an implicit one continues the most recent thread unless it has been inactive too long"`
+	Text     string `json:"text" arg:"required" help:"what was said"`
+	Speaker  string `json:"speaker,omitempty" help:"user (default) or assistant; an assistant's message never starts a thread"`
+	Title    string `json:"title,omitempty" help:"a new thread's title (default: from its first message)"`
+}
+
+// MessageResult is where a message went.
+type MessageResult struct {
+	ThreadID       string    `json:"thread_id"`
+	NewThread      bool      `json:"new_thread"`
+	TurnCount      int       `json:"turn_count"`
+	LastActivityAt time.Time `json:"last_activity_at"`
+	Turn           *Turn     `json:"turn"`
+	// EndedThread is the thread this one took over from (implicit channels).
+	EndedThread string `json:"ended_thread,omitempty"`
+	// Decision is the strongest linking decision of a new thread; Decisions
+	// all of them, strongest first.
+	Decision      *Decision   `json:"decision,omitempty"`
+	Decisions     []*Decision `json:"decisions,omitempty"`
+	LinkedThreads []string    `json:"linked_threads,omitempty"`
+	// Compacting lists the episodes queued for compaction by this message.
+	Compacting []string `json:"compacting,omitempty"`
+}
+
+// Speakers a message may have.
+var Speakers = []string{"user", "assistant"}
+
+func (r *MessageRequest) validate() error {
+	if !slices.Contains(ExplicitChannels, r.Channel) && !slices.Contains(ImplicitChannels, r.Channel) {
+		return kit.Validation("channel", "unknown channel %q; use web or app (explicit), or sms, whatsapp or voice (implicit)", r.Channel)
+	}
+	if strings.TrimSpace(r.Text) == "" {
+		return kit.Validation("text", "a message needs text")
+	}
+	if r.Speaker == "" {
+		r.Speaker = "user"
+	}
+	if !slices.Contains(Speakers, r.Speaker) {
+		return kit.Validation("speaker", "unknown speaker %q; use user or assistant", r.Speaker)
+	}
+	if err := kit.CheckName("thread_id", r.ThreadID, ""); err != nil {
+		return err
+	}
+	if len(r.Title) > 200 || strings.ContainsAny(r.Title, "\n\r") {
+		return kit.Validation("title", "a title is one line of at most 200 characters")
+	}
+	return nil
+}
+
+// route is where a message goes, decided before anything is written.
+type route struct {
+	thread *Thread // nil: a new thread
+	ended  *Thread // the thread a new one takes over from
+	cands  []*Thread
+}
+
+// Message routes a message into a thread: the selected one, the one it
+// continues, or a new one linked to the earlier threads it continues.
+func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageRequest) (MessageResult, error) {
+	if err := req.validate(); err != nil {
+		return MessageResult{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.env.Clock.Now()
+	var r route
+	var cands []candidate
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		if r, err = e.route(tx, req, now); err != nil {
+			return err
+		}
+		if r.thread == nil {
+			cands, err = e.candidates(tx, r.cands)
+		}
+		return err
+	})
+	if err != nil {
+		return MessageResult{}, err
+	}
+	var decisions []*Decision
+	var threshold float64
+	var prompt PromptVersion
+	if r.thread == nil && len(cands) > 0 {
+		var tuning *Tuning
+		if err := e.env.Store.View(func(tx *storage.Tx) error { tuning, err = loadTuning(tx); return err }); err != nil {
+			return MessageResult{}, err
+		}
+		threshold, prompt = tuning.Threshold, tuning.prompt()
+		decisions = e.assess(ctx, req.Text, cands, now, threshold, prompt)
+	}
+	var res MessageResult
+	err = e.env.Update(ctx, func(tx *kit.Txn) error {
+		var err error
+		res, err = e.commit(tx, call, req, r, decisions, now)
+		return err
+	})
+	if err != nil {
+		return MessageResult{}, err
+	}
+	e.compactor.enqueue(res.Compacting...)
+	return res, nil
+}
+
+// route decides where req goes, reading only.
+func (e *Episodic) route(tx *storage.Tx, req MessageRequest, now time.Time) (route, error) {
+	if req.ThreadID != "" {
+		t, err := loadThread(tx, req.ThreadID)
+		return route{thread: t}, err
+	}
+	recent, err := recentThreads(tx, e.opts.MaxCandidates)
+	if err != nil {
+		return route{}, err
+	}
+	// An implicit channel continues the latest thread used on an implicit
+	// channel: a thread the user opened on the web, with nothing to
+	// select it by, is not one a text message can be taken to continue.
+	var latest *Thread
+	for _, t := range recent {
+		if IsExplicit(req.Channel) || slices.ContainsFunc(t.Channels, isImplicit) {
+			latest = t
+			break
+		}
+	}
+	switch {
+	case req.Speaker != "user":
+		// An answer belongs to the thread of the question it answers.
+		if latest == nil {
+			return route{}, kit.Validation("speaker", "an assistant's message answers one in a thread, and there is no thread on this channel yet; send the user's message first, or give thread_id")
+		}
+		return route{thread: latest}, nil
+	case IsExplicit(req.Channel):
+		return route{cands: recent}, nil
+	case latest != nil && now.Sub(latest.LastActivityAt) < latest.timeout():
+		// Within the timeout: the same thread. A gap of the whole timeout
+		// (30 min of inactivity, seed 2.1, 3.1, 4.3) starts a new one.
+		return route{thread: latest}, nil
+	}
+	r := route{cands: recent}
+	if latest != nil && latest.Status == StatusActive {
+		r.ended = latest
+	}
+	return r, nil
+}
+
+// commit writes the message and everything it decided, in one transaction.
+func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r route, decisions []*Decision, now time.Time) (MessageResult, error) {
+	var res MessageResult
+	var t *Thread
+	var was time.Time
+	if r.thread != nil {
+		// Re-read: the compactor may have changed it since.
+		var err error
+		if t, err = loadThread(tx.Tx, r.thread.ID); err != nil {
+			return res, err
+		}
+		was = t.LastActivityAt
+		if t.Status != StatusActive {
+			// A message to an ended thread (selected again on an explicit
+			// channel) reopens it, in a new episode.
+			t.Status, t.EndedAt = StatusActive, nil
+			if err := e.openEpisode(tx, t, now); err != nil {
+				return res, err
+			}
+		}
+	} else {
+		if r.ended != nil {
+			ended, err := e.endThread(tx, r.ended.ID, now)
+			if err != nil {
+				return res, err
+			}
+			res.EndedThread = r.ended.ID
+			res.Compacting = append(res.Compacting, ended...)
+		}
+		t = &Thread{ID: e.env.IDs.New(), Title: req.Title, Status: StatusActive, CreatedAt: now, LastActivityAt: now,
+			InactivityTimeoutMinutes: DefaultInactivityTimeout, Channels: []string{}, Episodes: []string{},
+			LinkedThreads: []string{}, CrossThreadEpisodes: []string{}}
+		t.titled = t.Title != ""
+		if !t.titled {
+			t.Title = titleFrom(req.Text)
+		}
+		if err := e.openEpisode(tx, t, now); err != nil {
+			return res, err
+		}
+		res.NewThread = true
+		if err := e.link(tx, call, t, decisions, &res); err != nil {
+			return res, err
+		}
+		tx.Publish(EventThreadCreated, t)
+	}
+	ep, err := loadEpisode(tx.Tx, t.currentEpisode())
+	if err != nil {
+		return res, err
+	}
+	if ep.TurnCount >= EpisodeMaxTurns {
+		if err := closeEpisode(tx.Tx, ep, "size", now); err != nil {
+			return res, err
+		}
+		res.Compacting = append(res.Compacting, ep.ID)
+		if err := e.openEpisode(tx, t, now); err != nil {
+			return res, err
+		}
+		if ep, err = loadEpisode(tx.Tx, t.currentEpisode()); err != nil {
+			return res, err
+		}
+	}
+	t.TurnCount++
+	t.LastActivityAt = now
+	if !slices.Contains(t.Channels, req.Channel) {
+		t.Channels = append(t.Channels, req.Channel)
+	}
+	turn := &Turn{ThreadID: t.ID, Number: t.TurnCount, Speaker: req.Speaker, Text: req.Text, Channel: req.Channel, At: now, EpisodeID: ep.ID}
+	if ep.TurnCount == 0 {
+		ep.FirstTurn = turn.Number
+	}
+	ep.LastTurn, ep.TurnCount = turn.Number, ep.TurnCount+1
+	if err := tx.SetJSON(turnKey(t.ID, turn.Number), turn); err != nil {
+		return res, err
+	}
+	if err := tx.SetJSON(episodeKey(ep.ID), ep); err != nil {
+		return res, err
+	}
+	if err := saveThread(tx.Tx, t, was); err != nil {
+		return res, err
+	}
+	res.ThreadID, res.TurnCount, res.LastActivityAt, res.Turn = t.ID, t.TurnCount, t.LastActivityAt, turn
+	msg := fmt.Sprintf("%s message on %s → thread %s (turn %d)", req.Speaker, req.Channel, t.ID, t.TurnCount)
+	if res.NewThread {
+		msg = fmt.Sprintf("%s message on %s started thread %s", req.Speaker, req.Channel, t.ID)
+	}
+	if _, err := tx.Trace(call, "thread.message", msg, map[string]any{"thread_id": t.ID, "new_thread": res.NewThread, "turn": t.TurnCount, "channel": req.Channel}); err != nil {
+		return res, err
+	}
+	tx.Publish(EventTurnAdded, res)
+	return res, nil
+}
+
+// openEpisode starts t's next episode.
+func (e *Episodic) openEpisode(tx *kit.Txn, t *Thread, now time.Time) error {
+	ep := &Episode{ID: e.env.IDs.New(), ThreadID: t.ID, Number: len(t.Episodes) + 1, Status: EpisodeOpen, StartedAt: now}
+	t.Episodes = append(t.Episodes, ep.ID)
+	return tx.SetJSON(episodeKey(ep.ID), ep)
+}
+
+// closeEpisode closes ep and queues it for compaction (durably: the queue
+// entry is written with the close).
+func closeEpisode(tx *storage.Tx, ep *Episode, reason string, now time.Time) error {
+	ep.Status, ep.Reason, ep.ClosedAt = EpisodeClosed, reason, &now
+	if err := tx.SetJSON(episodeKey(ep.ID), ep); err != nil {
+		return err
+	}
+	return tx.Set(pendingKey(ep.ID), nil)
+}
+
+// endThread ends a thread a newer one took over from, closing its open
+// episode; it returns the episodes to compact.
+func (e *Episodic) endThread(tx *kit.Txn, id string, now time.Time) ([]string, error) {
+	t, err := loadThread(tx.Tx, id)
+	if err != nil || t.Status != StatusActive {
+		return nil, err
+	}
+	t.Status, t.EndedAt = StatusEnded, &now
+	var queued []string
+	if cur := t.currentEpisode(); cur != "" {
+		ep, err := loadEpisode(tx.Tx, cur)
+		if err != nil {
+			return nil, err
+		}
+		if ep.Status == EpisodeOpen {
+			if ep.TurnCount == 0 {
+				ep.Status = EpisodeCompacted // nothing to compact
+				if err := tx.SetJSON(episodeKey(ep.ID), ep); err != nil {
+					return nil, err
+				}
+			} else {
+				if err := closeEpisode(tx.Tx, ep, "thread_end", now); err != nil {
+					return nil, err
+				}
+				queued = append(queued, ep.ID)
+			}
+		}
+	}
+	if len(queued) == 0 {
+		t.Status = StatusCompacted
+	}
+	return queued, tx.SetJSON(threadKey(t.ID), t)
+}
+
+// link records a new thread's decisions, and links it to every candidate
+// decided LINK, creating or extending their cross-thread episode.
+func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*Decision, res *MessageResult) error {
+	var linked []*Thread
+	for _, d := range decisions {
+		d.ID, d.ThreadID = e.env.IDs.New(), t.ID
+		if d.Decision == Link {
+			c, err := loadThread(tx.Tx, d.Candidate)
+			if err != nil {
+				return err
+			}
+			linked = append(linked, c)
+		}
+	}
+	if len(linked) > 0 {
+		x, err := e.crossEpisode(tx, t, linked, decisions)
+		if err != nil {
+			return err
+		}
+		for _, d := range decisions {
+			if d.Decision == Link {
+				d.CrossThreadEpisode = x.ID
+			}
+		}
+	}
+	for _, d := range decisions {
+		if err := tx.SetJSON(decisionKey(d.ID), d); err != nil {
+			return err
+		}
+		tx.Publish(EventLinkDecided, d)
+		llmPart := "no model"
+		if d.LLM != nil {
+			llmPart = fmt.Sprintf("model %.2f", *d.LLM)
+		}
+		msg := fmt.Sprintf("%s thread %s with %s (algorithmic %.2f, %s; %s)", d.Decision, t.ID, d.Candidate, d.Algorithmic, llmPart, d.Confidence)
+		if _, err := tx.Trace(call, "episode.link", msg, d); err != nil {
+			return err
+		}
+	}
+	if len(linked) > 0 && weakTitle(t.Title) && !t.titled {
+		// "It on Thursday" says little; the thread it continues says more.
+		t.Title = strings.TrimSuffix(linked[0].Title, " (cont.)") + " (cont.)"
+	}
+	res.Decisions = decisions
+	if len(decisions) > 0 {
+		res.Decision = decisions[0]
+	}
+	res.LinkedThreads = t.LinkedThreads
+	return nil
+}
+
+// crossEpisode puts t and the threads it links to in one cross-thread
+// episode: the earliest one any of them is in, or a new one.
+func (e *Episodic) crossEpisode(tx *kit.Txn, t *Thread, linked []*Thread, decisions []*Decision) (*CrossEpisode, error) {
+	now := e.env.Clock.Now()
+	var x *CrossEpisode
+	loaded := map[string]bool{} // linked threads mostly share their episodes: read each once
+	for _, c := range linked {
+		for _, id := range c.CrossThreadEpisodes {
+			if loaded[id] {
+				continue
+			}
+			loaded[id] = true
+			cand, err := loadCross(tx.Tx, id)
+			if err != nil {
+				return nil, err
+			}
+			if x == nil || cand.CreatedAt.Before(x.CreatedAt) {
+				x = cand
+			}
+		}
+	}
+	if x == nil {
+		x = &CrossEpisode{ID: e.env.IDs.New(), LinkedThreads: []string{}, Decisions: []string{}, CreatedAt: now}
+	}
+	x.UpdatedAt = now
+	members := append(slices.Clone(linked), t)
+	// Earliest thread first, as the conversation went.
+	sort.SliceStable(members, func(i, j int) bool { return members[i].CreatedAt.Before(members[j].CreatedAt) })
+	for _, m := range members {
+		if !slices.Contains(x.LinkedThreads, m.ID) {
+			x.LinkedThreads = append(x.LinkedThreads, m.ID)
+		}
+	}
+	for _, d := range decisions {
+		if d.Decision == Link {
+			x.Decisions = append(x.Decisions, d.ID)
+		}
+	}
+	for _, c := range linked {
+		fresh, err := loadThread(tx.Tx, c.ID) // the compactor may have moved it on
+		if err != nil {
+			return nil, err
+		}
+		fresh.LinkedThreads = appendNew(fresh.LinkedThreads, t.ID)
+		fresh.CrossThreadEpisodes = appendNew(fresh.CrossThreadEpisodes, x.ID)
+		if err := tx.SetJSON(threadKey(fresh.ID), fresh); err != nil {
+			return nil, err
+		}
+		t.LinkedThreads = appendNew(t.LinkedThreads, c.ID)
+	}
+	t.CrossThreadEpisodes = appendNew(t.CrossThreadEpisodes, x.ID)
+	return x, tx.SetJSON(crossKey(x.ID), x)
+}
+
+func appendNew(list []string, v string) []string {
+	if slices.Contains(list, v) {
+		return list
+	}
+	return append(list, v)
+}
+
+// weakTitle: a title that leans on another thread for its subject.
+func weakTitle(title string) bool {
+	first, _, _ := strings.Cut(strings.ToLower(title), " ")
+	return pronounReference.MatchString(first) || first == "untitled"
+}
+
+// questionOpening: the words a question opens with before its subject.
+var questionOpening = regexp.MustCompile(`(?i)^(what's|what is|what are|what was|how's|how is|how are|tell me about|do you know|can you tell me|could you tell me|any news on)\s+(the\s+)?`)
+
+// titleFrom makes a thread's title from its first message: the subject of
+// its first sentence ("What's the weather in New York?" → "Weather in New
+// York"), cut to a few words.
+func titleFrom(text string) string {
+	line := strings.Join(strings.Fields(text), " ")
+	if i := strings.IndexAny(line, "?!."); i > 0 {
+		line = line[:i]
+	}
+	line = question(line) // without a follow-up's opening ("Oh, and")
+	if rest := questionOpening.ReplaceAllString(line, ""); rest != "" {
+		line = upperFirst(rest)
+	}
+	words := strings.Fields(line)
+	if len(words) > 8 {
+		line = strings.Join(words[:8], " ") + "…"
+	}
+	if line == "" {
+		return "Untitled"
+	}
+	return line
+}
+
+// ThreadView is a thread with its turns and decisions, as thread.get shows it.
+type ThreadView struct {
+	*Thread
+	Turns     []*Turn     `json:"turns"`
+	Decisions []*Decision `json:"decisions"`
+}
+
+// Get returns a thread with its live turns (and archived ones if asked)
+// and the linking decisions made about it.
+func (e *Episodic) Get(ctx context.Context, id string, archived bool) (ThreadView, error) {
+	e.compactor.settle(ctx)
+	var v ThreadView
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		t, err := loadThread(tx, id)
+		if err != nil {
+			return err
+		}
+		v.Thread = t
+		if v.Turns, err = turnsOf(tx, id, archived); err != nil {
+			return err
+		}
+		v.Decisions, err = decisions(tx, func(d *Decision) bool { return d.ThreadID == id || d.Candidate == id })
+		return err
+	})
+	return v, err
+}
+
+// Threads lists every thread, most recently active first.
+func (e *Episodic) Threads(ctx context.Context) ([]*Thread, error) {
+	e.compactor.settle(ctx)
+	var out []*Thread
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		out, err = recentThreads(tx, 0)
+		return err
+	})
+	if out == nil {
+		out = []*Thread{}
+	}
+	return out, err
+}
+
+// Configure sets a thread's inactivity timeout.
+func (e *Episodic) Configure(ctx context.Context, call action.Call, id string, minutes int) (*Thread, error) {
+	if minutes < 1 || minutes > 60*24*365 {
+		return nil, kit.Validation("inactivity_timeout_minutes", "must be from 1 to 525600 (a year), not %d", minutes)
+	}
+	var t *Thread
+	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		var err error
+		if t, err = loadThread(tx.Tx, id); err != nil {
+			return err
+		}
+		old := t.InactivityTimeoutMinutes
+		t.InactivityTimeoutMinutes = minutes
+		if err := tx.SetJSON(threadKey(id), t); err != nil {
+			return err
+		}
+		_, err = tx.Trace(call, "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil)
+		return err
+	})
+	return t, err
+}
+
+func decodeDecision(v []byte) (*Decision, error) {
+	var d Decision
+	return &d, json.Unmarshal(v, &d)
+}
+
+// decisions returns the decisions keep accepts, oldest first.
+func decisions(tx *storage.Tx, keep func(*Decision) bool) ([]*Decision, error) {
+	out := []*Decision{}
+	err := tx.Scan(storage.Prefix(decisionPrefix()), func(_, v []byte) error {
+		d, err := decodeDecision(v)
+		if err == nil && (keep == nil || keep(d)) {
+			out = append(out, d)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Decisions lists linking decisions, oldest first.
+func (e *Episodic) Decisions(threadID string) ([]*Decision, error) {
+	var out []*Decision
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		if threadID != "" {
+			if _, err := loadThread(tx, threadID); err != nil {
+				return err
+			}
+		}
+		var err error
+		out, err = decisions(tx, func(d *Decision) bool { return threadID == "" || d.ThreadID == threadID || d.Candidate == threadID })
+		return err
+	})
+	return out, err
+}
+
+// TuningState returns the current threshold, prompt versions and tuning history.
+func (e *Episodic) TuningState() (*Tuning, error) {
+	var t *Tuning
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		t, err = loadTuning(tx)
+		return err
+	})
+	return t, err
+}
+
+func (e *Episodic) counts() (map[string]int, error) {
+	e.compactor.settle(context.Background()) // so that pending counts are settled
+	out := map[string]int{}
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		for name, prefix := range map[string][]byte{"threads": threadPrefix(), "cross_thread_episodes": crossPrefix(), "decisions": decisionPrefix(), "compactions_pending": pendingPrefix()} {
+			n, err := tx.Count(prefix)
+			if err != nil {
+				return err
+			}
+			out[name] = n
+		}
+		return nil
+	})
+	return out, err
+}
+
+// errNoThread is the error for an empty thread id where one is needed.
+func errNoThread() error {
+	return errs.New(errs.Validation, "thread_id: name the thread (thread.list shows them)").With("field", "thread_id")
+}

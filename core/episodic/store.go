@@ -1,0 +1,207 @@
+package episodic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/storage"
+)
+
+// Key layout (see storage/keys.go):
+//
+//	episodic/thread/<id>            Thread
+//	episodic/turn/<thread>/<n>      Turn, live (n as 16 hex digits)
+//	episodic/arch/<thread>/<n>      Turn, archived by compaction
+//	episodic/ep/<id>                Episode
+//	episodic/xep/<id>               CrossEpisode
+//	episodic/dec/<id>               Decision (ids sort by time)
+//	episodic/pending/<episode id>   an episode waiting for compaction (empty)
+//	episodic/tuning                 Tuning
+//	idx/episodic/act/<time>/<id>    threads by last activity (key only)
+
+func threadKey(id string) []byte { return storage.Key(storage.PrefixEpisodic, "thread", id) }
+func threadPrefix() []byte       { return storage.PrefixKey(storage.PrefixEpisodic, "thread") }
+func turnPrefix(thread string) []byte {
+	return storage.PrefixKey(storage.PrefixEpisodic, "turn", thread)
+}
+func archPrefix(thread string) []byte {
+	return storage.PrefixKey(storage.PrefixEpisodic, "arch", thread)
+}
+func episodeKey(id string) []byte  { return storage.Key(storage.PrefixEpisodic, "ep", id) }
+func crossKey(id string) []byte    { return storage.Key(storage.PrefixEpisodic, "xep", id) }
+func crossPrefix() []byte          { return storage.PrefixKey(storage.PrefixEpisodic, "xep") }
+func decisionKey(id string) []byte { return storage.Key(storage.PrefixEpisodic, "dec", id) }
+func decisionPrefix() []byte       { return storage.PrefixKey(storage.PrefixEpisodic, "dec") }
+func pendingKey(episode string) []byte {
+	return storage.Key(storage.PrefixEpisodic, "pending", episode)
+}
+func pendingPrefix() []byte  { return storage.PrefixKey(storage.PrefixEpisodic, "pending") }
+func tuningKey() []byte      { return storage.Key(storage.PrefixEpisodic, "tuning") }
+func activityPrefix() []byte { return storage.PrefixKey(storage.PrefixIndex, "episodic", "act") }
+func turnKey(thread string, n int) []byte {
+	return storage.Key(storage.PrefixEpisodic, "turn", thread, storage.Uint64(uint64(n)))
+}
+func archKey(thread string, n int) []byte {
+	return storage.Key(storage.PrefixEpisodic, "arch", thread, storage.Uint64(uint64(n)))
+}
+func activityKey(t time.Time, id string) []byte {
+	return storage.IndexKey("episodic", "act", storage.Time(t), id)
+}
+
+func getJSON[T any](tx *storage.Tx, key []byte, what, id string) (*T, error) {
+	var v T
+	if err := tx.GetJSON(key, &v); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, errs.New(errs.NotFound, "no %s %q", what, id).With("id", id)
+		}
+		return nil, err
+	}
+	return &v, nil
+}
+
+func loadThread(tx *storage.Tx, id string) (*Thread, error) {
+	if err := kit.CheckName("thread_id", id, ""); err != nil {
+		return nil, err
+	}
+	t, err := getJSON[Thread](tx, threadKey(id), "thread", id)
+	if err != nil && errs.KindOf(err) == errs.NotFound {
+		return nil, errs.New(errs.NotFound, "no thread %q; thread.list shows the threads, and a message without thread_id starts one", id).
+			With("field", "thread_id").With("id", id)
+	}
+	return t, err
+}
+
+func loadEpisode(tx *storage.Tx, id string) (*Episode, error) {
+	return getJSON[Episode](tx, episodeKey(id), "episode", id)
+}
+
+func loadCross(tx *storage.Tx, id string) (*CrossEpisode, error) {
+	return getJSON[CrossEpisode](tx, crossKey(id), "cross-thread episode", id)
+}
+
+func loadDecision(tx *storage.Tx, id string) (*Decision, error) {
+	if err := kit.CheckName("decision_id", id, ""); err != nil {
+		return nil, err
+	}
+	d, err := getJSON[Decision](tx, decisionKey(id), "decision", id)
+	if err != nil && errs.KindOf(err) == errs.NotFound {
+		return nil, errs.New(errs.NotFound, "decision_id: no decision %q; episode.decisions lists them", id).With("field", "decision_id").With("id", id)
+	}
+	return d, err
+}
+
+// saveThread writes t, moving its activity index entry from was (the last
+// activity it was indexed under; zero for a new thread).
+func saveThread(tx *storage.Tx, t *Thread, was time.Time) error {
+	if !was.IsZero() && !was.Equal(t.LastActivityAt) {
+		if err := tx.Delete(activityKey(was, t.ID)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Set(activityKey(t.LastActivityAt, t.ID), nil); err != nil {
+		return err
+	}
+	return tx.SetJSON(threadKey(t.ID), t)
+}
+
+// recentThreads returns up to limit threads, most recently active first.
+func recentThreads(tx *storage.Tx, limit int) ([]*Thread, error) {
+	var out []*Thread
+	err := tx.Keys(storage.Range{Prefix: activityPrefix(), Reverse: true}, func(k []byte) error {
+		t, err := loadThread(tx, storage.LastPart(k))
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+		if limit > 0 && len(out) >= limit {
+			return storage.ErrStop
+		}
+		return nil
+	})
+	return out, err
+}
+
+// turnsOf returns a thread's turns: live ones, and archived ones too when
+// archived is set, in order.
+func turnsOf(tx *storage.Tx, thread string, archived bool) ([]*Turn, error) {
+	var out []*Turn
+	read := func(prefix []byte) error {
+		return tx.Scan(storage.Prefix(prefix), func(_, v []byte) error {
+			var t Turn
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			out = append(out, &t)
+			return nil
+		})
+	}
+	if archived {
+		if err := read(archPrefix(thread)); err != nil {
+			return nil, err
+		}
+	}
+	if err := read(turnPrefix(thread)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lastTurns returns a thread's last n live turns, in order. Live turns are
+// mostly the thread's latest (compaction archives from the oldest), so they
+// are read forward from turn TurnCount-n+1 — a prefix scan of at most n
+// keys, where a reverse scan reads ahead into the thread before — and
+// backwards only when some of those were archived.
+func lastTurns(tx *storage.Tx, t *Thread, n int) ([]*Turn, error) {
+	var out []*Turn
+	decode := func(_, v []byte) error {
+		var u Turn
+		if err := json.Unmarshal(v, &u); err != nil {
+			return err
+		}
+		out = append(out, &u)
+		return nil
+	}
+	from := max(t.TurnCount-n+1, 1)
+	if err := tx.Scan(storage.Range{Prefix: turnPrefix(t.ID), Start: turnKey(t.ID, from)}, decode); err != nil || len(out) == n || from == 1 {
+		return out, err
+	}
+	// Some of the last n are archived: are there live turns before them
+	// (of an episode whose compaction is pending)?
+	older := false
+	err := tx.Keys(storage.Prefix(turnPrefix(t.ID)), func(k []byte) error {
+		older = bytes.Compare(k, turnKey(t.ID, from)) < 0
+		return storage.ErrStop
+	})
+	if err != nil || !older {
+		return out, err
+	}
+	out = out[:0]
+	err = tx.Scan(storage.Range{Prefix: turnPrefix(t.ID), Reverse: true}, func(k, v []byte) error {
+		if err := decode(k, v); err != nil {
+			return err
+		}
+		if len(out) >= n {
+			return storage.ErrStop
+		}
+		return nil
+	})
+	slices.Reverse(out)
+	return out, err
+}
+
+func loadTuning(tx *storage.Tx) (*Tuning, error) {
+	var t Tuning
+	err := tx.GetJSON(tuningKey(), &t)
+	if errors.Is(err, storage.ErrNotFound) {
+		return &Tuning{Threshold: DefaultThreshold, Prompts: []PromptVersion{{Version: 1, Guidance: []string{}, Reason: "initial prompt"}}}, nil
+	}
+	return &t, err
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

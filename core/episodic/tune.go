@@ -1,0 +1,275 @@
+package episodic
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/storage"
+)
+
+// Active tuning (seed 3.3-3.5): people mark decisions correct or incorrect;
+// tuning replays every marked decision at each candidate threshold and
+// keeps the one that makes the fewest errors, and reads the disagreements
+// for patterns the model's prompt should learn from.
+
+// Tuning is the linking configuration tuning maintains.
+type Tuning struct {
+	Threshold float64 `json:"threshold"`
+	// Prompts are the versions of the model's guidance, oldest first; the
+	// last one is in use.
+	Prompts []PromptVersion `json:"prompts"`
+	History []TuningRecord  `json:"history"`
+}
+
+func (t *Tuning) prompt() PromptVersion { return t.Prompts[len(t.Prompts)-1] }
+
+// TuningRecord is one run of episode.tune.
+type TuningRecord struct {
+	TuningDate        string    `json:"tuning_date"`
+	TunedAt           time.Time `json:"tuned_at"`
+	PreviousThreshold float64   `json:"previous_threshold"`
+	NewThreshold      float64   `json:"new_threshold"`
+	Reason            string    `json:"reason"`
+	Metrics           Metrics   `json:"metrics"`
+	// Decisions counts the decisions with outcomes it learned from.
+	Decisions     int      `json:"decisions"`
+	PromptVersion int      `json:"prompt_version"`
+	GuidanceAdded []string `json:"guidance_added"`
+}
+
+// Metrics compare the decisions at the previous and the new threshold.
+// Rates: false positives over the pairs that should not have linked, false
+// negatives over those that should have.
+type Metrics struct {
+	AccuracyBefore          float64 `json:"accuracy_before"`
+	AccuracyAfter           float64 `json:"accuracy_after"`
+	FalsePositiveRateBefore float64 `json:"false_positive_rate_before"`
+	FalsePositiveRateAfter  float64 `json:"false_positive_rate_after"`
+	FalseNegativeRateBefore float64 `json:"false_negative_rate_before"`
+	FalseNegativeRateAfter  float64 `json:"false_negative_rate_after"`
+	// LLMAccuracy is the model's accuracy on the marked decisions it
+	// judged (null if it judged none); Disagreements counts those where the
+	// two halves disagreed.
+	LLMAccuracy   *float64 `json:"llm_accuracy"`
+	Disagreements int      `json:"disagreements"`
+}
+
+// Threshold search range and step.
+const (
+	minThreshold  = 0.50
+	maxThreshold  = 0.95
+	thresholdStep = 0.01
+	// patternMin: how many model mistakes of one kind make a pattern.
+	patternMin = 2
+)
+
+// Outcome marks a decision correct or incorrect.
+func (e *Episodic) Outcome(ctx context.Context, call action.Call, id, outcome string) (*Decision, error) {
+	if outcome != OutcomeCorrect && outcome != OutcomeIncorrect {
+		return nil, kit.Validation("outcome", "unknown outcome %q; use correct or incorrect", outcome)
+	}
+	var d *Decision
+	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		var err error
+		if d, err = loadDecision(tx.Tx, id); err != nil {
+			return err
+		}
+		now := e.env.Clock.Now()
+		d.Outcome, d.OutcomeAt = outcome, &now
+		if err := tx.SetJSON(decisionKey(id), d); err != nil {
+			return err
+		}
+		_, err = tx.Trace(call, "episode.outcome", fmt.Sprintf("linking decision %s (%s, %s and %s) marked %s", id, d.Decision, d.ThreadID, d.Candidate, outcome),
+			map[string]any{"decision_id": id, "decision": d.Decision, "outcome": outcome, "algorithmic": d.Algorithmic, "llm": d.LLM})
+		tx.Publish(EventOutcome, d)
+		return err
+	})
+	return d, err
+}
+
+// Tune recomputes the threshold and the model's guidance from the marked
+// decisions.
+func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, error) {
+	var rec TuningRecord
+	err := e.env.Update(ctx, func(tx *kit.Txn) error {
+		tuning, err := loadTuning(tx.Tx)
+		if err != nil {
+			return err
+		}
+		var marked []*Decision
+		err = tx.Scan(storage.Prefix(decisionPrefix()), func(_, v []byte) error {
+			d, err := decodeDecision(v)
+			if err == nil && d.Outcome != "" {
+				marked = append(marked, d)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if len(marked) == 0 {
+			return errs.New(errs.Validation, "no linking decision has an outcome yet: mark some with episode.outcome {decision_id, outcome: correct|incorrect}, then tune")
+		}
+		now := e.env.Clock.Now()
+		rec = tuneThreshold(marked, tuning.Threshold)
+		rec.TuningDate, rec.TunedAt, rec.Decisions = now.Format(time.DateOnly), now, len(marked)
+		added, why := newGuidance(marked, tuning.prompt())
+		rec.GuidanceAdded = added
+		if len(added) > 0 {
+			p := tuning.prompt()
+			tuning.Prompts = append(tuning.Prompts, PromptVersion{Version: p.Version + 1,
+				Guidance: append(slices.Clone(p.Guidance), added...), Reason: why, CreatedAt: now})
+		}
+		rec.PromptVersion = tuning.prompt().Version
+		tuning.Threshold = rec.NewThreshold
+		tuning.History = append(tuning.History, rec)
+		if err := tx.SetJSON(tuningKey(), tuning); err != nil {
+			return err
+		}
+		tx.Publish(EventTuned, rec)
+		_, err = tx.Trace(call, "episode.tune", fmt.Sprintf("linking threshold %.2f → %.2f: %s", rec.PreviousThreshold, rec.NewThreshold, rec.Reason), rec)
+		return err
+	})
+	return rec, err
+}
+
+// shouldLink is the truth a marked decision teaches.
+func shouldLink(d *Decision) bool { return (d.Decision == Link) == (d.Outcome == OutcomeCorrect) }
+
+// replay is what d would have decided at threshold t.
+func replay(d *Decision, t float64) bool {
+	c := *d
+	c.LLM, c.Agreement, c.Disagreement = nil, nil, false
+	decide(&c, t)
+	return c.Decision == Link
+}
+
+type confusion struct{ tp, fp, tn, fn int }
+
+func confusionAt(marked []*Decision, t float64) confusion {
+	var c confusion
+	for _, d := range marked {
+		switch link, truth := replay(d, t), shouldLink(d); {
+		case link && truth:
+			c.tp++
+		case link:
+			c.fp++
+		case truth:
+			c.fn++
+		default:
+			c.tn++
+		}
+	}
+	return c
+}
+
+func (c confusion) errors() int { return c.fp + c.fn }
+func (c confusion) accuracy() float64 {
+	return ratio(c.tp+c.tn, c.tp+c.tn+c.fp+c.fn)
+}
+func (c confusion) fpr() float64 { return ratio(c.fp, c.fp+c.tn) }
+func (c confusion) fnr() float64 { return ratio(c.fn, c.fn+c.tp) }
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return round2(float64(a) / float64(b))
+}
+
+// tuneThreshold picks the threshold with the fewest errors over marked; of
+// equals, the nearest to the current one (so tuning moves only when it
+// helps).
+func tuneThreshold(marked []*Decision, current float64) TuningRecord {
+	before := confusionAt(marked, current)
+	best, bestC := current, before
+	for i := 0; ; i++ {
+		t := round2(minThreshold + float64(i)*thresholdStep)
+		if t > maxThreshold {
+			break
+		}
+		c := confusionAt(marked, t)
+		if c.errors() < bestC.errors() || c.errors() == bestC.errors() && math.Abs(t-current) < math.Abs(best-current) {
+			best, bestC = t, c
+		}
+	}
+	rec := TuningRecord{PreviousThreshold: current, NewThreshold: best, Metrics: Metrics{
+		AccuracyBefore: before.accuracy(), AccuracyAfter: bestC.accuracy(),
+		FalsePositiveRateBefore: before.fpr(), FalsePositiveRateAfter: bestC.fpr(),
+		FalseNegativeRateBefore: before.fnr(), FalseNegativeRateAfter: bestC.fnr(),
+	}}
+	switch {
+	case best > current:
+		rec.Reason = "Reduce false positive rate"
+	case best < current:
+		rec.Reason = "Reduce false negative rate"
+	default:
+		rec.Reason = "The current threshold already makes the fewest errors"
+	}
+	judged, right := 0, 0
+	for _, d := range marked {
+		if d.Disagreement {
+			rec.Metrics.Disagreements++
+		}
+		if d.Assessment.Available {
+			judged++
+			if d.Assessment.Related == shouldLink(d) {
+				right++
+			}
+		}
+	}
+	if judged > 0 {
+		acc := ratio(right, judged)
+		rec.Metrics.LLMAccuracy = &acc
+	}
+	return rec
+}
+
+// newGuidance reads the model's mistakes among the disagreements: missing a
+// follow-up that the algorithm caught by its cues, or linking the same kind
+// of question about something else. A pattern of either adds guidance.
+func newGuidance(marked []*Decision, p PromptVersion) (added []string, why string) {
+	missedTemporal, overLinked, disagreements := 0, 0, 0
+	for _, d := range marked {
+		if !d.Disagreement || !d.Assessment.Available {
+			continue
+		}
+		disagreements++
+		truth := shouldLink(d)
+		switch {
+		case truth && !d.Assessment.Related && len(d.Signals.Cues) > 0:
+			missedTemporal++
+		case !truth && d.Assessment.Related && (d.Signals.EntityClash || d.Signals.TopicClash):
+			overLinked++
+		}
+	}
+	var reasons []string
+	if missedTemporal >= patternMin && !slices.Contains(p.Guidance, guidanceTemporal) {
+		added = append(added, guidanceTemporal)
+		reasons = append(reasons, fmt.Sprintf("the model missed temporal continuity in %d of %d disagreements", missedTemporal, disagreements))
+	}
+	if overLinked >= patternMin && !slices.Contains(p.Guidance, guidanceDistinct) {
+		added = append(added, guidanceDistinct)
+		reasons = append(reasons, fmt.Sprintf("the model linked a question about something else in %d of %d disagreements", overLinked, disagreements))
+	}
+	if added == nil {
+		added = []string{}
+	}
+	return added, joinReasons(reasons)
+}
+
+func joinReasons(r []string) string {
+	switch len(r) {
+	case 0:
+		return ""
+	case 1:
+		return r[0]
+	}
+	return r[0] + "; " + r[1]
+}

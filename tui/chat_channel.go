@@ -1,0 +1,284 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core/episodic"
+	"github.com/engram-console/engram/core/errs"
+)
+
+// chatChannels are the channels the picker goes through, "" (none: the
+// conversation only, no thread) first.
+var chatChannels = append(append([]string{""}, episodic.ExplicitChannels...), episodic.ImplicitChannels...)
+
+// channelPicker chooses the channel messages go on and, on an explicit
+// channel, the thread: an existing one, or a new one its first message
+// starts.
+type channelPicker struct {
+	channel string
+	threads []*episodic.Thread
+	loaded  bool
+	busy    bool
+	err     string
+	// cursor: 0 is a new thread, i is threads[i-1].
+	cursor int
+	req    int
+}
+
+// chatRoute is where thread.message sent one of the pane's messages.
+type chatRoute struct {
+	channel string
+	res     episodic.MessageResult
+}
+
+func channelName(c string) string {
+	if c == "" {
+		return "none"
+	}
+	return c
+}
+
+func (p *chatPane) openPicker() tea.Cmd {
+	if _, err := p.engine.Env().Actions.Lookup("thread.message"); err != nil {
+		return showStatus("This engram has no episodic layer: messages go to the conversation only.", true)
+	}
+	p.picker = &channelPicker{channel: p.channel}
+	p.input.Blur()
+	p.search.Blur()
+	p.render()
+	return p.loadPicker()
+}
+
+func (p *chatPane) loadPicker() tea.Cmd {
+	cmd := p.run(nil, "thread.list", struct{}{})
+	p.picker.req, p.picker.busy = p.seq, true
+	return cmd
+}
+
+// setList takes thread.list's answer; the cursor starts on the thread
+// messages go to now.
+func (c *channelPicker) setList(p *chatPane, msg actionResultMsg) {
+	c.busy = false
+	var res struct {
+		Threads []*episodic.Thread `json:"threads"`
+	}
+	switch {
+	case msg.err != nil:
+		c.err = errs.As(msg.err).Message
+	case json.Unmarshal(msg.result, &res) != nil:
+		c.err = "unexpected thread.list result"
+	default:
+		first := !c.loaded
+		at := c.threadID()
+		c.err, c.loaded = "", true
+		c.threads = slices.DeleteFunc(res.Threads, func(t *episodic.Thread) bool { return t == nil })
+		p.learnTitles(c.threads)
+		if first && c.channel == p.channel {
+			at = p.threadID
+		}
+		c.cursor = 0
+		if i := slices.IndexFunc(c.threads, func(t *episodic.Thread) bool { return t.ID == at }); i >= 0 && at != "" {
+			c.cursor = i + 1
+		}
+	}
+}
+
+// threadID is the thread under the cursor ("" for a new one).
+func (c *channelPicker) threadID() string {
+	if c.cursor > 0 && c.cursor <= len(c.threads) {
+		return c.threads[c.cursor-1].ID
+	}
+	return ""
+}
+
+// cycle moves to the next channel (or the previous one).
+func (c *channelPicker) cycle(back bool) {
+	i := slices.Index(chatChannels, c.channel)
+	if back {
+		i = (i + len(chatChannels) - 1) % len(chatChannels)
+	} else {
+		i = (i + 1) % len(chatChannels)
+	}
+	c.channel = chatChannels[i]
+}
+
+func (p *chatPane) pickerKey(msg tea.KeyMsg) tea.Cmd {
+	c := p.picker
+	k := p.keys
+	switch {
+	case key.Matches(msg, k.Cancel):
+		return p.closePicker()
+	case key.Matches(msg, k.Pick):
+		p.channel = c.channel
+		p.threadID = ""
+		if episodic.IsExplicit(c.channel) {
+			p.threadID = c.threadID()
+		}
+		return tea.Batch(p.closePicker(), showStatus(p.channelNote(), false))
+	case key.Matches(msg, k.Channel), msg.String() == "right", msg.String() == "left", msg.String() == "tab", msg.String() == "shift+tab":
+		c.cycle(msg.String() == "left" || msg.String() == "shift+tab")
+		return nil
+	case msg.String() == "up", msg.String() == "down":
+		if !episodic.IsExplicit(c.channel) {
+			return nil
+		}
+		if msg.String() == "up" {
+			c.cursor = max(c.cursor-1, 0)
+		} else {
+			c.cursor = min(c.cursor+1, len(c.threads))
+		}
+	}
+	return nil
+}
+
+// closePicker gives the keyboard back to what had it.
+func (p *chatPane) closePicker() tea.Cmd {
+	p.picker = nil
+	p.render()
+	if p.mode == chatTyping {
+		return p.input.Focus()
+	}
+	if p.mode == chatSearching {
+		return p.search.Focus()
+	}
+	return nil
+}
+
+// channelNote says where messages go now.
+func (p *chatPane) channelNote() string {
+	switch {
+	case p.channel == "":
+		return "No channel: messages go to the conversation only, no thread."
+	case !episodic.IsExplicit(p.channel):
+		return fmt.Sprintf("Messages go on %s: engram continues the latest thread, or starts one after a silence.", p.channel)
+	case p.threadID == "":
+		return fmt.Sprintf("Messages go on %s: the next one starts a new thread.", p.channel)
+	}
+	return fmt.Sprintf("Messages go on %s, in thread “%s”.", p.channel, p.threadTitle(p.threadID))
+}
+
+// learnTitles keeps the threads' titles for the routing notes.
+func (p *chatPane) learnTitles(threads []*episodic.Thread) {
+	for _, t := range threads {
+		p.titles[t.ID] = oneLine(t.Title)
+	}
+}
+
+func (p *chatPane) threadTitle(id string) string {
+	if t, ok := p.titles[id]; ok {
+		return t
+	}
+	return shortID(id)
+}
+
+// loadTitles asks for the threads' titles (after a message went to a
+// thread this pane may not know).
+func (p *chatPane) loadTitles() tea.Cmd {
+	cmd := p.run(nil, "thread.list", struct{}{})
+	p.titlesReq = p.seq
+	return cmd
+}
+
+func (p *chatPane) titlesResult(msg actionResultMsg) {
+	p.titlesReq = 0
+	var res struct {
+		Threads []*episodic.Thread `json:"threads"`
+	}
+	if msg.err == nil && json.Unmarshal(msg.result, &res) == nil {
+		p.learnTitles(slices.DeleteFunc(res.Threads, func(t *episodic.Thread) bool { return t == nil }))
+	}
+	p.render()
+}
+
+// routeNote says where a message went: "→ sms · thread “Weather in New
+// York” (new, linked to “…”)".
+func (p *chatPane) routeNote(r *chatRoute) string {
+	res := r.res
+	var how []string
+	switch {
+	case res.NewThread:
+		how = append(how, "new")
+		if res.EndedThread != "" && !slices.Contains(res.LinkedThreads, res.EndedThread) {
+			how = append(how, fmt.Sprintf("“%s” had gone quiet", p.threadTitle(res.EndedThread)))
+		}
+		if len(res.LinkedThreads) > 0 {
+			var titles []string
+			for _, id := range res.LinkedThreads {
+				titles = append(titles, "“"+p.threadTitle(id)+"”")
+			}
+			how = append(how, "linked to "+strings.Join(titles, ", "))
+		} else if n := len(res.Decisions); n > 0 {
+			how = append(how, "not linked to "+plural(n, "earlier thread", "earlier threads"))
+		}
+	default:
+		how = append(how, fmt.Sprintf("turn %d", res.TurnCount))
+	}
+	return fmt.Sprintf("→ %s · thread “%s” (%s)", r.channel, p.threadTitle(res.ThreadID), strings.Join(how, ", "))
+}
+
+// pickerLines render the picker in the main area.
+func (p *chatPane) pickerLines(w, h int) []string {
+	st := p.styles
+	c := p.picker
+	lines := []string{truncateTo(" "+st.Emphasis.Render("Channel")+st.Muted.Render(" · ctrl+t or ←/→ changes it · enter uses it"), w), ""}
+	var names []string
+	for _, ch := range chatChannels {
+		if ch == c.channel {
+			names = append(names, st.Selected.Render("["+channelName(ch)+"]"))
+		} else {
+			names = append(names, st.Muted.Render(" "+channelName(ch)+" "))
+		}
+	}
+	lines = append(lines, "  "+strings.Join(names, " "), "")
+	switch {
+	case c.channel == "":
+		return append(lines, styleLines(st.Muted, wrapText("No channel: messages go to the conversation only, and no thread is kept.", w-2, " "))...)
+	case !episodic.IsExplicit(c.channel):
+		return append(lines, styleLines(st.Muted, wrapText(fmt.Sprintf("%s is implicit: engram infers the thread. A message continues the latest "+
+			"thread, or after %d minutes of silence starts a new one, linked to the earlier threads it continues (the Threads tab shows them).",
+			c.channel, episodic.DefaultInactivityTimeout), w-2, " "))...)
+	}
+	lines = append(lines, styleLines(st.Muted, wrapText(c.channel+" is explicit: messages go to the thread chosen here (↑/↓).", w-2, " "))...)
+	lines = append(lines, "")
+	switch {
+	case c.err != "":
+		lines = append(lines, st.Failed.Render(" ✗ "+oneLine(c.err)))
+	case !c.loaded:
+		lines = append(lines, st.Muted.Render(" Loading…"))
+	}
+	rows := max(h-len(lines), 1)
+	total := len(c.threads) + 1
+	start := max(min(c.cursor-rows+1, total-rows), 0)
+	titleW := 12
+	for _, t := range c.threads {
+		titleW = max(titleW, min(lineWidth(oneLine(t.Title))+2, (w-4)*3/5))
+	}
+	for i := start; i < min(start+rows, total); i++ {
+		var text string
+		if i == 0 {
+			text = "+ a new thread (the next message starts it)"
+		} else {
+			t := c.threads[i-1]
+			facts := oneLine(strings.Join(t.Channels, ",")) + " · " + plural(t.TurnCount, "turn", "turns") + " · " + t.Status
+			if t.ID == p.threadID && p.channel == c.channel {
+				facts += " · current"
+			}
+			text = fitLine(truncateTo(oneLine(t.Title), titleW-2), titleW) + facts
+		}
+		text = truncateTo(text, w-4)
+		switch {
+		case i == c.cursor:
+			lines = append(lines, " "+st.Selected.Render("▸ "+text))
+		case i == 0:
+			lines = append(lines, "   "+st.Prompt.Render(text))
+		default:
+			lines = append(lines, "   "+text)
+		}
+	}
+	return lines
+}

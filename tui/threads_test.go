@@ -1,0 +1,438 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/episodic"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/llm/llmtest"
+)
+
+// threadMessage routes a message through thread.message at the engine's
+// clock and returns where it went.
+func threadMessage(t *testing.T, engine *core.Engine, channel, threadID, speaker, text string) episodic.MessageResult {
+	t.Helper()
+	args, _ := json.Marshal(map[string]string{"channel": channel, "thread_id": threadID, "speaker": speaker, "text": text})
+	var res episodic.MessageResult
+	if err := json.Unmarshal(do(t, engine, "thread.message", "", string(args)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// seedThreads plays the seed's flow: a question about the weather in New
+// York by sms at 10:00; a follow-up 45 minutes later, past the inactivity
+// timeout, which starts a thread linked to the first (whose episode is
+// compacted); a request on the web at 11:00 about something else. The
+// clock ends at 11:05.
+func seedThreads(t *testing.T, engine *core.Engine, clk *clock.Fixed) (ny, thursday, paris string) {
+	t.Helper()
+	ny = threadMessage(t, engine, "sms", "", "user", "What's the weather in New York?").ThreadID
+	clk.Advance(time.Minute)
+	threadMessage(t, engine, "sms", "", "assistant", "Sunny, 72°F in Central Park this morning.")
+	clk.Advance(time.Minute)
+	threadMessage(t, engine, "sms", "", "user", "I prefer Celsius, by the way.")
+	clk.Advance(time.Minute)
+	threadMessage(t, engine, "sms", "", "assistant", "Noted: that is 22°C.")
+	clk.Set(goldenTime.Add(45 * time.Minute))
+	thursday = threadMessage(t, engine, "sms", "", "user", "Oh, and what is it on Thursday?").ThreadID
+	// thread.list waits for the background compaction of New York's
+	// episode: its macro summary is then what it is at this point.
+	do(t, engine, "thread.list", "", "")
+	clk.Advance(time.Minute)
+	threadMessage(t, engine, "sms", "", "assistant", "Rain on Thursday, 12°C. Take an umbrella.")
+	clk.Set(goldenTime.Add(time.Hour))
+	paris = threadMessage(t, engine, "web", "", "user", "Book flights to Paris for March 3.").ThreadID
+	clk.Advance(2 * time.Minute)
+	threadMessage(t, engine, "web", paris, "assistant", "Two seats on the 8:05 from JFK, $640 each. Shall I book them?")
+	clk.Set(goldenTime.Add(65 * time.Minute))
+	return ny, thursday, paris
+}
+
+func threadsOf(m *Model) *threadsPane { return m.panes[tabThreads].(*threadsPane) }
+
+// startThreads seeds the threads and opens the Threads tab.
+func startThreads(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel) {
+	t.Helper()
+	engine, clk := newEngine(t)
+	seedThreads(t, engine, clk)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("2")
+	waitFor(t, tm, "[2 Threads]", "3 threads", "Book flights to Paris", "Two seats on the 8:05")
+	return engine, clk, tm
+}
+
+// listThreads is thread.list, as the engine answers it.
+func listThreads(t *testing.T, engine *core.Engine) []*episodic.Thread {
+	t.Helper()
+	var res struct {
+		Threads []*episodic.Thread `json:"threads"`
+	}
+	if err := json.Unmarshal(do(t, engine, "thread.list", "", ""), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Threads
+}
+
+// getThread is thread.get with the archived turns.
+func getThread(t *testing.T, engine *core.Engine, id string) episodic.ThreadView {
+	t.Helper()
+	var res struct {
+		Thread episodic.ThreadView `json:"thread"`
+	}
+	if err := json.Unmarshal(do(t, engine, "thread.get", "", fmt.Sprintf(`{"thread_id": %q, "include_archived": true}`, id)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Thread
+}
+
+// decisionsOf is episode.decisions about a thread.
+func decisionsOf(t *testing.T, engine *core.Engine, id string) []*episodic.Decision {
+	t.Helper()
+	var res struct {
+		Decisions []*episodic.Decision `json:"decisions"`
+	}
+	if err := json.Unmarshal(do(t, engine, "episode.decisions", "", fmt.Sprintf(`{"thread_id": %q}`, id)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Decisions
+}
+
+func threadIDs(ts []*episodic.Thread) string {
+	ids := make([]string, len(ts))
+	for i, th := range ts {
+		ids[i] = th.ID
+	}
+	return strings.Join(ids, " ")
+}
+
+// --- golden frames (threads_empty is in TestGoldenTabs) ---
+
+func TestGoldenThreadsList(t *testing.T) {
+	engine, _, tm := startThreads(t)
+	m := finish(t, tm)
+	requireGolden(t, "threads_list", m)
+	p := threadsOf(m)
+	if got, want := threadIDs(p.threads), threadIDs(listThreads(t, engine)); got != want {
+		t.Errorf("the list is %s, thread.list says %s", got, want)
+	}
+	view := m.View()
+	for _, want := range []string{"▸ Book flights to Paris for March 3", "compacted  ⇄ 1", "active     ⇄ 1", "3m ago", "1h ago",
+		"[turns]", "#2 assistant · web · 11:02", "not linked to another thread"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the frame lacks %q", want)
+		}
+	}
+}
+
+func TestGoldenThreadsDecisions(t *testing.T) {
+	engine, _, tm := startThreads(t)
+	tm.Type("j")
+	waitFor(t, tm, "── Weather in New York (cont.)", "Rain on Thursday")
+	tm.Type("l")
+	waitFor(t, tm, "[decisions]", "→ Weather in New York", "← Book flights to Paris")
+	tm.Type("o")
+	waitFor(t, tm, "Was LINK of “Weather in New York (cont.)” and “Weather in New York” right?")
+	tm.Type("y")
+	waitFor(t, tm, "✓ correct", "Marked LINK of")
+	m := finish(t, tm)
+	requireGolden(t, "threads_decisions", m)
+	p := threadsOf(m)
+	ds := decisionsOf(t, engine, p.sel)
+	if len(ds) != 2 || len(p.decisions()) != 2 {
+		t.Fatalf("%d decisions shown, episode.decisions says %d", len(p.decisions()), len(ds))
+	}
+	for _, d := range ds {
+		want := ""
+		if d.Decision == episodic.Link {
+			want = episodic.OutcomeCorrect
+		}
+		if d.Outcome != want {
+			t.Errorf("%s with %s: outcome %q, want %q", d.Decision, d.Candidate, d.Outcome, want)
+		}
+	}
+	view := m.View()
+	for _, want := range []string{"0.91", "no model", "ALGORITHMIC_ONLY", "DON'T_LINK", "continuation: oh, and", "link threshold 0.70"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the frame lacks %q", want)
+		}
+	}
+}
+
+func TestGoldenThreadsCompaction(t *testing.T) {
+	engine, _, tm := startThreads(t)
+	tm.Type("G")
+	waitFor(t, tm, "── Weather in New York", "archived")
+	tm.Type("ll")
+	waitFor(t, tm, "[compaction]", "macro", "meso", "micro", "skills")
+	m := finish(t, tm)
+	requireGolden(t, "threads_compaction", m)
+	view := m.View()
+	for _, want := range []string{"Episode 1 · compacted 10:45 · turns #1-4", "cross-thread episode with “Weather in New York (cont.)”",
+		"preference · I prefer Celsius, by the way", "├─ macro", "└─ meso", "└─ micro · turns #1-4"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the frame lacks %q:\n%s", want, view)
+		}
+	}
+	// enter shows every line of the summaries, to scroll.
+	p := threadsOf(m)
+	press(m, "enter")
+	if !p.inside || !strings.Contains(m.View(), "[4] Weather in New York · assistant: Noted: that is 22°C.") {
+		t.Errorf("enter does not expand the summaries:\n%s", m.View())
+	}
+	press(m, "G")
+	if !strings.Contains(m.View(), "preference · I prefer Celsius") || !strings.Contains(m.View(), "↑ ") {
+		t.Errorf("G does not scroll to the end:\n%s", m.View())
+	}
+	_ = engine
+}
+
+// --- keys ---
+
+func TestThreadsTune(t *testing.T) {
+	engine, _, tm := startThreads(t)
+	// Nothing marked: tuning says what to do first.
+	tm.Type("t")
+	waitFor(t, tm, "[tuning]", "no linking decision has an outcome yet")
+	tm.Type("j")
+	waitFor(t, tm, "── Weather in New York (cont.)")
+	tm.Type("o") // the LINK with New York: it was wrong
+	waitFor(t, tm, "Was LINK of")
+	tm.Type("n")
+	waitFor(t, tm, "✗ incorrect")
+	keys(tm, tea.KeyEnter, tea.KeyDown)
+	tm.Type("o") // the DON'T_LINK with Paris: right
+	waitFor(t, tm, "Was DON'T_LINK of “Book flights to Paris for March 3” and “Weather in New York (cont.)” right?")
+	tm.Type("y")
+	waitFor(t, tm, "✓ correct")
+	tm.Type("t")
+	waitFor(t, tm, "Last tuning", "Reduce false positive rate", "Linking threshold 0.70 → 0.92")
+	m := finish(t, tm)
+	var tuning episodic.Tuning
+	if err := json.Unmarshal(do(t, engine, "episode.tuning", "", ""), &tuning); err != nil {
+		t.Fatal(err)
+	}
+	if len(tuning.History) != 1 || tuning.Threshold != 0.92 {
+		t.Fatalf("tuning %+v, want one run to 0.92", tuning)
+	}
+	view := m.View()
+	for _, want := range []string{"threshold                 0.70      0.92", "accuracy                   50%      100%",
+		"false positive rate        50%        0%", "false negative rate         0%        0%", "from 2 marked decisions", "link threshold 0.92"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the tuning report lacks %q:\n%s", want, view)
+		}
+	}
+}
+
+func TestThreadsCompact(t *testing.T) {
+	engine, _, tm := startThreads(t)
+	paris := listThreads(t, engine)[0]
+	tm.Type("c")
+	waitFor(t, tm, "[compaction]", "Compacted 1 episode of “Book flights to Paris for March 3”", "Episode 1 · compacted 11:05", "Episode 2 · open")
+	tm.Type("hh") // the turns, archived now
+	waitFor(t, tm, "2 turns archived by compaction", "#1 user · web · 11:00 · archived")
+	m := finish(t, tm)
+	for _, u := range getThread(t, engine, paris.ID).Turns {
+		if !u.Archived {
+			t.Errorf("turn %d is not archived", u.Number)
+		}
+	}
+	// A second c finds nothing new to compact.
+	_ = m
+	tm = start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("2")
+	waitFor(t, tm, "Book flights to Paris")
+	tm.Type("c")
+	waitFor(t, tm, "Nothing to compact in “Book flights to Paris for March 3”")
+	finish(t, tm)
+}
+
+// TestThreadsOutcomeQuestionTakesTheKeys: q and digits do not leave the
+// question; esc closes it unanswered.
+func TestThreadsOutcomeQuestionTakesTheKeys(t *testing.T) {
+	engine, _, tm := startThreads(t)
+	tm.Type("j")
+	waitFor(t, tm, "Rain on Thursday")
+	tm.Type("o")
+	waitFor(t, tm, "Was LINK of")
+	tm.Type("q3")
+	keys(tm, tea.KeyEsc)
+	waitFor(t, tm, "o mark outcome")
+	m := finish(t, tm)
+	if m.quitting && m.active != tabThreads || threadsOf(m).asking != nil {
+		t.Errorf("tab %d, asking %v: want the question closed on Threads", m.active, threadsOf(m).asking)
+	}
+	for _, d := range decisionsOf(t, engine, threadsOf(m).sel) {
+		if d.Outcome != "" {
+			t.Errorf("%s was marked %s", d.ID, d.Outcome)
+		}
+	}
+}
+
+// --- live ---
+
+// TestThreadsShowLiveMessages: threads, turns and decisions appear as the
+// messages come, whoever sends them.
+func TestThreadsShowLiveMessages(t *testing.T) {
+	engine, clk := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("2")
+	waitFor(t, tm, "No threads yet")
+	threadMessage(t, engine, "sms", "", "user", "What's the weather in New York?")
+	waitFor(t, tm, "1 thread", "Weather in New York", "#1 user · sms · 10:00")
+	clk.Advance(time.Minute)
+	threadMessage(t, engine, "sms", "", "assistant", "Sunny, 72°F.")
+	waitFor(t, tm, "#2 assistant · sms · 10:01", "Sunny, 72°F.")
+	tm.Type("l")
+	waitFor(t, tm, "No linking decision about this thread")
+	clk.Advance(time.Hour)
+	threadMessage(t, engine, "sms", "", "user", "Oh, and what is it on Thursday?")
+	// The new thread is listed first, and the cursor follows it there:
+	// it was on the newest thread.
+	waitFor(t, tm, "2 threads", "▸ Weather in New York (cont.)", "→ Weather in New York", "LINK")
+	// Off the top, the cursor stays where it is.
+	tm.Type("j")
+	waitFor(t, tm, "▸ Weather in New York", "← Weather in New York (cont.)")
+	clk.Advance(time.Hour)
+	threadMessage(t, engine, "web", "", "user", "Book flights to Paris for March 3.")
+	waitFor(t, tm, "3 threads", "← Book flights to Paris")
+	m := finish(t, tm)
+	p := threadsOf(m)
+	if got := p.titleOf(p.sel); got != "Weather in New York" {
+		t.Errorf("the cursor moved to %q", got)
+	}
+}
+
+// TestThreadsJudgingSpinner: while the model judges a new thread's links,
+// the tab says so; the decision then has both halves.
+func TestThreadsJudgingSpinner(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	model := &llmtest.Scripted{Model: "judge", Func: func(llm.Request) llmtest.Answer {
+		<-release
+		return llmtest.Text(`{"related": true, "confidence": 0.8, "reasoning": "A follow-up about the same forecast.", "key_signals": ["oh, and"]}`)
+	}}
+	clk := clock.NewFixed(goldenTime)
+	engine, err := core.Open(core.Options{InMemory: true, Clock: clk, IDSeed: "golden", LLM: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	threadMessage(t, engine, "sms", "", "user", "What's the weather in New York?") // nothing to judge against
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("2")
+	waitFor(t, tm, "Weather in New York")
+	clk.Advance(time.Hour)
+	done := make(chan error, 1)
+	go func() {
+		args := `{"channel": "sms", "text": "Oh, and what is it on Thursday?"}`
+		_, err := engine.Do(t.Context(), core.Request{Action: "thread.message", Args: json.RawMessage(args)})
+		done <- err
+	}()
+	waitFor(t, tm, "judging links with 1 thread…")
+	once.Do(func() { close(release) })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tm.Type("l")
+	waitFor(t, tm, "[decisions]", "HIGH", "0.80", "related, 80% sure")
+	m := finish(t, tm)
+	if p := threadsOf(m); p.judging || strings.Contains(m.View(), "judging links") {
+		t.Error("the spinner still shows after the decision")
+	}
+}
+
+// TestThreadsReloadOncePerBurst: events while a load is in flight cost one
+// more load, not one each.
+func TestThreadsReloadOncePerBurst(t *testing.T) {
+	engine, clk := newEngine(t)
+	seedThreads(t, engine, clk)
+	styles := DefaultStyles()
+	p := newThreadsPane(engine, &styles)
+	p.SetSize(goldenWidth, 25)
+	drain(p, p.Init())
+	if len(p.threads) != 3 || p.shownDetail() == nil {
+		t.Fatalf("%d threads, detail %v after the first loads", len(p.threads), p.shownDetail())
+	}
+	p.loadList()
+	first := p.list.req
+	for range 5 {
+		p.Update(events.Event{Name: episodic.EventTurnAdded})
+	}
+	if p.list.req != first || !p.list.dirty {
+		t.Fatalf("req %d (first %d), dirty %v: want the first load current and a reload owed", p.list.req, first, p.list.dirty)
+	}
+	if cmd := p.Update(actionResultMsg{pane: threadsPaneID, req: first, action: "thread.list", result: json.RawMessage(`{"threads": []}`)}); cmd == nil || p.list.dirty {
+		t.Fatal("no single reload after the burst")
+	}
+	// Other panes' answers are no business of this one.
+	p.Update(actionResultMsg{pane: chatPaneID, req: p.list.req, action: "thread.list", result: json.RawMessage(`{"threads": []}`)})
+	if p.list.busy == false {
+		t.Error("another pane's answer was applied")
+	}
+}
+
+// --- sizes ---
+
+// TestThreadsFitEveryState: every view of the tab, inside and out, the
+// question, the tuning report and the empty tab are exactly the terminal's
+// size, and the footer keeps the keys that matter.
+func TestThreadsFitEveryState(t *testing.T) {
+	engine, _, tm := startThreads(t)
+	tm.Type("j")
+	waitFor(t, tm, "Rain on Thursday")
+	tm.Type("o")
+	waitFor(t, tm, "Was LINK of")
+	tm.Type("y")
+	waitFor(t, tm, "✓ correct")
+	tm.Type("t")
+	waitFor(t, tm, "Last tuning")
+	m := finish(t, tm)
+	p := threadsOf(m)
+	for _, size := range []tea.WindowSizeMsg{{Width: 80, Height: 24}, {Width: 200, Height: 60}, {Width: 100, Height: 30}, {Width: 60, Height: 15}, {Width: 20, Height: 6}} {
+		m.Update(size)
+		name := func(state string) string { return fmt.Sprintf("%dx%d %s", size.Width, size.Height, state) }
+		check := func(state, footer string) {
+			t.Helper()
+			checkScreen(t, name(state), m.View(), size.Width, size.Height)
+			if size.Width >= 80 && !strings.Contains(lastLine(m.View()), footer) {
+				t.Errorf("%s: the footer lacks %q: %q", name(state), footer, lastLine(m.View()))
+			}
+		}
+		for sec := range secCount {
+			p.section, p.inside = sec, false
+			check(threadsSectionNames[sec], "q quit")
+			press(m, "enter")
+			check(threadsSectionNames[sec]+" inside", "esc back")
+			press(m, "G", "esc")
+			press(m, "?")
+			check(threadsSectionNames[sec]+" full help", "")
+			press(m, "?")
+		}
+		p.section = secDecisions
+		press(m, "o")
+		check("question", "y it was correct")
+		press(m, "esc")
+		p.judging = true
+		check("judging", "q quit")
+		p.judging = false
+	}
+	_ = engine
+	// The empty tab.
+	empty, _ := newEngine(t)
+	tm = start(t, empty, 80, 24)
+	tm.Type("2")
+	waitFor(t, tm, "No threads yet")
+	checkScreen(t, "empty", finish(t, tm).View(), 80, 24)
+}
