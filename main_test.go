@@ -207,6 +207,33 @@ func TestSmokeScript(t *testing.T) {
 	}
 }
 
+// TestEpisodicScriptIsReproducible: a script with "at" on every step
+// prints the same bytes on every run, though compaction runs in the
+// background (testdata/batch/episodic.jsonl: threads, links, compaction).
+func TestEpisodicScriptIsReproducible(t *testing.T) {
+	abs, err := filepath.Abs("testdata/batch/episodic.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for run := range 5 {
+		out := runEngram(t, "", "--in-memory", "--batch", abs)
+		if out.code != 0 {
+			t.Fatalf("run %d: exit status %d\nstdout:\n%s\nstderr:\n%s", run, out.code, out.stdout, out.stderr)
+		}
+		if run == 0 {
+			first = out.stdout
+			if !strings.Contains(first, `"decision":"LINK"`) || !strings.Contains(first, `"status":"compacted"`) {
+				t.Fatalf("the script no longer links and compacts:\n%s", first)
+			}
+			continue
+		}
+		if out.stdout != first {
+			t.Fatalf("run %d printed something else than run 1:\n%s\n---\n%s", run, out.stdout, first)
+		}
+	}
+}
+
 func TestFailingStepExitsOne(t *testing.T) {
 	script := writeScript(t, "fail.jsonl", `{"id": "a", "action": "engine.info"}
 {"id": "b", "action": "engine.nosuch"}

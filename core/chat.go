@@ -8,8 +8,10 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
 )
 
 // chat.send is one exchange of the Chat tab, as an action: start a turn
@@ -64,6 +66,14 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a chatSendArgs)
 	}
 	var routed json.RawMessage
 	if _, err := e.env.Actions.Lookup("thread.message"); a.Channel != "" && err == nil {
+		// thread.message commits at once: first what would fail the turn
+		// after it, so that a failed send records nothing anywhere.
+		if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, call.Turn) }); err != nil {
+			return ChatResult{}, err
+		}
+		if _, err := history.ConversationName(a.Conversation); err != nil {
+			return ChatResult{}, err
+		}
 		args, _ := json.Marshal(map[string]string{"channel": a.Channel, "thread_id": a.ThreadID, "text": a.Text})
 		raw, err := e.Do(ctx, Request{Action: "thread.message", Args: args, Principal: call.Principal, Turn: call.Turn})
 		if err != nil {

@@ -207,6 +207,10 @@ func newChatPane(engine *core.Engine, styles *Styles, fade time.Duration) *chatP
 		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
 		routes:   map[string]map[int]*chatRoute{},
 		titles:   map[string]string{},
+		// Every message goes through the episodic layer too, by default as
+		// on the web: the first starts a thread, the next ones continue it
+		// (ctrl+t picks another channel or thread, or none).
+		channel: "web",
 	}
 }
 

@@ -584,10 +584,9 @@ func TestGoldenChatChannelPicker(t *testing.T) {
 	seedThreads(t, engine, clk)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No messages in default yet")
+	// Messages go on the web by default: the picker opens there.
 	keys(tm, tea.KeyCtrlT)
-	waitFor(t, tm, "Channel · ctrl+t or ←/→ changes it", "[none]", "No channel: messages go to the conversation only")
-	keys(tm, tea.KeyCtrlT)
-	waitFor(t, tm, "[web]", "web is explicit", "+ a new thread", "Weather in New York")
+	waitFor(t, tm, "Channel · ctrl+t or ←/→ changes it", "[web]", "web is explicit", "+ a new thread", "Weather in New York")
 	keys(tm, tea.KeyDown, tea.KeyDown)
 	waitFor(t, tm, "▸ Weather in New York (cont.)")
 	m := finish(t, tm)
@@ -608,7 +607,7 @@ func TestGoldenChatChannelPicker(t *testing.T) {
 	if got := strings.Join(seen, " "); got != "app sms whatsapp voice none web" {
 		t.Errorf("→ goes through %s", got)
 	}
-	// enter uses the thread chosen; esc would have kept none.
+	// enter uses the thread chosen; esc would have kept web with a new thread.
 	press(m, "enter")
 	if p.picker != nil || p.channel != "web" || p.threadID != listThreads(t, engine)[1].ID {
 		t.Errorf("after enter: channel %q, thread %q", p.channel, p.threadID)
@@ -631,7 +630,7 @@ func TestChatSendsOnChannels(t *testing.T) {
 		keys(tm, tea.KeyEnter)
 		waitFor(t, tm, want...)
 	}
-	keys(tm, tea.KeyCtrlT, tea.KeyLeft, tea.KeyLeft, tea.KeyLeft)
+	keys(tm, tea.KeyCtrlT, tea.KeyRight, tea.KeyRight)
 	waitFor(t, tm, "[sms]", "sms is implicit")
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "Chat · default · on sms", "Messages go on sms")

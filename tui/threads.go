@@ -327,7 +327,9 @@ func (p *threadsPane) event(ev events.Event) tea.Cmd {
 		if t, ok := ev.Data.(*episodic.Thread); ok && t != nil && p.following(t.ID) {
 			p.want = t.ID
 		}
-	case episodic.EventCompacted, episodic.EventCompactFailed:
+	case episodic.EventJudged:
+		p.judging = false
+	case episodic.EventCompacted, episodic.EventCompactFailed, episodic.EventConfigured:
 	case episodic.EventOutcome, episodic.EventTuned:
 		return tea.Batch(p.reload(), p.refresh(&p.tuneLoad, p.loadTuning))
 	default:

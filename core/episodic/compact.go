@@ -232,6 +232,10 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 	}
 	e.mu.Lock() // no message may add to the episode being closed meanwhile
 	defer e.mu.Unlock()
+	// Whatever is queued goes first, in order: what this call compacts, and
+	// what it returns, must not depend on how far the background got.
+	e.compactor.settle(ctx)
+	next := e.env.IDs.New() // drawn outside the transaction, which may retry
 	var closed []string
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
 		closed = nil
@@ -239,6 +243,7 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 		if err != nil {
 			return err
 		}
+		closedOpen := false
 		for _, id := range t.Episodes {
 			ep, err := loadEpisode(tx.Tx, id)
 			if err != nil {
@@ -249,14 +254,14 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 				if err := closeEpisode(tx.Tx, ep, "manual", e.env.Clock.Now()); err != nil {
 					return err
 				}
-				closed = append(closed, id)
-			case ep.Status == EpisodeClosed:
+				closed, closedOpen = append(closed, id), true
+			case ep.Status == EpisodeClosed: // a compaction that failed before
 				closed = append(closed, id)
 			}
 		}
-		if t.Status == StatusActive && len(closed) > 0 {
+		if t.Status == StatusActive && closedOpen {
 			// The next message starts a new episode.
-			if err := e.openEpisode(tx, t, e.env.Clock.Now()); err != nil {
+			if err := openEpisode(tx, t, next, e.env.Clock.Now()); err != nil {
 				return err
 			}
 			if err := tx.SetJSON(threadKey(t.ID), t); err != nil {
@@ -273,7 +278,10 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 	for _, id := range closed {
 		ep, err := e.compact(ctx, id)
 		if err != nil {
-			return out, err
+			// Not queued again here, where it would race the caller's next
+			// step: it stays pending in the store, for the next
+			// episode.compact or the next start.
+			return out, fmt.Errorf("compacting episode %s failed (it stays closed and pending: episode.compact or the next start retries it): %w", id, err)
 		}
 		if ep != nil {
 			out = append(out, ep)
@@ -310,9 +318,11 @@ func mesoSummary(turns []*Turn) string {
 }
 
 // macroSummary sums up the episode's thread and the threads linked to it,
-// earliest first, each line labelled with its thread's title. Other
-// episodes come in by their meso summaries when compacted, else by their
-// last turns, so the cost stays bounded however long the history grows.
+// earliest first, each line labelled with its thread's title: the episode's
+// own turns, and the last turns of the others as they stood when the
+// episode closed (archived or not), so that the summary is the same
+// whenever the background compaction runs, and its cost stays bounded
+// however long the history grows.
 func macroSummary(tx *storage.Tx, t *Thread, ep *Episode, turns []*Turn) (string, error) {
 	var s text.Summary
 	ids := append([]string{}, t.LinkedThreads...)
@@ -327,35 +337,16 @@ func macroSummary(tx *storage.Tx, t *Thread, ep *Episode, turns []*Turn) (string
 	}
 	sortByCreation(threads)
 	for _, other := range threads {
-		label := func(l text.Line) text.Line { l.Speaker = other.Title + " · " + l.Speaker; return l }
-		for _, id := range other.Episodes {
-			if id == ep.ID {
-				for _, l := range lines(turns) {
-					s.Add(label(l))
-				}
-				continue
-			}
-			o, err := loadEpisode(tx, id)
-			if err != nil {
+		own := turns
+		if other.ID != t.ID {
+			var err error
+			if own, err = lastTurns(tx, other, candidateTurns, *ep.ClosedAt); err != nil {
 				return "", err
-			}
-			// Only what was there when this episode closed, so that the
-			// summary does not depend on when the compaction ran.
-			if o.Summaries != nil && o.ClosedAt != nil && !o.ClosedAt.After(*ep.ClosedAt) {
-				s.AddText([]int{o.FirstTurn}, other.Title+": "+strings.ReplaceAll(o.Summaries.Meso, "\n", " "))
 			}
 		}
-		if other.ID != t.ID {
-			// What the linked thread has said since its last compaction.
-			live, err := lastTurns(tx, other, candidateTurns)
-			if err != nil {
-				return "", err
-			}
-			for _, u := range live {
-				if !u.At.After(*ep.ClosedAt) {
-					s.Add(label(lines([]*Turn{u})[0]))
-				}
-			}
+		for _, l := range lines(own) {
+			l.Speaker = other.Title + " · " + l.Speaker
+			s.Add(l)
 		}
 	}
 	summary, _ := s.Compress(macroTokens, countTokens)

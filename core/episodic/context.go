@@ -129,13 +129,34 @@ func assemble(tx *storage.Tx, threadID, channel, input string) (Context, error) 
 	c.CurrentQuestion = question(input)
 	threads := []*Thread{}
 	if !c.Explicit {
-		for _, id := range cur.LinkedThreads {
+		// Every earlier thread linked to this one, directly or through a
+		// cross-thread episode it shares (a chain of follow-ups).
+		seen := map[string]bool{cur.ID: true}
+		add := func(id string) error {
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
 			t, err := loadThread(tx, id)
+			if err == nil && t.CreatedAt.Before(cur.CreatedAt) {
+				threads = append(threads, t)
+			}
+			return err
+		}
+		for _, id := range cur.LinkedThreads {
+			if err := add(id); err != nil {
+				return Context{}, err
+			}
+		}
+		for _, xid := range cur.CrossThreadEpisodes {
+			x, err := loadCross(tx, xid)
 			if err != nil {
 				return Context{}, err
 			}
-			if t.CreatedAt.Before(cur.CreatedAt) {
-				threads = append(threads, t)
+			for _, id := range x.LinkedThreads {
+				if err := add(id); err != nil {
+					return Context{}, err
+				}
 			}
 		}
 		sortByCreation(threads)
@@ -177,7 +198,7 @@ func assemble(tx *storage.Tx, threadID, channel, input string) (Context, error) 
 	}
 	c.PreviousQuestions = append(c.PreviousQuestions, qas...)
 	first := threads[0]
-	c.Topic = lowerFirst(strings.TrimRight(first.Title, ".?!… "))
+	c.Topic = lowerFirst(strings.TrimRight(strings.TrimSuffix(first.Title, " (cont.)"), ".?!… "))
 	c.Recap = "You were asking about " + c.Topic
 	if len(threads) > 1 {
 		prev := threads[len(threads)-2]
@@ -334,6 +355,10 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	c, err := p.e.ContextFor(ctx, id, start.Channel, start.Input)
 	if err != nil {
 		return kit.Section{}, err
+	}
+	if len(c.PreviousQuestions) == 0 && len(c.Summaries) == 0 && !c.Continuing {
+		// A thread's first message: nothing to remember yet.
+		return kit.Section{Notes: []kit.Note{{Kind: "episodic.context", Message: fmt.Sprintf("thread %s: nothing earlier to draw on", id)}}}, nil
 	}
 	return kit.Section{Data: c, Notes: []kit.Note{{Kind: "episodic.context",
 		Message: fmt.Sprintf("thread %s: %d thread(s), %d previous question(s), continuing=%v", id, len(c.Threads), len(c.PreviousQuestions), c.Continuing)}}}, nil

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
@@ -19,9 +21,11 @@ import (
 
 // Events the episodic layer publishes after each commit.
 const (
+	EventConfigured    = "thread.configured"      // data: Thread
 	EventThreadCreated = "thread.created"         // data: Thread
 	EventTurnAdded     = "thread.turn"            // data: MessageResult
-	EventJudging       = "link.judging"           // data: {thread_id, candidates}: the model is judging links
+	EventJudging       = "link.judging"           // data: {candidates, message}: the model is judging a new thread's links
+	EventJudged        = "link.judged"            // data: {candidates}: the model's judging is over (decided or not)
 	EventLinkDecided   = "link.decided"           // data: Decision
 	EventCompacted     = "episode.compacted"      // data: Episode
 	EventOutcome       = "episode.outcome"        // data: Decision
@@ -129,17 +133,28 @@ func (r *MessageRequest) validate() error {
 	if err := kit.CheckName("thread_id", r.ThreadID, ""); err != nil {
 		return err
 	}
-	if len(r.Title) > 200 || strings.ContainsAny(r.Title, "\n\r") {
-		return kit.Validation("title", "a title is one line of at most 200 characters")
+	if utf8.RuneCountInString(r.Title) > 200 || strings.IndexFunc(r.Title, unicode.IsControl) >= 0 || !utf8.ValidString(r.Title) {
+		return kit.Validation("title", "a title is one line of at most 200 characters, without control characters")
 	}
 	return nil
 }
 
 // route is where a message goes, decided before anything is written.
 type route struct {
-	thread *Thread // nil: a new thread
-	ended  *Thread // the thread a new one takes over from
+	thread *Thread   // nil: a new thread
+	ended  []*Thread // active threads this message ends (implicit channels keep one going)
 	cands  []*Thread
+	// previous is the thread the conversation was last on, on this kind of
+	// channel: what a follow-up's "Oh, and…" refers to.
+	previous string
+}
+
+// newIDs are the ids a message may need, drawn before its transaction so
+// that a retried transaction (on a conflict with the compactor) reuses them
+// and later ids come out the same on every run.
+type newIDs struct {
+	thread, episode, cross string
+	decisions              []string
 }
 
 // Message routes a message into a thread: the selected one, the one it
@@ -175,12 +190,22 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 			return MessageResult{}, err
 		}
 		threshold, prompt = tuning.Threshold, tuning.prompt()
-		decisions = e.assess(ctx, req.Text, cands, now, threshold, prompt)
+		decisions = e.assess(ctx, req.Text, cands, r.previous, now, threshold, prompt)
+	}
+	ids := newIDs{episode: e.env.IDs.New()}
+	if r.thread == nil {
+		ids.thread = e.env.IDs.New()
+	}
+	for _, d := range decisions {
+		ids.decisions = append(ids.decisions, e.env.IDs.New())
+		if d.Decision == Link && ids.cross == "" {
+			ids.cross = e.env.IDs.New()
+		}
 	}
 	var res MessageResult
 	err = e.env.Update(ctx, func(tx *kit.Txn) error {
 		var err error
-		res, err = e.commit(tx, call, req, r, decisions, now)
+		res, err = e.commit(tx, call, req, r, decisions, ids, now)
 		return err
 	})
 	if err != nil {
@@ -190,49 +215,70 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 	return res, nil
 }
 
-// route decides where req goes, reading only.
+// route decides where req goes, reading only. On an implicit channel one
+// thread at a time is active: a user's message there ends every other
+// active thread used on an implicit channel (the one that timed out, or
+// the one a reopened thread takes over from).
 func (e *Episodic) route(tx *storage.Tx, req MessageRequest, now time.Time) (route, error) {
-	if req.ThreadID != "" {
-		t, err := loadThread(tx, req.ThreadID)
-		return route{thread: t}, err
-	}
 	recent, err := recentThreads(tx, e.opts.MaxCandidates)
 	if err != nil {
 		return route{}, err
 	}
-	// An implicit channel continues the latest thread used on an implicit
-	// channel: a thread the user opened on the web, with nothing to
-	// select it by, is not one a text message can be taken to continue.
-	var latest *Thread
-	for _, t := range recent {
-		if IsExplicit(req.Channel) || slices.ContainsFunc(t.Channels, isImplicit) {
-			latest = t
-			break
+	var r route
+	if req.ThreadID != "" {
+		if r.thread, err = loadThread(tx, req.ThreadID); err != nil {
+			return route{}, err
+		}
+	} else {
+		// An implicit channel continues the latest thread used on an
+		// implicit channel: a thread the user opened on the web, with
+		// nothing to select it by, is not one a text message continues.
+		var latest *Thread
+		for _, t := range recent {
+			if slices.ContainsFunc(t.Channels, isImplicit) {
+				latest = t
+				break
+			}
+		}
+		switch {
+		case req.Speaker != "user" && IsExplicit(req.Channel):
+			return route{}, kit.Validation("thread_id", "an answer on %s goes to the thread it answers: give its thread_id", req.Channel)
+		case req.Speaker != "user":
+			// An answer belongs to the thread of the question it answers.
+			if latest == nil {
+				return route{}, kit.Validation("speaker", "an assistant's message answers one in a thread, and there is no thread on an implicit channel yet; send the user's message first, or give thread_id")
+			}
+			return route{thread: latest}, nil
+		case IsExplicit(req.Channel):
+			r := route{cands: recent}
+			if len(recent) > 0 {
+				r.previous = recent[0].ID
+			}
+			return r, nil
+		case latest != nil && now.Sub(latest.LastActivityAt) < latest.timeout():
+			// Within the timeout: the same thread. A gap of the whole
+			// timeout (30 min of inactivity, seed 2.1, 3.1, 4.3) starts a
+			// new one.
+			r.thread = latest
+		default:
+			r.cands = recent
+			if latest != nil {
+				r.previous = latest.ID
+			}
 		}
 	}
-	switch {
-	case req.Speaker != "user":
-		// An answer belongs to the thread of the question it answers.
-		if latest == nil {
-			return route{}, kit.Validation("speaker", "an assistant's message answers one in a thread, and there is no thread on this channel yet; send the user's message first, or give thread_id")
+	if isImplicit(req.Channel) && req.Speaker == "user" {
+		for _, t := range recent {
+			if t.Status == StatusActive && slices.ContainsFunc(t.Channels, isImplicit) && (r.thread == nil || t.ID != r.thread.ID) {
+				r.ended = append(r.ended, t)
+			}
 		}
-		return route{thread: latest}, nil
-	case IsExplicit(req.Channel):
-		return route{cands: recent}, nil
-	case latest != nil && now.Sub(latest.LastActivityAt) < latest.timeout():
-		// Within the timeout: the same thread. A gap of the whole timeout
-		// (30 min of inactivity, seed 2.1, 3.1, 4.3) starts a new one.
-		return route{thread: latest}, nil
-	}
-	r := route{cands: recent}
-	if latest != nil && latest.Status == StatusActive {
-		r.ended = latest
 	}
 	return r, nil
 }
 
 // commit writes the message and everything it decided, in one transaction.
-func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r route, decisions []*Decision, now time.Time) (MessageResult, error) {
+func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r route, decisions []*Decision, ids newIDs, now time.Time) (MessageResult, error) {
 	var res MessageResult
 	var t *Thread
 	var was time.Time
@@ -247,31 +293,34 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 			// A message to an ended thread (selected again on an explicit
 			// channel) reopens it, in a new episode.
 			t.Status, t.EndedAt = StatusActive, nil
-			if err := e.openEpisode(tx, t, now); err != nil {
+			if err := openEpisode(tx, t, ids.episode, now); err != nil {
 				return res, err
 			}
 		}
-	} else {
-		if r.ended != nil {
-			ended, err := e.endThread(tx, r.ended.ID, now)
-			if err != nil {
-				return res, err
-			}
-			res.EndedThread = r.ended.ID
-			res.Compacting = append(res.Compacting, ended...)
+	}
+	for _, old := range r.ended {
+		ended, err := e.endThread(tx, old.ID, now)
+		if err != nil {
+			return res, err
 		}
-		t = &Thread{ID: e.env.IDs.New(), Title: req.Title, Status: StatusActive, CreatedAt: now, LastActivityAt: now,
+		if res.EndedThread == "" {
+			res.EndedThread = old.ID
+		}
+		res.Compacting = append(res.Compacting, ended...)
+	}
+	if r.thread == nil {
+		t = &Thread{ID: ids.thread, Title: req.Title, Status: StatusActive, CreatedAt: now, LastActivityAt: now,
 			InactivityTimeoutMinutes: DefaultInactivityTimeout, Channels: []string{}, Episodes: []string{},
 			LinkedThreads: []string{}, CrossThreadEpisodes: []string{}}
 		t.titled = t.Title != ""
 		if !t.titled {
 			t.Title = titleFrom(req.Text)
 		}
-		if err := e.openEpisode(tx, t, now); err != nil {
+		if err := openEpisode(tx, t, ids.episode, now); err != nil {
 			return res, err
 		}
 		res.NewThread = true
-		if err := e.link(tx, call, t, decisions, &res); err != nil {
+		if err := e.link(tx, call, t, decisions, ids, &res); err != nil {
 			return res, err
 		}
 		tx.Publish(EventThreadCreated, t)
@@ -285,7 +334,7 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 			return res, err
 		}
 		res.Compacting = append(res.Compacting, ep.ID)
-		if err := e.openEpisode(tx, t, now); err != nil {
+		if err := openEpisode(tx, t, ids.episode, now); err != nil {
 			return res, err
 		}
 		if ep, err = loadEpisode(tx.Tx, t.currentEpisode()); err != nil {
@@ -323,9 +372,9 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	return res, nil
 }
 
-// openEpisode starts t's next episode.
-func (e *Episodic) openEpisode(tx *kit.Txn, t *Thread, now time.Time) error {
-	ep := &Episode{ID: e.env.IDs.New(), ThreadID: t.ID, Number: len(t.Episodes) + 1, Status: EpisodeOpen, StartedAt: now}
+// openEpisode starts t's next episode, with id.
+func openEpisode(tx *kit.Txn, t *Thread, id string, now time.Time) error {
+	ep := &Episode{ID: id, ThreadID: t.ID, Number: len(t.Episodes) + 1, Status: EpisodeOpen, StartedAt: now}
 	t.Episodes = append(t.Episodes, ep.ID)
 	return tx.SetJSON(episodeKey(ep.ID), ep)
 }
@@ -376,10 +425,10 @@ func (e *Episodic) endThread(tx *kit.Txn, id string, now time.Time) ([]string, e
 
 // link records a new thread's decisions, and links it to every candidate
 // decided LINK, creating or extending their cross-thread episode.
-func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*Decision, res *MessageResult) error {
+func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*Decision, ids newIDs, res *MessageResult) error {
 	var linked []*Thread
-	for _, d := range decisions {
-		d.ID, d.ThreadID = e.env.IDs.New(), t.ID
+	for i, d := range decisions {
+		d.ID, d.ThreadID = ids.decisions[i], t.ID
 		if d.Decision == Link {
 			c, err := loadThread(tx.Tx, d.Candidate)
 			if err != nil {
@@ -389,7 +438,7 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 		}
 	}
 	if len(linked) > 0 {
-		x, err := e.crossEpisode(tx, t, linked, decisions)
+		x, err := e.crossEpisode(tx, t, linked, decisions, ids.cross)
 		if err != nil {
 			return err
 		}
@@ -427,7 +476,7 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 
 // crossEpisode puts t and the threads it links to in one cross-thread
 // episode: the earliest one any of them is in, or a new one.
-func (e *Episodic) crossEpisode(tx *kit.Txn, t *Thread, linked []*Thread, decisions []*Decision) (*CrossEpisode, error) {
+func (e *Episodic) crossEpisode(tx *kit.Txn, t *Thread, linked []*Thread, decisions []*Decision, newID string) (*CrossEpisode, error) {
 	now := e.env.Clock.Now()
 	var x *CrossEpisode
 	loaded := map[string]bool{} // linked threads mostly share their episodes: read each once
@@ -447,7 +496,7 @@ func (e *Episodic) crossEpisode(tx *kit.Txn, t *Thread, linked []*Thread, decisi
 		}
 	}
 	if x == nil {
-		x = &CrossEpisode{ID: e.env.IDs.New(), LinkedThreads: []string{}, Decisions: []string{}, CreatedAt: now}
+		x = &CrossEpisode{ID: newID, LinkedThreads: []string{}, Decisions: []string{}, CreatedAt: now}
 	}
 	x.UpdatedAt = now
 	members := append(slices.Clone(linked), t)
@@ -575,6 +624,7 @@ func (e *Episodic) Configure(ctx context.Context, call action.Call, id string, m
 		if err := tx.SetJSON(threadKey(id), t); err != nil {
 			return err
 		}
+		tx.Publish(EventConfigured, t)
 		_, err = tx.Trace(call, "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil)
 		return err
 	})

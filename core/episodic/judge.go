@@ -24,10 +24,11 @@ var judgeSchema = json.RawMessage(`{"type":"object","required":["related","confi
 
 // PromptVersion is one version of the judge's guidance.
 type PromptVersion struct {
-	Version   int       `json:"version"`
-	Guidance  []string  `json:"guidance"`
-	Reason    string    `json:"reason"`
-	CreatedAt time.Time `json:"created_at"`
+	Version  int      `json:"version"`
+	Guidance []string `json:"guidance"`
+	Reason   string   `json:"reason"`
+	// CreatedAt is when tuning made it (none for the initial prompt).
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 }
 
 // Guidance tuning can add, keyed by the disagreement pattern that calls for it.
@@ -97,8 +98,9 @@ func Combine(algorithmic float64, a Assessment, threshold float64) Decision {
 
 // decide combines the two halves. Agreement decides with HIGH confidence;
 // disagreement goes to the more confident half, UNCERTAIN. The algorithmic
-// half's confidence in its own answer is its score, or one minus it when it
-// says not to link (a score of 0.1 is a confident no).
+// half's confidence in its own answer is max(score, 1 − score): how far the
+// score is from even (0.72 and 0.68 are as sure as they read, seed 3.2d and
+// 3.2e; 0.1 is a confident no).
 func decide(d *Decision, threshold float64) {
 	d.Threshold = threshold
 	algLink := d.Algorithmic >= threshold

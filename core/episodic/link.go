@@ -2,6 +2,8 @@ package episodic
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,32 +25,18 @@ type candidate struct {
 const candidateTurns = 20
 
 // candidates reads what the linkers need of each recent thread (already
-// most recent first).
+// most recent first): its title and last turns, archived or not, so that a
+// decision never depends on whether a compaction has run yet.
 func (e *Episodic) candidates(tx *storage.Tx, threads []*Thread) ([]candidate, error) {
 	var out []candidate
 	for _, t := range threads {
-		turns, err := lastTurns(tx, t, candidateTurns)
+		turns, err := lastTurns(tx, t, candidateTurns, time.Time{})
 		if err != nil {
 			return nil, err
 		}
 		var all, shown strings.Builder
 		all.WriteString(t.Title)
 		shown.WriteString("Title: " + t.Title)
-		// A compacted thread is known by its summaries and skills.
-		for _, id := range t.Episodes {
-			ep, err := loadEpisode(tx, id)
-			if err != nil {
-				return nil, err
-			}
-			if ep.Summaries == nil {
-				continue
-			}
-			all.WriteString("\n" + ep.Summaries.Meso)
-			shown.WriteString("\nSummary: " + ep.Summaries.Meso)
-			for _, s := range ep.Skills {
-				all.WriteString("\n" + s.Text)
-			}
-		}
 		for i, u := range turns {
 			all.WriteString("\n" + u.Text)
 			if i >= len(turns)-6 { // the model sees the last few
@@ -68,7 +56,11 @@ const maxDecisions = 5
 // scores (quick) and the model's judgements of the most recent few (one
 // call each, all at once), bounded by the judge timeout. It returns the
 // decisions to record, strongest first.
-func (e *Episodic) assess(ctx context.Context, message string, cands []candidate, now time.Time, threshold float64, prompt PromptVersion) []*Decision {
+func (e *Episodic) assess(ctx context.Context, message string, cands []candidate, previous string, now time.Time, threshold float64, prompt PromptVersion) []*Decision {
+	// The thread a follow-up refers to is judged first, then the most recent.
+	if i := slices.IndexFunc(cands, func(c candidate) bool { return c.thread.ID == previous }); i > 0 {
+		cands = append(append([]candidate{cands[i]}, cands[:i]...), cands[i+1:]...)
+	}
 	decisions := make([]*Decision, len(cands))
 	for i, c := range cands {
 		decisions[i] = &Decision{Candidate: c.thread.ID, CreatedAt: now, Outcome: ""}
@@ -98,12 +90,17 @@ func (e *Episodic) assess(ctx context.Context, message string, cands []candidate
 		score = e.opts.scorer
 	}
 	for i, c := range cands {
-		decisions[i].Algorithmic, decisions[i].Signals = score(message, CandidateText{Text: c.text, LastActive: c.thread.LastActivityAt, MostRecent: i == 0}, now)
+		decisions[i].Algorithmic, decisions[i].Signals = score(message, CandidateText{Text: c.text, LastActive: c.thread.LastActivityAt, MostRecent: c.thread.ID == previous}, now)
 	}
 	wg.Wait()
+	if judged > 0 && llm.Available(e.env.LLM) {
+		e.env.Events.Publish(EventJudged, map[string]any{"candidates": judged})
+	}
 	for i, d := range decisions {
-		if i >= judged {
-			d.Assessment.Note = "not judged by the model: only the most recent threads are"
+		if i >= judged && llm.Available(e.env.LLM) {
+			d.Assessment.Note = fmt.Sprintf("not judged by the model: it judges the %d most recent threads only", e.opts.MaxJudged)
+		} else if i >= judged {
+			d.Assessment = judge(ctx, e.env.LLM, prompt, "", "", 0) // says there is no model
 		}
 		decide(d, threshold)
 	}

@@ -361,7 +361,7 @@ var topics = map[string]string{
 	"work":      "work job meeting meetings project projects deadline deadlines boss colleague colleagues office report reports presentation client clients manager team launch release sprint",
 	"shopping":  "buy buying shop shopping store stores order orders delivery gift gifts purchase sale discount",
 	"tech":      "computer laptop phone app software bug bugs code coding server deploy deployment database password wifi internet email install update",
-	"sports":    "game games match score team football soccer basketball tennis baseball hockey season player players league tournament",
+	"sports":    "game games match score football soccer basketball tennis baseball hockey season player players league tournament",
 	"music":     "music song songs album band concert playlist guitar piano singer",
 	"movies":    "movie movies film films show shows series watch watching cinema actor actress episode netflix",
 	"family":    "family kids kid children child son daughter mom dad mother father parents wife husband birthday wedding anniversary",
@@ -371,12 +371,22 @@ var topics = map[string]string{
 	"pets":      "dog dogs cat cats pet pets vet puppy kitten",
 }
 
+// topicOf maps each word stem of the lexicon to its topic. A stem in two
+// topics would make scores depend on map order; TestTopicLexicon forbids
+// it, and the loop runs in sorted order so that even then the first wins.
 var topicOf = func() map[string]string {
 	m := map[string]string{}
-	for topic, words := range topics {
-		for _, w := range strings.Fields(words) {
+	names := make([]string, 0, len(topics))
+	for topic := range topics {
+		names = append(names, topic)
+	}
+	slices.Sort(names)
+	for _, topic := range names {
+		for _, w := range strings.Fields(topics[topic]) {
 			if t := text.Term(w); t != "" {
-				m[t] = topic
+				if _, taken := m[t]; !taken {
+					m[t] = topic
+				}
 			}
 		}
 	}

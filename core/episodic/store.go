@@ -1,11 +1,9 @@
 package episodic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/engram-console/engram/core/errs"
@@ -152,56 +150,38 @@ func turnsOf(tx *storage.Tx, thread string, archived bool) ([]*Turn, error) {
 	return out, nil
 }
 
-// lastTurns returns a thread's last n live turns, in order. Live turns are
-// mostly the thread's latest (compaction archives from the oldest), so they
-// are read forward from turn TurnCount-n+1 — a prefix scan of at most n
-// keys, where a reverse scan reads ahead into the thread before — and
-// backwards only when some of those were archived.
-func lastTurns(tx *storage.Tx, t *Thread, n int) ([]*Turn, error) {
+// lastTurns returns a thread's last n turns, in order, live or archived
+// alike — so that what is read does not depend on whether a compaction has
+// run yet — skipping those after until (when not zero). Every turn number
+// is under one of the two keys, so this is at most two point reads a turn.
+func lastTurns(tx *storage.Tx, t *Thread, n int, until time.Time) ([]*Turn, error) {
 	var out []*Turn
-	decode := func(_, v []byte) error {
+	for k := t.TurnCount; k >= 1 && len(out) < n; k-- {
 		var u Turn
-		if err := json.Unmarshal(v, &u); err != nil {
-			return err
+		err := tx.GetJSON(turnKey(t.ID, k), &u)
+		if errors.Is(err, storage.ErrNotFound) {
+			err = tx.GetJSON(archKey(t.ID, k), &u)
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // not written: cannot happen, but nothing to read
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !until.IsZero() && u.At.After(until) {
+			continue
 		}
 		out = append(out, &u)
-		return nil
 	}
-	from := max(t.TurnCount-n+1, 1)
-	if err := tx.Scan(storage.Range{Prefix: turnPrefix(t.ID), Start: turnKey(t.ID, from)}, decode); err != nil || len(out) == n || from == 1 {
-		return out, err
-	}
-	// Some of the last n are archived: are there live turns before them
-	// (of an episode whose compaction is pending)?
-	older := false
-	err := tx.Keys(storage.Prefix(turnPrefix(t.ID)), func(k []byte) error {
-		older = bytes.Compare(k, turnKey(t.ID, from)) < 0
-		return storage.ErrStop
-	})
-	if err != nil || !older {
-		return out, err
-	}
-	out = out[:0]
-	err = tx.Scan(storage.Range{Prefix: turnPrefix(t.ID), Reverse: true}, func(k, v []byte) error {
-		if err := decode(k, v); err != nil {
-			return err
-		}
-		if len(out) >= n {
-			return storage.ErrStop
-		}
-		return nil
-	})
 	slices.Reverse(out)
-	return out, err
+	return out, nil
 }
 
 func loadTuning(tx *storage.Tx) (*Tuning, error) {
 	var t Tuning
 	err := tx.GetJSON(tuningKey(), &t)
 	if errors.Is(err, storage.ErrNotFound) {
-		return &Tuning{Threshold: DefaultThreshold, Prompts: []PromptVersion{{Version: 1, Guidance: []string{}, Reason: "initial prompt"}}}, nil
+		return &Tuning{Threshold: DefaultThreshold, Prompts: []PromptVersion{{Version: 1, Guidance: []string{}, Reason: "initial prompt"}}, History: []TuningRecord{}}, nil
 	}
 	return &t, err
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -124,7 +124,7 @@ func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, er
 		if len(added) > 0 {
 			p := tuning.prompt()
 			tuning.Prompts = append(tuning.Prompts, PromptVersion{Version: p.Version + 1,
-				Guidance: append(slices.Clone(p.Guidance), added...), Reason: why, CreatedAt: now})
+				Guidance: append(slices.Clone(p.Guidance), added...), Reason: why, CreatedAt: &now})
 		}
 		rec.PromptVersion = tuning.prompt().Version
 		tuning.Threshold = rec.NewThreshold

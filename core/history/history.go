@@ -90,6 +90,10 @@ type WriteResult struct {
 	Summary *SummaryUpdate `json:"summary,omitempty"`
 }
 
+// ConversationName checks a conversation id as every history action does
+// and returns it ("" means the default conversation).
+func ConversationName(c string) (string, error) { return conversationName(c) }
+
 func conversationName(c string) (string, error) {
 	c = strings.TrimSpace(c)
 	if c == "" {
