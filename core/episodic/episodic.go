@@ -220,16 +220,21 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 // active thread used on an implicit channel (the one that timed out, or
 // the one a reopened thread takes over from).
 func (e *Episodic) route(tx *storage.Tx, req MessageRequest, now time.Time) (route, error) {
-	recent, err := recentThreads(tx, e.opts.MaxCandidates)
-	if err != nil {
-		return route{}, err
-	}
 	var r route
+	var recent []*Thread
+	var err error
 	if req.ThreadID != "" {
 		if r.thread, err = loadThread(tx, req.ThreadID); err != nil {
 			return route{}, err
 		}
-	} else {
+	}
+	// A message to a selected thread on the web reads nothing else.
+	if req.ThreadID == "" || isImplicit(req.Channel) && req.Speaker == "user" {
+		if recent, err = recentThreads(tx, e.opts.MaxCandidates); err != nil {
+			return route{}, err
+		}
+	}
+	if req.ThreadID == "" {
 		// An implicit channel continues the latest thread used on an
 		// implicit channel: a thread the user opened on the web, with
 		// nothing to select it by, is not one a text message continues.
