@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -159,39 +160,28 @@ type newIDs struct {
 
 // Message routes a message into a thread: the selected one, the one it
 // continues, or a new one linked to the earlier threads it continues.
+//
+// A new thread's linking may wait on a model for seconds, so it is done
+// before taking the lock that serializes messages; under the lock the
+// route is decided again, and only if it changed meanwhile (another
+// message started a thread, or added to a candidate) is the linking done
+// again, there.
 func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageRequest) (MessageResult, error) {
 	if err := req.validate(); err != nil {
 		return MessageResult{}, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	now := e.env.Clock.Now()
-	var r route
-	var cands []candidate
-	err := e.env.Store.View(func(tx *storage.Tx) error {
-		var err error
-		if r, err = e.route(tx, req, now); err != nil {
-			return err
-		}
-		if r.thread == nil {
-			cands, err = e.candidates(tx, r.cands)
-		}
-		return err
-	})
+	first, err := e.plan(ctx, req, now, nil)
 	if err != nil {
 		return MessageResult{}, err
 	}
-	var decisions []*Decision
-	var threshold float64
-	var prompt PromptVersion
-	if r.thread == nil && len(cands) > 0 {
-		var tuning *Tuning
-		if err := e.env.Store.View(func(tx *storage.Tx) error { tuning, err = loadTuning(tx); return err }); err != nil {
-			return MessageResult{}, err
-		}
-		threshold, prompt = tuning.Threshold, tuning.prompt()
-		decisions = e.assess(ctx, req.Text, cands, r.previous, now, threshold, prompt)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, err := e.plan(ctx, req, now, &first)
+	if err != nil {
+		return MessageResult{}, err
 	}
+	r, decisions := p.route, p.decisions
 	ids := newIDs{episode: e.env.IDs.New()}
 	if r.thread == nil {
 		ids.thread = e.env.IDs.New()
@@ -213,6 +203,49 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 	}
 	e.compactor.enqueue(res.Compacting...)
 	return res, nil
+}
+
+// planned is a message's route and, for a new thread, its decisions.
+type planned struct {
+	route     route
+	decisions []*Decision
+	// seen: each candidate's turn count when it was assessed.
+	seen map[string]int
+}
+
+// plan routes req and, for a new thread, assesses its links — unless
+// earlier (a plan made before the lock) chose the same route over the same
+// candidates, whose decisions then stand.
+func (e *Episodic) plan(ctx context.Context, req MessageRequest, now time.Time, earlier *planned) (planned, error) {
+	var p planned
+	var cands []candidate
+	var tuning *Tuning
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		if p.route, err = e.route(tx, req, now); err != nil {
+			return err
+		}
+		if p.route.thread == nil {
+			if cands, err = e.candidates(tx, p.route.cands); err != nil {
+				return err
+			}
+			tuning, err = loadTuning(tx)
+		}
+		return err
+	})
+	if err != nil || p.route.thread != nil || len(cands) == 0 {
+		return p, err
+	}
+	p.seen = map[string]int{}
+	for _, c := range cands {
+		p.seen[c.thread.ID] = c.thread.TurnCount
+	}
+	if earlier != nil && earlier.route.thread == nil && earlier.route.previous == p.route.previous && maps.Equal(earlier.seen, p.seen) {
+		p.decisions = earlier.decisions
+		return p, nil
+	}
+	p.decisions = e.assess(ctx, req.Text, cands, p.route.previous, now, tuning.Threshold, tuning.prompt())
+	return p, nil
 }
 
 // route decides where req goes, reading only. On an implicit channel one

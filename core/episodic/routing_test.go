@@ -1,11 +1,16 @@
 package episodic_test
 
 import (
+	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/llm/llmtest"
 )
 
 // TestFollowUpRefersToItsChannelsThread: an "Oh, and…" on sms follows up
@@ -93,5 +98,68 @@ func TestContextFollowsAChainOfFollowUps(t *testing.T) {
 	}
 	if strings.Contains(text, "(cont.)") {
 		t.Errorf("the topic carries a title's (cont.):\n%s", text)
+	}
+}
+
+// TestJudgingDoesNotHoldOtherMessages: while a model judges a new thread's
+// links, a message to another thread goes through; the judged message then
+// lands with its decision.
+func TestJudgingDoesNotHoldOtherMessages(t *testing.T) {
+	asked, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	model := &llmtest.Scripted{Func: func(req llm.Request) llmtest.Answer {
+		last := req.Messages[len(req.Messages)-1].Content
+		if !strings.Contains(last, "Thursday") {
+			return llmtest.Text(judgeAnswer(false, 0.9, "Different topics"))
+		}
+		if !strings.Contains(last, "New York") {
+			return llmtest.Text(judgeAnswer(false, 0.8, "Tokyo flights are another topic"))
+		}
+		once.Do(func() { close(asked) })
+		<-release
+		return llmtest.Text(judgeAnswer(true, 0.9, "Both about weather in New York", "weather"))
+	}}
+	r := newRigWith(t, rigOptions{llm: model})
+	weather := r.send("sms", "", "What's the weather in New York?")
+	web := r.send("web", "", "Book me a flight to Tokyo")
+	r.at("10:45")
+	done := make(chan episodic.MessageResult)
+	go func() {
+		var res episodic.MessageResult
+		raw, err := r.try("thread.message", map[string]string{"channel": "sms", "text": "Oh, and what is it on Thursday?"})
+		if err == nil {
+			err = json.Unmarshal(raw, &res)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	<-asked // the model is judging now
+	sent := make(chan episodic.MessageResult, 1)
+	go func() {
+		var res episodic.MessageResult
+		raw, err := r.try("thread.message", map[string]string{"channel": "web", "thread_id": web.ThreadID, "text": "Window seat, please."})
+		if err == nil {
+			err = json.Unmarshal(raw, &res)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		sent <- res
+	}()
+	select {
+	case other := <-sent:
+		if other.TurnCount != 2 {
+			t.Errorf("the web message: %+v", other)
+		}
+	case <-time.After(10 * time.Second): // a watchdog, not a wait: it returns at once when right
+		close(release)
+		t.Fatal("the web message waited for the model judging another thread")
+	}
+	close(release)
+	res := <-done
+	if !res.NewThread || res.Decision == nil || res.Decision.Candidate != weather.ThreadID || res.Decision.Confidence != episodic.ConfidenceHigh {
+		t.Errorf("the judged message: %+v", res)
 	}
 }
