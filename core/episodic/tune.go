@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/engram-console/engram/core/action"
@@ -67,6 +68,9 @@ const (
 	thresholdStep = 0.01
 	// patternMin: how many model mistakes of one kind make a pattern.
 	patternMin = 2
+	// MinOutcomes: how many marked decisions tuning needs before it moves
+	// the threshold (fewer only report what they suggest).
+	MinOutcomes = 10
 )
 
 // Outcome marks a decision correct or incorrect.
@@ -118,6 +122,15 @@ func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, er
 		}
 		now := e.env.Clock.Now()
 		rec = tuneThreshold(marked, tuning.Threshold)
+		if len(marked) < MinOutcomes && rec.NewThreshold != rec.PreviousThreshold {
+			// A handful of marks is anecdote: report what they suggest,
+			// move nothing.
+			rec.Reason = fmt.Sprintf("Only %d marked decision(s): the threshold moves once at least %d are marked (they suggest %.2f: %s)",
+				len(marked), MinOutcomes, rec.NewThreshold, strings.ToLower(rec.Reason[:1])+rec.Reason[1:])
+			rec.NewThreshold = rec.PreviousThreshold
+			after := confusionAt(marked, rec.PreviousThreshold)
+			rec.Metrics.AccuracyAfter, rec.Metrics.FalsePositiveRateAfter, rec.Metrics.FalseNegativeRateAfter = after.accuracy(), after.fpr(), after.fnr()
+		}
 		rec.TuningDate, rec.TunedAt, rec.Decisions = now.Format(time.DateOnly), now, len(marked)
 		added, why := newGuidance(marked, tuning.prompt())
 		rec.GuidanceAdded = added
