@@ -164,11 +164,16 @@ type chatPane struct {
 	switcher *chatSwitcher
 
 	// The channel messages go on ("" none: the conversation only) and, on
-	// an explicit channel, the thread ("" a new one: the next message
-	// starts it, and the ones after continue it).
-	channel  string
-	threadID string
-	picker   *channelPicker
+	// an explicit channel, the thread of the conversation shown ("" a new
+	// one: the next message starts it, and the ones after continue it).
+	// Each conversation keeps its own thread: convThreads holds the others'.
+	channel     string
+	threadID    string
+	convThreads map[string]string
+	picker      *channelPicker
+	// announce is the thread a message just started, to say so once its
+	// title is known.
+	announce string
 	// sendChannel is the channel of the message in flight.
 	sendChannel string
 	// Where each message sent from here went, by conversation and
@@ -194,19 +199,20 @@ func newChatPane(engine *core.Engine, styles *Styles, fade time.Duration) *chatP
 	search.Placeholder = "words to look for, in the buffer and the evicted (enter searches, esc cancels)"
 	search.CharLimit = 500
 	return &chatPane{
-		engine:   engine,
-		styles:   styles,
-		keys:     newChatKeys(),
-		fade:     fade,
-		conv:     history.DefaultConversation,
-		input:    in,
-		search:   search,
-		convView: viewport.New(0, 0),
-		sideView: viewport.New(0, 0),
-		hitsView: viewport.New(0, 0),
-		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
-		routes:   map[string]map[int]*chatRoute{},
-		titles:   map[string]string{},
+		engine:      engine,
+		styles:      styles,
+		keys:        newChatKeys(),
+		fade:        fade,
+		conv:        history.DefaultConversation,
+		input:       in,
+		search:      search,
+		convView:    viewport.New(0, 0),
+		sideView:    viewport.New(0, 0),
+		hitsView:    viewport.New(0, 0),
+		spinner:     spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
+		routes:      map[string]map[int]*chatRoute{},
+		titles:      map[string]string{},
+		convThreads: map[string]string{},
 		// Every message goes through the episodic layer too, by default as
 		// on the web: the first starts a thread, the next ones continue it
 		// (ctrl+t picks another channel or thread, or none).
@@ -383,16 +389,14 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return p.result(msg)
 	case events.Event:
 		switch msg.Name {
-		case episodic.EventThreadCreated:
-			// A new thread: its title, for the notes; the picker lists it.
+		case episodic.EventThreadCreated, episodic.EventTurnAdded:
+			// A new thread: its title, for the notes; the picker lists it
+			// (and a thread's new turn changes its count there).
 			if t, ok := msg.Data.(*episodic.Thread); ok && t != nil {
 				p.titles[t.ID] = oneLine(t.Title)
 				p.renderConv()
 			}
-			if p.picker != nil && !p.picker.busy {
-				return p.loadPicker()
-			}
-			return nil
+			return p.refreshPicker()
 		case history.EventWritten, history.EventEvicted, history.EventSummary:
 		case kit.EventTraceRecorded:
 			// A deletion or a move to another backend says so only in the
@@ -508,12 +512,10 @@ func (p *chatPane) result(msg actionResultMsg) tea.Cmd {
 		p.switcher.setList(msg)
 		p.render()
 		return nil
-	case p.picker != nil && msg.req == p.picker.req:
-		p.picker.setList(p, msg)
-		return nil
+	case p.picker != nil && msg.req == p.picker.load.req:
+		return p.picker.setList(p, msg)
 	case msg.req == p.titlesReq:
-		p.titlesResult(msg)
-		return nil
+		return p.titlesResult(msg)
 	}
 	return nil // stale
 }
@@ -800,6 +802,10 @@ func (p *chatPane) switchTo(c string) tea.Cmd {
 		p.render()
 		return p.input.Focus()
 	}
+	// The thread messages go to is the conversation's own: the one its
+	// messages went to last, or a new one.
+	p.convThreads[p.conv] = p.threadID
+	p.threadID, p.announce = p.convThreads[c], ""
 	p.conv = c
 	p.utts, p.stats, p.loaded, p.statsLoaded, p.loadErr = nil, history.Stats{}, false, false, ""
 	p.highlight = false
@@ -822,8 +828,15 @@ func (p *chatPane) routed(conv, channel string, raw json.RawMessage) tea.Cmd {
 	// The history records the message at the index the conversation was
 	// at when it was sent.
 	p.routes[conv][p.sendFrom] = &chatRoute{channel: channel, res: res}
-	if episodic.IsExplicit(channel) && p.channel == channel && p.threadID == "" {
-		p.threadID = res.ThreadID
+	// On an explicit channel, the thread the first message started is the
+	// one the conversation's next messages continue.
+	if episodic.IsExplicit(channel) && p.channel == channel {
+		switch {
+		case conv == p.conv && p.threadID == "":
+			p.threadID, p.announce = res.ThreadID, res.ThreadID
+		case conv != p.conv && p.convThreads[conv] == "":
+			p.convThreads[conv] = res.ThreadID
+		}
 	}
 	return p.loadTitles()
 }

@@ -23,11 +23,12 @@ type channelPicker struct {
 	channel string
 	threads []*episodic.Thread
 	loaded  bool
-	busy    bool
-	err     string
+	// load is the thread.list in flight; dirty when a thread was created
+	// or messaged meanwhile, so that the list is asked again.
+	load loader
+	err  string
 	// cursor: 0 is a new thread, i is threads[i-1].
 	cursor int
-	req    int
 }
 
 // chatRoute is where thread.message sent one of the pane's messages.
@@ -55,15 +56,23 @@ func (p *chatPane) openPicker() tea.Cmd {
 }
 
 func (p *chatPane) loadPicker() tea.Cmd {
-	cmd := p.run(nil, "thread.list", struct{}{})
-	p.picker.req, p.picker.busy = p.seq, true
-	return cmd
+	return p.run(&p.picker.load, "thread.list", struct{}{})
 }
 
-// setList takes thread.list's answer; the cursor starts on the thread
-// messages go to now.
-func (c *channelPicker) setList(p *chatPane, msg actionResultMsg) {
-	c.busy = false
+// refreshPicker lists the threads again once the list in flight (if any)
+// has answered.
+func (p *chatPane) refreshPicker() tea.Cmd {
+	if p.picker == nil {
+		return nil
+	}
+	return p.refresh(&p.picker.load, p.loadPicker)
+}
+
+// setList takes thread.list's answer (the cursor starts on the thread
+// messages go to now, then stays on its thread), and asks again if the
+// threads changed meanwhile.
+func (c *channelPicker) setList(p *chatPane, msg actionResultMsg) tea.Cmd {
+	c.load.busy = false
 	var res struct {
 		Threads []*episodic.Thread `json:"threads"`
 	}
@@ -86,6 +95,10 @@ func (c *channelPicker) setList(p *chatPane, msg actionResultMsg) {
 			c.cursor = i + 1
 		}
 	}
+	if c.load.dirty {
+		return p.loadPicker()
+	}
+	return nil
 }
 
 // threadID is the thread under the cursor ("" for a new one).
@@ -119,6 +132,7 @@ func (p *chatPane) pickerKey(msg tea.KeyMsg) tea.Cmd {
 		if episodic.IsExplicit(c.channel) {
 			p.threadID = c.threadID()
 		}
+		p.announce = ""
 		return tea.Batch(p.closePicker(), showStatus(p.channelNote(), false))
 	case key.Matches(msg, k.Channel), msg.String() == "right", msg.String() == "left", msg.String() == "tab", msg.String() == "shift+tab":
 		c.cycle(msg.String() == "left" || msg.String() == "shift+tab")
@@ -155,11 +169,14 @@ func (p *chatPane) channelNote() string {
 	case p.channel == "":
 		return "No channel: messages go to the conversation only, no thread."
 	case !episodic.IsExplicit(p.channel):
-		return fmt.Sprintf("Messages go on %s: engram continues the latest thread, or starts one after a silence.", p.channel)
+		// "On whatsapp: the latest sms/whatsapp/voice thread, new after 30
+		// min of silence.": a status line's 80 columns.
+		return fmt.Sprintf("On %s: the latest %s thread, new after %d min of silence.",
+			p.channel, strings.Join(episodic.ImplicitChannels, "/"), episodic.DefaultInactivityTimeout)
 	case p.threadID == "":
 		return fmt.Sprintf("Messages go on %s: the next one starts a new thread.", p.channel)
 	}
-	return fmt.Sprintf("Messages go on %s, in thread “%s”.", p.channel, p.threadTitle(p.threadID))
+	return withTitle("Messages go on "+p.channel+", in thread “%s”.", p.threadTitle(p.threadID))
 }
 
 // learnTitles keeps the threads' titles for the routing notes.
@@ -184,7 +201,10 @@ func (p *chatPane) loadTitles() tea.Cmd {
 	return cmd
 }
 
-func (p *chatPane) titlesResult(msg actionResultMsg) {
+// titlesResult learns the titles; a message that started the thread the
+// next ones continue says so in the status line (replacing "the next one
+// starts a new thread").
+func (p *chatPane) titlesResult(msg actionResultMsg) tea.Cmd {
 	p.titlesReq = 0
 	var res struct {
 		Threads []*episodic.Thread `json:"threads"`
@@ -193,6 +213,15 @@ func (p *chatPane) titlesResult(msg actionResultMsg) {
 		p.learnTitles(slices.DeleteFunc(res.Threads, func(t *episodic.Thread) bool { return t == nil }))
 	}
 	p.render()
+	if p.announce == "" {
+		return nil
+	}
+	id := p.announce
+	p.announce = ""
+	if id != p.threadID {
+		return nil // moved elsewhere meanwhile
+	}
+	return showStatus(withTitle("New thread “%s”: messages on "+p.channel+" continue it.", p.threadTitle(id)), false)
 }
 
 // routeNote says where a message went: "→ sms · thread “Weather in New
@@ -240,8 +269,8 @@ func (p *chatPane) pickerLines(w, h int) []string {
 		return append(lines, styleLines(st.Muted, wrapText("No channel: messages go to the conversation only, and no thread is kept.", w-2, " "))...)
 	case !episodic.IsExplicit(c.channel):
 		return append(lines, styleLines(st.Muted, wrapText(fmt.Sprintf("%s is implicit: engram infers the thread. A message continues the latest "+
-			"thread, or after %d minutes of silence starts a new one, linked to the earlier threads it continues (the Threads tab shows them).",
-			c.channel, episodic.DefaultInactivityTimeout), w-2, " "))...)
+			"thread used on %s, or after %d minutes of silence starts a new one, linked to the earlier threads it continues "+
+			"(the Threads tab shows them).", c.channel, implicitChannels("or"), episodic.DefaultInactivityTimeout), w-2, " "))...)
 	}
 	lines = append(lines, styleLines(st.Muted, wrapText(c.channel+" is explicit: messages go to the thread chosen here (↑/↓).", w-2, " "))...)
 	lines = append(lines, "")

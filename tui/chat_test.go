@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/llm"
@@ -633,7 +634,7 @@ func TestChatSendsOnChannels(t *testing.T) {
 	keys(tm, tea.KeyCtrlT, tea.KeyRight, tea.KeyRight)
 	waitFor(t, tm, "[sms]", "sms is implicit")
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "Chat · default · on sms", "Messages go on sms")
+	waitFor(t, tm, "Chat · default · on sms", "On sms: the latest sms/whatsapp/voice thread")
 	keys(tm, tea.KeyEnter) // type
 	send("What's the weather in New York?", "→ sms · thread “Weather in New York” (new)")
 	clk.Advance(time.Minute)
@@ -664,5 +665,117 @@ func TestChatSendsOnChannels(t *testing.T) {
 	// The messages are in the conversation too.
 	if n := len(readBuffer(t, engine, "default")); n != 5 {
 		t.Errorf("%d utterances in default, want 5", n)
+	}
+}
+
+// TestChatFinishingWhileSendIsInFlight: once the message is in the buffer
+// but chat.send has not answered, the spinner stays under it where its
+// route will show.
+func TestChatFinishingWhileSendIsInFlight(t *testing.T) {
+	engine, _ := newEngine(t)
+	styles := DefaultStyles()
+	p := newChatPane(engine, &styles, time.Hour)
+	p.SetSize(goldenWidth, 20)
+	drain(p, p.Init())
+	p.sendReq, p.sending, p.sendConv, p.sendFrom, p.sendChannel = 99, "Book flights to Paris.", p.conv, 0, "web"
+	p.render()
+	if view := p.View(); !strings.Contains(view, "· sending on web") || strings.Contains(view, "finishing") {
+		t.Errorf("before the buffer has it:\n%s", view)
+	}
+	p.utts = []*history.Utterance{{Conversation: p.conv, UtteranceIndex: 0, TurnNumber: 1, Speaker: "user", Text: "Book flights to Paris.", Timestamp: goldenTime}}
+	p.render()
+	view := p.View()
+	if !strings.Contains(view, "→ web · finishing…") || strings.Contains(view, "· sending") {
+		t.Errorf("recorded, the send still in flight:\n%s", view)
+	}
+	p.sendReq, p.sending = 0, ""
+	p.render()
+	if strings.Contains(p.View(), "finishing") {
+		t.Error("the marker stays after the send")
+	}
+}
+
+// TestChatThreadPerConversation: on web, each conversation keeps its own
+// thread: a new conversation's first message starts a thread of its own,
+// and coming back continues the first one.
+func TestChatThreadPerConversation(t *testing.T) {
+	engine, clk := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "No messages in default yet")
+	keys(tm, tea.KeyEnter)
+	tm.Type("Book flights to Paris for March 3.")
+	keys(tm, tea.KeyEnter)
+	// The note that the next message starts a thread gives way to the one
+	// it started.
+	waitFor(t, tm, "→ web · thread “Book flights to Paris for March 3”", "(new)",
+		"New thread “Book flights to Paris for March 3”: messages on web continue it.")
+	clk.Advance(time.Minute)
+	keys(tm, tea.KeyCtrlO)
+	waitFor(t, tm, "conversation: ")
+	tm.Type("launch plan")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Chat · launch plan · on web › a new thread")
+	tm.Type("Draft the launch announcement.")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "→ web · thread “Draft the launch announcement”", "(new")
+	keys(tm, tea.KeyCtrlO)
+	waitFor(t, tm, "conversation: ")
+	tm.Type("default")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Chat · default · on web › “Book flights to Paris for March 3”")
+	clk.Advance(time.Minute)
+	tm.Type("Window seats, please.")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "→ web · thread “Book flights to Paris for March 3”", "(turn 2)")
+	finish(t, tm)
+	threads := listThreads(t, engine)
+	if len(threads) != 2 {
+		t.Fatalf("%d threads, want one per conversation", len(threads))
+	}
+	for _, th := range threads {
+		want := map[string]int{"Book flights to Paris for March 3": 2, "Draft the launch announcement": 1}[th.Title]
+		if th.TurnCount != want {
+			t.Errorf("thread %q has %d turns, want %d", th.Title, th.TurnCount, want)
+		}
+	}
+}
+
+// TestChatPickerListsThreadsCreatedMeanwhile: a thread created while the
+// picker's list is being read is listed once it has answered.
+func TestChatPickerListsThreadsCreatedMeanwhile(t *testing.T) {
+	engine, clk := newEngine(t)
+	threadMessage(t, engine, "web", "", "user", "Book flights to Paris for March 3.")
+	styles := DefaultStyles()
+	p := newChatPane(engine, &styles, time.Hour)
+	p.SetSize(goldenWidth, 20)
+	drain(p, p.Init())
+	first := p.openPicker()()
+	clk.Advance(time.Minute)
+	res := threadMessage(t, engine, "web", "", "user", "Order a birthday cake for Sam.")
+	if cmd := p.Update(events.Event{Name: "thread.created", Data: &episodic.Thread{ID: res.ThreadID, Title: "Order a birthday cake for Sam"}}); cmd != nil {
+		t.Error("a second list was asked while the first is in flight")
+	}
+	next := p.Update(first)
+	if next == nil {
+		t.Fatal("the list is not asked again after the thread created meanwhile")
+	}
+	drain(p, next)
+	if len(p.picker.threads) != 2 || p.picker.threads[0].ID != res.ThreadID {
+		t.Errorf("the picker lists %s", threadIDs(p.picker.threads))
+	}
+}
+
+// TestWrapKeepsFlagsWhole: a flag is not split at its hyphens.
+func TestWrapKeepsFlagsWhole(t *testing.T) {
+	text := "no language model configured (start engram with --llm ollama or --llm openai): the algorithmic decision stands"
+	for w := 10; w <= 60; w++ {
+		for _, l := range wrapText(text, w, "") {
+			if strings.HasSuffix(l, "-") || strings.HasPrefix(l, "-llm") || strings.Contains(l, "\u2011") {
+				t.Errorf("at %d columns: %q", w, l)
+			}
+		}
+	}
+	if got := strings.Join(wrapText("a follow-up and -0.5", 80, ""), "|"); got != "a follow-up and -0.5" {
+		t.Errorf("%q", got)
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -85,7 +86,7 @@ func (p *chatPane) titleLine() string {
 		line += s.Muted.Render(" · side panel · ctrl+p for more")
 	case !p.statsLoaded:
 	case !p.stats.Exists:
-		line += s.Muted.Render(" · new: the first message creates it")
+		line += s.Muted.Render(" · conversation not started")
 	default:
 		line += s.Muted.Render(fmt.Sprintf(" · %s · %s, %d evicted", p.stats.Backend,
 			plural(p.stats.NextIndex, "utterance", "utterances"), p.stats.EvictedCount))
@@ -163,15 +164,33 @@ func (p *chatPane) renderConv() {
 
 // pending is the message in flight, unless the buffer shows it already.
 func (p *chatPane) pending() bool {
+	return p.sending != "" && p.sendConv == p.conv && p.sentAt() < 0
+}
+
+// sentAt is the index of the utterance in flight once the buffer shows it
+// (-1 until then, or when nothing is in flight).
+func (p *chatPane) sentAt() int {
 	if p.sending == "" || p.sendConv != p.conv {
-		return false
+		return -1
 	}
 	for _, u := range p.utts {
 		if u.UtteranceIndex >= p.sendFrom && u.Speaker == "user" && u.Text == p.sending {
-			return false
+			return u.UtteranceIndex
 		}
 	}
-	return true
+	return -1
+}
+
+// finishingLine says that the message in flight is recorded but its
+// send is not over (the thread it went to, the model's answer or the
+// turn's end are still to come): where its route will show.
+func (p *chatPane) finishingLine() string {
+	s := p.styles
+	what := "finishing…"
+	if p.sendChannel != "" {
+		what = "→ " + p.sendChannel + " · finishing…"
+	}
+	return "   " + p.spinner.View() + " " + s.Muted.Render(what)
 }
 
 func (p *chatPane) convLines(w int) []string {
@@ -198,6 +217,11 @@ func (p *chatPane) convLines(w int) []string {
 	}
 	now := p.engine.Clock().Now()
 	prevTurn := -1
+	// The message in flight, once recorded: its send is still finishing.
+	finishing := -1
+	if p.sendReq != 0 {
+		finishing = p.sentAt()
+	}
 	for i, u := range p.utts {
 		if i > 0 && u.TurnNumber != prevTurn {
 			lines = append(lines, "")
@@ -207,6 +231,8 @@ func (p *chatPane) convLines(w int) []string {
 		lines = append(lines, wrapText(u.Text, w-4, "   ")...)
 		if r := p.routes[p.conv][u.UtteranceIndex]; r != nil && u.Speaker == "user" {
 			lines = append(lines, styleLines(s.Prompt, wrapText(p.routeNote(r), w-6, "   "))...)
+		} else if u.Speaker == "user" && u.UtteranceIndex == finishing {
+			lines = append(lines, truncateTo(p.finishingLine(), w))
 		}
 	}
 	if p.pending() {
@@ -475,11 +501,34 @@ func (p *chatPane) contextLines(w int) []string {
 func wrapText(s string, width int, indent string) []string {
 	var out []string
 	for _, par := range strings.Split(strings.ReplaceAll(s, "\t", "    "), "\n") {
-		for _, l := range strings.Split(ansi.Wrap(strings.TrimRight(oneLine(par), " "), max(width, 1), ""), "\n") {
+		par, kept := keepFlags(strings.TrimRight(oneLine(par), " "))
+		for _, l := range strings.Split(ansi.Wrap(par, max(width, 1), ""), "\n") {
+			if kept {
+				l = strings.ReplaceAll(l, nonBreakingHyphen, "-")
+			}
 			out = append(out, strings.TrimRight(indent+l, " "))
 		}
 	}
 	return out
+}
+
+// nonBreakingHyphen stands in for the hyphens of a flag while wrapping:
+// the wrapper breaks lines after any hyphen, and "--llm" split as "-" and
+// "-llm" reads as nothing.
+const nonBreakingHyphen = "\u2011"
+
+// flagWord is a word that starts with a hyphen: a flag, a negative number.
+var flagWord = regexp.MustCompile(`(^|\s)-\S*`)
+
+// keepFlags makes the hyphens of flag-like words non-breaking, unless s
+// has non-breaking hyphens of its own (they would come back as hyphens).
+func keepFlags(s string) (string, bool) {
+	if !strings.Contains(s, "-") || strings.Contains(s, nonBreakingHyphen) {
+		return s, false
+	}
+	return flagWord.ReplaceAllStringFunc(s, func(w string) string {
+		return strings.ReplaceAll(w, "-", nonBreakingHyphen)
+	}), true
 }
 
 // styleLines renders every line in style (wrapText takes plain text only:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
@@ -54,8 +55,8 @@ func newThreadsKeys() threadsKeys {
 		Outcome: key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "mark outcome")),
 		Tune:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "tune threshold")),
 		Compact: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compact thread")),
-		Yes:     key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "correct")),
-		No:      key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "incorrect")),
+		Yes:     key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
+		No:      key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "no")),
 		Cancel:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 	}
 }
@@ -64,6 +65,63 @@ func newThreadsKeys() threadsKeys {
 type threadEpisodes struct {
 	episodes []*episodic.Episode
 	crosses  []*episodic.CrossEpisode
+}
+
+// threadsKept is how many threads besides the selected one keep their
+// turns and episodes, to show at once when the cursor comes back.
+const threadsKept = 8
+
+// recentCache keeps a value per thread for the selected thread and the
+// threadsKept threads touched last; older ones are dropped.
+type recentCache[V any] struct {
+	m     map[string]V
+	order []string // least recently touched first
+}
+
+func newRecentCache[V any]() *recentCache[V] { return &recentCache[V]{m: map[string]V{}} }
+
+func (c *recentCache[V]) get(id string) V { return c.m[id] }
+
+func (c *recentCache[V]) len() int { return len(c.m) }
+
+// touch makes id the most recently used (if it is kept).
+func (c *recentCache[V]) touch(id string) {
+	if i := slices.Index(c.order, id); i >= 0 {
+		c.order = append(slices.Delete(c.order, i, i+1), id)
+	}
+}
+
+// put keeps v for id, dropping the least recently touched values beyond
+// the limit, never pinned's.
+func (c *recentCache[V]) put(id string, v V, pinned string) {
+	if _, ok := c.m[id]; !ok {
+		c.order = append(c.order, id)
+	}
+	c.m[id] = v
+	c.touch(id)
+	for i := 0; len(c.m) > threadsKept+1 && i < len(c.order); {
+		if old := c.order[i]; old != pinned && old != id {
+			delete(c.m, old)
+			c.order = slices.Delete(c.order, i, i+1)
+			continue
+		}
+		i++
+	}
+}
+
+func (c *recentCache[V]) remove(id string) {
+	if i := slices.Index(c.order, id); i >= 0 {
+		c.order = slices.Delete(c.order, i, i+1)
+	}
+	delete(c.m, id)
+}
+
+// threadsConfirm is a question before an action that changes things: tune
+// the threshold, or compact a thread.
+type threadsConfirm struct {
+	action string // "tune" or "compact"
+	thread string // the thread to compact
+	text   string // the question
 }
 
 // threadsPane is the Threads tab: the episodic layer's threads, most
@@ -94,20 +152,24 @@ type threadsPane struct {
 	want string
 
 	// The selected thread's turns and decisions, and its episodes (asked:
-	// the id the request in flight is for). Threads seen before show at
-	// once when the cursor comes back to them, while they reload.
+	// the id the request in flight is for). The threads selected last show
+	// at once when the cursor comes back to them, while they reload.
 	detailLoad  loader
 	detailAsked string
-	details     map[string]*episodic.ThreadView
+	details     *recentCache[*episodic.ThreadView]
 	detailErr   string
 
 	epLoad  loader
 	epAsked string
-	eps     map[string]*threadEpisodes
+	eps     *recentCache[*threadEpisodes]
 	epErr   string
 
 	tuneLoad loader
 	tuning   *episodic.Tuning
+	// How many linking decisions are marked (what tuning learns from).
+	markLoad    loader
+	marked      int
+	markedKnown bool
 
 	// The lower part.
 	section threadsSection
@@ -115,13 +177,17 @@ type threadsPane struct {
 	decID   string
 	scroll  int // the first line of the section shown, when inside
 
-	// The model judging a new thread's links.
-	judging    bool
+	// The model judging new threads' links: how many judgings are under way
+	// (link.judging counts up, link.judged down), and how many threads
+	// they judge against.
+	judging    int
 	judgeCount int
 	spinner    spinner.Model
 
-	// The outcome question, the tuning and the compaction in flight.
+	// The outcome question, the question before tuning or compacting, the
+	// tuning and the compaction in flight.
 	asking     *episodic.Decision
+	confirm    *threadsConfirm
 	outcomeReq int
 	tuneReq    int
 	tuneBusy   bool
@@ -135,8 +201,8 @@ func newThreadsPane(engine *core.Engine, styles *Styles) *threadsPane {
 		engine:  engine,
 		styles:  styles,
 		keys:    newThreadsKeys(),
-		details: map[string]*episodic.ThreadView{},
-		eps:     map[string]*threadEpisodes{},
+		details: newRecentCache[*episodic.ThreadView](),
+		eps:     newRecentCache[*threadEpisodes](),
 		spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
 	}
 }
@@ -150,32 +216,35 @@ func (p *threadsPane) Init() tea.Cmd {
 		p.loaded, p.listErr = true, errs.As(err).Message
 		return nil
 	}
-	return tea.Batch(p.loadList(), p.loadTuning())
+	return tea.Batch(p.loadList(), p.loadTuning(), p.loadMarked())
 }
 
-// Focus catches up (thread.configure publishes no event) and restarts the
-// spinner, whose ticks went to another tab.
+// Focus refreshes what shows (a slow subscriber may miss progress events)
+// and restarts the spinner, whose ticks went to another tab.
 func (p *threadsPane) Focus() tea.Cmd {
 	p.shown = true
 	if !p.available() {
 		return nil
 	}
-	return tea.Batch(p.reload(), p.refresh(&p.tuneLoad, p.loadTuning), p.tick())
+	return tea.Batch(p.reload(), p.refresh(&p.tuneLoad, p.loadTuning), p.refresh(&p.markLoad, p.loadMarked), p.tick())
 }
 
 func (p *threadsPane) Blur() {
 	p.shown = false
-	p.asking = nil
+	p.asking, p.confirm = nil, nil
 }
 
-// Capturing: the outcome question takes every key (y and n, and q must not
-// quit under it).
-func (p *threadsPane) Capturing() bool { return p.asking != nil }
+// Capturing: the questions take every key (y and n, and q must not quit
+// under them).
+func (p *threadsPane) Capturing() bool { return p.asking != nil || p.confirm != nil }
 
 func (p *threadsPane) Keys() []key.Binding {
 	k := p.keys
 	if p.asking != nil {
 		return []key.Binding{withHelp(k.Yes, "y", "it was correct"), withHelp(k.No, "n", "it was incorrect"), k.Cancel}
+	}
+	if c := p.confirm; c != nil {
+		return []key.Binding{withHelp(k.Yes, "y", c.action), withHelp(k.No, "n/esc", "cancel")}
 	}
 	if len(p.threads) == 0 {
 		return nil
@@ -237,6 +306,11 @@ func (p *threadsPane) loadList() tea.Cmd { return p.run(&p.list, "thread.list", 
 
 func (p *threadsPane) loadTuning() tea.Cmd { return p.run(&p.tuneLoad, "episode.tuning", struct{}{}) }
 
+// loadMarked counts the marked decisions (every thread's).
+func (p *threadsPane) loadMarked() tea.Cmd {
+	return p.run(&p.markLoad, "episode.decisions", struct{}{})
+}
+
 func (p *threadsPane) loadDetail() tea.Cmd {
 	if p.sel == "" {
 		return nil
@@ -272,11 +346,19 @@ func (p *threadsPane) selectThread(i int) tea.Cmd {
 	}
 	p.sel, p.decID, p.scroll, p.inside = id, "", 0, false
 	p.detailErr, p.epErr = "", ""
+	p.details.touch(id)
+	p.eps.touch(id)
 	// The requests for the thread shown before are stale now.
 	return tea.Batch(p.loadDetail(), p.loadEpisodes())
 }
 
 func (p *threadsPane) Update(msg tea.Msg) tea.Cmd {
+	cmd := p.update(msg)
+	p.offset = p.scrolled() // the list keeps the cursor in view
+	return cmd
+}
+
+func (p *threadsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case actionResultMsg:
 		if msg.pane != threadsPaneID {
@@ -286,7 +368,7 @@ func (p *threadsPane) Update(msg tea.Msg) tea.Cmd {
 	case events.Event:
 		return p.event(msg)
 	case spinner.TickMsg:
-		if !p.judging {
+		if p.judging == 0 {
 			return nil // nothing to wait for: let the spinner stop
 		}
 		var cmd tea.Cmd
@@ -300,7 +382,7 @@ func (p *threadsPane) Update(msg tea.Msg) tea.Cmd {
 
 // tick starts the spinner when the model judges and the tab shows.
 func (p *threadsPane) tick() tea.Cmd {
-	if !p.judging || !p.shown {
+	if p.judging == 0 || !p.shown {
 		return nil
 	}
 	return p.spinner.Tick
@@ -310,27 +392,39 @@ func (p *threadsPane) tick() tea.Cmd {
 func (p *threadsPane) event(ev events.Event) tea.Cmd {
 	switch ev.Name {
 	case episodic.EventJudging:
-		started := !p.judging
-		p.judging, p.judgeCount = true, 0
+		p.judging++
 		if d, ok := ev.Data.(map[string]any); ok {
 			if ids, ok := d["candidates"].([]string); ok {
-				p.judgeCount = len(ids)
+				p.judgeCount += len(ids)
 			}
 		}
-		if started {
+		if p.judging == 1 {
 			return p.tick()
 		}
 		return nil
+	case episodic.EventJudged:
+		// One judging is over (each link.judging is followed by one
+		// link.judged, decided or not); others may still be under way.
+		p.judging = max(p.judging-1, 0)
+		if d, ok := ev.Data.(map[string]any); ok {
+			if n, ok := d["candidates"].(int); ok {
+				p.judgeCount = max(p.judgeCount-n, 0)
+			}
+		}
+		if p.judging == 0 {
+			p.judgeCount = 0
+		}
+		return nil
 	case episodic.EventThreadCreated, episodic.EventTurnAdded, episodic.EventLinkDecided:
-		// The message the model judged for is in: the judging is over.
-		p.judging = false
 		if t, ok := ev.Data.(*episodic.Thread); ok && t != nil && p.following(t.ID) {
 			p.want = t.ID
 		}
-	case episodic.EventJudged:
-		p.judging = false
 	case episodic.EventCompacted, episodic.EventCompactFailed, episodic.EventConfigured:
-	case episodic.EventOutcome, episodic.EventTuned:
+	case episodic.EventOutcome:
+		// A decision is marked: tuning has something to learn from now.
+		p.tuneErr = ""
+		return tea.Batch(p.reload(), p.refresh(&p.markLoad, p.loadMarked))
+	case episodic.EventTuned:
 		return tea.Batch(p.reload(), p.refresh(&p.tuneLoad, p.loadTuning))
 	default:
 		return nil
@@ -342,7 +436,7 @@ func (p *threadsPane) event(ev events.Event) tea.Cmd {
 // away, or the cursor is on the newest thread but the new one (the list
 // may have it already) and the user is doing nothing else.
 func (p *threadsPane) following(newID string) bool {
-	if p.inside || p.asking != nil {
+	if p.inside || p.asking != nil || p.confirm != nil {
 		return false
 	}
 	if !p.shown || p.sel == "" {
@@ -368,12 +462,13 @@ func (p *threadsPane) result(msg actionResultMsg) tea.Cmd {
 		}
 		switch {
 		case msg.err != nil:
-			delete(p.details, p.detailAsked)
+			p.details.remove(p.detailAsked)
 			p.detailErr = errs.As(msg.err).Message
 		case json.Unmarshal(msg.result, &res) != nil || res.Thread.Thread == nil:
 			p.detailErr = "unexpected thread.get result"
 		default:
-			p.details[p.detailAsked], p.detailErr = &res.Thread, ""
+			p.details.put(p.detailAsked, &res.Thread, p.sel)
+			p.detailErr = ""
 			p.keepDecision()
 		}
 		if p.detailLoad.dirty || p.detailAsked != p.sel {
@@ -392,7 +487,8 @@ func (p *threadsPane) result(msg actionResultMsg) tea.Cmd {
 		case json.Unmarshal(msg.result, &res) != nil:
 			p.epErr = "unexpected episode.list result"
 		default:
-			p.epErr, p.eps[p.epAsked] = "", &threadEpisodes{episodes: res.Episodes, crosses: res.Crosses}
+			p.epErr = ""
+			p.eps.put(p.epAsked, &threadEpisodes{episodes: res.Episodes, crosses: res.Crosses}, p.sel)
 		}
 		if p.epLoad.dirty || p.epAsked != p.sel {
 			return p.loadEpisodes()
@@ -408,6 +504,26 @@ func (p *threadsPane) result(msg actionResultMsg) tea.Cmd {
 			return p.loadTuning()
 		}
 		return nil
+	case p.markLoad.req:
+		p.markLoad.busy = false
+		var res struct {
+			Decisions []*episodic.Decision `json:"decisions"`
+		}
+		if msg.err == nil && json.Unmarshal(msg.result, &res) == nil {
+			p.marked, p.markedKnown = 0, true
+			for _, d := range res.Decisions {
+				if d != nil && d.Outcome != "" {
+					p.marked++
+				}
+			}
+			if p.marked > 0 {
+				p.tuneErr = ""
+			}
+		}
+		if p.markLoad.dirty {
+			return p.loadMarked()
+		}
+		return nil
 	case p.outcomeReq:
 		p.outcomeReq = 0
 		if msg.err != nil {
@@ -420,12 +536,15 @@ func (p *threadsPane) result(msg actionResultMsg) tea.Cmd {
 			return showStatus("unexpected episode.outcome result", true)
 		}
 		d := res.Decision
-		return showStatus(fmt.Sprintf("Marked %s of “%s” and “%s” %s. t tunes the threshold from the marked decisions.",
-			d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate), d.Outcome), false)
+		other := d.Candidate
+		if other == p.sel {
+			other = d.ThreadID
+		}
+		return showStatus(withTitle("Marked "+d.Decision+" with “%s” "+d.Outcome+" (t tunes).", p.titleOf(other)), false)
 	case p.tuneReq:
 		p.tuneReq, p.tuneBusy = 0, false
 		if msg.err != nil {
-			p.tuneErr = errs.As(msg.err).Message
+			p.tuneErr = tuneError(msg.err)
 			return nil
 		}
 		var rec episodic.TuningRecord
@@ -434,8 +553,12 @@ func (p *threadsPane) result(msg actionResultMsg) tea.Cmd {
 			return nil
 		}
 		p.tuneErr = ""
-		return tea.Batch(p.refresh(&p.tuneLoad, p.loadTuning),
-			showStatus(fmt.Sprintf("Linking threshold %.2f → %.2f: %s.", rec.PreviousThreshold, rec.NewThreshold, rec.Reason), false))
+		from := plural(rec.Decisions, "marked decision", "marked decisions")
+		text := fmt.Sprintf("Link threshold %.2f → %.2f, from %s (the report is above).", rec.PreviousThreshold, rec.NewThreshold, from)
+		if rec.NewThreshold == rec.PreviousThreshold {
+			text = fmt.Sprintf("Link threshold stays %.2f, from %s (the report is above).", rec.NewThreshold, from)
+		}
+		return tea.Batch(p.refresh(&p.tuneLoad, p.loadTuning), showStatus(text, false))
 	case p.compactReq:
 		p.compactReq = 0
 		id := p.compactFor
@@ -446,15 +569,44 @@ func (p *threadsPane) result(msg actionResultMsg) tea.Cmd {
 			Episodes []*episodic.Episode `json:"episodes"`
 		}
 		json.Unmarshal(msg.result, &res)
-		text := fmt.Sprintf("Compacted %s of “%s”: summaries and skills in the compaction view, turns archived.",
-			plural(len(res.Episodes), "episode", "episodes"), p.titleOf(id))
+		text := withTitle("Compacted "+plural(len(res.Episodes), "episode", "episodes")+" of “%s”; turns archived.", p.titleOf(id))
 		if len(res.Episodes) == 0 {
-			text = fmt.Sprintf("Nothing to compact in “%s”: no turn since its last compaction.", p.titleOf(id))
+			text = withTitle(nothingToCompact, p.titleOf(id))
+		}
+		if id == p.sel && p.section == secCompaction {
+			// The compaction view lists the newest episode first: the
+			// one just compacted is at the top, under the new open one.
+			p.inside, p.scroll = false, 0
 		}
 		return tea.Batch(showStatus(text, false), p.reload())
 	}
 	return nil // stale
 }
+
+// statusWidth is what a status line holds on an 80-column terminal (it is
+// indented by one).
+const statusWidth = 79
+
+// withTitle puts a title in format's %s, cut so that the line fits
+// statusWidth.
+func withTitle(format, title string) string {
+	room := statusWidth - lineWidth(strings.Replace(format, "%s", "", 1))
+	return strings.Replace(format, "%s", truncateTo(title, max(room, 12)), 1)
+}
+
+const nothingToCompact = "Nothing to compact in “%s”: no new turn."
+
+// tuneError says why tuning failed, in the console's words when it is
+// that nothing is marked yet.
+func tuneError(err error) string {
+	e := errs.As(err)
+	if e.Kind == errs.Validation && strings.HasPrefix(e.Message, "no linking decision has an outcome") {
+		return noMarkedDecision
+	}
+	return e.Message
+}
+
+const noMarkedDecision = "No decision is marked yet. Mark a decision first: o in the decisions view, then t."
 
 func (p *threadsPane) listResult(msg actionResultMsg) tea.Cmd {
 	p.list.busy = false
@@ -502,7 +654,7 @@ func (p *threadsPane) current() *episodic.Thread {
 
 // shownDetail is the selected thread's turns and decisions, once they have
 // come.
-func (p *threadsPane) shownDetail() *episodic.ThreadView { return p.details[p.sel] }
+func (p *threadsPane) shownDetail() *episodic.ThreadView { return p.details.get(p.sel) }
 
 // decisions are the selected thread's linking decisions (as the new thread
 // or as the earlier one).
@@ -557,11 +709,14 @@ func (p *threadsPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if p.asking != nil {
 		return p.askKey(msg)
 	}
+	if p.confirm != nil {
+		return p.confirmKey(msg)
+	}
 	switch {
 	case len(p.threads) == 0:
 		return nil
 	case key.Matches(msg, k.Tune):
-		return p.tune()
+		return p.askTune()
 	case key.Matches(msg, k.Section):
 		if msg.String() == "right" || msg.String() == "l" {
 			p.section = (p.section + 1) % secCount
@@ -573,11 +728,13 @@ func (p *threadsPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Outcome):
 		return p.ask()
 	case key.Matches(msg, k.Compact):
-		return p.compact()
+		return p.askCompact()
 	case key.Matches(msg, k.Enter) && !p.inside:
 		p.inside, p.scroll = true, 0
 		if p.section == secTurns {
-			p.scroll = maxScroll // from the newest turns, as they show
+			// From the newest turns, as they show (clamped, so that the
+			// first ↑ scrolls).
+			p.scroll = p.maxSectionScroll()
 		}
 		return nil
 	case key.Matches(msg, k.Back) && p.inside:
@@ -587,6 +744,9 @@ func (p *threadsPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if p.inside {
 		p.insideKey(msg.String())
 		return nil
+	}
+	if key.Matches(msg, k.Move, k.Page) {
+		p.want = "" // the user moves: the cursor no longer follows a new thread
 	}
 	switch msg.String() {
 	case "up", "k":
@@ -684,6 +844,77 @@ func (p *threadsPane) askKey(msg tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
+// askTune shows the tuning view and asks before tuning, unless nothing is
+// marked to tune from.
+func (p *threadsPane) askTune() tea.Cmd {
+	if p.tuneBusy {
+		return nil
+	}
+	p.section, p.inside, p.scroll = secTuning, false, 0
+	if p.markedKnown && p.marked == 0 {
+		p.tuneErr = noMarkedDecision
+		return nil
+	}
+	q := "Tune the link threshold from the marked decisions?"
+	if p.markedKnown {
+		q = fmt.Sprintf("Tune the link threshold from %s?", plural(p.marked, "marked decision", "marked decisions"))
+	}
+	p.confirm = &threadsConfirm{action: "tune", text: q}
+	return nil
+}
+
+// askCompact shows the compaction view and asks before compacting the
+// selected thread, unless it has nothing to compact.
+func (p *threadsPane) askCompact() tea.Cmd {
+	if p.sel == "" || p.compactReq != 0 {
+		return nil
+	}
+	p.section, p.inside, p.scroll = secCompaction, false, 0
+	title := p.titleOf(p.sel)
+	q := fmt.Sprintf("Compact “%s”?", title)
+	if n, ok := p.uncompacted(); ok {
+		if n == 0 {
+			return showStatus(withTitle(nothingToCompact, title), false)
+		}
+		q = fmt.Sprintf("Compact %s of “%s”?", plural(n, "turn", "turns"), title)
+	}
+	p.confirm = &threadsConfirm{action: "compact", thread: p.sel, text: q}
+	return nil
+}
+
+// uncompacted is how many of the selected thread's turns are in episodes
+// not compacted yet, once its episodes have come.
+func (p *threadsPane) uncompacted() (int, bool) {
+	eps := p.eps.get(p.sel)
+	if eps == nil {
+		return 0, false
+	}
+	n := 0
+	for _, ep := range eps.episodes {
+		if ep != nil && ep.Status != episodic.EpisodeCompacted {
+			n += ep.TurnCount
+		}
+	}
+	return n, true
+}
+
+// confirmKey answers the question before tuning or compacting.
+func (p *threadsPane) confirmKey(msg tea.KeyMsg) tea.Cmd {
+	k := p.keys
+	c := p.confirm
+	switch {
+	case key.Matches(msg, k.Yes):
+		p.confirm = nil
+		if c.action == "tune" {
+			return p.tune()
+		}
+		return p.compact(c.thread)
+	case key.Matches(msg, k.No, k.Cancel):
+		p.confirm = nil
+	}
+	return nil
+}
+
 // tune runs episode.tune and shows its report.
 func (p *threadsPane) tune() tea.Cmd {
 	if p.tuneBusy {
@@ -696,14 +927,13 @@ func (p *threadsPane) tune() tea.Cmd {
 	return cmd
 }
 
-// compact runs episode.compact on the selected thread.
-func (p *threadsPane) compact() tea.Cmd {
-	if p.sel == "" || p.compactReq != 0 {
+// compact runs episode.compact on a thread.
+func (p *threadsPane) compact(id string) tea.Cmd {
+	if id == "" || p.compactReq != 0 {
 		return nil
 	}
-	p.section, p.inside, p.scroll = secCompaction, false, 0
-	p.compactFor = p.sel
-	cmd := p.run(nil, "episode.compact", map[string]any{"thread_id": p.sel})
+	p.compactFor = id
+	cmd := p.run(nil, "episode.compact", map[string]any{"thread_id": id})
 	p.compactReq = p.seq
-	return tea.Batch(cmd, showStatus(fmt.Sprintf("Compacting “%s”…", p.titleOf(p.sel)), false))
+	return tea.Batch(cmd, showStatus(withTitle("Compacting “%s”…", p.titleOf(id)), false))
 }

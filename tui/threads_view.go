@@ -81,7 +81,7 @@ func (p *threadsPane) titleLine() string {
 			line += s.Muted.Render(fmt.Sprintf(" · link threshold %.2f", t.Threshold))
 		}
 	}
-	if p.judging {
+	if p.judging > 0 {
 		what := "judging links…"
 		if p.judgeCount > 0 {
 			what = fmt.Sprintf("judging links with %s…", plural(p.judgeCount, "thread", "threads"))
@@ -99,23 +99,43 @@ func (p *threadsPane) titleLine() string {
 func (p *threadsPane) emptyLines() []string {
 	s := p.styles
 	lines := []string{"", s.Muted.Render(" No threads yet.")}
-	lines = append(lines, styleLines(s.Muted, wrapText("A thread is a conversation on a channel. Pick a channel on the Chat tab (ctrl+t) and chat: "+
-		"web and app keep the thread you choose; sms, whatsapp and voice continue the latest thread, or start a new one after "+
-		"30 minutes of silence, linked to the earlier threads it continues. Or from the palette:", p.width-2, " "))...)
+	lines = append(lines, styleLines(s.Muted, wrapText(fmt.Sprintf("A thread is a conversation on a channel. Chatting on the Chat tab "+
+		"starts one (on web by default; ctrl+t there picks another channel). Web and app keep the thread you choose; %s "+
+		"continue the latest thread used on one of them, or start a new one after %d minutes of silence, linked to the earlier "+
+		"threads it continues. Or from the palette:", implicitChannels("and"), episodic.DefaultInactivityTimeout),
+		p.width-2, " "))...)
 	return append(lines, ` :thread.message {"channel": "sms", "text": "What's the weather in New York?"}`)
 }
 
-// scrolled is the first thread shown, keeping the cursor in view.
+// implicitChannels lists the implicit channels: "sms, whatsapp and voice".
+func implicitChannels(conj string) string {
+	return listWords(episodic.ImplicitChannels, conj)
+}
+
+// listWords joins words as a sentence does: "a, b and c".
+func listWords(words []string, conj string) string {
+	switch n := len(words); n {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	default:
+		return strings.Join(words[:n-1], ", ") + " " + conj + " " + words[n-1]
+	}
+}
+
+// scrolled is the first thread shown: the list's offset, moved as little
+// as keeps the cursor in view (Update keeps it).
 func (p *threadsPane) scrolled() int {
 	rows := p.listRows()
-	if p.cursor < p.offset {
-		p.offset = p.cursor
+	offset := p.offset
+	if p.cursor < offset {
+		offset = p.cursor
 	}
-	if p.cursor >= p.offset+rows {
-		p.offset = p.cursor - rows + 1
+	if p.cursor >= offset+rows {
+		offset = p.cursor - rows + 1
 	}
-	p.offset = max(min(p.offset, len(p.threads)-rows), 0)
-	return p.offset
+	return max(min(offset, len(p.threads)-rows), 0)
 }
 
 // tableColumn is one column of a table: its title and width (two columns of
@@ -126,7 +146,8 @@ type tableColumn struct {
 	right bool
 }
 
-// tableCell fits text in c (the last column, flexible, gets w).
+// tableCell fits text in c's width, cut with an ellipsis, right-aligned
+// when c is.
 func tableCell(c tableColumn, text string) string {
 	room := max(c.width-2, 1)
 	if lineWidth(text) > room {
@@ -268,15 +289,7 @@ func (p *threadsPane) headLines() []string {
 	head := " " + s.Rule.Render("── ") + title + " " + s.Rule.Render("── ") + views + " "
 	rule := head + s.Rule.Render(strings.Repeat("─", max(p.width-lineWidth(head)-1, 0)))
 
-	facts := []string{oneLine(strings.Join(t.Channels, ", ")), plural(t.TurnCount, "turn", "turns"), p.statusStyle(t.Status, t.Status),
-		"started " + minuteTime(t.CreatedAt, now), "last " + minuteTime(t.LastActivityAt, now)}
-	if t.EndedAt != nil {
-		facts = append(facts, "ended "+minuteTime(*t.EndedAt, now))
-	}
-	if slices.ContainsFunc(t.Channels, func(c string) bool { return !episodic.IsExplicit(c) }) {
-		facts = append(facts, fmt.Sprintf("silence ends it after %d min", t.InactivityTimeoutMinutes))
-	}
-	factLine := " " + strings.Join(facts, s.Muted.Render(" · "))
+	factLine := " " + p.factsLine(t, now, p.width-1)
 
 	var links string
 	if len(t.LinkedThreads) == 0 {
@@ -292,6 +305,64 @@ func (p *threadsPane) headLines() []string {
 		}
 	}
 	return []string{"", truncateTo(rule, p.width), truncateTo(factLine, p.width), truncateTo(links, p.width)}
+}
+
+// threadFact is one fact of the facts line; the least important go first
+// when the line does not fit.
+type threadFact struct {
+	text string
+	rank int // lower is more important
+}
+
+// factsLine is the selected thread's facts, as many as fit in w: its
+// channels, turns, status, times and, for an active thread on an implicit
+// channel, what silence does to it.
+func (p *threadsPane) factsLine(t *episodic.Thread, now time.Time, w int) string {
+	s := p.styles
+	facts := []threadFact{{oneLine(strings.Join(t.Channels, ", ")), 3}, {plural(t.TurnCount, "turn", "turns"), 2}}
+	var implicit []string
+	for _, c := range t.Channels {
+		if !episodic.IsExplicit(c) {
+			implicit = append(implicit, oneLine(c))
+		}
+	}
+	timeout := time.Duration(t.InactivityTimeoutMinutes) * time.Minute
+	active := t.Status == episodic.StatusActive && len(implicit) > 0
+	quiet := active && timeout > 0 && now.Sub(t.LastActivityAt) >= timeout
+	if quiet {
+		// Silent past its timeout: active still, but the next message on
+		// an implicit channel starts a new thread (and ends this one).
+		facts = append(facts, threadFact{s.Prompt.Render("quiet") + " — the next " + listWords(implicit, "or") + " message starts a new thread", 0})
+	} else {
+		facts = append(facts, threadFact{p.statusStyle(t.Status, t.Status), 0})
+	}
+	facts = append(facts, threadFact{"started " + minuteTime(t.CreatedAt, now), 6}, threadFact{"last " + minuteTime(t.LastActivityAt, now), 1})
+	if t.EndedAt != nil {
+		facts = append(facts, threadFact{"ended " + minuteTime(*t.EndedAt, now), 5})
+	}
+	if active && !quiet {
+		facts = append(facts, threadFact{fmt.Sprintf("silence ends it after %d min", t.InactivityTimeoutMinutes), 4})
+	}
+	sep := s.Muted.Render(" · ")
+	join := func() string {
+		texts := make([]string, len(facts))
+		for i, f := range facts {
+			texts[i] = f.text
+		}
+		return strings.Join(texts, sep)
+	}
+	// Drop the least important facts until the line fits (the last one
+	// left is cut).
+	for len(facts) > 1 && lineWidth(join()) > w {
+		worst := 0
+		for i, f := range facts {
+			if f.rank > facts[worst].rank {
+				worst = i
+			}
+		}
+		facts = slices.Delete(facts, worst, worst+1)
+	}
+	return truncateTo(join(), w)
 }
 
 // --- the views ---
@@ -416,7 +487,7 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 	ds := d.Decisions
 	threshold := ""
 	if p.tuning != nil {
-		threshold = fmt.Sprintf(" · link threshold %.2f", p.tuning.Threshold)
+		threshold = fmt.Sprintf(" · current threshold %.2f", p.tuning.Threshold)
 	}
 	if len(ds) == 0 {
 		lines := []string{s.Muted.Render(" No linking decision about this thread" + threshold + ".")}
@@ -424,8 +495,36 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 			"(and judged by the model, when one is configured); each candidate gets a decision, LINK or DON'T_LINK, shown here "+
 			"for both threads.", w-2, " "))...)
 	}
-	lines := []string{truncateTo(" "+plural(len(ds), "decision", "decisions")+s.Muted.Render(threshold+
-		" · → an earlier thread it was judged against · ← a later one"), w)}
+	cur := p.decIndex()
+	// The details of the chosen decision show below the table when they
+	// fit beside a few rows of it (and the pager); when they do not, the
+	// table has the room, and the details show once enter has chosen a
+	// decision, with the chosen row only above them.
+	const head = 2 // the summary and the column titles
+	detail := p.decisionDetail(w)
+	tableFor := func(room int) int { // rows of a table in room lines, with its pager when it needs one
+		if len(ds) <= room {
+			return len(ds)
+		}
+		return room - 1
+	}
+	want := min(len(ds), 3)
+	withDetail := tableFor(rows-head-1-len(detail)) >= want
+	compact := !withDetail && p.inside
+	var tableRows int
+	switch {
+	case withDetail:
+		tableRows = tableFor(rows - head - 1 - len(detail))
+	case compact:
+		tableRows = 1
+	default:
+		tableRows, detail = max(tableFor(rows-head), 1), nil
+	}
+	summary := " " + plural(len(ds), "decision", "decisions") + s.Muted.Render(threshold+" · → an earlier thread it was judged against · ← a later one")
+	if compact {
+		summary = " " + fmt.Sprintf("decision %d of %d", cur+1, len(ds)) + s.Muted.Render(threshold+" · ↑/↓ another · esc back")
+	}
+	lines := []string{truncateTo(summary, w)}
 	cols := dropColumns([]tableColumn{
 		{title: "with"},
 		{title: "alg", width: 6, right: true},
@@ -435,32 +534,32 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 		{title: "confidence", width: 18},
 		{title: "outcome", width: 13},
 	}, "with", w, 16, "agree")
-	var head strings.Builder
-	head.WriteString("   ")
+	var colHead strings.Builder
+	colHead.WriteString("   ")
 	for _, c := range cols {
-		head.WriteString(tableCell(c, c.title))
+		colHead.WriteString(tableCell(c, c.title))
 	}
-	lines = append(lines, s.Muted.Render(strings.TrimRight(head.String(), " ")))
-	detail := p.decisionDetail(w)
-	// The table gets what the detail and the hint leave, at least a row.
-	tableRows := max(min(len(ds), rows-len(lines)-len(detail)-2), 1)
-	cur := p.decIndex()
+	lines = append(lines, s.Muted.Render(strings.TrimRight(colHead.String(), " ")))
 	start := max(min(cur-tableRows+1, len(ds)-tableRows), 0)
-	if cur < start {
-		start = cur
-	}
 	for i := start; i < min(start+tableRows, len(ds)); i++ {
 		lines = append(lines, p.decisionRow(ds[i], cols, i == cur))
 	}
-	if len(ds) > tableRows {
-		lines = append(lines, s.Muted.Render(fmt.Sprintf("   %d-%d of %d (enter, then ↑/↓)", start+1, min(start+tableRows, len(ds)), len(ds))))
+	if len(ds) > tableRows && !compact {
+		pager := fmt.Sprintf("   %d-%d of %d", start+1, min(start+tableRows, len(ds)), len(ds))
+		if !p.inside {
+			pager += " (enter, then ↑/↓)"
+		}
+		lines = append(lines, s.Muted.Render(pager))
 	}
-	if len(lines)+len(detail)+2 <= rows {
+	if len(detail) > 0 {
 		lines = append(lines, "")
 		lines = append(lines, detail...)
 	}
 	hint := " o marks the chosen decision correct or incorrect · t tunes the threshold"
-	if !p.inside && len(ds) > 1 {
+	switch {
+	case !p.inside && !withDetail:
+		hint = " enter chooses a decision and shows its signals · o marks it · t tunes"
+	case !p.inside && len(ds) > 1:
 		hint = " enter chooses a decision · o marks it correct/incorrect · t tunes the threshold"
 	}
 	if len(lines)+2 <= rows {
@@ -712,12 +811,13 @@ func (p *threadsPane) renderTree(nodes []treeNode, prefix string, w int) []strin
 	return out
 }
 
-// compactionLines draw the thread's episodes as trees: macro (across the
-// linked threads) → meso (the episode) → micro (a few turns each), and the
-// skills the episode taught.
+// compactionLines draw the thread's episodes, newest first (the one just
+// compacted near the top), as trees: macro (across the linked threads) →
+// meso (the episode) → micro (a few turns each), and the skills the
+// episode taught.
 func (p *threadsPane) compactionLines(w int) []string {
 	s := p.styles
-	eps := p.eps[p.sel]
+	eps := p.eps.get(p.sel)
 	if eps == nil {
 		if p.epErr != "" {
 			return styleLines(s.Failed, wrapText("✗ "+p.epErr, w-2, " "))
@@ -741,8 +841,8 @@ func (p *threadsPane) compactionLines(w int) []string {
 	if len(eps.episodes) == 0 {
 		return append(lines, s.Muted.Render(" No episodes."))
 	}
-	for i, ep := range eps.episodes {
-		if i > 0 {
+	for i, ep := range slices.Backward(eps.episodes) {
+		if i < len(eps.episodes)-1 {
 			lines = append(lines, "")
 		}
 		head := " " + s.Emphasis.Render(fmt.Sprintf("Episode %d", ep.Number)) + s.Muted.Render(" · ") + p.episodeStatus(ep.Status)
@@ -848,8 +948,9 @@ func (p *threadsPane) tuningLines(w int) []string {
 			"errors, and adds guidance to the model's prompt for the mistakes it keeps making.", w-2, " "))...)
 	}
 	rec := t.History[len(t.History)-1]
+	now := p.engine.Clock().Now()
 	lines = append(lines, "", truncateTo(" "+s.Emphasis.Render("Last tuning")+s.Muted.Render(fmt.Sprintf(" · %s · from %s · ",
-		rec.TunedAt.UTC().Format("2006-01-02 15:04"), plural(rec.Decisions, "marked decision", "marked decisions")))+oneLine(rec.Reason), w))
+		minuteTime(rec.TunedAt, now), plural(rec.Decisions, "marked decision", "marked decisions")))+oneLine(rec.Reason), w))
 	pct := func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
 	m := rec.Metrics
 	row := func(name, before, after string) string {
@@ -881,24 +982,32 @@ func (p *threadsPane) tuningLines(w int) []string {
 		lines = append(lines, "", s.Muted.Render(" Earlier tunings"))
 		for i := len(t.History) - 2; i >= 0; i-- {
 			r := t.History[i]
-			lines = append(lines, truncateTo(s.Muted.Render(fmt.Sprintf("   %s  %.2f → %.2f  ", r.TunedAt.UTC().Format("2006-01-02 15:04"),
+			lines = append(lines, truncateTo(s.Muted.Render(fmt.Sprintf("   %s  %.2f → %.2f  ", minuteTime(r.TunedAt, now),
 				r.PreviousThreshold, r.NewThreshold))+oneLine(r.Reason), w))
 		}
 	}
 	return lines
 }
 
-// --- the outcome question ---
+// --- the questions ---
 
+// askLines are the question asked, if any: the outcome of a decision, or
+// whether to tune or compact.
 func (p *threadsPane) askLines() []string {
-	d := p.asking
-	if d == nil {
+	s := p.styles
+	var q, keys string
+	switch {
+	case p.asking != nil:
+		d := p.asking
+		q = fmt.Sprintf(" Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate))
+		keys = "  y correct · n incorrect · esc cancel"
+	case p.confirm != nil:
+		q, keys = " "+p.confirm.text, "  y "+p.confirm.action+" · n/esc cancel"
+	default:
 		return nil
 	}
-	s := p.styles
-	q := fmt.Sprintf(" Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate))
 	return []string{
 		s.Rule.Render(strings.Repeat("─", p.width)),
-		truncateTo(s.Prompt.Render(q)+s.Muted.Render("  y correct · n incorrect · esc cancel"), p.width),
+		truncateTo(s.Prompt.Render(q)+s.Muted.Render(keys), p.width),
 	}
 }
