@@ -71,6 +71,36 @@ func percentiles(b *testing.B, d []time.Duration) {
 
 var benchBuffer = 50
 
+// BenchmarkHistoryWriteNoEviction is BenchmarkHistoryWrite while the buffer
+// still has room (a conversation's first 50 utterances, or any with a large
+// buffer): the write alone, without the fold into the summary that every
+// write into a full buffer does.
+func BenchmarkHistoryWriteNoEviction(b *testing.B) {
+	r := newRigWith(b, rigOptions{historyBackend: history.BackendInMemory})
+	c := newCorpus(b)
+	r.configure(map[string]any{"buffer_size": b.N + 1})
+	args := make([]json.RawMessage, b.N)
+	for i := range args {
+		args[i], _ = json.Marshal(map[string]any{"speaker": speakerOf(i), "text": c.next()})
+	}
+	times := make([]time.Duration, 0, b.N)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		_, err := r.e.Do(ctx, core.Request{Action: "history.write", Args: args[i]})
+		times = append(times, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	percentiles(b, times)
+	if st := r.stats(""); st.EvictedCount != 0 {
+		b.Fatalf("evicted %d; want none", st.EvictedCount)
+	}
+}
+
 // BenchmarkHistoryWrite writes ~30-word utterances to a conversation whose
 // buffer (50) is full, so that every write also evicts one utterance into
 // the summary.
