@@ -154,10 +154,16 @@ func (p *chatPane) pickerKey(msg tea.KeyMsg) tea.Cmd {
 func (p *chatPane) closePicker() tea.Cmd {
 	p.picker = nil
 	p.render()
-	if p.mode == chatTyping {
+	return p.refocus()
+}
+
+// refocus gives the keyboard back to the line the pane's mode types into
+// (after a picker or the switcher closes).
+func (p *chatPane) refocus() tea.Cmd {
+	switch p.mode {
+	case chatTyping:
 		return p.input.Focus()
-	}
-	if p.mode == chatSearching {
+	case chatSearching:
 		return p.search.Focus()
 	}
 	return nil

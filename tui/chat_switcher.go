@@ -140,13 +140,7 @@ func (p *chatPane) switcherKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Cancel), key.Matches(msg, k.Switch):
 		p.switcher = nil
 		p.render()
-		if p.mode == chatTyping {
-			return p.input.Focus()
-		}
-		if p.mode == chatSearching {
-			return p.search.Focus()
-		}
-		return nil
+		return p.refocus()
 	case key.Matches(msg, k.Pick):
 		row := s.current(p.conv)
 		if row == nil {
