@@ -29,6 +29,7 @@ import (
 //	            history/utt/<conv>/<index>   utterances (buffer, archive) JSON history.Utterance
 //	            history/sum/<conv>           the running summary       JSON
 //	            history/vec/<conv>/<index>   embeddings (with a model) float32s
+//	            history/fold/<conv>/<index>  an eviction awaiting its fold into the summary, JSON
 //	          and in the engine's store, history/where/<conv> → the backend;
 //	          search postings idx/history/t/<conv>/<term>/<index>.<speaker><tf>.<length>, key only
 //	plan/     plans (planner):

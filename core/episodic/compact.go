@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
@@ -33,99 +32,32 @@ const (
 
 var countTokens = text.Memo(llm.CountTokens)
 
-// compactor runs compactions in the background, one at a time, so that
-// messages never wait for them. Readers that show compaction state settle
-// it first (wait for the queue to empty), which makes them deterministic.
-type compactor struct {
-	e       *Episodic
-	mu      sync.Mutex
-	idle    *sync.Cond
-	queue   []string
-	running bool
-	closed  bool
+// newCompactor returns the background worker that compacts closed
+// episodes, one at a time, so that messages never wait for them. Readers
+// that show compaction state settle it first (wait for the queue to
+// empty), which makes what they show the same whatever the timing. A
+// failed compaction stays pending in the store; the next start retries it.
+func newCompactor(e *Episodic) *kit.Worker {
+	return kit.NewWorker(func(ctx context.Context, id string) error {
+		_, err := e.compact(ctx, id)
+		return err
+	}, func(id string, err error) {
+		e.env.Log.Warn("compaction failed", "episode", id, "err", err)
+		e.env.Events.Publish(EventCompactFailed, map[string]any{"episode_id": id, "error": err.Error()})
+	})
 }
 
-func newCompactor(e *Episodic) *compactor {
-	c := &compactor{e: e}
-	c.idle = sync.NewCond(&c.mu)
-	return c
-}
-
-// resume queues the compactions a previous run left pending.
-func (c *compactor) resume() error {
+// resumeCompactions queues the compactions a previous run left pending.
+func (e *Episodic) resumeCompactions() error {
 	var ids []string
-	err := c.e.env.Store.View(func(tx *storage.Tx) error {
+	err := e.env.Store.View(func(tx *storage.Tx) error {
 		return tx.Keys(storage.Prefix(pendingPrefix()), func(k []byte) error {
 			ids = append(ids, storage.LastPart(k))
 			return nil
 		})
 	})
-	c.enqueue(ids...)
+	e.compactor.Enqueue(ids...)
 	return err
-}
-
-func (c *compactor) enqueue(ids ...string) {
-	if len(ids) == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return // still pending in the store: the next run picks them up
-	}
-	c.queue = append(c.queue, ids...)
-	if !c.running {
-		c.running = true
-		go c.run()
-	}
-}
-
-func (c *compactor) run() {
-	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 || c.closed {
-			c.running = false
-			c.idle.Broadcast()
-			c.mu.Unlock()
-			return
-		}
-		id := c.queue[0]
-		c.queue = c.queue[1:]
-		c.mu.Unlock()
-		if _, err := c.e.compact(context.Background(), id); err != nil {
-			// It stays pending in the store; the next start retries it.
-			c.e.env.Log.Warn("compaction failed", "episode", id, "err", err)
-			c.e.env.Events.Publish(EventCompactFailed, map[string]any{"episode_id": id, "error": err.Error()})
-		}
-	}
-}
-
-// settle waits until no compaction is queued or running (or ctx ends).
-func (c *compactor) settle(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		c.mu.Lock()
-		for c.running {
-			c.idle.Wait()
-		}
-		c.mu.Unlock()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// stop lets the running compaction finish and drops the queue (it is
-// durable: the next start resumes it).
-func (c *compactor) stop() {
-	c.mu.Lock()
-	c.closed = true
-	for c.running {
-		c.idle.Wait()
-	}
-	c.mu.Unlock()
 }
 
 // compact compacts one closed episode; it returns nil if there was nothing
@@ -234,7 +166,7 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 	defer e.mu.Unlock()
 	// Whatever is queued goes first, in order: what this call compacts, and
 	// what it returns, must not depend on how far the background got.
-	e.compactor.settle(ctx)
+	e.compactor.Settle(ctx)
 	next := e.env.IDs.New() // drawn outside the transaction, which may retry
 	var closed []string
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
@@ -417,7 +349,7 @@ func firstSentence(s string) string {
 // Episodes lists every episode of threadID ("" for all threads), with the
 // cross-thread episodes.
 func (e *Episodic) Episodes(ctx context.Context, threadID string) ([]*Episode, []*CrossEpisode, error) {
-	e.compactor.settle(ctx)
+	e.compactor.Settle(ctx)
 	eps, xs := []*Episode{}, []*CrossEpisode{}
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		threads, err := recentThreads(tx, 0)
@@ -465,7 +397,7 @@ func (e *Episodic) Episode(ctx context.Context, id string) (EpisodeView, error) 
 	if err := kit.CheckName("episode_id", id, ""); err != nil {
 		return EpisodeView{}, err
 	}
-	e.compactor.settle(ctx)
+	e.compactor.Settle(ctx)
 	var v EpisodeView
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		ep, err := loadEpisode(tx, id)

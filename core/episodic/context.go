@@ -75,7 +75,7 @@ func (e *Episodic) ContextFor(ctx context.Context, threadID, channel, input stri
 	if channel != "" && !IsExplicit(channel) && !isImplicit(channel) {
 		return Context{}, kit.Validation("channel", "unknown channel %q; use web, app, sms, whatsapp or voice", channel)
 	}
-	e.compactor.settle(ctx)
+	e.compactor.Settle(ctx)
 	var c Context
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error

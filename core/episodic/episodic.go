@@ -60,7 +60,7 @@ type Episodic struct {
 	// reads every recent thread, and two messages deciding at once could
 	// both start a thread.
 	mu        sync.Mutex
-	compactor *compactor
+	compactor *kit.Worker
 }
 
 // Register adds the thread.* and episode.* actions, the episodic context
@@ -78,8 +78,8 @@ func Register(env *kit.Env, opts Options) (*Episodic, error) {
 	}
 	e := &Episodic{env: env, opts: opts}
 	e.compactor = newCompactor(e)
-	env.OnClose(func() error { e.compactor.stop(); return nil })
-	if err := e.compactor.resume(); err != nil {
+	env.OnClose(func() error { e.compactor.Stop(); return nil })
+	if err := e.resumeCompactions(); err != nil {
 		return nil, fmt.Errorf("resuming interrupted compactions: %w", err)
 	}
 	e.register()
@@ -201,7 +201,7 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 	if err != nil {
 		return MessageResult{}, err
 	}
-	e.compactor.enqueue(res.Compacting...)
+	e.compactor.Enqueue(res.Compacting...)
 	return res, nil
 }
 
@@ -614,7 +614,7 @@ type ThreadView struct {
 // Get returns a thread with its live turns (and archived ones if asked)
 // and the linking decisions made about it.
 func (e *Episodic) Get(ctx context.Context, id string, archived bool) (ThreadView, error) {
-	e.compactor.settle(ctx)
+	e.compactor.Settle(ctx)
 	var v ThreadView
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		t, err := loadThread(tx, id)
@@ -633,7 +633,7 @@ func (e *Episodic) Get(ctx context.Context, id string, archived bool) (ThreadVie
 
 // Threads lists every thread, most recently active first.
 func (e *Episodic) Threads(ctx context.Context) ([]*Thread, error) {
-	e.compactor.settle(ctx)
+	e.compactor.Settle(ctx)
 	var out []*Thread
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
@@ -715,7 +715,7 @@ func (e *Episodic) TuningState() (*Tuning, error) {
 }
 
 func (e *Episodic) counts() (map[string]int, error) {
-	e.compactor.settle(context.Background()) // so that pending counts are settled
+	e.compactor.Settle(context.Background()) // so that pending counts are settled
 	out := map[string]int{}
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		for name, prefix := range map[string][]byte{"threads": threadPrefix(), "cross_thread_episodes": crossPrefix(), "decisions": decisionPrefix(), "compactions_pending": pendingPrefix()} {

@@ -27,4 +27,4 @@ func FixedScores(opts Options, score func(message, CandidateText string) float64
 }
 
 // Settle waits for background compactions to finish.
-func (e *Episodic) Settle() { e.compactor.settle(context.Background()) }
+func (e *Episodic) Settle() { e.compactor.Settle(context.Background()) }

@@ -63,6 +63,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			r.h.Settle()
 			before := dump(t, r.e.Env().Store)
 			turn := ""
 			if c.action == "turn.end" {
@@ -94,6 +95,7 @@ func TestBadInput(t *testing.T) {
 // result (and creates nothing); writing to one creates it.
 func TestUnknownConversation(t *testing.T) {
 	r := newRig(t)
+	r.h.Settle()
 	before := dump(t, r.e.Env().Store)
 	if got := r.read("ghost", ""); len(got) != 0 {
 		t.Errorf("read = %+v", got)
@@ -138,6 +140,7 @@ func TestUnknownConversation(t *testing.T) {
 func TestConfigureFailsWhole(t *testing.T) {
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	r.write("", "user", strings.Repeat("a long utterance of many tokens ", 10))
+	r.h.Settle()
 	before := dump(t, r.e.Env().Store)
 	r.fail("history.configure", map[string]any{"backend": "durable", "max_tokens": 5}, errs.Budget, "max_tokens=5")
 	sameDump(t, "a refused configure", before, dump(t, r.e.Env().Store))

@@ -138,6 +138,11 @@ func BenchmarkHistoryWrite(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			// The folds into the summary run in the background: how far
+			// behind the writes they ended (0 when they kept up).
+			start := time.Now()
+			r.h.Settle()
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "fold-lag-ms")
 			for _, s := range texts {
 				words += len(strings.Fields(s))
 			}

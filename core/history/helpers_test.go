@@ -37,6 +37,7 @@ type rig struct {
 type rigOptions struct {
 	dir            string // a durable store there ("" : in memory)
 	historyBackend string
+	holdFolds      bool // leave every fold pending (as a crash right after the write)
 	llm            llm.Provider
 }
 
@@ -51,7 +52,11 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 			func(env *kit.Env) error { cortex.Register(env); return nil },
 			func(env *kit.Env) error {
 				var err error
-				r.h, err = history.Register(env, history.Options{DefaultBackend: o.historyBackend})
+				opts := history.Options{DefaultBackend: o.historyBackend}
+				if o.holdFolds {
+					opts = history.HoldFolds(opts)
+				}
+				r.h, err = history.Register(env, opts)
 				return err
 			},
 		},
@@ -222,6 +227,9 @@ func (r *rig) write(conv, speaker, text string) utt {
 		Evicted   []int `json:"evicted"`
 	}
 	r.do("history.write", map[string]any{"conversation": conv, "speaker": speaker, "text": text}, &res)
+	// The fold into the summary (and a model's summary) follow in the
+	// background: tests look at them once they are done.
+	r.h.Settle()
 	return res.Utterance
 }
 

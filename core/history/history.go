@@ -35,6 +35,10 @@ type History struct {
 	env            *kit.Env
 	stores         *stores
 	defaultBackend string
+	// folder folds evicted utterances into the summary in the background
+	// (see fold.go); readers of the summary settle it first.
+	folder    *kit.Worker
+	holdFolds bool
 	// locks holds a *sync.Mutex per conversation: writes to one
 	// conversation take turns in this process instead of conflicting in
 	// the store (Badger's directory lock keeps other processes out).
@@ -54,11 +58,14 @@ type Options struct {
 	// DefaultBackend is where new conversations live: "durable" or
 	// "in-memory" (default: durable when the engine has a data directory).
 	DefaultBackend string
+	// holdFolds (tests) leaves every fold pending, as a crash right after
+	// the write would.
+	holdFolds bool
 }
 
 // New returns the history over env.
 func New(env *kit.Env, opts Options) (*History, error) {
-	h := &History{env: env, stores: &stores{env: env}, defaultBackend: opts.DefaultBackend}
+	h := &History{env: env, stores: &stores{env: env}, defaultBackend: opts.DefaultBackend, holdFolds: opts.holdFolds}
 	if h.defaultBackend == "" {
 		h.defaultBackend = BackendDurable
 		if env.Store.InMemory() {
@@ -69,6 +76,13 @@ func New(env *kit.Env, opts Options) (*History, error) {
 		return nil, fmt.Errorf("--history-backend: %w", err)
 	}
 	env.OnClose(h.stores.close)
+	h.folder = kit.NewWorker(h.foldPending, func(c string, err error) {
+		env.Log.Warn("folding evictions into the summary failed; the next write or start retries", "conversation", c, "err", err)
+	})
+	env.OnClose(func() error { h.folder.Stop(); return nil }) // runs before the stores close
+	if err := h.resumeFolds(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -84,10 +98,9 @@ type WriteRequest struct {
 // WriteResult is what a write did.
 type WriteResult struct {
 	Utterance *Utterance `json:"utterance"`
-	// Evicted lists the utterances the write pushed out of the buffer.
+	// Evicted lists the utterances the write pushed out of the buffer
+	// (folded into the summary right after: history.summary shows them).
 	Evicted []int `json:"evicted"`
-	// Summary is the running summary after the write, when it changed.
-	Summary *SummaryUpdate `json:"summary,omitempty"`
 }
 
 // ConversationName checks a conversation id as every history action does
@@ -175,11 +188,9 @@ func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req W
 	conv.LastTurn = max(conv.LastTurn, turn)
 	tx.Publish(EventWritten, u)
 	res := WriteResult{Utterance: u, Evicted: []int{}}
-	summary, err := h.evict(tx, call, conv, &res.Evicted)
-	if err != nil {
+	if err := h.evict(tx, call, conv, &res.Evicted); err != nil {
 		return WriteResult{}, err
 	}
-	res.Summary = summary
 	h.embedLater(conv, u)
 	return res, nil
 }
@@ -210,9 +221,8 @@ func unindexUtterance(tx *storage.Tx, u *Utterance) error {
 }
 
 // evict moves the oldest utterances out of the buffer until it fits
-// buffer_size and max_tokens, folds them into the summary, and returns the
-// summary when it changed.
-func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evicted *[]int) (*SummaryUpdate, error) {
+// buffer_size and max_tokens, and queues them for folding into the summary.
+func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evicted *[]int) error {
 	var out []*Utterance
 	reason := ""
 	for conv.Size > conv.BufferSize || (conv.MaxTokens > 0 && conv.TotalTokens > conv.MaxTokens) {
@@ -224,15 +234,15 @@ func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evict
 		}
 		oldest, err := oldestBuffered(tx.Tx, conv)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if oldest == nil {
-			return nil, fmt.Errorf("history %s: the buffer claims %d utterances but has none", conv.Conversation, conv.Size)
+			return fmt.Errorf("history %s: the buffer claims %d utterances but has none", conv.Conversation, conv.Size)
 		}
 		now := call.Clock.Now()
 		oldest.Evicted, oldest.EvictedAt = true, &now
 		if err := tx.SetJSON(uttKey(conv.Conversation, oldest.UtteranceIndex), oldest); err != nil {
-			return nil, err
+			return err
 		}
 		conv.Size--
 		conv.TotalTokens -= oldest.TokenCount
@@ -242,54 +252,18 @@ func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evict
 		*evicted = append(*evicted, oldest.UtteranceIndex)
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return nil
 	}
 	conv.LastEviction = &Eviction{Indexes: slices.Clone(*evicted), At: call.Clock.Now(), Reason: reason}
 	tx.Publish(EventEvicted, map[string]any{"conversation": conv.Conversation, "indexes": *evicted, "reason": reason})
-	summary, err := h.fold(tx, call, conv, out)
-	if err != nil {
-		return nil, err
+	if err := markFold(tx, call, conv, out, conv.LastEviction.At); err != nil {
+		return err
 	}
-	_, err = tx.Trace(call, "history.evicted", fmt.Sprintf("history %s: evicted [%s] (%s); summary covers %d utterance(s) in %d tokens",
-		conv.Conversation, joinInts(*evicted), reason, summary.Covered, summary.TokenCount),
-		map[string]any{"conversation": conv.Conversation, "indexes": *evicted, "reason": reason})
-	return summary, err
-}
-
-// fold adds evicted utterances to the extractive summary (and, after the
-// commit, asks the model for its summary when one is configured).
-func (h *History) fold(tx *kit.Txn, call action.Call, conv *Conversation, evicted []*Utterance) (*SummaryUpdate, error) {
-	rec, err := loadSummary(tx.Tx, conv.Conversation)
-	if err != nil {
-		return nil, err
-	}
-	lines := make([]text.Line, len(evicted))
-	for i, u := range evicted {
-		lines[i] = text.Line{Index: u.UtteranceIndex, Speaker: u.Speaker, Text: u.Text}
-	}
-	model := llm.Available(h.env.LLM)
-	var previous string
-	if model {
-		previous = rec.current()
-	}
-	rec.Extractive.Add(lines...)
-	summaryText, tokens := rec.Extractive.Compress(conv.SummaryTokenLimit, countTokens)
-	rec.UpdatedAt = call.Clock.Now()
-	if err := tx.SetJSON(sumKey(conv.Conversation), rec); err != nil {
-		return nil, err
-	}
-	// What was folded in is not in the model's summary yet: the extractive
-	// one is the summary now.
-	s := &SummaryUpdate{Text: summaryText, TokenCount: tokens, Covered: rec.Extractive.Covered(), Writer: "extractive"}
-	tx.Publish(EventSummary, map[string]any{"conversation": conv.Conversation, "covered": s.Covered, "token_count": s.TokenCount, "writer": s.Writer})
-	if model {
-		spans := rec.Extractive.Spans()
-		limit := conv.SummaryTokenLimit
-		conv.later(func(ctx context.Context) {
-			h.modelSummary(ctx, call, conv.Conversation, previous, lines, spans, limit)
-		})
-	}
-	return s, nil
+	c := conv.Conversation
+	conv.later(func(context.Context) { h.enqueueFolds(c) })
+	_, err := tx.Trace(call, "history.evicted", fmt.Sprintf("history %s: evicted [%s] (%s), folded into the summary", c, joinInts(*evicted), reason),
+		map[string]any{"conversation": c, "indexes": *evicted, "reason": reason})
+	return err
 }
 
 func loadSummary(tx *storage.Tx, c string) (*summaryRecord, error) {
@@ -487,8 +461,14 @@ func (h *History) Last(c string, n int) ([]*Utterance, error) {
 }
 
 // ReadSummary returns the running summary within tokenLimit tokens (0: the
+// Settle waits until every eviction so far is folded into the summary
+// (and, with a model, its summary asked for): reads of the summary settle
+// by themselves; tests of what is stored call it.
+func (h *History) Settle() { h.folder.Settle(context.Background()) }
+
 // conversation's summary_token_limit).
 func (h *History) ReadSummary(c string, tokenLimit int) (Summary, error) {
+	h.folder.Settle(context.Background())
 	c, err := conversationName(c)
 	if err != nil {
 		return Summary{}, err
@@ -579,6 +559,7 @@ type Stats struct {
 // StatsOf returns a conversation's figures (an unknown one: empty, with
 // the settings it would get).
 func (h *History) StatsOf(c string) (Stats, error) {
+	h.folder.Settle(context.Background())
 	c, err := conversationName(c)
 	if err != nil {
 		return Stats{}, err
@@ -666,8 +647,7 @@ func (h *History) Configure(ctx context.Context, call action.Call, req Configure
 			conv.SummaryTokenLimit = *req.SummaryTokenLimit
 		}
 		var evicted []int
-		_, err := h.evict(tx, call, conv, &evicted)
-		return err
+		return h.evict(tx, call, conv, &evicted)
 	})
 	if err != nil {
 		return Stats{}, err
@@ -691,6 +671,7 @@ func checkBudget(tx *storage.Tx, conv *Conversation, maxTokens int) error {
 // Move moves a conversation, everything in it, to another backend. Writes
 // to the conversation wait until it has moved.
 func (h *History) Move(ctx context.Context, call action.Call, c, backend string) error {
+	h.folder.Settle(ctx) // no fold may write to the old store after the copy
 	target, err := h.stores.get(backend)
 	if err != nil {
 		return err

@@ -111,13 +111,3 @@ type Summary struct {
 	Writer    string     `json:"writer"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
-
-// SummaryUpdate is what a write did to the summary: its text and size, and
-// how many utterances it now stands for (the list is history.summary's: it
-// grows with the conversation, and a write's result should not).
-type SummaryUpdate struct {
-	Text       string `json:"text"`
-	TokenCount int    `json:"token_count"`
-	Covered    int    `json:"covered"`
-	Writer     string `json:"writer"`
-}

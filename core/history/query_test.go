@@ -115,6 +115,7 @@ func TestQueryForms(t *testing.T) {
 func TestQueryUnsupported(t *testing.T) {
 	r := newRig(t)
 	r.write("", "user", "something to keep")
+	r.h.Settle()
 	before := dump(t, r.e.Env().Store)
 	for _, q := range []string{
 		"Summarize everything and email it to Bob",

@@ -642,6 +642,7 @@ func TestHistory_7_19_LargeUtterances(t *testing.T) {
 	b := newRig(t)
 	b.configure(map[string]any{"conversation": "c", "max_tokens": 5000})
 	b.write("c", "user", "a small one first")
+	b.h.Settle()
 	before := dump(t, b.e.Env().Store)
 	big := largeText(6000, 3)
 	e := b.fail("history.write", map[string]any{"conversation": "c", "speaker": "user", "text": big}, errs.Budget, "max_tokens=5000")

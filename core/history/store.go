@@ -20,8 +20,12 @@ func wherePrefix() []byte      { return storage.PrefixKey(storage.PrefixHistory,
 func uttKey(c string, i int) []byte {
 	return storage.Key(storage.PrefixHistory, "utt", c, storage.Uint64(uint64(i)))
 }
-func uttPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "utt", c) }
-func sumKey(c string) []byte    { return storage.Key(storage.PrefixHistory, "sum", c) }
+func uttPrefix(c string) []byte  { return storage.PrefixKey(storage.PrefixHistory, "utt", c) }
+func sumKey(c string) []byte     { return storage.Key(storage.PrefixHistory, "sum", c) }
+func foldPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "fold", c) }
+func foldKey(c string, i int) []byte {
+	return storage.Key(storage.PrefixHistory, "fold", c, storage.Uint64(uint64(i)))
+}
 func vecKey(c string, i int) []byte {
 	return storage.Key(storage.PrefixHistory, "vec", c, storage.Uint64(uint64(i)))
 }
@@ -65,7 +69,7 @@ func scanConversation(tx *storage.Tx, c string, values bool, fn func(k, v []byte
 			return ignoreStop(err)
 		}
 	}
-	for _, p := range [][]byte{uttPrefix(c), vecPrefix(c), storage.PrefixKey(storage.PrefixIndex, "history", "t", c)} {
+	for _, p := range [][]byte{uttPrefix(c), vecPrefix(c), foldPrefix(c), storage.PrefixKey(storage.PrefixIndex, "history", "t", c)} {
 		var err error
 		if values {
 			err = tx.Scan(storage.Prefix(p), visit)

@@ -1,0 +1,172 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/storage"
+)
+
+// Folding evicted utterances into the running summary (extracting their
+// entities, recompressing) costs more than the rest of a write, so a write
+// only marks what it evicted — a fold key per utterance, in the write's own
+// transaction — and a background worker folds them in right after. Every
+// reader of the summary settles the worker first, so it always sees every
+// eviction folded in; and the worker folds each write's evictions as one
+// step, with the token limit and time of that write, so the summary comes
+// out exactly as if the write had folded them itself.
+
+// foldEntry is what a fold key holds: which write evicted the utterance
+// (its evictions fold together), and that write's limit and time.
+type foldEntry struct {
+	Batch int       `json:"batch"`
+	Limit int       `json:"limit"`
+	At    time.Time `json:"at"`
+	// Principal and Turn of the write, for the trace of a model summary.
+	Principal string `json:"principal,omitempty"`
+	Turn      string `json:"turn,omitempty"`
+}
+
+// markFold records that the utterances out were evicted and await folding.
+func markFold(tx *kit.Txn, call action.Call, conv *Conversation, out []*Utterance, at time.Time) error {
+	e := foldEntry{Batch: out[0].UtteranceIndex, Limit: conv.SummaryTokenLimit, At: at, Principal: call.Principal, Turn: call.Turn}
+	for _, u := range out {
+		if err := tx.SetJSON(foldKey(conv.Conversation, u.UtteranceIndex), e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldLocks holds a *sync.Mutex per conversation: one fold at a time per
+// conversation, apart from the write lock, so that writes never wait for a
+// fold (a fold touches only the summary and the fold keys, which writes do
+// not read).
+var foldLocks sync.Map
+
+// foldPending folds every pending eviction of conversation c, a write's
+// worth per transaction, oldest first.
+func (h *History) foldPending(ctx context.Context, c string) error {
+	m, _ := foldLocks.LoadOrStore(h, &sync.Map{})
+	l, _ := m.(*sync.Map).LoadOrStore(c, new(sync.Mutex))
+	mu := l.(*sync.Mutex)
+	mu.Lock()
+	defer mu.Unlock()
+	st, _, err := h.storeOf(c)
+	if err != nil {
+		return err
+	}
+	for {
+		done := false
+		err := h.env.UpdateOn(ctx, st, func(tx *kit.Txn) error {
+			var err error
+			done, err = h.foldBatch(tx, c)
+			return err
+		})
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// foldBatch folds the oldest pending write's evictions into the summary;
+// done when there were none.
+func (h *History) foldBatch(tx *kit.Txn, c string) (done bool, err error) {
+	var batch *foldEntry
+	var keys [][]byte
+	var lines []text.Line
+	err = tx.Scan(storage.Prefix(foldPrefix(c)), func(k, v []byte) error {
+		var e foldEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return err
+		}
+		if batch != nil && e.Batch != batch.Batch {
+			return storage.ErrStop
+		}
+		batch = &e
+		keys = append(keys, k)
+		i, err := storage.ParseUint64(storage.LastPart(k))
+		if err != nil {
+			return err
+		}
+		u, err := readUtterance(tx.Tx, c, int(i))
+		if err == nil {
+			lines = append(lines, text.Line{Index: u.UtteranceIndex, Speaker: u.Speaker, Text: u.Text})
+		} else if !errors.Is(err, storage.ErrNotFound) { // deleted since: nothing to fold
+			return err
+		}
+		return nil
+	})
+	if err != nil || batch == nil {
+		return batch == nil, err
+	}
+	rec, err := loadSummary(tx.Tx, c)
+	if err != nil {
+		return false, err
+	}
+	model := llm.Available(h.env.LLM)
+	var previous string
+	if model {
+		previous = rec.current()
+	}
+	rec.Extractive.Add(lines...)
+	_, tokens := rec.Extractive.Compress(batch.Limit, countTokens)
+	rec.UpdatedAt = batch.At
+	if err := tx.SetJSON(sumKey(c), rec); err != nil {
+		return false, err
+	}
+	for _, k := range keys {
+		if err := tx.Delete(k); err != nil {
+			return false, err
+		}
+	}
+	tx.Publish(EventSummary, map[string]any{"conversation": c, "covered": rec.Extractive.Covered(), "token_count": tokens, "writer": "extractive"})
+	if model && len(lines) > 0 {
+		spans, limit := rec.Extractive.Spans(), batch.Limit
+		call := action.Call{Principal: batch.Principal, Turn: batch.Turn, Clock: h.env.Clock}
+		tx.AfterCommit(func(ctx context.Context) {
+			h.modelSummary(ctx, call, c, previous, lines, spans, limit)
+		})
+	}
+	return false, nil
+}
+
+// resumeFolds queues the folds a previous run left pending.
+func (h *History) resumeFolds() error {
+	st, err := h.stores.get(BackendDurable)
+	if err != nil || st == nil {
+		return nil // no durable backend (an in-memory engram): nothing survived
+	}
+	var convs []string
+	seen := map[string]bool{}
+	err = st.View(func(tx *storage.Tx) error {
+		return tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixHistory, "fold")), func(k []byte) error {
+			parts := storage.SplitKey(storage.PrefixHistory, k)
+			if len(parts) >= 2 && !seen[parts[1]] {
+				seen[parts[1]] = true
+				convs = append(convs, parts[1])
+			}
+			return nil
+		})
+	})
+	h.enqueueFolds(convs...)
+	if err != nil {
+		return fmt.Errorf("resuming summary folds: %w", err)
+	}
+	return nil
+}
+
+// enqueueFolds queues the pending folds of conversations.
+func (h *History) enqueueFolds(convs ...string) {
+	if !h.holdFolds {
+		h.folder.Enqueue(convs...)
+	}
+}

@@ -1,0 +1,37 @@
+package history_test
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestFoldsResumeAfterACrash: evictions whose fold into the summary had not
+// run when engram stopped (as after kill -9 right after the write) are
+// folded on the next start, and the summary is as if nothing had happened.
+func TestFoldsResumeAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
+	held.configure(map[string]any{"buffer_size": 2})
+	for _, s := range []string{"Maria books the Lisbon venue for March 3.", "The budget is $40,000.", "Twelve people are coming.", "Ask Marta by Friday."} {
+		held.write("", "user", s)
+	}
+	if err := held.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := newRigWith(t, rigOptions{dir: dir})
+	st := r.stats("")
+	if !slices.Equal(st.Summary.Covers, []int{0, 1}) {
+		t.Fatalf("after the restart the summary covers %v; want the evicted 0 and 1", st.Summary.Covers)
+	}
+
+	// The same writes without the crash give the same summary.
+	clean := newRigWith(t, rigOptions{dir: t.TempDir()})
+	clean.configure(map[string]any{"buffer_size": 2})
+	for _, s := range []string{"Maria books the Lisbon venue for March 3.", "The budget is $40,000.", "Twelve people are coming.", "Ask Marta by Friday."} {
+		clean.write("", "user", s)
+	}
+	if got, want := r.stats("").Summary.Text, clean.stats("").Summary.Text; got != want {
+		t.Errorf("resumed summary:\n%s\nwant:\n%s", got, want)
+	}
+}
