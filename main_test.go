@@ -207,29 +207,43 @@ func TestSmokeScript(t *testing.T) {
 	}
 }
 
-// TestEpisodicScriptIsReproducible: a script with "at" on every step
-// prints the same bytes on every run, though compaction runs in the
-// background (testdata/batch/episodic.jsonl: threads, links, compaction).
-func TestEpisodicScriptIsReproducible(t *testing.T) {
-	abs, err := filepath.Abs("testdata/batch/episodic.jsonl")
-	if err != nil {
-		t.Fatal(err)
+// TestScriptsWithBackgroundWorkAreReproducible: a script with "at" on
+// every step prints the same bytes on every run, events included
+// (--events), though episode compaction and summary folds run in the
+// background (testdata/batch/episodic.jsonl, testdata/batch/history.jsonl).
+func TestScriptsWithBackgroundWorkAreReproducible(t *testing.T) {
+	for _, script := range []string{"testdata/batch/episodic.jsonl", "testdata/batch/history.jsonl"} {
+		abs, err := filepath.Abs(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, flags := range [][]string{{"--in-memory"}, {"--in-memory", "--events"}} {
+			reproducible(t, abs, flags...)
+		}
 	}
+}
+
+// reproducible runs script with flags five times and wants the same bytes.
+func reproducible(t *testing.T, abs string, flags ...string) {
+	t.Helper()
 	var first string
 	for run := range 5 {
-		out := runEngram(t, "", "--in-memory", "--batch", abs)
+		out := runEngram(t, "", append(flags, "--batch", abs)...)
 		if out.code != 0 {
 			t.Fatalf("run %d: exit status %d\nstdout:\n%s\nstderr:\n%s", run, out.code, out.stdout, out.stderr)
 		}
 		if run == 0 {
 			first = out.stdout
-			if !strings.Contains(first, `"decision":"LINK"`) || !strings.Contains(first, `"status":"compacted"`) {
+			if strings.Contains(abs, "episodic") && (!strings.Contains(first, `"decision":"LINK"`) || !strings.Contains(first, `"status":"compacted"`)) {
 				t.Fatalf("the script no longer links and compacts:\n%s", first)
+			}
+			if strings.Contains(abs, "history") && !strings.Contains(first, "Lisbon") {
+				t.Fatalf("the summary does not have the evicted utterances:\n%s", first)
 			}
 			continue
 		}
 		if out.stdout != first {
-			t.Fatalf("run %d printed something else than run 1:\n%s\n---\n%s", run, out.stdout, first)
+			t.Fatalf("%v, run %d printed something else than run 1:\n%s\n---\n%s", flags, run, out.stdout, first)
 		}
 	}
 }

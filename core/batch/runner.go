@@ -255,6 +255,12 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 			r.summary.FirstFailure = lineNo
 		}
 	}
+	if r.opts.Events {
+		// The step's background work (summary folds, compactions) and its
+		// events belong to the step: wait for them, so that the events
+		// print before its result, the same on every run.
+		r.engine.Env().Settle(ctx)
+	}
 	r.mu.Lock()
 	r.flushEvents()
 	r.write(res)

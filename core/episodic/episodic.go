@@ -79,6 +79,7 @@ func Register(env *kit.Env, opts Options) (*Episodic, error) {
 	e := &Episodic{env: env, opts: opts}
 	e.compactor = newCompactor(e)
 	env.OnClose(func() error { e.compactor.Stop(); return nil })
+	env.AddWorker(e.compactor)
 	if err := e.resumeCompactions(); err != nil {
 		return nil, fmt.Errorf("resuming interrupted compactions: %w", err)
 	}

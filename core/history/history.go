@@ -80,6 +80,7 @@ func New(env *kit.Env, opts Options) (*History, error) {
 		env.Log.Warn("folding evictions into the summary failed; the next write or start retries", "conversation", c, "err", err)
 	})
 	env.OnClose(func() error { h.folder.Stop(); return nil }) // runs before the stores close
+	env.AddWorker(h.folder)
 	if err := h.resumeFolds(); err != nil {
 		return nil, err
 	}

@@ -50,6 +50,27 @@ type Env struct {
 	providers []ContextProvider
 	counters  map[string]Counter
 	closers   []func() error
+	workers   []*Worker
+}
+
+// AddWorker registers a subsystem's background worker, so that Settle
+// waits for it too.
+func (e *Env) AddWorker(w *Worker) {
+	e.mu.Lock()
+	e.workers = append(e.workers, w)
+	e.mu.Unlock()
+}
+
+// Settle waits until every registered background worker is idle (or ctx
+// ends): the batch runner does, so that a step's background work (summary
+// folds, compactions) and its events belong to that step.
+func (e *Env) Settle(ctx context.Context) {
+	e.mu.Lock()
+	workers := append([]*Worker(nil), e.workers...)
+	e.mu.Unlock()
+	for _, w := range workers {
+		w.Settle(ctx)
+	}
 }
 
 // OnClose registers fn to run when the engine closes, before its store does
