@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/engram-console/engram/core/action"
@@ -46,20 +45,12 @@ func markFold(tx *kit.Txn, call action.Call, conv *Conversation, out []*Utteranc
 	return nil
 }
 
-// foldLocks holds a *sync.Mutex per conversation: one fold at a time per
-// conversation, apart from the write lock, so that writes never wait for a
-// fold (a fold touches only the summary and the fold keys, which writes do
-// not read).
-var foldLocks sync.Map
-
 // foldPending folds every pending eviction of conversation c, a write's
-// worth per transaction, oldest first.
+// worth per transaction, oldest first. Only the folder runs it, one job at
+// a time, and it does not take the conversation's write lock: writes never
+// wait for a fold (a fold touches only the summary and the fold keys, which
+// writes do not read).
 func (h *History) foldPending(ctx context.Context, c string) error {
-	m, _ := foldLocks.LoadOrStore(h, &sync.Map{})
-	l, _ := m.(*sync.Map).LoadOrStore(c, new(sync.Mutex))
-	mu := l.(*sync.Mutex)
-	mu.Lock()
-	defer mu.Unlock()
 	st, _, err := h.storeOf(c)
 	if err != nil {
 		return err

@@ -672,12 +672,14 @@ func checkBudget(tx *storage.Tx, conv *Conversation, maxTokens int) error {
 // Move moves a conversation, everything in it, to another backend. Writes
 // to the conversation wait until it has moved.
 func (h *History) Move(ctx context.Context, call action.Call, c, backend string) error {
-	h.folder.Settle(ctx) // no fold may write to the old store after the copy
 	target, err := h.stores.get(backend)
 	if err != nil {
 		return err
 	}
 	defer h.lock(c)()
+	// No fold may write to the old store after the copy: with the lock held
+	// no write queues another, so once settled none runs.
+	h.folder.Settle(ctx)
 	source, current, err := h.storeOf(c)
 	if err != nil {
 		return err
