@@ -255,12 +255,11 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 			r.summary.FirstFailure = lineNo
 		}
 	}
-	if r.opts.Events {
-		// The step's background work (summary folds, compactions) and its
-		// events belong to the step: wait for them, so that the events
-		// print before its result, the same on every run.
-		r.engine.Env().Settle(ctx)
-	}
+	// The step's background work (summary folds, compactions) belongs to
+	// the step: wait for it, so that what it writes (a model summary's
+	// trace entry, its events) comes before the next step, at this step's
+	// time, the same on every run. It costs nothing when there is none.
+	r.engine.Env().Settle(ctx)
 	r.mu.Lock()
 	r.flushEvents()
 	r.write(res)

@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,12 +31,18 @@ type foldEntry struct {
 	// Principal and Turn of the write, for the trace of a model summary.
 	Principal string `json:"principal,omitempty"`
 	Turn      string `json:"turn,omitempty"`
+	// Speaker and Text of the evicted utterance, as it was evicted: a fold
+	// never reads the utterance, which a delete may have removed since
+	// (the summary keeps what an evicted utterance said).
+	Speaker string `json:"speaker"`
+	Text    string `json:"text"`
 }
 
 // markFold records that the utterances out were evicted and await folding.
 func markFold(tx *kit.Txn, call action.Call, conv *Conversation, out []*Utterance, at time.Time) error {
-	e := foldEntry{Batch: out[0].UtteranceIndex, Limit: conv.SummaryTokenLimit, At: at, Principal: call.Principal, Turn: call.Turn}
 	for _, u := range out {
+		e := foldEntry{Batch: out[0].UtteranceIndex, Limit: conv.SummaryTokenLimit, At: at, Principal: call.Principal, Turn: call.Turn,
+			Speaker: u.Speaker, Text: u.Text}
 		if err := tx.SetJSON(foldKey(conv.Conversation, u.UtteranceIndex), e); err != nil {
 			return err
 		}
@@ -88,12 +93,7 @@ func (h *History) foldBatch(tx *kit.Txn, c string) (done bool, err error) {
 		if err != nil {
 			return err
 		}
-		u, err := readUtterance(tx.Tx, c, int(i))
-		if err == nil {
-			lines = append(lines, text.Line{Index: u.UtteranceIndex, Speaker: u.Speaker, Text: u.Text})
-		} else if !errors.Is(err, storage.ErrNotFound) { // deleted since: nothing to fold
-			return err
-		}
+		lines = append(lines, text.Line{Index: int(i), Speaker: e.Speaker, Text: e.Text})
 		return nil
 	})
 	if err != nil || batch == nil {
@@ -160,4 +160,15 @@ func (h *History) enqueueFolds(convs ...string) {
 	if !h.holdFolds {
 		h.folder.Enqueue(convs...)
 	}
+}
+
+// settleFolds makes sure conversation c's pending folds have run — queued
+// again (a fold that failed stays pending until then), and waited for —
+// before its summary is read. A conversation name that does not parse has
+// nothing to fold: the reader reports it.
+func (h *History) settleFolds(c string) {
+	if name, err := conversationName(c); err == nil {
+		h.enqueueFolds(name)
+	}
+	h.folder.Settle(context.Background())
 }

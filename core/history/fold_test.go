@@ -2,6 +2,7 @@ package history_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,25 @@ func TestFoldsResumeAfterACrash(t *testing.T) {
 	}
 	if got, want := r.stats("").Summary.Text, clean.stats("").Summary.Text; got != want {
 		t.Errorf("resumed summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestFoldKeepsWhatADeletedUtteranceSaid: an evicted utterance deleted
+// before its fold ran still reaches the summary (a summary keeps what an
+// evicted utterance said, whenever the fold runs).
+func TestFoldKeepsWhatADeletedUtteranceSaid(t *testing.T) {
+	dir := t.TempDir()
+	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
+	held.configure(map[string]any{"buffer_size": 1})
+	held.write("", "user", "Maria books the Lisbon venue for March 3.")
+	held.write("", "user", "The budget is $40,000.") // evicts 0; its fold is held
+	held.do("history.delete", map[string]any{"utterance_index": 0}, nil)
+	if err := held.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRigWith(t, rigOptions{dir: dir})
+	st := r.stats("")
+	if !slices.Equal(st.Summary.Covers, []int{0}) || !strings.Contains(st.Summary.Text, "Lisbon") {
+		t.Errorf("summary %+v; want it to cover 0, Lisbon included", st.Summary)
 	}
 }

@@ -260,8 +260,11 @@ func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evict
 	if err := markFold(tx, call, conv, out, conv.LastEviction.At); err != nil {
 		return err
 	}
+	// Queued right after the commit, while the conversation's lock is
+	// still held: a move (which takes the lock, then settles) cannot slip
+	// in between.
 	c := conv.Conversation
-	conv.later(func(context.Context) { h.enqueueFolds(c) })
+	tx.AfterCommit(func(context.Context) { h.enqueueFolds(c) })
 	_, err := tx.Trace(call, "history.evicted", fmt.Sprintf("history %s: evicted [%s] (%s), folded into the summary", c, joinInts(*evicted), reason),
 		map[string]any{"conversation": c, "indexes": *evicted, "reason": reason})
 	return err
@@ -469,7 +472,7 @@ func (h *History) Settle() { h.folder.Settle(context.Background()) }
 
 // conversation's summary_token_limit).
 func (h *History) ReadSummary(c string, tokenLimit int) (Summary, error) {
-	h.folder.Settle(context.Background())
+	h.settleFolds(c)
 	c, err := conversationName(c)
 	if err != nil {
 		return Summary{}, err
@@ -560,7 +563,7 @@ type Stats struct {
 // StatsOf returns a conversation's figures (an unknown one: empty, with
 // the settings it would get).
 func (h *History) StatsOf(c string) (Stats, error) {
-	h.folder.Settle(context.Background())
+	h.settleFolds(c)
 	c, err := conversationName(c)
 	if err != nil {
 		return Stats{}, err
@@ -680,6 +683,9 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 	// No fold may write to the old store after the copy: with the lock held
 	// no write queues another, so once settled none runs.
 	h.folder.Settle(ctx)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	source, current, err := h.storeOf(c)
 	if err != nil {
 		return err
@@ -738,7 +744,11 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 	if err != nil {
 		return err
 	}
-	return clearConversation(ctx, source, c)
+	if err := clearConversation(ctx, source, c); err != nil {
+		return err
+	}
+	h.enqueueFolds(c) // folds that failed before came along as keys: run them here
+	return nil
 }
 
 const moveChunk = 2000
