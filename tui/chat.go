@@ -112,11 +112,10 @@ type chatFadeMsg struct{ id int }
 // was sent with. / searches the whole conversation (the evicted part too);
 // ctrl+o switches conversations or starts a new one.
 type chatPane struct {
-	engine *core.Engine
-	styles *Styles
-	keys   chatKeys
-	seq    int // numbers every request
-	fade   time.Duration
+	requests // the engine, and the numbering of this pane's requests
+	styles   *Styles
+	keys     chatKeys
+	fade     time.Duration
 
 	width, height int
 	mode          chatMode
@@ -199,7 +198,7 @@ func newChatPane(engine *core.Engine, styles *Styles, fade time.Duration) *chatP
 	search.Placeholder = "words to look for, in the buffer and the evicted (enter searches, esc cancels)"
 	search.CharLimit = 500
 	return &chatPane{
-		engine:      engine,
+		requests:    requests{engine: engine, pane: chatPaneID},
 		styles:      styles,
 		keys:        newChatKeys(),
 		fade:        fade,
@@ -327,26 +326,6 @@ func (p *chatPane) SetSize(w, h int) {
 }
 
 // --- loading ---
-
-// run starts a request for l, making every earlier one stale.
-func (p *chatPane) run(l *loader, name string, args any) tea.Cmd {
-	raw, _ := json.Marshal(args)
-	p.seq++
-	if l != nil {
-		l.req, l.busy, l.dirty = p.seq, true, false
-	}
-	return runAction(p.engine, chatPaneID, p.seq, name, raw)
-}
-
-// refresh reloads what l loads, unless a load is in flight: then it is
-// redone once that one answers.
-func (p *chatPane) refresh(l *loader, load func() tea.Cmd) tea.Cmd {
-	if l.busy {
-		l.dirty = true
-		return nil
-	}
-	return load()
-}
 
 func (p *chatPane) loadBuffer() tea.Cmd {
 	return p.run(&p.read, "history.read", map[string]any{"conversation": p.conv})

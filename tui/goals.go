@@ -81,24 +81,14 @@ func newGoalsKeys() goalsKeys {
 	}
 }
 
-// loader tracks one kind of request: the number of the latest (answers to
-// earlier ones are stale), whether it is in flight, and whether something
-// changed meanwhile, so that a burst of events costs one more load, not one
-// per event.
-type loader struct {
-	req         int
-	busy, dirty bool
-}
-
 // goalsPane is the Goals tab: the cortex's items in active order with a
 // filter line; an item's fields with their versions; its lineage (the audit
 // trail) as a timeline whose versions show their diff and can be reverted
 // to; and a small form to share an item or revoke access.
 type goalsPane struct {
-	engine *core.Engine
-	styles *Styles
-	keys   goalsKeys
-	seq    int // numbers every request
+	requests // the engine, and the numbering of this pane's requests
+	styles   *Styles
+	keys     goalsKeys
 
 	width, height int
 
@@ -150,12 +140,12 @@ func newGoalsPane(engine *core.Engine, styles *Styles) *goalsPane {
 	in.Placeholder = "e.g. status:blocked #launch (enter applies, esc cancels)"
 	in.CharLimit = 300
 	return &goalsPane{
-		engine: engine,
-		styles: styles,
-		keys:   newGoalsKeys(),
-		input:  in,
-		detail: viewport.New(0, 0),
-		diff:   viewport.New(0, 0),
+		requests: requests{engine: engine, pane: goalsPaneID},
+		styles:   styles,
+		keys:     newGoalsKeys(),
+		input:    in,
+		detail:   viewport.New(0, 0),
+		diff:     viewport.New(0, 0),
 	}
 }
 
@@ -230,26 +220,6 @@ func (p *goalsPane) SetSize(w, h int) {
 }
 
 // --- loading ---
-
-// run starts a request for l, making every earlier one stale.
-func (p *goalsPane) run(l *loader, name string, args any) tea.Cmd {
-	raw, _ := json.Marshal(args)
-	p.seq++
-	if l != nil {
-		l.req, l.busy, l.dirty = p.seq, true, false
-	}
-	return runAction(p.engine, goalsPaneID, p.seq, name, raw)
-}
-
-// refresh reloads what l loads, unless a load is in flight: then it is
-// redone once that one answers.
-func (p *goalsPane) refresh(l *loader, load func() tea.Cmd) tea.Cmd {
-	if l.busy {
-		l.dirty = true
-		return nil
-	}
-	return load()
-}
 
 func (p *goalsPane) loadList() tea.Cmd {
 	if p.filter.err != "" {

@@ -92,10 +92,9 @@ type memoryQuery struct {
 // forget (a dry run) before it does, soft or hard; and an item's every
 // field.
 type memoryPane struct {
-	engine *core.Engine
-	styles *Styles
-	keys   memoryKeys
-	seq    int // numbers every request
+	requests // the engine, and the numbering of this pane's requests
+	styles   *Styles
+	keys     memoryKeys
 
 	width, height int
 
@@ -138,7 +137,7 @@ func newMemoryPane(engine *core.Engine, styles *Styles) *memoryPane {
 	in.Placeholder = "what to remember about (enter ranks the store's items, esc goes back)"
 	in.CharLimit = 1000
 	return &memoryPane{
-		engine:     engine,
+		requests:   requests{engine: engine, pane: memoryPaneID},
 		styles:     styles,
 		keys:       newMemoryKeys(),
 		input:      in,
@@ -201,26 +200,6 @@ func (p *memoryPane) SetSize(w, h int) {
 }
 
 // --- loading ---
-
-// run starts a request for l, making every earlier one stale.
-func (p *memoryPane) run(l *loader, name string, args any) tea.Cmd {
-	raw, _ := json.Marshal(args)
-	p.seq++
-	if l != nil {
-		l.req, l.busy, l.dirty = p.seq, true, false
-	}
-	return runAction(p.engine, memoryPaneID, p.seq, name, raw)
-}
-
-// refresh reloads what l loads, unless a load is in flight: then it is
-// redone once that one answers.
-func (p *memoryPane) refresh(l *loader, load func() tea.Cmd) tea.Cmd {
-	if l.busy {
-		l.dirty = true
-		return nil
-	}
-	return load()
-}
 
 func (p *memoryPane) loadStores() tea.Cmd {
 	return p.run(&p.storesLoad, "memory.stores", struct{}{})

@@ -59,24 +59,40 @@ func runActionCtx(ctx context.Context, engine *core.Engine, from paneID, req int
 	}
 }
 
-// placeholder is a tab whose subsystem has not landed yet: it says in one
-// line what it will show.
-type placeholder struct {
-	title, promise string
-	styles         *Styles
-	width, height  int
+// loader tracks one kind of request: the number of the latest (answers to
+// earlier ones are stale), whether it is in flight, and whether something
+// changed meanwhile, so that a burst of events costs one more load, not one
+// per event.
+type loader struct {
+	req         int
+	busy, dirty bool
 }
 
-func (p *placeholder) Title() string          { return p.title }
-func (p *placeholder) Init() tea.Cmd          { return nil }
-func (p *placeholder) Update(tea.Msg) tea.Cmd { return nil }
-func (p *placeholder) SetSize(w, h int)       { p.width, p.height = w, h }
-func (p *placeholder) Focus() tea.Cmd         { return nil }
-func (p *placeholder) Blur()                  {}
-func (p *placeholder) Keys() []key.Binding    { return nil }
-func (p *placeholder) Capturing() bool        { return false }
-func (p *placeholder) View() string {
-	text := wrap(p.styles.Emphasis.Render(p.title)+p.styles.Muted.Render(" — ")+p.promise, p.width-2, " ") +
-		"\n\n" + wrap(p.styles.Muted.Render("Not built yet. Meanwhile press : to run any action, e.g. :engine.info"), p.width-2, " ")
-	return fit("\n"+text, p.width, p.height)
+// requests sends a pane's actions: every pane embeds one, for the engine
+// and for numbering its requests, so that an answer reaches the pane that
+// asked and a stale one can be told from the latest.
+type requests struct {
+	engine *core.Engine
+	pane   paneID
+	seq    int // numbers every request
+}
+
+// run starts a request for l (if any), making every earlier one stale.
+func (r *requests) run(l *loader, name string, args any) tea.Cmd {
+	raw, _ := json.Marshal(args)
+	r.seq++
+	if l != nil {
+		l.req, l.busy, l.dirty = r.seq, true, false
+	}
+	return runAction(r.engine, r.pane, r.seq, name, raw)
+}
+
+// refresh reloads what l loads, unless a load is in flight: then it is
+// redone once that one answers.
+func (r *requests) refresh(l *loader, load func() tea.Cmd) tea.Cmd {
+	if l.busy {
+		l.dirty = true
+		return nil
+	}
+	return load()
 }

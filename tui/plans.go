@@ -217,10 +217,9 @@ const (
 // failure policy), cancel, resume and replan. Everything follows the
 // planner's events, whoever runs the plan.
 type plansPane struct {
-	engine *core.Engine
-	styles *Styles
-	keys   plansKeys
-	seq    int // numbers every request
+	requests // the engine, and the numbering of this pane's requests
+	styles   *Styles
+	keys     plansKeys
 
 	width, height int
 	focused       bool
@@ -287,7 +286,7 @@ func newPlansPane(engine *core.Engine, styles *Styles) *plansPane {
 		progress.WithFillCharacters('█', '░'))
 	bar.EmptyColor = empty
 	return &plansPane{
-		engine:   engine,
+		requests: requests{engine: engine, pane: plansPaneID},
 		styles:   styles,
 		keys:     newPlansKeys(),
 		docs:     map[string]*planDoc{},
@@ -423,26 +422,6 @@ func (p *plansPane) currentID() string {
 func (p *plansPane) shown() *planDoc { return p.docs[p.currentID()] }
 
 // --- loading ---
-
-// run starts a request for l (if any), making every earlier one stale.
-func (p *plansPane) run(l *loader, name string, args any) tea.Cmd {
-	raw, _ := json.Marshal(args)
-	p.seq++
-	if l != nil {
-		l.req, l.busy, l.dirty = p.seq, true, false
-	}
-	return runAction(p.engine, plansPaneID, p.seq, name, raw)
-}
-
-// refresh reloads what l loads, unless a load is in flight: then it is
-// redone once that one answers.
-func (p *plansPane) refresh(l *loader, load func() tea.Cmd) tea.Cmd {
-	if l.busy {
-		l.dirty = true
-		return nil
-	}
-	return load()
-}
 
 func (p *plansPane) loadList() tea.Cmd {
 	if p.absent {

@@ -131,10 +131,9 @@ type threadsConfirm struct {
 // the episodic events, whoever sends the messages; while the model judges
 // a new thread's links a spinner says so.
 type threadsPane struct {
-	engine *core.Engine
-	styles *Styles
-	keys   threadsKeys
-	seq    int // numbers every request
+	requests // the engine, and the numbering of this pane's requests
+	styles   *Styles
+	keys     threadsKeys
 
 	width, height int
 	shown         bool // the tab is the one on screen (the spinner ticks)
@@ -198,12 +197,12 @@ type threadsPane struct {
 
 func newThreadsPane(engine *core.Engine, styles *Styles) *threadsPane {
 	return &threadsPane{
-		engine:  engine,
-		styles:  styles,
-		keys:    newThreadsKeys(),
-		details: newRecentCache[*episodic.ThreadView](),
-		eps:     newRecentCache[*threadEpisodes](),
-		spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
+		requests: requests{engine: engine, pane: threadsPaneID},
+		styles:   styles,
+		keys:     newThreadsKeys(),
+		details:  newRecentCache[*episodic.ThreadView](),
+		eps:      newRecentCache[*threadEpisodes](),
+		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
 	}
 }
 
@@ -281,26 +280,6 @@ func (p *threadsPane) available() bool {
 }
 
 // --- loading ---
-
-// run starts a request for l (if any), making every earlier one stale.
-func (p *threadsPane) run(l *loader, name string, args any) tea.Cmd {
-	raw, _ := json.Marshal(args)
-	p.seq++
-	if l != nil {
-		l.req, l.busy, l.dirty = p.seq, true, false
-	}
-	return runAction(p.engine, threadsPaneID, p.seq, name, raw)
-}
-
-// refresh reloads what l loads, unless a load is in flight: then it is
-// redone once that one answers.
-func (p *threadsPane) refresh(l *loader, load func() tea.Cmd) tea.Cmd {
-	if l.busy {
-		l.dirty = true
-		return nil
-	}
-	return load()
-}
 
 func (p *threadsPane) loadList() tea.Cmd { return p.run(&p.list, "thread.list", struct{}{}) }
 
