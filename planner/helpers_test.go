@@ -17,6 +17,7 @@ import (
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
@@ -352,15 +353,8 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 
 // try runs an action through engine.Do; args is a JSON string or a value.
 func (r *rig) try(name string, args any) (json.RawMessage, error) {
-	raw, ok := args.(string)
-	if !ok {
-		b, err := json.Marshal(args)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		raw = string(b)
-	}
-	return r.e.Do(context.Background(), core.Request{Action: name, Args: json.RawMessage(raw)})
+	raw := enginetest.Args(r.t, args)
+	return r.e.Do(context.Background(), core.Request{Action: name, Args: raw})
 }
 
 // do is try, failing the test on an error.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/ids"
@@ -87,19 +88,12 @@ func (e *testEnv) actionCall(who call) action.Call {
 // runner take), args given as a Go value or a JSON string.
 func (e *testEnv) try(who call, name string, args any) (json.RawMessage, error) {
 	e.t.Helper()
-	raw, ok := args.(string)
-	if !ok {
-		b, err := json.Marshal(args)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		raw = string(b)
-	}
+	raw := enginetest.Args(e.t, args)
 	a, err := e.env.Actions.Lookup(name)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return a.Invoke(context.Background(), e.actionCall(who), json.RawMessage(raw))
+	return a.Invoke(context.Background(), e.actionCall(who), raw)
 }
 
 // do runs an action that must succeed and decodes its result into out (if

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/storage"
@@ -414,17 +415,6 @@ func TestCompactDoesNotBlockMessages(t *testing.T) {
 	checkCompacted(r, s)
 }
 
-// buildEngramBinary builds the engram command into the test's directory.
-func buildEngramBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "engram")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/engram-console/engram").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestCompactKill9 runs engram --batch on a data directory, sends a thread
 // of 40 turns and then a message that ends it (queueing its compaction),
 // and SIGKILLs engram as soon as that message is acknowledged — while the
@@ -438,27 +428,13 @@ func TestCompactKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds engram")
 	}
-	bin := buildEngramBinary(t)
+	bin := enginetest.Binary(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	home := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--batch", "-", "--data", dir)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ENGRAM_LOG=" + filepath.Join(home, "engram.log"),
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ENGRAM_LOG=" + filepath.Join(home, "engram.log"),
 		"XDG_DATA_HOME=" + filepath.Join(home, "xdg-data"), "XDG_STATE_HOME=" + filepath.Join(home, "xdg-state")}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := enginetest.Start(t, bin, env, "--batch", "-", "--data", dir)
+	cmd, stdin, stdout, stderr := p.Cmd, p.Stdin, p.Stdout, p.Stderr
 	// The script: 40 turns from 10:00, then at 12:00 a message that ends
 	// the thread. stdin stays open, so engram is alive, waiting for more,
 	// when it is killed.

@@ -3,17 +3,25 @@ package episodic_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/llm"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	enginetest.RemoveBinary() // TestCompactKill9 builds engram
+	os.Exit(code)
+}
 
 // t0 is the seed's date, 10:00.
 var t0 = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
@@ -69,15 +77,8 @@ func (r *rig) at(hhmm string) {
 // try runs an action through the engine (args: a JSON string or a Go value).
 func (r *rig) try(name string, args any) (json.RawMessage, error) {
 	r.t.Helper()
-	raw, ok := args.(string)
-	if !ok {
-		b, err := json.Marshal(args)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		raw = string(b)
-	}
-	return r.e.Do(contextBackground(), core.Request{Action: name, Args: json.RawMessage(raw)})
+	raw := enginetest.Args(r.t, args)
+	return r.e.Do(context.Background(), core.Request{Action: name, Args: raw})
 }
 
 // do is try that must succeed, decoding the result into out (if not nil).
@@ -137,5 +138,3 @@ func judgeAnswer(related bool, confidence float64, reasoning string, signals ...
 	b, _ := json.Marshal(map[string]any{"related": related, "confidence": confidence, "reasoning": reasoning, "key_signals": signals})
 	return string(b)
 }
-
-func contextBackground() context.Context { return context.Background() }

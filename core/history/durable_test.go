@@ -2,7 +2,6 @@ package history_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/text"
 )
@@ -82,40 +81,12 @@ func TestHistory_7_14_DurableBackend(t *testing.T) {
 	t.Run("kill -9", testKill9)
 }
 
-var (
-	buildOnce sync.Once
-	engramBin string
-	buildErr  error
-	buildDir  string
-)
-
-// buildEngram builds the engram command once per test binary.
-func buildEngram(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "engram-history-bin-")
-		if buildErr != nil {
-			return
-		}
-		engramBin = filepath.Join(buildDir, "engram")
-		cmd := exec.Command("go", "build", "-o", engramBin, "github.com/engram-console/engram")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out.Bytes())
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building engram: %v", buildErr)
-	}
-	return engramBin
-}
+// buildEngram is the engram command, built once for this package's tests.
+var buildEngram = enginetest.Binary
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	enginetest.RemoveBinary()
 	os.Exit(code)
 }
 
@@ -162,23 +133,8 @@ func testKill9(t *testing.T) {
 		first = `{"id": "configure", "action": "history.configure", "args": {"buffer_size": 100000, "backend": "durable"}}` + "\n"
 	}
 	const ackBeforeKill = 60
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := enginetest.Start(t, bin, env, args...)
+	cmd, stdin, stdout, stderr := p.Cmd, p.Stdin, p.Stdout, p.Stderr
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -234,6 +190,8 @@ func testKill9(t *testing.T) {
 	t.Logf("%d utterances acknowledged before SIGKILL", len(acked))
 
 	// Restart on the same directory and read.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	restart := exec.CommandContext(ctx, bin, args...)
 	restart.Env = env
 	restart.Stdin = strings.NewReader(`{"id": "read", "action": "history.read"}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/kit"
@@ -76,15 +76,7 @@ func (r *rig) try(name string, args any) (json.RawMessage, error) {
 
 func (r *rig) tryIn(turn, name string, args any) (json.RawMessage, error) {
 	r.t.Helper()
-	raw, ok := args.(string)
-	if !ok {
-		b, err := json.Marshal(args)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		raw = string(b)
-	}
-	return r.e.Do(context.Background(), core.Request{Action: name, Args: json.RawMessage(raw), Turn: turn})
+	return r.e.Do(context.Background(), core.Request{Action: name, Args: enginetest.Args(r.t, args), Turn: turn})
 }
 
 // do runs an action that must succeed, decoding its result into out (if not nil).
@@ -109,34 +101,10 @@ func (r *rig) fail(name string, args any, kind errs.Kind, fragments ...string) *
 	return checkErr(r.t, name, args, res, err, kind, fragments...)
 }
 
-func checkErr(t testing.TB, name string, args any, res json.RawMessage, err error, kind errs.Kind, fragments ...string) *errs.Error {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("%s %s: succeeded with %s; want %s", name, short(args), short(string(res)), kind)
-	}
-	var ee *errs.Error
-	if !errors.As(err, &ee) {
-		t.Fatalf("%s: error %q (%T) has no *errs.Error", name, err, err)
-	}
-	got := errs.As(err)
-	if got.Kind != kind {
-		t.Fatalf("%s %s: %s (%s), want %s", name, short(args), got.Kind, got.Message, kind)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(got.Message, f) {
-			t.Errorf("%s: message %q lacks %q", name, got.Message, f)
-		}
-	}
-	return got
-}
-
-func short(v any) string {
-	s := fmt.Sprint(v)
-	if len(s) > 400 {
-		return s[:400] + "..."
-	}
-	return s
-}
+var (
+	checkErr = enginetest.CheckErr
+	short    = enginetest.Short
+)
 
 // utt is an utterance as the actions return it.
 type utt struct {
