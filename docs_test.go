@@ -77,7 +77,11 @@ func docsEngine(t *testing.T) *core.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return e
 }
 
@@ -174,7 +178,9 @@ func readable(t *testing.T, line []byte) string {
 		t.Fatalf("re-encoding %s: %v", line, err)
 	}
 	var out bytes.Buffer
-	json.Indent(&out, b.Bytes(), "", "  ")
+	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
+		t.Fatalf("indenting %s: %v", b.Bytes(), err)
+	}
 	return out.String() + "\n"
 }
 
@@ -210,7 +216,9 @@ func copyWithout(dec *json.Decoder, b *bytes.Buffer) error {
 				return err
 			}
 		}
-		dec.Token()
+		if _, err := dec.Token(); err != nil { // the closing '}'
+			return err
+		}
 		b.WriteByte('}')
 	case json.Delim('['):
 		b.WriteByte('[')
@@ -222,7 +230,9 @@ func copyWithout(dec *json.Decoder, b *bytes.Buffer) error {
 				return err
 			}
 		}
-		dec.Token()
+		if _, err := dec.Token(); err != nil { // the closing ']'
+			return err
+		}
 		b.WriteByte(']')
 	default:
 		v, err := json.Marshal(tok)

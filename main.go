@@ -24,7 +24,7 @@ import (
 	"github.com/engram-console/engram/tui"
 )
 
-// Exit statuses (BATCH.md).
+// Exit statuses (docs/batch.md).
 const (
 	exitOK     = 0
 	exitFailed = 1 // a step did not pass, or the console failed
@@ -49,17 +49,17 @@ type config struct {
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) (code int) {
 	cfg, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "engram: %v\nRun engram -h for the flags.\n", err)
+		complain(stderr, "engram: %v\nRun engram -h for the flags.\n", err)
 		return exitUsage
 	}
 	if cfg.version {
-		fmt.Fprintln(stdout, "engram", core.Version)
+		_, _ = fmt.Fprintln(stdout, "engram", core.Version) // a failed write to stdout has nowhere to be reported
 		return exitOK
 	}
 
@@ -67,22 +67,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var script io.ReadCloser
 	if cfg.batch != "" {
 		if script, err = batch.Open(cfg.batch); err != nil {
-			fmt.Fprintf(stderr, "engram: %v\n", err)
+			complain(stderr, "engram: %v\n", err)
 			return exitUsage
 		}
-		defer script.Close()
+		defer func() { _ = script.Close() }() // read-only: nothing to lose
 	}
 
 	logger, closeLog, err := openLog(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "engram: %v\n", err)
+		complain(stderr, "engram: %v\n", err)
 		return exitUsage
 	}
 	defer closeLog()
 
 	provider, err := llm.New(cfg.llm)
 	if err != nil {
-		fmt.Fprintf(stderr, "engram: %v\n", err)
+		complain(stderr, "engram: %v\n", err)
 		return exitUsage
 	}
 	engine, err := core.Open(engineOptions(core.Options{
@@ -90,10 +90,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Agent: cfg.agent, LLM: provider, Logger: logger,
 	}))
 	if err != nil {
-		fmt.Fprintf(stderr, "engram: %v\n", err)
+		complain(stderr, "engram: %v\n", err)
 		return exitUsage
 	}
-	defer engine.Close()
+	defer func() {
+		// Closing flushes the store: a failure there may have lost writes.
+		if err := engine.Close(); err != nil {
+			complain(stderr, "engram: closing the data directory: %v\n", err)
+			if code == exitOK {
+				code = exitFailed
+			}
+		}
+	}()
 	logger.Info("engram started", "version", core.Version, "store", engine.StoreLabel(), "batch", cfg.batch)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -104,13 +112,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		summary, err := runner.Run(ctx, script, batch.IsYAML(cfg.batch))
 		switch {
 		case errors.Is(err, batch.ErrUnreadable):
-			fmt.Fprintf(stderr, "engram: %v\n", err)
+			complain(stderr, "engram: %v\n", err)
 			return exitUsage
 		case err != nil:
-			fmt.Fprintf(stderr, "engram: stopped after %d step(s): %v\n", summary.Steps, context.Cause(ctx))
+			complain(stderr, "engram: stopped after %d step(s): %v\n", summary.Steps, context.Cause(ctx))
 			return exitFailed
 		case !summary.OK():
-			fmt.Fprintf(stderr, "engram: %d of %d step(s) did not pass (first on line %d)\n", summary.Failed, summary.Steps, summary.FirstFailure)
+			complain(stderr, "engram: %d of %d step(s) did not pass (first on line %d)\n", summary.Failed, summary.Steps, summary.FirstFailure)
 			return exitFailed
 		}
 		return exitOK
@@ -119,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stop() // the console handles ctrl+c and SIGTERM itself
 	program := tea.NewProgram(tui.New(engine, tui.Options{}), tea.WithAltScreen())
 	if _, err := program.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
-		fmt.Fprintf(stderr, "engram: %v\n", err)
+		complain(stderr, "engram: %v\n", err)
 		return exitFailed
 	}
 	return exitOK
@@ -158,7 +166,7 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	fs.BoolVar(&cfg.debug, "debug", false, "log every action (debug level)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "engram: a console for an AI assistant's memory.\n\n"+
+		_, _ = fmt.Fprintf(fs.Output(), "engram: a console for an AI assistant's memory.\n\n"+
 			"Usage:\n  engram [flags]                    open the console\n"+
 			"  engram --batch FILE [flags]       run a script of actions, one JSON result per line\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -243,5 +251,12 @@ func openLog(cfg config) (*slog.Logger, func(), error) {
 	if cfg.debug {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
+	// The only place to report an error closing the log would be the log.
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level})), func() { _ = f.Close() }, nil
+}
+
+// complain tells the person at the terminal what went wrong. If stderr itself
+// cannot be written there is nowhere left to say so; the exit status still does.
+func complain(stderr io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(stderr, format, args...)
 }

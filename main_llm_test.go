@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/engram-console/engram/core/enginetest"
 )
 
 // TestOpenAICompatibleServer: `engram --llm openai --llm-url URL --model m
@@ -25,12 +27,15 @@ func TestOpenAICompatibleServer(t *testing.T) {
 		}
 		var body map[string]any
 		raw, _ := io.ReadAll(r.Body)
-		json.Unmarshal(raw, &body)
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Errorf("the server was sent %q: %v", raw, err)
+		}
 		mu.Lock()
 		bodies = append(bodies, body)
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id": "c1", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"rivers\": [\"Nile\"]}"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 11, "completion_tokens": 6}}`)
+		// A failed write shows as engram's llm.complete failing.
+		_, _ = io.WriteString(w, `{"id": "c1", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"rivers\": [\"Nile\"]}"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 11, "completion_tokens": 6}}`)
 	}))
 	defer server.Close()
 
@@ -47,7 +52,7 @@ func TestOpenAICompatibleServer(t *testing.T) {
 		Text  string `json:"text"`
 		Model string `json:"model"`
 	}
-	json.Unmarshal(results[0].Result, &ask)
+	enginetest.Decode(t, results[0].Result, &ask)
 	if ask.Text != `{"rivers": ["Nile"]}` || ask.Model != "m" {
 		t.Errorf("llm.complete result %s", results[0].Result)
 	}
@@ -70,7 +75,7 @@ func TestOpenAICompatibleServer(t *testing.T) {
 	if out.code != 0 {
 		t.Fatalf("replay exit %d\n%s\n%s", out.code, out.stdout, out.stderr)
 	}
-	json.Unmarshal(parseResults(t, out.stdout)[0].Result, &ask)
+	enginetest.Decode(t, parseResults(t, out.stdout)[0].Result, &ask)
 	if ask.Text != `{"rivers": ["Nile"]}` {
 		t.Errorf("replayed answer %q", ask.Text)
 	}

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/engram-console/engram/core/enginetest"
 )
 
 var updatePlanCassette = flag.Bool("update-plan-cassette", false,
@@ -52,7 +54,8 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Fields(string(out))
 }
 
-func Test001_3R_INT_017_BuildWithoutPlanningExcludesGraphLibrary(t *testing.T) {
+// Seed scenario 001-3R-INT-017.
+func TestBuildWithoutPlanningExcludesTheGraphLibrary(t *testing.T) {
 	const graphLib = "github.com/dominikbraun/graph"
 	with := goList(t, "-deps", ".")
 	without := goList(t, "-deps", "-tags", "noplanning", ".")
@@ -79,7 +82,8 @@ func runBin(t *testing.T, bin, stdin string, args ...string) outcome {
 	return runEngram(t, stdin, args...)
 }
 
-func Test001_3R_INT_018_PlanActionsUnavailableWithoutPlanning(t *testing.T) {
+// Seed scenario 001-3R-INT-018.
+func TestPlanActionsAreUnavailableWithoutPlanning(t *testing.T) {
 	bin, err := noplanningBin()
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +128,8 @@ func Test001_3R_INT_018_PlanActionsUnavailableWithoutPlanning(t *testing.T) {
 	}
 }
 
-func Test001_3R_E2E_004_SmallerBinaryWithoutPlanning(t *testing.T) {
+// Seed scenario 001-3R-E2E-004.
+func TestBinaryWithoutPlanningIsSmaller(t *testing.T) {
 	bin, err := noplanningBin()
 	if err != nil {
 		t.Fatal(err)
@@ -155,11 +160,11 @@ const breakfastAnswer = `{"subtasks": [
 // answering breakfastAnswer, recording the exchange to the cassette.
 func recordBreakfastCassette(t *testing.T, workflow, cassette string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body) // what was asked does not matter: the answer is fixed
 		w.Header().Set("Content-Type", "application/json")
 		body, _ := json.Marshal(map[string]any{"model": "llama3.2", "message": map[string]any{"role": "assistant", "content": breakfastAnswer},
 			"done": true, "prompt_eval_count": 180, "eval_count": 120})
-		w.Write(body)
+		_, _ = w.Write(body) // a failed write fails the recording below
 	}))
 	defer srv.Close()
 	out := runEngram(t, "", "--in-memory", "--llm", "ollama", "--model", "llama3.2", "--llm-url", srv.URL, "--record", cassette, "--batch", workflow)
@@ -197,7 +202,7 @@ func parseLines(t *testing.T, stdout string) (results []result, events []line) {
 func subtaskEvent(events []line, name, subtask string) uint64 {
 	for _, ev := range events {
 		var d struct{ Subtask string }
-		json.Unmarshal(ev.Data, &d)
+		_ = json.Unmarshal(ev.Data, &d) // data that is not an object is about no subtask
 		if ev.Event == name && d.Subtask == subtask {
 			return ev.Seq
 		}
@@ -205,7 +210,8 @@ func subtaskEvent(events []line, name, subtask string) uint64 {
 	return 0
 }
 
-func Test001_3R_E2E_001_FullPlanExecution(t *testing.T) {
+// Seed scenario 001-3R-E2E-001.
+func TestPlanRunsEverySubtaskEndToEnd(t *testing.T) {
 	wd, _ := os.Getwd()
 	workflow := filepath.Join(wd, "testdata/plans/breakfast.workflow.yaml")
 	cassette := filepath.Join(wd, "testdata/plans/breakfast.cassette.yaml")
@@ -214,7 +220,7 @@ func Test001_3R_E2E_001_FullPlanExecution(t *testing.T) {
 	}
 	out := runEngram(t, "", "--in-memory", "--llm", "replay", "--cassette", cassette, "--batch", workflow, "--events")
 	if out.code != 0 {
-		t.Fatalf("exit %d (if the decompose prompt changed, re-record with go test -run E2E_001 -update-plan-cassette .)\n%s\n%s", out.code, out.stdout, out.stderr)
+		t.Fatalf("exit %d (if the decompose prompt changed, re-record with go test -run TestPlanRunsEverySubtaskEndToEnd -update-plan-cassette .)\n%s\n%s", out.code, out.stdout, out.stderr)
 	}
 	results, events := parseLines(t, out.stdout)
 	if len(results) != 3 {
@@ -267,7 +273,7 @@ func Test001_3R_E2E_001_FullPlanExecution(t *testing.T) {
 		t.Errorf("progress %+v, want 3/3", run.Progress)
 	}
 	var status struct{ Completed, Total int }
-	json.Unmarshal(results[2].Result, &status)
+	enginetest.Decode(t, results[2].Result, &status)
 	if status.Completed != 3 || status.Total != 3 {
 		t.Errorf("plan.status %s", results[2].Result)
 	}
@@ -299,7 +305,8 @@ type runResult struct {
 	State json.RawMessage `json:"state"`
 }
 
-func Test001_3R_E2E_002_CrashMidExecutionThenResume(t *testing.T) {
+// Seed scenario 001-3R-E2E-002.
+func TestPlanKilledMidRunResumesToTheSameResult(t *testing.T) {
 	// The uninterrupted run, for comparison, meanwhile.
 	straightEnv, straightHome := hermeticEnv(t)
 	straightCmd := engramCmd(t, straightEnv, "--batch", "-", "--data", filepath.Join(straightHome, "data"), "--log", filepath.Join(straightHome, "test.log"))
@@ -308,7 +315,12 @@ func Test001_3R_E2E_002_CrashMidExecutionThenResume(t *testing.T) {
 	go func() {
 		var stdout, stderr bytes.Buffer
 		straightCmd.Stdout, straightCmd.Stderr = &stdout, &stderr
-		straightCmd.Run()
+		// A non-zero exit is in ProcessState, checked by the reader; only a
+		// failure to start leaves none.
+		if err := straightCmd.Run(); err != nil && straightCmd.ProcessState == nil {
+			uninterrupted <- outcome{code: -1, stderr: err.Error()}
+			return
+		}
 		uninterrupted <- outcome{code: straightCmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 	}()
 
@@ -333,9 +345,9 @@ func Test001_3R_E2E_002_CrashMidExecutionThenResume(t *testing.T) {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		var l line
-		json.Unmarshal(sc.Bytes(), &l)
+		enginetest.Decode(t, sc.Bytes(), &l)
 		var d struct{ Subtask, Status string }
-		json.Unmarshal(l.Data, &d)
+		_ = json.Unmarshal(l.Data, &d) // result lines have no data: d stays empty
 		if l.Event == "plan.subtask.started" || l.Event == "plan.subtask.finished" {
 			seen = append(seen, strings.TrimPrefix(l.Event, "plan.subtask.")+" "+d.Subtask)
 		}
@@ -350,7 +362,7 @@ func Test001_3R_E2E_002_CrashMidExecutionThenResume(t *testing.T) {
 			break
 		}
 	}
-	io.Copy(io.Discard, stdout)
+	_, _ = io.Copy(io.Discard, stdout) // drain the rest; Wait says how engram ended
 	waitErr := cmd.Wait()
 	var exitErr *exec.ExitError
 	if !killed || !errors.As(waitErr, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -371,8 +383,8 @@ func Test001_3R_E2E_002_CrashMidExecutionThenResume(t *testing.T) {
 	}
 	results, events := parseLines(t, out.stdout)
 	var before, resumed runResult
-	json.Unmarshal(results[0].Result, &before)
-	json.Unmarshal(results[1].Result, &resumed)
+	enginetest.Decode(t, results[0].Result, &before)
+	enginetest.Decode(t, results[1].Result, &resumed)
 	var statuses []string
 	for _, s := range before.Plan.Subtasks {
 		statuses = append(statuses, s.ID+":"+s.Status)
@@ -383,7 +395,7 @@ func Test001_3R_E2E_002_CrashMidExecutionThenResume(t *testing.T) {
 	var startedAgain []string
 	for _, ev := range events {
 		var d struct{ Subtask string }
-		json.Unmarshal(ev.Data, &d)
+		_ = json.Unmarshal(ev.Data, &d) // data that is not an object is about no subtask
 		if ev.Event == "plan.subtask.started" {
 			startedAgain = append(startedAgain, d.Subtask)
 		}
@@ -406,12 +418,12 @@ func Test001_3R_E2E_002_CrashMidExecutionThenResume(t *testing.T) {
 		t.Fatalf("uninterrupted run: exit %d\n%s\n%s", full.code, full.stdout, full.stderr)
 	}
 	var straight runResult
-	json.Unmarshal(parseResults(t, full.stdout)[1].Result, &straight)
+	enginetest.Decode(t, parseResults(t, full.stdout)[1].Result, &straight)
 	if straight.Plan.Status != "completed" || !bytes.Equal(compactJSON(t, straight.State), compactJSON(t, resumed.State)) {
 		t.Errorf("final state after the crash:\n%s\nuninterrupted:\n%s", resumed.State, straight.State)
 	}
 	var state map[string]any
-	json.Unmarshal(resumed.State, &state)
+	enginetest.Decode(t, resumed.State, &state)
 	for _, k := range []string{"c1", "c2", "c3", "c5"} {
 		if state[k] != 1.0 {
 			t.Errorf("counter %s = %v", k, state[k])

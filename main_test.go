@@ -36,7 +36,7 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "main_test:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort: a leftover temporary directory harms nothing
 	// Other users (nobody, in the read-only test) must be able to run it.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "main_test:", err)
@@ -397,7 +397,11 @@ func TestLockedDataDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Close()
+	defer func() {
+		if err := held.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	out := runEngram(t, `{"action": "engine.info"}`, "--batch", "-", "--data", dir)
 	if out.code != 2 {
 		t.Fatalf("exit status %d, want 2\nstderr:\n%s", out.code, out.stderr)
@@ -657,7 +661,9 @@ func TestSignalStopsBatchCleanly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer stdin.Close() // open until the end: engram is waiting on it when signalled
+			// Open until the end: engram is waiting on it when signalled. Wait
+			// has closed it by then, so Close's error says nothing.
+			defer func() { _ = stdin.Close() }()
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -682,15 +688,14 @@ func TestSignalStopsBatchCleanly(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() {
-				io.Copy(io.Discard, br)
+				_, _ = io.Copy(io.Discard, br) // drain the rest; Wait says how engram ended
 				exited <- cmd.Wait()
 			}()
 			select {
 			case err = <-exited:
 			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				<-exited
-				t.Fatalf("engram did not exit within 10s of %v", sig)
+				_ = cmd.Process.Kill() // fails only if it has just exited, which is as good
+				t.Fatalf("engram did not exit within 10s of %v (then killed: %v)", sig, <-exited)
 			}
 			if code := cmd.ProcessState.ExitCode(); code != 1 {
 				t.Fatalf("after %v: %v (status %d), want exit status 1\nstderr:\n%s", sig, err, code, stderr.Bytes())

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/llm"
@@ -46,19 +47,7 @@ func (e *Engine) markComing() {
 }
 
 // Info is engine.info's result.
-type Info struct {
-	Version    string                    `json:"version"`
-	Store      string                    `json:"store"`
-	DataDir    string                    `json:"data_dir,omitempty"`
-	SyncWrites bool                      `json:"sync_writes"`
-	Agent      string                    `json:"agent"`
-	Provider   string                    `json:"provider"`
-	Model      string                    `json:"model,omitempty"`
-	EmbedModel string                    `json:"embed_model,omitempty"`
-	Tokenizer  string                    `json:"tokenizer"`
-	Actions    int                       `json:"actions"`
-	Counts     map[string]map[string]int `json:"counts"`
-}
+type Info = conn.Info
 
 // StoreLabel is "in-memory" or the data directory: how the TUI header names the store.
 func (e *Engine) StoreLabel() string {
@@ -68,7 +57,7 @@ func (e *Engine) StoreLabel() string {
 	return e.env.Store.Dir()
 }
 
-func (e *Engine) info(ctx context.Context, call action.Call, _ struct{}) (Info, error) {
+func (e *Engine) info(ctx context.Context, call action.Call, _ conn.None) (Info, error) {
 	counts, err := e.env.Counts()
 	if err != nil {
 		return Info{}, err
@@ -86,19 +75,10 @@ func (e *Engine) info(ctx context.Context, call action.Call, _ struct{}) (Info, 
 	}, nil
 }
 
-type listActionsArgs struct {
-	Namespace string `json:"namespace,omitempty" help:"only actions whose name starts with this namespace, e.g. \"turn\""`
-}
-
 // ActionInfo describes one action in actions.list.
-type ActionInfo struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	ReadOnly    bool           `json:"read_only"`
-	Args        []action.Field `json:"args"`
-}
+type ActionInfo = conn.ActionInfo
 
-func (e *Engine) listActions(ctx context.Context, call action.Call, args listActionsArgs) (map[string][]ActionInfo, error) {
+func (e *Engine) listActions(ctx context.Context, call action.Call, args conn.ListActionsArgs) (conn.ListActionsResult, error) {
 	out := []ActionInfo{}
 	for _, a := range e.env.Actions.List() {
 		if args.Namespace != "" && !strings.HasPrefix(a.Name, strings.TrimSuffix(args.Namespace, ".")+".") {
@@ -111,29 +91,16 @@ func (e *Engine) listActions(ctx context.Context, call action.Call, args listAct
 		out = append(out, ActionInfo{Name: a.Name, Description: a.Summary, ReadOnly: a.ReadOnly, Args: fields})
 	}
 	if len(out) == 0 && args.Namespace != "" {
-		return nil, errs.New(errs.NotFound, "namespace: no actions in %q", args.Namespace).With("field", "namespace")
+		return conn.ListActionsResult{}, errs.New(errs.NotFound, "namespace: no actions in %q", args.Namespace).With("field", "namespace")
 	}
-	return map[string][]ActionInfo{"actions": out}, nil
-}
-
-type traceListArgs struct {
-	Turn  string `json:"turn,omitempty" help:"only this turn's entries"`
-	Kind  string `json:"kind,omitempty" help:"only entries of this kind, e.g. \"turn.start\""`
-	Limit int    `json:"limit,omitempty" help:"at most this many, the most recent (default 100, 0 for the default)"`
-}
-
-type traceListResult struct {
-	Entries []trace.Entry `json:"entries"`
-	Count   int           `json:"count"`
-	// More says older matching entries were left out by the limit.
-	More bool `json:"more"`
+	return conn.ListActionsResult{Actions: out}, nil
 }
 
 const defaultTraceLimit = 100
 
-func (e *Engine) listTrace(ctx context.Context, call action.Call, args traceListArgs) (traceListResult, error) {
+func (e *Engine) listTrace(ctx context.Context, call action.Call, args trace.ListArgs) (trace.ListResult, error) {
 	if args.Limit < 0 {
-		return traceListResult{}, errs.New(errs.Validation, "limit: must be 0 or more, got %d", args.Limit).With("field", "limit")
+		return trace.ListResult{}, errs.New(errs.Validation, "limit: must be 0 or more, got %d", args.Limit).With("field", "limit")
 	}
 	limit := args.Limit
 	if limit == 0 {
@@ -141,7 +108,7 @@ func (e *Engine) listTrace(ctx context.Context, call action.Call, args traceList
 	}
 	entries, more, err := e.env.Trace.List(trace.Filter{TurnID: args.Turn, Kind: args.Kind, Limit: limit})
 	if err != nil {
-		return traceListResult{}, err
+		return trace.ListResult{}, err
 	}
-	return traceListResult{Entries: entries, Count: len(entries), More: more}, nil
+	return trace.ListResult{Entries: entries, Count: len(entries), More: more}, nil
 }

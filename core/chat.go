@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/kit"
@@ -20,15 +23,16 @@ import (
 // and the answer. Without a model it returns the exact prompt that would
 // have been sent.
 
-type chatSendArgs struct {
+// ChatSendArgs is chat.send's arguments.
+type ChatSendArgs struct {
 	Text         string `json:"text" arg:"required" help:"what the user says"`
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
 	Channel      string `json:"channel,omitempty" help:"web, app, sms, whatsapp or voice"`
 	ThreadID     string `json:"thread_id,omitempty" help:"the thread, for explicit channels"`
 }
 
-// ChatResult is one exchange.
-type ChatResult struct {
+// ChatSendResult is chat.send's result: one exchange.
+type ChatSendResult struct {
 	TurnID string `json:"turn_id"`
 	// Prompt is exactly what was (or, without a model, would be) sent.
 	Prompt llm.Request `json:"prompt"`
@@ -37,12 +41,16 @@ type ChatResult struct {
 	Answer   string `json:"answer,omitempty"`
 	// LLMError says why a configured model did not answer.
 	LLMError string `json:"llm_error,omitempty"`
-	// Committed is what turn.end committed (the utterances recorded).
-	Committed map[string]any `json:"committed"`
+	// Committed is what turn.end committed, per context provider (the
+	// utterances recorded).
+	Committed map[string]json.RawMessage `json:"committed"`
 	// Thread is where thread.message routed the user's message (when a
 	// channel was given): the thread, whether it is new, its links.
-	Thread json.RawMessage `json:"thread,omitempty"`
+	Thread *episodic.MessageResult `json:"thread,omitempty"`
 }
+
+// ChatResult is ChatSendResult under its former name.
+type ChatResult = ChatSendResult
 
 const chatSystem = "You are the assistant of the person you are talking to. Use the working memory below: their goals, the conversation so far and its summary. Be concise and concrete."
 
@@ -52,124 +60,134 @@ func (e *Engine) registerChat() {
 	}, e.chatSend)
 }
 
-func (e *Engine) chatSend(ctx context.Context, call action.Call, a chatSendArgs) (ChatResult, error) {
+func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs) (ChatSendResult, error) {
 	if strings.TrimSpace(a.Text) == "" {
-		return ChatResult{}, kit.Validation("text", "say something")
+		return ChatSendResult{}, kit.Validation("text", "say something")
 	}
 	if call.Turn == "" {
 		call.Turn = e.env.IDs.New()
 	}
+	// The steps run as actions of this call's principal and turn, so that
+	// each is checked and traced as if sent on its own.
+	as := conn.Request{Principal: call.Principal, Turn: call.Turn}
+	do := func(name string) conn.Request { r := as; r.Action = name; return r }
 	// With a channel, the message goes through the episodic layer too: it
 	// picks (or starts and links) the thread the turn then draws on.
-	var thread struct {
-		ThreadID string `json:"thread_id"`
-	}
-	var routed json.RawMessage
+	var routed *episodic.MessageResult
 	if _, err := e.env.Actions.Lookup("thread.message"); a.Channel != "" && err == nil {
 		// thread.message commits at once: first what would fail the turn
 		// after it, so that a failed send records nothing anywhere.
 		if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, call.Turn) }); err != nil {
-			return ChatResult{}, err
+			return ChatSendResult{}, err
 		}
 		if _, err := history.ConversationName(a.Conversation); err != nil {
-			return ChatResult{}, err
+			return ChatSendResult{}, err
 		}
-		args, _ := json.Marshal(map[string]string{"channel": a.Channel, "thread_id": a.ThreadID, "text": a.Text})
-		raw, err := e.Do(ctx, Request{Action: "thread.message", Args: args, Principal: call.Principal, Turn: call.Turn})
+		res, err := conn.CallAs[episodic.MessageResult](ctx, e, do("thread.message"),
+			episodic.MessageRequest{Channel: a.Channel, ThreadID: a.ThreadID, Text: a.Text})
 		if err != nil {
-			return ChatResult{}, err
+			return ChatSendResult{}, err
 		}
-		json.Unmarshal(raw, &thread)
-		routed, a.ThreadID = raw, thread.ThreadID
+		routed, a.ThreadID = &res, res.ThreadID
 	}
-	start, _ := json.Marshal(turnStartArgs{Input: a.Text, Conversation: a.Conversation, Channel: a.Channel, ThreadID: a.ThreadID})
-	raw, err := e.Do(ctx, Request{Action: "turn.start", Args: start, Principal: call.Principal, Turn: call.Turn})
+	started, err := conn.CallAs[TurnStartResult](ctx, e, do("turn.start"),
+		TurnStartArgs{Input: a.Text, Conversation: a.Conversation, Channel: a.Channel, ThreadID: a.ThreadID})
 	if err != nil {
-		return ChatResult{}, err
+		return ChatSendResult{}, err
 	}
-	var started map[string]WorkingContext
-	if err := json.Unmarshal(raw, &started); err != nil {
-		return ChatResult{}, err
+	wc := started.Context
+	prompt, err := chatPrompt(wc)
+	if err != nil {
+		return ChatSendResult{}, err
 	}
-	wc := started["context"]
-	res := ChatResult{TurnID: call.Turn, Prompt: chatPrompt(wc), Thread: routed}
-	records := []map[string]any{{"speaker": "user", "text": a.Text, "conversation": wc.Conversation}}
+	res := ChatSendResult{TurnID: call.Turn, Prompt: prompt, Thread: routed}
+	records := []history.WriteRequest{{Speaker: "user", Text: a.Text, Conversation: wc.Conversation}}
 	if llm.Available(e.env.LLM) {
 		answer, err := e.env.LLM.Complete(ctx, res.Prompt)
 		if err != nil {
 			res.LLMError = kit.FromLLM(err).Error()
 		} else {
 			res.Answered, res.Answer = true, strings.TrimSpace(answer.Text)
-			records = append(records, map[string]any{"speaker": "assistant", "text": res.Answer, "conversation": wc.Conversation})
+			records = append(records, history.WriteRequest{Speaker: "assistant", Text: res.Answer, Conversation: wc.Conversation})
 			if routed != nil && res.Answer != "" {
-				args, _ := json.Marshal(map[string]string{"channel": a.Channel, "thread_id": a.ThreadID, "text": res.Answer, "speaker": "assistant"})
-				if _, err := e.Do(ctx, Request{Action: "thread.message", Args: args, Principal: call.Principal, Turn: call.Turn}); err != nil {
-					return ChatResult{}, errs.New(errs.KindOf(err), "recording the answer in thread %s: %w", a.ThreadID, err)
+				_, err := conn.CallAs[episodic.MessageResult](ctx, e, do("thread.message"),
+					episodic.MessageRequest{Channel: a.Channel, ThreadID: a.ThreadID, Text: res.Answer, Speaker: "assistant"})
+				if err != nil {
+					return ChatSendResult{}, errs.New(errs.KindOf(err), "recording the answer in thread %s: %w", a.ThreadID, err)
 				}
 			}
 		}
 	}
-	end, _ := json.Marshal(map[string]any{"updates": map[string]any{"history": records}})
-	raw, err = e.Do(ctx, Request{Action: "turn.end", Args: end, Principal: call.Principal, Turn: call.Turn})
+	written, err := json.Marshal(records)
 	if err != nil {
-		return ChatResult{}, errs.New(errs.KindOf(err), "ending the turn: %w", err)
+		return ChatSendResult{}, errs.New(errs.Internal, "encoding the turn's utterances: %w", err)
 	}
-	var ended struct {
-		Committed map[string]any `json:"committed"`
+	ended, err := conn.CallAs[TurnEndResult](ctx, e, do("turn.end"), TurnEndArgs{Updates: map[string]json.RawMessage{"history": written}})
+	if err != nil {
+		return ChatSendResult{}, errs.New(errs.KindOf(err), "ending the turn: %w", err)
 	}
-	json.Unmarshal(raw, &ended)
 	res.Committed = ended.Committed
 	return res, nil
 }
 
 // chatPrompt turns a turn's working memory into a chat request: the memory
 // in the system prompt, the buffer as the conversation, the input last.
-func chatPrompt(wc WorkingContext) llm.Request {
+func chatPrompt(wc WorkingContext) (llm.Request, error) {
 	var sys strings.Builder
 	sys.WriteString(chatSystem)
 	var messages []llm.Message
-	if cortex, ok := wc.Sections["cortex"].(map[string]any); ok {
-		if items, _ := cortex["items"].([]any); len(items) > 0 {
-			sys.WriteString("\n\nTheir open goals, actions and questions, most urgent first:")
-			for _, it := range items {
-				m, _ := it.(map[string]any)
-				fmt.Fprintf(&sys, "\n- %v %q (%v, %v, %v%% done)", m["type"], m["title"], m["priority"], m["status"], m["progress"])
-			}
+	var goals cortex.ContextSection
+	if _, err := wc.Section("cortex", &goals); err != nil {
+		return llm.Request{}, err
+	}
+	if len(goals.Items) > 0 {
+		sys.WriteString("\n\nTheir open goals, actions and questions, most urgent first:")
+		for _, it := range goals.Items {
+			fmt.Fprintf(&sys, "\n- %s %q (%s, %s, %d%% done)", it.Type, it.Title, it.Priority, it.Status, it.Progress)
 		}
 	}
-	if hist, ok := wc.Sections["history"].(map[string]any); ok {
-		if s, _ := hist["summary"].(map[string]any); s != nil && s["text"] != "" {
-			fmt.Fprintf(&sys, "\n\nSummary of the earlier conversation:\n%v", s["text"])
-		}
-		utts, _ := hist["utterances"].([]any)
-		for _, u := range utts {
-			m, _ := u.(map[string]any)
-			role, _ := m["speaker"].(string)
-			textOf, _ := m["text"].(string)
-			if role == "system" {
-				fmt.Fprintf(&sys, "\n\nNote: %s", textOf)
-				continue
-			}
-			messages = append(messages, llm.Message{Role: role, Content: textOf})
-		}
+	var hist history.ContextData
+	if _, err := wc.Section("history", &hist); err != nil {
+		return llm.Request{}, err
 	}
-	if ep, ok := wc.Sections["episodic"].(map[string]any); ok {
-		if t, _ := ep["text"].(string); t != "" {
-			fmt.Fprintf(&sys, "\n\nFrom this conversation thread and those it continues:\n%s", t)
-			// The line a reply can open with (seed 003, 4.1: the prompt
-			// includes "You were asking about weather in New York").
-			if recap, _ := ep["recap"].(string); recap != "" {
-				fmt.Fprintf(&sys, "\nRecap: %s.", recap)
-			}
+	if hist.Summary.Text != "" {
+		fmt.Fprintf(&sys, "\n\nSummary of the earlier conversation:\n%s", hist.Summary.Text)
+	}
+	for _, u := range hist.Utterances {
+		if u.Speaker == "system" {
+			fmt.Fprintf(&sys, "\n\nNote: %s", u.Text)
+			continue
+		}
+		messages = append(messages, llm.Message{Role: u.Speaker, Content: u.Text})
+	}
+	var thread episodic.Context
+	if _, err := wc.Section("episodic", &thread); err != nil {
+		return llm.Request{}, err
+	}
+	if thread.Text != "" {
+		fmt.Fprintf(&sys, "\n\nFrom this conversation thread and those it continues:\n%s", thread.Text)
+		// The line a reply can open with (seed 003, 4.1: the prompt
+		// includes "You were asking about weather in New York").
+		if thread.Recap != "" {
+			fmt.Fprintf(&sys, "\nRecap: %s.", thread.Recap)
 		}
 	}
 	for _, name := range sortedKeys(wc.Sections) {
 		if name == "cortex" || name == "history" || name == "episodic" {
 			continue
 		}
-		b, _ := json.Marshal(wc.Sections[name])
+		// Another provider's section goes in as JSON with its keys sorted,
+		// as it always has: recorded cassettes answer this exact prompt.
+		var v any
+		if err := json.Unmarshal(wc.Sections[name], &v); err != nil {
+			return llm.Request{}, errs.New(errs.Internal, "the %s section of turn %s is not JSON: %v", name, wc.TurnID, err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return llm.Request{}, errs.New(errs.Internal, "encoding the %s section: %v", name, err)
+		}
 		fmt.Fprintf(&sys, "\n\n%s: %s", name, b)
 	}
 	messages = append(messages, llm.Message{Role: "user", Content: wc.Input})
-	return llm.Request{System: sys.String(), Messages: messages}
+	return llm.Request{System: sys.String(), Messages: messages}, nil
 }

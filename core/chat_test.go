@@ -17,7 +17,11 @@ func TestChatSendFailsBeforeThreading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	do(t, e, "chat.send", "t-1", `{"text": "What's the weather in New York?", "channel": "sms"}`)
 	doErr(t, e, Request{Action: "chat.send", Turn: "t-1", Args: json.RawMessage(`{"text": "And tomorrow?", "channel": "sms"}`)},
 		errs.Conflict, `turn "t-1" already started`)

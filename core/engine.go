@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
@@ -105,8 +106,9 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e, err := build(store, opts, logger)
 	if err != nil {
-		store.Close()
-		return nil, err
+		// The build error says what went wrong; a failure to close as well
+		// is joined to it rather than lost.
+		return nil, errors.Join(err, store.Close())
 	}
 	return e, nil
 }
@@ -154,8 +156,7 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 	}
 	for _, register := range subsystems {
 		if err := register(env); err != nil {
-			env.Close()
-			return nil, err
+			return nil, errors.Join(err, env.Close())
 		}
 	}
 	e.markComing()
@@ -199,10 +200,61 @@ func (e *Engine) Agent() string { return e.agent }
 // Actions lists every registered action, sorted by name.
 func (e *Engine) Actions() []*action.Action { return e.env.Actions.List() }
 
-// Subscribe returns the engine's events until ctx is cancelled.
-func (e *Engine) Subscribe(ctx context.Context, buffer int) <-chan events.Event {
+// subscribeBuffer is how many progress events may wait for a Subscribe
+// reader before the oldest are dropped (final events never are).
+const subscribeBuffer = 1024
+
+// Subscribe returns the engine's events of the given kinds (all when none
+// is given) until ctx is cancelled.
+func (e *Engine) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
+	ch := e.env.Events.Subscribe(ctx, subscribeBuffer)
+	if len(kinds) == 0 {
+		return ch
+	}
+	want := make(map[string]bool, len(kinds))
+	for _, k := range kinds {
+		want[k] = true
+	}
+	out := make(chan events.Event, subscribeBuffer)
+	go func() {
+		defer close(out)
+		for ev := range ch {
+			if !want[ev.Name] {
+				continue
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// SubscribeBuffer returns every event until ctx is cancelled, keeping up
+// to buffer progress events for a slow reader: for tests that count them.
+func (e *Engine) SubscribeBuffer(ctx context.Context, buffer int) <-chan events.Event {
 	return e.env.Events.Subscribe(ctx, buffer)
 }
+
+// Info is what engine.info reports.
+func (e *Engine) Info(ctx context.Context) (Info, error) {
+	return e.info(ctx, action.Call{Principal: e.agent, Clock: e.clock}, conn.None{})
+}
+
+// CheckAction returns nil if the named action is registered, else an
+// UnknownAction error saying why.
+func (e *Engine) CheckAction(name string) error {
+	_, err := e.env.Actions.Lookup(name)
+	return err
+}
+
+// Now is the engine clock's time.
+func (e *Engine) Now() time.Time { return e.clock.Now() }
+
+// The engine is the in-process connection every face uses.
+var _ conn.Conn = (*Engine)(nil)
 
 // Close closes the subsystems' resources, then the store. Safe to call more
 // than once.
@@ -211,14 +263,7 @@ func (e *Engine) Close() error {
 }
 
 // Request is one action to run.
-type Request struct {
-	Action string
-	Args   json.RawMessage
-	// Principal acting; the engine's agent when empty.
-	Principal string
-	// Turn the action belongs to; may be empty.
-	Turn string
-}
+type Request = conn.Request
 
 // Do runs one action and returns its JSON result. Every error it returns
 // has an *errs.Error in its chain: errs.KindOf gives its kind, errs.As the

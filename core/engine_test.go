@@ -14,6 +14,8 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
@@ -31,39 +33,32 @@ func newEngine(t testing.TB) (*Engine, *clock.Fixed) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return e, c
 }
 
+// do runs an action that must succeed, through the shared test rig.
 func do(t testing.TB, e *Engine, name, turn, args string) json.RawMessage {
 	t.Helper()
-	out, err := e.Do(context.Background(), Request{Action: name, Turn: turn, Args: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("%s %s: %v", name, args, err)
-	}
-	return out
+	return enginetest.ForConn(t, e).Do(enginetest.Who{Turn: turn}, name, args, nil)
 }
 
-func doErr(t testing.TB, e *Engine, req Request, kind errs.Kind, fragments ...string) *errs.Error {
+// doErr runs a request that must fail with kind, its message holding every
+// fragment.
+func doErr(t testing.TB, e *Engine, req Request, kind errs.Kind, fragments ...string) {
+	t.Helper()
+	_ = doErrAs(t, e, req, kind, fragments...) // it fails t itself; the error is for a closer look
+}
+
+// doErrAs is doErr that also returns the *errs.Error, for a closer look.
+func doErrAs(t testing.TB, e *Engine, req Request, kind errs.Kind, fragments ...string) *errs.Error {
 	t.Helper()
 	out, err := e.Do(context.Background(), req)
-	if err == nil {
-		t.Fatalf("%s: succeeded with %s; want %s", req.Action, out, kind)
-	}
-	var ee *errs.Error
-	if !errors.As(err, &ee) {
-		t.Fatalf("%s: error %q (%T) is not an *errs.Error", req.Action, err, err)
-	}
-	got := errs.As(err)
-	if got.Kind != kind {
-		t.Fatalf("%s: kind %s (%q), want %s", req.Action, got.Kind, got.Message, kind)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(got.Message, f) {
-			t.Errorf("%s: message %q lacks %q", req.Action, got.Message, f)
-		}
-	}
-	return got
+	return enginetest.CheckErr(t, req.Action, string(req.Args), out, err, kind, fragments...)
 }
 
 func decode[T any](t testing.TB, raw json.RawMessage) T {
@@ -80,16 +75,6 @@ func decode[T any](t testing.TB, raw json.RawMessage) T {
 func counts(t testing.TB, e *Engine) map[string]map[string]int {
 	t.Helper()
 	return decode[Info](t, do(t, e, "engine.info", "", "")).Counts
-}
-
-type traceList struct {
-	Entries []trace.Entry `json:"entries"`
-	Count   int           `json:"count"`
-	More    bool          `json:"more"`
-}
-
-type startResult struct {
-	Context WorkingContext `json:"context"`
 }
 
 func TestEngineInfo(t *testing.T) {
@@ -127,12 +112,16 @@ func TestEngineOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	}()
 	info := decode[Info](t, do(t, e, "engine.info", "", ""))
 	if info.Agent != "agent_z" {
 		t.Fatalf("agent %q", info.Agent)
 	}
-	wc := decode[startResult](t, do(t, e, "turn.start", "t", "")).Context
+	wc := decode[TurnStartResult](t, do(t, e, "turn.start", "t", "")).Context
 	if wc.Principal != "agent_z" {
 		t.Fatalf("default principal %q", wc.Principal)
 	}
@@ -146,10 +135,7 @@ func TestEngineOptions(t *testing.T) {
 
 func TestActionsList(t *testing.T) {
 	e, _ := newEngine(t)
-	type list struct {
-		Actions []ActionInfo `json:"actions"`
-	}
-	all := decode[list](t, do(t, e, "actions.list", "", ""))
+	all := decode[conn.ListActionsResult](t, do(t, e, "actions.list", "", ""))
 	var names []string
 	byName := map[string]ActionInfo{}
 	for _, a := range all.Actions {
@@ -180,14 +166,14 @@ func TestActionsList(t *testing.T) {
 		t.Fatal(`engine.info lists "args" as something other than []`)
 	}
 	for _, ns := range []string{"turn", "turn."} {
-		got := decode[list](t, do(t, e, "actions.list", "", `{"namespace":"`+ns+`"}`))
+		got := decode[conn.ListActionsResult](t, do(t, e, "actions.list", "", `{"namespace":"`+ns+`"}`))
 		if len(got.Actions) != 2 || got.Actions[0].Name != "turn.end" || got.Actions[1].Name != "turn.start" {
 			t.Fatalf("namespace %q: %+v", ns, got.Actions)
 		}
 	}
 	// "tur" is not a namespace, just a prefix of one.
 	for _, ns := range []string{"cortex", "tur"} {
-		ee := doErr(t, e, Request{Action: "actions.list", Args: json.RawMessage(`{"namespace":"` + ns + `"}`)}, errs.NotFound, ns)
+		ee := doErrAs(t, e, Request{Action: "actions.list", Args: json.RawMessage(`{"namespace":"` + ns + `"}`)}, errs.NotFound, ns)
 		if ee.Details["field"] != "namespace" {
 			t.Fatalf("details %v", ee.Details)
 		}
@@ -196,14 +182,14 @@ func TestActionsList(t *testing.T) {
 
 func TestTraceList(t *testing.T) {
 	e, _ := newEngine(t)
-	ee := doErr(t, e, Request{Action: "trace.list", Args: json.RawMessage(`{"limit": -1}`)}, errs.Validation, "limit", "-1")
+	ee := doErrAs(t, e, Request{Action: "trace.list", Args: json.RawMessage(`{"limit": -1}`)}, errs.Validation, "limit", "-1")
 	if ee.Details["field"] != "limit" {
 		t.Fatalf("details %v", ee.Details)
 	}
 	doErr(t, e, Request{Action: "trace.list", Args: json.RawMessage(`{"limit": "3"}`)}, errs.Validation, "args.limit: expected integer, got string")
 	doErr(t, e, Request{Action: "trace.list", Args: json.RawMessage(`{"turn_id": "a"}`)}, errs.Validation, `unknown field "turn_id"`)
 
-	empty := decode[traceList](t, do(t, e, "trace.list", "", ""))
+	empty := decode[trace.ListResult](t, do(t, e, "trace.list", "", ""))
 	if empty.Entries == nil || len(empty.Entries) != 0 || empty.Count != 0 || empty.More {
 		t.Fatalf("empty trace %+v", empty)
 	}
@@ -211,19 +197,19 @@ func TestTraceList(t *testing.T) {
 		do(t, e, "turn.start", fmt.Sprint("t", i), "")
 	}
 	do(t, e, "turn.end", "t1", "")
-	all := decode[traceList](t, do(t, e, "trace.list", "", ""))
+	all := decode[trace.ListResult](t, do(t, e, "trace.list", "", ""))
 	if all.Count != 5 || len(all.Entries) != 5 || all.More {
 		t.Fatalf("all %+v", all)
 	}
-	t1 := decode[traceList](t, do(t, e, "trace.list", "", `{"turn":"t1"}`))
+	t1 := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"turn":"t1"}`))
 	if t1.Count != 2 || t1.Entries[0].Kind != "turn.start" || t1.Entries[1].Kind != "turn.end" {
 		t.Fatalf("turn t1 %+v", t1)
 	}
-	starts := decode[traceList](t, do(t, e, "trace.list", "", `{"kind":"turn.start","limit":2}`))
+	starts := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"kind":"turn.start","limit":2}`))
 	if starts.Count != 2 || !starts.More || starts.Entries[0].TurnID != "t2" || starts.Entries[1].TurnID != "t3" {
 		t.Fatalf("last two starts %+v", starts)
 	}
-	both := decode[traceList](t, do(t, e, "trace.list", "", `{"kind":"turn.end","turn":"t0"}`))
+	both := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"kind":"turn.end","turn":"t0"}`))
 	if both.Count != 0 {
 		t.Fatalf("t0 has no end: %+v", both)
 	}
@@ -231,7 +217,7 @@ func TestTraceList(t *testing.T) {
 	for i := range 120 {
 		do(t, e, "turn.start", fmt.Sprint("many", i), "")
 	}
-	def := decode[traceList](t, do(t, e, "trace.list", "", `{"limit":0}`))
+	def := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"limit":0}`))
 	if def.Count != defaultTraceLimit || !def.More || def.Entries[len(def.Entries)-1].TurnID != "many119" {
 		t.Fatalf("default limit: count %d more %v", def.Count, def.More)
 	}
@@ -249,25 +235,25 @@ func TestTurnStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc := decode[startResult](t, out).Context
+	wc := decode[TurnStartResult](t, out).Context
 	if wc.TurnID != "turn_A_001" || wc.Principal != "agent_a" || !wc.StartedAt.Equal(t0) || wc.Input != "hello" ||
 		wc.Channel != "sms" || wc.ThreadID != "th1" || wc.Conversation != "default" || wc.Providers == nil ||
 		len(wc.Providers) != 0 || wc.Sections == nil || len(wc.Sections) != 0 {
 		t.Fatalf("context %+v", wc)
 	}
 	// Traced, in the turn, and announced.
-	tl := decode[traceList](t, do(t, e, "trace.list", "", `{"turn":"turn_A_001"}`))
+	tl := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"turn":"turn_A_001"}`))
 	if tl.Count != 1 || tl.Entries[0].Kind != "turn.start" || tl.Entries[0].Principal != "agent_a" || !tl.Entries[0].At.Equal(t0) {
 		t.Fatalf("trace %+v", tl)
 	}
 	evs := tap.Drain()
-	if len(evs) != 1 || evs[0].Name != kit.EventTraceRecorded || evs[0].Data.(trace.Entry).TurnID != "turn_A_001" {
+	if len(evs) != 1 || evs[0].Name != kit.EventTraceRecorded.Name() || evs[0].Data.(trace.Entry).TurnID != "turn_A_001" {
 		t.Fatalf("events %+v", evs)
 	}
 
 	// Without a turn id, one is generated: a UUIDv7 of the engine clock.
 	c.Advance(time.Minute)
-	wc = decode[startResult](t, do(t, e, "turn.start", "", `{"conversation":"work"}`)).Context
+	wc = decode[TurnStartResult](t, do(t, e, "turn.start", "", `{"conversation":"work"}`)).Context
 	u, err := uuid.Parse(wc.TurnID)
 	if err != nil || u.Version() != 7 || u.String() != wc.TurnID {
 		t.Fatalf("generated turn id %q: %v", wc.TurnID, err)
@@ -279,13 +265,13 @@ func TestTurnStart(t *testing.T) {
 		t.Fatalf("context %+v", wc)
 	}
 	// The generated id is the trace's turn.
-	if tl := decode[traceList](t, do(t, e, "trace.list", "", `{"turn":"`+wc.TurnID+`"}`)); tl.Count != 1 {
+	if tl := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"turn":"`+wc.TurnID+`"}`)); tl.Count != 1 {
 		t.Fatalf("generated turn not traced: %+v", tl)
 	}
 	// A pinned engine clock decides the time.
 	pin := time.Date(2024, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
 	e.Clock().Pin(pin)
-	wc = decode[startResult](t, do(t, e, "turn.start", "pinned", "")).Context
+	wc = decode[TurnStartResult](t, do(t, e, "turn.start", "pinned", "")).Context
 	e.Clock().Unpin()
 	if !wc.StartedAt.Equal(pin) {
 		t.Fatalf("pinned start %v", wc.StartedAt)
@@ -295,7 +281,7 @@ func TestTurnStart(t *testing.T) {
 func TestTurnStartValidation(t *testing.T) {
 	e, _ := newEngine(t)
 	before := counts(t, e)
-	ee := doErr(t, e, Request{Action: "turn.start", Turn: "t", Args: json.RawMessage(`{"channel":"fax"}`)},
+	ee := doErrAs(t, e, Request{Action: "turn.start", Turn: "t", Args: json.RawMessage(`{"channel":"fax"}`)},
 		errs.Validation, `unknown channel "fax"`, "web, app, sms, whatsapp, voice")
 	if ee.Details["field"] != "channel" {
 		t.Fatalf("details %v", ee.Details)
@@ -313,7 +299,7 @@ func TestTurnStartDuplicate(t *testing.T) {
 	e, c := newEngine(t)
 	do(t, e, "turn.start", "dup", `{"input":"first"}`)
 	c.Advance(time.Second)
-	ee := doErr(t, e, Request{Action: "turn.start", Turn: "dup", Args: json.RawMessage(`{"input":"second"}`)},
+	ee := doErrAs(t, e, Request{Action: "turn.start", Turn: "dup", Args: json.RawMessage(`{"input":"second"}`)},
 		errs.Conflict, `turn "dup" already started`, t0.Format(time.RFC3339Nano))
 	cur, ok := ee.Details["current"].(TurnRecord)
 	if !ok || cur.TurnID != "dup" || cur.Input != "first" || !cur.StartedAt.Equal(t0) || cur.EndedAt != nil {
@@ -361,16 +347,16 @@ func TestTurnStartConcurrentSameID(t *testing.T) {
 
 func TestTurnEnd(t *testing.T) {
 	e, c := newEngine(t)
-	ee := doErr(t, e, Request{Action: "turn.end"}, errs.Validation, "turn.end needs the turn")
+	ee := doErrAs(t, e, Request{Action: "turn.end"}, errs.Validation, "turn.end needs the turn")
 	if ee.Details["field"] != "turn" {
 		t.Fatalf("details %v", ee.Details)
 	}
-	ee = doErr(t, e, Request{Action: "turn.end", Turn: "ghost"}, errs.NotFound, `turn "ghost" was never started`)
+	ee = doErrAs(t, e, Request{Action: "turn.end", Turn: "ghost"}, errs.NotFound, `turn "ghost" was never started`)
 	if ee.Details["field"] != "turn" {
 		t.Fatalf("details %v", ee.Details)
 	}
 	do(t, e, "turn.start", "t1", "")
-	ee = doErr(t, e, Request{Action: "turn.end", Turn: "t1", Args: json.RawMessage(`{"updates":{"cortex":{}}}`)},
+	ee = doErrAs(t, e, Request{Action: "turn.end", Turn: "t1", Args: json.RawMessage(`{"updates":{"cortex":{}}}`)},
 		errs.Validation, `no context provider named "cortex"`, "no context providers are registered")
 	if ee.Details["field"] != "updates.cortex" {
 		t.Fatalf("details %v", ee.Details)
@@ -381,20 +367,14 @@ func TestTurnEnd(t *testing.T) {
 	doErr(t, e, Request{Action: "turn.end", Turn: "t1", Args: json.RawMessage(`{"updates":[]}`)}, errs.Validation, "args.updates: expected object")
 
 	c.Advance(3 * time.Second)
-	type endResult struct {
-		TurnID    string         `json:"turn_id"`
-		StartedAt time.Time      `json:"started_at"`
-		EndedAt   time.Time      `json:"ended_at"`
-		Committed map[string]any `json:"committed"`
-	}
-	res := decode[endResult](t, do(t, e, "turn.end", "t1", ""))
+	res := decode[TurnEndResult](t, do(t, e, "turn.end", "t1", ""))
 	if res.TurnID != "t1" || !res.StartedAt.Equal(t0) || !res.EndedAt.Equal(t0.Add(3*time.Second)) || res.Committed == nil || len(res.Committed) != 0 {
 		t.Fatalf("turn.end %+v", res)
 	}
 	if got := counts(t, e); got["turns"]["ended"] != 1 || got["turns"]["open"] != 0 || got["trace"]["entries"] != 2 {
 		t.Fatalf("counts %v", got)
 	}
-	ee = doErr(t, e, Request{Action: "turn.end", Turn: "t1"}, errs.Conflict, `turn "t1" already ended`)
+	ee = doErrAs(t, e, Request{Action: "turn.end", Turn: "t1"}, errs.Conflict, `turn "t1" already ended`)
 	if cur, ok := ee.Details["current"].(TurnRecord); !ok || cur.EndedAt == nil || !cur.EndedAt.Equal(t0.Add(3*time.Second)) {
 		t.Fatalf("details.current %#v", ee.Details["current"])
 	}
@@ -473,17 +453,17 @@ func TestContextProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc := decode[startResult](t, out).Context
+	wc := decode[TurnStartResult](t, out).Context
 	if strings.Join(wc.Providers, ",") != "cortex,memory" {
 		t.Fatalf("providers %v", wc.Providers)
 	}
-	if got := fmt.Sprint(wc.Sections); got != "map[cortex:map[hint:cortex saw hi] memory:map[hint:memory saw hi]]" {
+	if got := string(wc.Sections["cortex"]) + " " + string(wc.Sections["memory"]); got != `{"hint":"cortex saw hi"} {"hint":"memory saw hi"}` || len(wc.Sections) != 2 {
 		t.Fatalf("sections %s", got)
 	}
 	if len(mem.starts) != 1 || mem.starts[0] != (kit.TurnStart{TurnID: "t1", Principal: "agent_a", Input: "hi", Channel: "web", Conversation: "default", At: t0}) {
 		t.Fatalf("provider saw %+v", mem.starts)
 	}
-	if tl := decode[traceList](t, do(t, e, "trace.list", "t1", "")); !strings.Contains(tl.Entries[0].Message, "2 context section(s) from 2 provider(s)") {
+	if tl := decode[trace.ListResult](t, do(t, e, "trace.list", "t1", "")); !strings.Contains(tl.Entries[0].Message, "2 context section(s) from 2 provider(s)") {
 		t.Fatalf("trace %+v", tl.Entries)
 	}
 
@@ -508,7 +488,7 @@ func TestContextProviders(t *testing.T) {
 	if after := counts(t, e); fmt.Sprint(after) != fmt.Sprint(before) || after["turns"]["open"] != 1 {
 		t.Fatalf("failed turn.end changed counts: %v → %v", before, after)
 	}
-	if tl := decode[traceList](t, do(t, e, "trace.list", "", `{"kind":"turn.end"}`)); tl.Count != 0 {
+	if tl := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"kind":"turn.end"}`)); tl.Count != 0 {
 		t.Fatalf("failed turn.end traced: %+v", tl)
 	}
 	// A plain error from a provider is Internal.
@@ -543,7 +523,7 @@ func TestContextProviders(t *testing.T) {
 	if _, ok := storedKey(t, e, fakeKey("cortex", "t1")); !ok {
 		t.Fatal("cortex's write is missing")
 	}
-	tl := decode[traceList](t, do(t, e, "trace.list", "", `{"kind":"turn.end"}`))
+	tl := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"kind":"turn.end"}`))
 	if tl.Count != 1 || !strings.Contains(tl.Entries[0].Message, "1 provider(s) committed") {
 		t.Fatalf("trace %+v", tl)
 	}
@@ -623,7 +603,7 @@ func script(t *testing.T, e *Engine, c *clock.Fixed) []byte {
 	var buf bytes.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	evs := e.Subscribe(ctx, 64)
+	evs := e.SubscribeBuffer(ctx, 64)
 	steps := []Request{
 		{Action: "engine.info"},
 		{Action: "turn.start", Args: json.RawMessage(`{"input":"a"}`)},
@@ -665,7 +645,7 @@ func TestDeterministicOutput(t *testing.T) {
 	var ids []string
 	for _, line := range strings.Split(string(a), "\n")[1:3] {
 		line = strings.TrimSuffix(line[2:], " <nil>")
-		ids = append(ids, decode[startResult](t, json.RawMessage(line)).Context.TurnID)
+		ids = append(ids, decode[TurnStartResult](t, json.RawMessage(line)).Context.TurnID)
 	}
 	if ids[0] == "" || ids[0] == ids[1] {
 		t.Fatalf("generated ids %q", ids)
@@ -676,7 +656,11 @@ func TestDeterministicOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e3.Close()
+	defer func() {
+		if err := e3.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	}()
 	if got := script(t, e3, c3); bytes.Equal(got, a) || !strings.Contains(string(got), `"input":"a"`) {
 		t.Fatal("a different id seed gave the same output")
 	}
@@ -692,7 +676,7 @@ func TestDurableEpochChangesIDs(t *testing.T) {
 		return e
 	}
 	startID := func(e *Engine) string {
-		return decode[startResult](t, do(t, e, "turn.start", "", "")).Context.TurnID
+		return decode[TurnStartResult](t, do(t, e, "turn.start", "", "")).Context.TurnID
 	}
 	e := open()
 	info := decode[Info](t, do(t, e, "engine.info", "", ""))
@@ -713,7 +697,9 @@ func TestDurableEpochChangesIDs(t *testing.T) {
 		t.Fatalf("counts after reopening %v", got)
 	}
 	doErr(t, e, Request{Action: "turn.start", Turn: first}, errs.Conflict)
-	e.Close()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// In memory, every run starts at the same epoch: the same ids.
 	m1, _ := newEngine(t)
 	m2, _ := newEngine(t)
@@ -725,14 +711,14 @@ func TestDurableEpochChangesIDs(t *testing.T) {
 func TestSubscribe(t *testing.T) {
 	e, _ := newEngine(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := e.Subscribe(ctx, 4)
+	ch := e.SubscribeBuffer(ctx, 4)
 	do(t, e, "turn.start", "t", "")
 	ev := <-ch
-	if ev.Name != kit.EventTraceRecorded || ev.Data.(trace.Entry).Kind != "turn.start" || !ev.At.Equal(t0) {
+	if ev.Name != kit.EventTraceRecorded.Name() || ev.Data.(trace.Entry).Kind != "turn.start" || !ev.At.Equal(t0) {
 		t.Fatalf("event %+v", ev)
 	}
 	// Failed actions publish nothing.
-	e.Do(context.Background(), Request{Action: "turn.start", Turn: "t"})
+	doErr(t, e, Request{Action: "turn.start", Turn: "t"}, errs.Conflict)
 	do(t, e, "turn.end", "t", "")
 	if ev := <-ch; ev.Data.(trace.Entry).Kind != "turn.end" {
 		t.Fatalf("next event %+v", ev)

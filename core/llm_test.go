@@ -18,7 +18,11 @@ func engineWith(t *testing.T, p llm.Provider) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return e
 }
 
@@ -26,7 +30,7 @@ func TestLLMCompleteAnswers(t *testing.T) {
 	model := llmtest.New("Hello there, engram.")
 	model.Model = "tiny"
 	e := engineWith(t, model)
-	res := decode[llmCompleteResult](t, do(t, e, "llm.complete", "", `{"prompt": "Say hello", "system": "Be brief.", "model": "other"}`))
+	res := decode[LLMCompleteResult](t, do(t, e, "llm.complete", "", `{"prompt": "Say hello", "system": "Be brief.", "model": "other"}`))
 	if res.Text != "Hello there, engram." || res.Provider != "scripted" || res.Model != "tiny" {
 		t.Errorf("result %+v", res)
 	}
@@ -45,7 +49,7 @@ func TestLLMCompleteAnswers(t *testing.T) {
 
 func TestLLMCompleteOffline(t *testing.T) {
 	e, _ := newEngine(t)
-	got := doErr(t, e, Request{Action: "llm.complete", Args: []byte(`{"prompt": "hi"}`)}, errs.LLM, "--llm ollama")
+	got := doErrAs(t, e, Request{Action: "llm.complete", Args: []byte(`{"prompt": "hi"}`)}, errs.LLM, "--llm ollama")
 	if got.Details["transient"] != false || got.Details["attempts"] != 0 || got.Details["provider"] != "offline" {
 		t.Errorf("details %v", got.Details)
 	}
@@ -64,7 +68,7 @@ func TestLLMCompleteValidation(t *testing.T) {
 func TestLLMCompleteTransientFailure(t *testing.T) {
 	model := &llmtest.Scripted{Answers: []llmtest.Answer{llmtest.Transient("upstream overloaded")}}
 	e := engineWith(t, llm.WithRetry(model, llm.RetryPolicy{Attempts: 1}))
-	got := doErr(t, e, Request{Action: "llm.complete", Args: []byte(`{"prompt": "hi"}`)}, errs.LLM, "upstream overloaded")
+	got := doErrAs(t, e, Request{Action: "llm.complete", Args: []byte(`{"prompt": "hi"}`)}, errs.LLM, "upstream overloaded")
 	if got.Details["transient"] != true || got.Details["attempts"] != 1 {
 		t.Errorf("details %v", got.Details)
 	}
@@ -74,7 +78,7 @@ func TestLLMCompleteJSONThatIsNot(t *testing.T) {
 	answer := "Sure! " + strings.Repeat("Here is a long explanation instead of JSON. ", 100)
 	model := llmtest.New(answer)
 	e := engineWith(t, llm.CheckJSON(model))
-	got := doErr(t, e, Request{Action: "llm.complete", Args: []byte(`{"prompt": "give JSON", "json": true}`)}, errs.Parse, "not the JSON asked for")
+	got := doErrAs(t, e, Request{Action: "llm.complete", Args: []byte(`{"prompt": "give JSON", "json": true}`)}, errs.Parse, "not the JSON asked for")
 	raw, _ := got.Details["raw"].(string)
 	if !strings.HasPrefix(raw, "Sure! Here is") || len(raw) >= len(answer) || !strings.Contains(raw, "more bytes") {
 		t.Errorf("details.raw should be the answer cut for display, got %d bytes: %q", len(raw), llm.Truncate(raw, 80))

@@ -8,14 +8,16 @@ import (
 	"github.com/engram-console/engram/llm"
 )
 
-type llmCompleteArgs struct {
+// LLMCompleteArgs is llm.complete's arguments.
+type LLMCompleteArgs struct {
 	Prompt string `json:"prompt" arg:"required" help:"what to ask the model"`
 	System string `json:"system,omitempty" help:"the system prompt"`
 	JSON   bool   `json:"json,omitempty" help:"ask for a JSON answer (checked: an answer that is not JSON is a ParseError)"`
 	Model  string `json:"model,omitempty" help:"a model other than --model for this call"`
 }
 
-type llmCompleteResult struct {
+// LLMCompleteResult is llm.complete's result: the model's answer.
+type LLMCompleteResult struct {
 	Text     string    `json:"text"`
 	Provider string    `json:"provider"`
 	Model    string    `json:"model"`
@@ -31,17 +33,17 @@ func (e *Engine) registerLLM() {
 	}, e.complete)
 }
 
-func (e *Engine) complete(ctx context.Context, call action.Call, args llmCompleteArgs) (llmCompleteResult, error) {
+func (e *Engine) complete(ctx context.Context, call action.Call, args LLMCompleteArgs) (LLMCompleteResult, error) {
 	if args.Prompt == "" {
-		return llmCompleteResult{}, kit.Validation("prompt", "must not be empty")
+		return LLMCompleteResult{}, kit.Validation("prompt", "must not be empty")
 	}
 	req := llm.Prompt(args.System, args.Prompt)
 	req.JSON, req.Model = args.JSON, args.Model
 	resp, err := e.env.LLM.Complete(ctx, req)
 	if err != nil {
-		return llmCompleteResult{}, kit.FromLLM(err)
+		return LLMCompleteResult{}, kit.FromLLM(err)
 	}
-	return llmCompleteResult{
+	return LLMCompleteResult{
 		Text: resp.Text, Provider: e.env.LLM.Info().Provider, Model: resp.Model,
 		Usage: resp.Usage, TokenCount: llm.CountTokens(resp.Text),
 	}, nil

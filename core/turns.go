@@ -35,29 +35,62 @@ type TurnRecord struct {
 // WorkingContext is the working memory assembled for a turn: one section per
 // context provider that had something to contribute.
 type WorkingContext struct {
-	TurnID       string         `json:"turn_id"`
-	Principal    string         `json:"principal"`
-	StartedAt    time.Time      `json:"started_at"`
-	Input        string         `json:"input"`
-	Channel      string         `json:"channel,omitempty"`
-	ThreadID     string         `json:"thread_id,omitempty"`
-	Conversation string         `json:"conversation"`
-	Providers    []string       `json:"providers"`
-	Sections     map[string]any `json:"sections"`
+	TurnID       string    `json:"turn_id"`
+	Principal    string    `json:"principal"`
+	StartedAt    time.Time `json:"started_at"`
+	Input        string    `json:"input"`
+	Channel      string    `json:"channel,omitempty"`
+	ThreadID     string    `json:"thread_id,omitempty"`
+	Conversation string    `json:"conversation"`
+	Providers    []string  `json:"providers"`
+	// Sections are each provider's part, as JSON: a provider's own type
+	// (cortex.ContextSection, history.ContextData, episodic.Context,
+	// memory's section) that Section decodes.
+	Sections map[string]json.RawMessage `json:"sections"`
 }
 
-type turnStartArgs struct {
+// Section decodes the named provider's section into v, reporting whether
+// there was one.
+func (wc WorkingContext) Section(name string, v any) (bool, error) {
+	raw, ok := wc.Sections[name]
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, errs.New(errs.Internal, "the %s section of turn %s does not decode as %T: %v", name, wc.TurnID, v, err)
+	}
+	return true, nil
+}
+
+// encodeSection is a provider's section or commit result as JSON, encoded
+// the way results are (no HTML escaping), so the bytes a face prints are
+// the same as when it was embedded as a value.
+func encodeSection(provider string, v any) (json.RawMessage, error) {
+	b, err := action.MarshalJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("context provider %s: encoding its part: %w", provider, err)
+	}
+	return b, nil
+}
+
+// TurnStartArgs is turn.start's arguments.
+type TurnStartArgs struct {
 	Input        string `json:"input,omitempty" help:"what the user said or asked this turn"`
 	Channel      string `json:"channel,omitempty" help:"web, app, sms, whatsapp or voice"`
 	ThreadID     string `json:"thread_id,omitempty" help:"the conversation thread, for explicit channels"`
 	Conversation string `json:"conversation,omitempty" help:"the history buffer (default \"default\")"`
 }
 
+// TurnStartResult is turn.start's result: the turn's working memory.
+type TurnStartResult struct {
+	Context WorkingContext `json:"context"`
+}
+
 func turnKey(id string) []byte { return storage.Key(storage.PrefixTurn, id) }
 
-func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStartArgs) (map[string]WorkingContext, error) {
+func (e *Engine) startTurn(ctx context.Context, call action.Call, args TurnStartArgs) (TurnStartResult, error) {
 	if args.Channel != "" && !slices.Contains(Channels, args.Channel) {
-		return nil, kit.Validation("channel", "unknown channel %q; use one of %s", args.Channel, strings.Join(Channels, ", "))
+		return TurnStartResult{}, kit.Validation("channel", "unknown channel %q; use one of %s", args.Channel, strings.Join(Channels, ", "))
 	}
 	if args.Conversation == "" {
 		args.Conversation = "default"
@@ -73,22 +106,24 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStart
 	}
 	wc := WorkingContext{
 		TurnID: turnID, Principal: call.Principal, StartedAt: now, Input: args.Input, Channel: args.Channel,
-		ThreadID: args.ThreadID, Conversation: args.Conversation, Providers: []string{}, Sections: map[string]any{},
+		ThreadID: args.ThreadID, Conversation: args.Conversation, Providers: []string{}, Sections: map[string]json.RawMessage{},
 	}
 	// Refuse a duplicate before asking every provider for its section; the
 	// check is repeated in the transaction below, which is what decides.
 	if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, turnID) }); err != nil {
-		return nil, err
+		return TurnStartResult{}, err
 	}
 	var notes []kit.Note
 	for _, p := range e.env.Providers() {
 		section, err := p.Context(ctx, start)
 		if err != nil {
-			return nil, fmt.Errorf("context provider %s: %w", p.Name(), err)
+			return TurnStartResult{}, fmt.Errorf("context provider %s: %w", p.Name(), err)
 		}
 		wc.Providers = append(wc.Providers, p.Name())
 		if section.Data != nil {
-			wc.Sections[p.Name()] = section.Data
+			if wc.Sections[p.Name()], err = encodeSection(p.Name(), section.Data); err != nil {
+				return TurnStartResult{}, err
+			}
 		}
 		notes = append(notes, section.Notes...)
 	}
@@ -114,9 +149,9 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args turnStart
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return TurnStartResult{}, err
 	}
-	return map[string]WorkingContext{"context": wc}, nil
+	return TurnStartResult{Context: wc}, nil
 }
 
 // refuseStartedTurn is a ConflictError when turn id was started before.
@@ -133,20 +168,25 @@ func refuseStartedTurn(tx *storage.Tx, id string) error {
 	}
 }
 
-type turnEndArgs struct {
+// TurnEndArgs is turn.end's arguments.
+type TurnEndArgs struct {
 	Updates map[string]json.RawMessage `json:"updates,omitempty" help:"per context provider, what the turn commits: {\"provider\": ...}"`
 }
 
-type turnEndResult struct {
-	TurnID    string         `json:"turn_id"`
-	StartedAt time.Time      `json:"started_at"`
-	EndedAt   time.Time      `json:"ended_at"`
-	Committed map[string]any `json:"committed"`
+// TurnEndResult is turn.end's result.
+type TurnEndResult struct {
+	TurnID    string    `json:"turn_id"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	// Committed is, per context provider that committed something, what it
+	// committed (e.g. the history's utterances written).
+	// Committed is each provider's commit result, as JSON (its own type).
+	Committed map[string]json.RawMessage `json:"committed"`
 }
 
-func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs) (turnEndResult, error) {
+func (e *Engine) endTurn(ctx context.Context, call action.Call, args TurnEndArgs) (TurnEndResult, error) {
 	if call.Turn == "" {
-		return turnEndResult{}, kit.Validation("turn", "turn.end needs the turn it ends: give the step a \"turn\" (the id turn.start returned)")
+		return TurnEndResult{}, kit.Validation("turn", "turn.end needs the turn it ends: give the step a \"turn\" (the id turn.start returned)")
 	}
 	providers := e.env.Providers()
 	names := make([]string, len(providers))
@@ -159,11 +199,11 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs
 			if len(names) > 0 {
 				known = "the providers are " + strings.Join(names, ", ")
 			}
-			return turnEndResult{}, kit.Validation("updates."+name, "no context provider named %q; %s", name, known)
+			return TurnEndResult{}, kit.Validation("updates."+name, "no context provider named %q; %s", name, known)
 		}
 	}
 	now := call.Clock.Now()
-	var res turnEndResult
+	var res TurnEndResult
 	failed := "" // the provider whose commit failed
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
 		failed = ""
@@ -181,7 +221,7 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs
 			return errs.New(errs.Permission, "turn %q belongs to %s; only it can end the turn", call.Turn, rec.Principal).
 				With("principal", call.Principal)
 		}
-		res = turnEndResult{TurnID: rec.TurnID, StartedAt: rec.StartedAt, EndedAt: now, Committed: map[string]any{}}
+		res = TurnEndResult{TurnID: rec.TurnID, StartedAt: rec.StartedAt, EndedAt: now, Committed: map[string]json.RawMessage{}}
 		for _, p := range providers {
 			out, err := p.Commit(ctx, tx, kit.TurnEnd{TurnID: call.Turn, Principal: call.Principal, Updates: args.Updates[p.Name()], At: now})
 			if err != nil {
@@ -189,7 +229,9 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args turnEndArgs
 				return fmt.Errorf("context provider %s: %w", p.Name(), err)
 			}
 			if out != nil {
-				res.Committed[p.Name()] = out
+				if res.Committed[p.Name()], err = encodeSection(p.Name(), out); err != nil {
+					return err
+				}
 			}
 		}
 		rec.EndedAt = &now

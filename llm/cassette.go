@@ -140,15 +140,15 @@ func (c *Cassette) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // fails once renamed; otherwise best effort
 	if _, err := tmp.WriteString(header + string(data)); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write's error is the one to report
 		return err
 	}
 	// Flush to disk before the rename, or a power cut can leave the new name
 	// pointing at an empty file.
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the sync's error is the one to report
 		return err
 	}
 	if err := tmp.Close(); err != nil {

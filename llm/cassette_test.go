@@ -475,7 +475,11 @@ func TestCassetteSaveIsAtomic(t *testing.T) {
 	if err := os.Chmod(dir, 0o500); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	t.Cleanup(func() {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Error(err)
+		}
+	})
 	if os.Getuid() != 0 { // root writes anywhere
 		if err := cassetteOf().Save(path); err == nil {
 			t.Error("saved into a read-only directory")

@@ -120,7 +120,7 @@ func (w *wire) serve(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "application/json; charset=utf-8")
 	}
 	rw.WriteHeader(rep.Status)
-	io.WriteString(rw, rep.Body)
+	_, _ = io.WriteString(rw, rep.Body) // a failed write shows as the client's error
 }
 
 // then queues canned replies, answered before the server's own logic.
@@ -304,7 +304,9 @@ func closedAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return addr
 }
 

@@ -51,7 +51,7 @@ func (h *jsonHTTP) post(ctx context.Context, op, path string, body, out any) err
 	if err != nil {
 		return h.transportError(ctx, op, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // a response body: nothing to lose on close
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return h.statusError(op, resp)
 	}

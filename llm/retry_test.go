@@ -216,7 +216,9 @@ func TestConnectionCutIsTransient(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			conn.Close()
+			if err := conn.Close(); err != nil {
+				t.Error(err)
+			}
 			return
 		}
 		inner.ServeHTTP(w, r)

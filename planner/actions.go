@@ -44,37 +44,25 @@ func Register(env *kit.Env, opts Options) *Planner {
 	return pl
 }
 
-func (pl *Planner) actCreate(ctx context.Context, call action.Call, a CreateRequest) (map[string]*Plan, error) {
+func (pl *Planner) actCreate(ctx context.Context, call action.Call, a CreateArgs) (PlanResult, error) {
 	p, err := pl.Create(ctx, call, a)
-	return map[string]*Plan{"plan": p}, err
+	return PlanResult{Plan: p}, err
 }
 
-type decomposeArgs struct {
-	Goal     string `json:"goal" arg:"required" help:"what to achieve"`
-	Strategy string `json:"strategy,omitempty" help:"flat (default), hierarchical or iterative"`
-	MaxDepth int    `json:"max_depth,omitempty" help:"for hierarchical plans: the deepest level kept (default 2; deeper ones are flattened)"`
-	ID       string `json:"id,omitempty" help:"the plan's id (default: a new UUID)"`
-}
-
-func (pl *Planner) actDecompose(ctx context.Context, call action.Call, a decomposeArgs) (map[string]*Plan, error) {
+func (pl *Planner) actDecompose(ctx context.Context, call action.Call, a DecomposeArgs) (PlanResult, error) {
 	p, err := pl.Decompose(ctx, call, a.Goal, a.Strategy, a.MaxDepth, a.ID)
-	return map[string]*Plan{"plan": p}, err
+	return PlanResult{Plan: p}, err
 }
 
-type validateArgs struct {
-	PlanID   string         `json:"plan_id,omitempty" help:"a stored plan"`
-	Subtasks []SubtaskInput `json:"subtasks,omitempty" help:"or subtasks to check without storing them"`
-}
-
-func (pl *Planner) actValidate(ctx context.Context, call action.Call, a validateArgs) (map[string][]string, error) {
+func (pl *Planner) actValidate(ctx context.Context, call action.Call, a ValidateArgs) (ValidateResult, error) {
 	var p *Plan
 	switch {
 	case a.PlanID != "" && len(a.Subtasks) > 0:
-		return nil, kit.Validation("plan_id", "give plan_id or subtasks, not both")
+		return ValidateResult{}, kit.Validation("plan_id", "give plan_id or subtasks, not both")
 	case a.PlanID != "":
 		var err error
 		if p, err = pl.Get(a.PlanID); err != nil {
-			return nil, err
+			return ValidateResult{}, err
 		}
 	default:
 		p = &Plan{}
@@ -83,50 +71,25 @@ func (pl *Planner) actValidate(ctx context.Context, call action.Call, a validate
 		}
 	}
 	order, err := p.Validate()
-	return map[string][]string{"order": order}, err
+	return ValidateResult{Order: order}, err
 }
 
-type planArgs struct {
-	PlanID string `json:"plan_id" arg:"required" help:"the plan"`
-}
-
-func (pl *Planner) actGet(ctx context.Context, call action.Call, a planArgs) (map[string]*Plan, error) {
+func (pl *Planner) actGet(ctx context.Context, call action.Call, a PlanArgs) (PlanResult, error) {
 	p, err := pl.Get(a.PlanID)
-	return map[string]*Plan{"plan": p}, err
+	return PlanResult{Plan: p}, err
 }
 
-// planSummary is a plan in plan.list.
-type planSummary struct {
-	ID          string    `json:"id"`
-	Goal        string    `json:"goal"`
-	Strategy    string    `json:"strategy"`
-	Status      string    `json:"status"`
-	Progress    Counts    `json:"progress"`
-	ReplanCount int       `json:"replan_count"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-}
-
-func (pl *Planner) actList(ctx context.Context, call action.Call, _ struct{}) (map[string][]planSummary, error) {
+func (pl *Planner) actList(ctx context.Context, call action.Call, _ ListArgs) (ListResult, error) {
 	plans, err := pl.List()
-	out := []planSummary{}
+	out := []PlanSummary{}
 	for _, p := range plans {
-		out = append(out, planSummary{ID: p.ID, Goal: p.Goal, Strategy: p.Strategy, Status: p.Status, Progress: p.Count(),
+		out = append(out, PlanSummary{ID: p.ID, Goal: p.Goal, Strategy: p.Strategy, Status: p.Status, Progress: p.Count(),
 			ReplanCount: p.ReplanCount, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt})
 	}
-	return map[string][]planSummary{"plans": out}, err
+	return ListResult{Plans: out}, err
 }
 
-type executeArgs struct {
-	PlanID           string          `json:"plan_id" arg:"required" help:"the plan"`
-	MaxConcurrent    int             `json:"max_concurrent,omitempty" help:"subtasks running at once (default 4; 1 runs them one by one)"`
-	OnSubtaskFailure string          `json:"on_subtask_failure,omitempty" help:"abort (default), skip, retry or replan"`
-	MaxRetries       int             `json:"max_retries,omitempty" help:"with retry: retries after the first attempt (default 3), waiting 100 ms, 200 ms, 400 ms..."`
-	Fallback         string          `json:"fallback,omitempty" help:"with retry: what to do once the retries are spent: abort (default), skip or replan"`
-	Checkpoint       json.RawMessage `json:"checkpoint,omitempty" help:"true (default): checkpoint in the store after every subtask; false: don't; a path: also write the checkpoint file there"`
-}
-
-func (pl *Planner) actExecute(ctx context.Context, call action.Call, a executeArgs) (ExecuteResult, error) {
+func (pl *Planner) actExecute(ctx context.Context, call action.Call, a ExecuteArgs) (ExecuteResult, error) {
 	req := ExecuteRequest{MaxConcurrent: a.MaxConcurrent, OnSubtaskFailure: a.OnSubtaskFailure, MaxRetries: a.MaxRetries,
 		Fallback: a.Fallback, Checkpoint: true}
 	if len(a.Checkpoint) > 0 && string(a.Checkpoint) != "null" {
@@ -144,83 +107,44 @@ func (pl *Planner) actExecute(ctx context.Context, call action.Call, a executeAr
 	return pl.Execute(ctx, call, a.PlanID, req)
 }
 
-func (pl *Planner) actResume(ctx context.Context, call action.Call, a planArgs) (ExecuteResult, error) {
+func (pl *Planner) actResume(ctx context.Context, call action.Call, a PlanArgs) (ExecuteResult, error) {
 	return pl.Resume(ctx, call, a.PlanID)
 }
 
-func (pl *Planner) actCancel(ctx context.Context, call action.Call, a planArgs) (map[string]bool, error) {
+func (pl *Planner) actCancel(ctx context.Context, call action.Call, a PlanArgs) (CancelResult, error) {
 	if _, err := pl.Get(a.PlanID); err != nil {
-		return nil, err
+		return CancelResult{}, err
 	}
-	return map[string]bool{"cancelled": pl.Cancel(a.PlanID)}, nil
+	return CancelResult{Cancelled: pl.Cancel(a.PlanID)}, nil
 }
 
-func (pl *Planner) actReplan(ctx context.Context, call action.Call, a planArgs) (map[string]*Plan, error) {
+func (pl *Planner) actReplan(ctx context.Context, call action.Call, a PlanArgs) (PlanResult, error) {
 	p, err := pl.Replan(ctx, call, a.PlanID)
-	return map[string]*Plan{"plan": p}, err
-}
-
-type statusArgs struct {
-	PlanID           string `json:"plan_id" arg:"required" help:"the plan"`
-	IncludeCompleted *bool  `json:"include_completed,omitempty" help:"list completed subtasks too (default true)"`
-	IncludeDetails   bool   `json:"include_details,omitempty" help:"list the subtasks with their descriptions, results and errors"`
-}
-
-// statusResult is plan.status's answer.
-type statusResult struct {
-	PlanID string `json:"plan_id"`
-	Status string `json:"status"`
-	Counts
-	Subtasks []statusSubtask `json:"subtasks"`
-}
-
-type statusSubtask struct {
-	ID          string          `json:"id"`
-	Status      string          `json:"status"`
-	Attempts    int             `json:"attempts"`
-	Description string          `json:"description,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	Error       string          `json:"error,omitempty"`
+	return PlanResult{Plan: p}, err
 }
 
 // actStatus counts per status in one pass, listing the subtasks (without
 // the completed ones unless include_completed) with details if asked.
-func (pl *Planner) actStatus(ctx context.Context, call action.Call, a statusArgs) (statusResult, error) {
+func (pl *Planner) actStatus(ctx context.Context, call action.Call, a StatusArgs) (StatusResult, error) {
 	p, err := pl.Get(a.PlanID)
 	if err != nil {
-		return statusResult{}, err
+		return StatusResult{}, err
 	}
 	withCompleted := a.IncludeCompleted == nil || *a.IncludeCompleted
-	res := statusResult{PlanID: p.ID, Status: p.Status, Subtasks: []statusSubtask{}}
+	res := StatusResult{PlanID: p.ID, Status: p.Status, Subtasks: []StatusSubtask{}}
 	for _, s := range p.Subtasks {
-		switch s.Status {
-		case Completed:
-			res.Completed++
-		case InProgress:
-			res.InProgress++
-		case Pending:
-			res.Pending++
-		case Failed:
-			res.Failed++
-		case Skipped:
-			res.Skipped++
-		}
+		res.add(s.Status)
 		res.Total++
 		if s.Status == Completed && !withCompleted {
 			continue
 		}
-		st := statusSubtask{ID: s.ID, Status: s.Status, Attempts: s.Attempts}
+		st := StatusSubtask{ID: s.ID, Status: s.Status, Attempts: s.Attempts}
 		if a.IncludeDetails {
 			st.Description, st.Result, st.Error = s.Description, s.Result, s.Error
 		}
 		res.Subtasks = append(res.Subtasks, st)
 	}
 	return res, nil
-}
-
-type stateSetArgs struct {
-	Key   string          `json:"key" arg:"required" help:"the state key"`
-	Value json.RawMessage `json:"value" arg:"required" help:"any JSON value"`
 }
 
 func inSubtask(ctx context.Context, name string) (*subtaskContext, error) {
@@ -231,26 +155,21 @@ func inSubtask(ctx context.Context, name string) (*subtaskContext, error) {
 	return sc, nil
 }
 
-func (pl *Planner) actStateSet(ctx context.Context, call action.Call, a stateSetArgs) (map[string]any, error) {
+func (pl *Planner) actStateSet(ctx context.Context, call action.Call, a StateSetArgs) (StateValue, error) {
 	sc, err := inSubtask(ctx, "state.set")
 	if err != nil {
-		return nil, err
+		return StateValue{}, err
 	}
 	var v any
-	json.Unmarshal(a.Value, &v)
+	_ = json.Unmarshal(a.Value, &v) // cannot fail: the args decoded it as JSON
 	sc.state[a.Key], sc.delta[a.Key] = v, deepCopy(v)
-	return map[string]any{"key": a.Key, "value": v}, nil
+	return StateValue{Key: a.Key, Value: v}, nil
 }
 
-type stateIncrArgs struct {
-	Key string   `json:"key" arg:"required" help:"the state key (a number, or absent: 0)"`
-	By  *float64 `json:"by,omitempty" help:"how much to add (default 1)"`
-}
-
-func (pl *Planner) actStateIncr(ctx context.Context, call action.Call, a stateIncrArgs) (map[string]any, error) {
+func (pl *Planner) actStateIncr(ctx context.Context, call action.Call, a StateIncrArgs) (StateValue, error) {
 	sc, err := inSubtask(ctx, "state.incr")
 	if err != nil {
-		return nil, err
+		return StateValue{}, err
 	}
 	by := 1.0
 	if a.By != nil {
@@ -260,65 +179,56 @@ func (pl *Planner) actStateIncr(ctx context.Context, call action.Call, a stateIn
 	if v, ok := sc.state[a.Key]; ok {
 		n, isNum := v.(float64)
 		if !isNum {
-			return nil, kit.Validation("key", "state %q is not a number", a.Key)
+			return StateValue{}, kit.Validation("key", "state %q is not a number", a.Key)
 		}
 		cur = n
 	}
 	sc.state[a.Key], sc.delta[a.Key] = cur+by, cur+by
-	return map[string]any{"key": a.Key, "value": cur + by}, nil
+	return StateValue{Key: a.Key, Value: cur + by}, nil
 }
 
-type stateGetArgs struct {
-	Key string `json:"key,omitempty" help:"one key (default: the whole state)"`
-}
-
-func (pl *Planner) actStateGet(ctx context.Context, call action.Call, a stateGetArgs) (map[string]any, error) {
+func (pl *Planner) actStateGet(ctx context.Context, call action.Call, a StateGetArgs) (StateGetResult, error) {
 	sc, err := inSubtask(ctx, "state.get")
 	if err != nil {
-		return nil, err
+		return StateGetResult{}, err
 	}
 	if a.Key == "" {
-		return map[string]any{"state": deepCopy(sc.state)}, nil
+		return StateGetResult{State: deepCopy(sc.state).(map[string]any)}, nil
 	}
-	return map[string]any{"key": a.Key, "value": deepCopy(sc.state[a.Key])}, nil
+	value, err := action.MarshalJSON(sc.state[a.Key])
+	if err != nil {
+		return StateGetResult{}, err
+	}
+	return StateGetResult{Key: a.Key, Value: value}, nil
 }
 
-type sleepArgs struct {
-	Ms int `json:"ms" arg:"required" help:"milliseconds to wait"`
-}
-
-func (pl *Planner) actSleep(ctx context.Context, call action.Call, a sleepArgs) (map[string]int, error) {
+func (pl *Planner) actSleep(ctx context.Context, call action.Call, a SleepArgs) (SleepResult, error) {
 	if a.Ms < 0 {
-		return nil, kit.Validation("ms", "must be 0 or more")
+		return SleepResult{}, kit.Validation("ms", "must be 0 or more")
 	}
 	if err := pl.sleep(ctx, time.Duration(a.Ms)*time.Millisecond); err != nil {
-		return nil, errs.New(errs.Internal, "task.sleep interrupted: %w", err)
+		return SleepResult{}, errs.New(errs.Internal, "task.sleep interrupted: %w", err)
 	}
-	return map[string]int{"slept_ms": a.Ms}, nil
+	return SleepResult{SleptMs: a.Ms}, nil
 }
 
-type failArgs struct {
-	Times   int    `json:"times,omitempty" help:"how many attempts fail (default: all)"`
-	Message string `json:"message,omitempty" help:"the failure's message"`
-}
-
-func (pl *Planner) actFail(ctx context.Context, call action.Call, a failArgs) (map[string]int, error) {
+func (pl *Planner) actFail(ctx context.Context, call action.Call, a FailArgs) (FailResult, error) {
 	attempt := 1
 	if sc := subtaskOf(ctx); sc != nil {
 		attempt = sc.attempt
 	}
 	if a.Times > 0 && attempt > a.Times {
-		return map[string]int{"attempt": attempt}, nil
+		return FailResult{Attempt: attempt}, nil
 	}
 	msg := a.Message
 	if msg == "" {
 		msg = "failing as asked"
 	}
-	return nil, errs.New(errs.Internal, "task.fail: %s (attempt %d)", msg, attempt)
+	return FailResult{}, errs.New(errs.Internal, "task.fail: %s (attempt %d)", msg, attempt)
 }
 
-func (pl *Planner) actNoop(ctx context.Context, call action.Call, _ struct{}) (map[string]bool, error) {
-	return map[string]bool{"ok": true}, nil
+func (pl *Planner) actNoop(ctx context.Context, call action.Call, _ NoopArgs) (NoopResult, error) {
+	return NoopResult{OK: true}, nil
 }
 
 // counts reports plans for engine.info.
@@ -329,7 +239,7 @@ func (pl *Planner) counts() (map[string]int, error) {
 	}
 	out := map[string]int{"plans": len(plans), "running": 0}
 	for _, p := range plans {
-		if p.Status == "running" {
+		if p.Status == PlanRunning {
 			out["running"]++
 		}
 	}

@@ -185,8 +185,8 @@ func writeCheckpointFile(path string, p *Plan) error {
 	if err != nil {
 		return errs.New(errs.Checkpoint, "writing the checkpoint %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err == nil {
+	defer func() { _ = os.Remove(tmp.Name()) }() // fails once renamed; otherwise best effort
+	if _, err = tmp.Write(b); err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

@@ -15,9 +15,6 @@ import (
 	"github.com/engram-console/engram/llm"
 )
 
-// Strategies of decomposition.
-var Strategies = []string{"flat", "hierarchical", "iterative"}
-
 // proposed is a subtask as a model proposes it (nested for hierarchical
 // plans).
 type proposed struct {

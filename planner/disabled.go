@@ -1,7 +1,8 @@
 //go:build noplanning
 
-// Package planner is left out of this build (-tags noplanning): its actions
-// say how to get them back, and its graph library is not linked.
+// Package planner is left out of this build (-tags noplanning) but for its
+// data types: its actions say how to get them back, and its graph library
+// is not linked.
 package planner
 
 import "github.com/engram-console/engram/core/kit"

@@ -18,38 +18,9 @@ import (
 	"github.com/engram-console/engram/storage"
 )
 
-// Events of a run.
-const (
-	EventSubtaskStarted  = "plan.subtask.started"  // {plan_id, subtask, attempt}
-	EventSubtaskFinished = "plan.subtask.finished" // {plan_id, subtask, status, attempts, error?}
-	EventProgress        = "plan.progress"         // {plan_id, completed, total, running} (progress)
-	EventPlanFinished    = "plan.finished"         // {plan_id, status, counts}
-	EventPlanChanged     = "plan.changed"          // {plan_id}: created, replanned
-)
-
-// Failure policies.
-var Policies = []string{"abort", "skip", "retry", "replan"}
-
 // retryBase is the first retry's wait; each next one doubles (100 ms, 200
 // ms, 400 ms...).
 const retryBase = 100 * time.Millisecond
-
-// ExecuteRequest says how to run a plan.
-type ExecuteRequest struct {
-	MaxConcurrent    int
-	OnSubtaskFailure string
-	Fallback         string
-	MaxRetries       int
-	Checkpoint       bool
-	CheckpointPath   string
-}
-
-// ExecuteResult is a run's outcome.
-type ExecuteResult struct {
-	Plan     *Plan          `json:"plan"`
-	State    map[string]any `json:"state"`
-	Progress Counts         `json:"progress"`
-}
 
 // outcome is a worker's report.
 type outcome struct {
@@ -168,7 +139,7 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 		return ExecuteResult{}, err
 	}
 	counts := p.Count()
-	pl.env.Events.Publish(EventPlanFinished, map[string]any{"plan_id": id, "status": p.Status, "counts": counts})
+	EventPlanFinished.Publish(pl.env.Events, PlanFinishedEvent{PlanID: id, Status: p.Status, Counts: counts})
 	pl.traceRun(context.WithoutCancel(ctx), call, p, counts)
 	return ExecuteResult{Plan: p, State: p.finalState(r.order), Progress: counts}, nil
 }
@@ -308,7 +279,7 @@ func (r *run) launch(ctx context.Context, id string) {
 	// The first attempt's start is published here, by the scheduler, so
 	// that events show subtasks launched together as started together
 	// (before any of them finishes); retries are published by the worker.
-	r.pl.env.Events.Publish(EventSubtaskStarted, map[string]any{"plan_id": planID, "subtask": id, "attempt": 1})
+	EventSubtaskStarted.Publish(r.pl.env.Events, SubtaskStartedEvent{PlanID: planID, Subtask: id, Attempt: 1})
 	go func() {
 		// The input state is built here, in parallel with other workers:
 		// deltas are never changed once recorded.
@@ -322,7 +293,7 @@ func (r *run) launch(ctx context.Context, id string) {
 			o.attempts++
 			state := input
 			if attempt > 1 {
-				r.pl.env.Events.Publish(EventSubtaskStarted, map[string]any{"plan_id": planID, "subtask": id, "attempt": attempt})
+				EventSubtaskStarted.Publish(r.pl.env.Events, SubtaskStartedEvent{PlanID: planID, Subtask: id, Attempt: attempt})
 				state = deepCopy(pristine).(map[string]any)
 			}
 			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, attempt)
@@ -435,7 +406,7 @@ func (r *run) replan(ctx context.Context) error {
 	if err := r.saveAll(ctx); err != nil {
 		return err
 	}
-	r.pl.env.Events.Publish(EventPlanChanged, map[string]any{"plan_id": r.plan.ID, "change": "replanned"})
+	EventPlanChanged.Publish(r.pl.env.Events, PlanChangedEvent{PlanID: r.plan.ID, Change: "replanned"})
 	return nil
 }
 
@@ -480,8 +451,8 @@ func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 		}
 	}
 	counts := r.plan.Count()
-	r.pl.env.Events.PublishProgress(EventProgress, map[string]any{"plan_id": r.plan.ID, "completed": counts.Completed,
-		"total": counts.Total, "running": len(r.running)})
+	EventProgress.Publish(r.pl.env.Events, ProgressEvent{PlanID: r.plan.ID, Completed: counts.Completed,
+		Total: counts.Total, Running: len(r.running)})
 }
 
 // saveAll writes the whole plan (folding in the progress records). The
@@ -538,11 +509,8 @@ func (h *intHeap) pop() int {
 }
 
 func (r *run) publishFinished(s *Subtask) {
-	data := map[string]any{"plan_id": r.plan.ID, "subtask": s.ID, "status": s.Status, "attempts": s.Attempts}
-	if s.Error != "" {
-		data["error"] = s.Error
-	}
-	r.pl.env.Events.Publish(EventSubtaskFinished, data)
+	EventSubtaskFinished.Publish(r.pl.env.Events, SubtaskFinishedEvent{
+		PlanID: r.plan.ID, Subtask: s.ID, Status: s.Status, Attempts: s.Attempts, Error: s.Error})
 }
 
 // runSubtask runs a subtask's action once, on its copy of the state, and
@@ -570,7 +538,7 @@ func (pl *Planner) runSubtask(ctx context.Context, call action.Call, p *Plan, id
 		return nil, nil, err
 	}
 	var parsed any
-	json.Unmarshal(result, &parsed)
+	_ = json.Unmarshal(result, &parsed) // cannot fail: an action's result is JSON
 	sc.delta["results"] = map[string]any{id: parsed}
 	return result, sc.delta, nil
 }
@@ -659,8 +627,11 @@ func (pl *Planner) traceRun(ctx context.Context, call action.Call, p *Plan, c Co
 	if c.Failed > 0 || c.Skipped > 0 {
 		msg += fmt.Sprintf(", %d failed, %d skipped", c.Failed, c.Skipped)
 	}
-	pl.env.Update(ctx, func(tx *kit.Txn) error {
+	err := pl.env.Update(ctx, func(tx *kit.Txn) error {
 		_, err := tx.Trace(call, "plan.executed", msg, map[string]any{"plan_id": p.ID, "status": p.Status})
 		return err
 	})
+	if err != nil {
+		pl.env.Log.Warn("writing a trace entry failed", "plan", p.ID, "err", err)
+	}
 }

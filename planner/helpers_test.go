@@ -17,6 +17,7 @@ import (
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -304,9 +305,10 @@ func (p *probes) register(env *kit.Env) {
 
 // rig is an engine as engram builds it (default subsystems and the
 // planner), in memory unless dir is set, on a fixed clock, with a scripted
-// model, the fake sleeper and the test probes.
+// model, the fake sleeper and the test probes. It runs actions through the
+// shared enginetest.Rig (Try, Do, Fail), as the engine's agent.
 type rig struct {
-	t      testing.TB
+	enginetest.Rig
 	e      *core.Engine
 	pl     *planner.Planner
 	model  *llmtest.Scripted
@@ -325,7 +327,7 @@ func newRig(t testing.TB) *rig { return newRigWith(t, rigOptions{}) }
 
 func newRigWith(t testing.TB, o rigOptions) *rig {
 	t.Helper()
-	r := &rig{t: t, model: &llmtest.Scripted{}, sleep: newFakeSleep(), clock: clock.NewFixed(t0)}
+	r := &rig{model: &llmtest.Scripted{}, sleep: newFakeSleep(), clock: clock.NewFixed(t0)}
 	r.probes = &probes{sleep: r.sleep, calls: map[string]int{}, times: map[string][]time.Duration{},
 		started: map[string]chan struct{}{}, release: map[string]chan struct{}{}, seen: map[string]any{}}
 	provider := o.llm
@@ -347,38 +349,31 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.e = e
-	t.Cleanup(func() { e.Close() })
+	r.Rig = enginetest.ForConn(t, e)
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return r
 }
 
-// try runs an action through engine.Do; args is a JSON string or a value.
+// try runs an action as the engine's agent; args is a JSON string or a
+// value. It fails no test, so goroutines may call it.
 func (r *rig) try(name string, args any) (json.RawMessage, error) {
-	raw := enginetest.Args(r.t, args)
-	return r.e.Do(context.Background(), core.Request{Action: name, Args: raw})
+	return r.Run(context.Background(), conn.Request{Action: name, Args: enginetest.Args(r.T, args)})
 }
 
-// do is try, failing the test on an error.
+// do runs an action that must succeed.
 func (r *rig) do(name string, args any) json.RawMessage {
-	r.t.Helper()
-	out, err := r.try(name, args)
-	if err != nil {
-		r.t.Fatalf("%s %v: %v", name, args, err)
-	}
-	return out
+	r.T.Helper()
+	return r.Do(enginetest.Who{}, name, args, nil)
 }
 
 // fail runs an action that must fail with kind, and returns its error.
 func (r *rig) fail(kind errs.Kind, name string, args any) *errs.Error {
-	r.t.Helper()
-	out, err := r.try(name, args)
-	if err == nil {
-		r.t.Fatalf("%s %v succeeded (%s), want a %s", name, args, out, kind)
-	}
-	e := errs.As(err)
-	if e.Kind != kind {
-		r.t.Fatalf("%s %v: %s %q, want a %s", name, args, e.Kind, e.Message, kind)
-	}
-	return e
+	r.T.Helper()
+	return r.Fail(enginetest.Who{}, name, args, kind)
 }
 
 // st is a subtask as plan.create takes it: st("B", "noop", nil, "A").
@@ -396,8 +391,8 @@ func st(id, action string, args any, deps ...string) map[string]any {
 
 // create stores a plan by hand.
 func (r *rig) create(id string, subtasks ...map[string]any) *planner.Plan {
-	r.t.Helper()
-	return decodePlan(r.t, r.do("plan.create", map[string]any{"id": id, "goal": "Goal of " + id, "subtasks": subtasks}))
+	r.T.Helper()
+	return decodePlan(r.T, r.do("plan.create", map[string]any{"id": id, "goal": "Goal of " + id, "subtasks": subtasks}))
 }
 
 func decodePlan(t testing.TB, raw json.RawMessage) *planner.Plan {
@@ -427,12 +422,12 @@ func decodeResult(t testing.TB, raw json.RawMessage) result {
 
 // execute runs plan.execute with extra args (max_concurrent, ...).
 func (r *rig) execute(id string, extra map[string]any) result {
-	r.t.Helper()
+	r.T.Helper()
 	args := map[string]any{"plan_id": id}
 	for k, v := range extra {
 		args[k] = v
 	}
-	return decodeResult(r.t, r.do("plan.execute", args))
+	return decodeResult(r.T, r.do("plan.execute", args))
 }
 
 // executeAsync runs plan.execute in a goroutine; the channel gets its result.
@@ -513,8 +508,8 @@ type recorder struct {
 // record subscribes to every event until the test ends.
 func (r *rig) record() *recorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	r.t.Cleanup(cancel)
-	ch := r.e.Subscribe(ctx, 4096)
+	r.T.Cleanup(cancel)
+	ch := r.e.SubscribeBuffer(ctx, 4096)
 	rec := &recorder{signal: make(chan struct{}, 1)}
 	go func() {
 		for ev := range ch {
@@ -530,7 +525,7 @@ func (r *rig) record() *recorder {
 	return rec
 }
 
-// planEvent is one plan.* event's data.
+// planEvent is one plan.subtask.* event's data.
 type planEvent struct {
 	Seq      uint64
 	Name     string
@@ -545,16 +540,29 @@ func (rec *recorder) plan() []planEvent {
 	defer rec.mu.Unlock()
 	var out []planEvent
 	for _, ev := range rec.events {
-		if !strings.HasPrefix(ev.Name, "plan.subtask.") {
+		pe := planEvent{Seq: ev.Seq, Name: ev.Name}
+		switch d := ev.Data.(type) {
+		case planner.SubtaskStartedEvent:
+			pe.Subtask, pe.Attempt = d.Subtask, d.Attempt
+		case planner.SubtaskFinishedEvent:
+			pe.Subtask, pe.Status, pe.Attempts = d.Subtask, d.Status, d.Attempts
+		default:
 			continue
 		}
-		m, _ := ev.Data.(map[string]any)
-		pe := planEvent{Seq: ev.Seq, Name: ev.Name}
-		pe.Subtask, _ = m["subtask"].(string)
-		pe.Status, _ = m["status"].(string)
-		pe.Attempt, _ = m["attempt"].(int)
-		pe.Attempts, _ = m["attempts"].(int)
 		out = append(out, pe)
+	}
+	return out
+}
+
+// changes lists the plan.changed events' changes ("created", "replanned").
+func (rec *recorder) changes() []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var out []string
+	for _, ev := range rec.events {
+		if d, ok := planner.EventPlanChanged.Of(ev); ok {
+			out = append(out, d.Change)
+		}
 	}
 	return out
 }
@@ -586,7 +594,7 @@ func (rec *recorder) runs(t testing.TB, n int) {
 		rec.mu.Lock()
 		got := 0
 		for _, ev := range rec.events {
-			if ev.Name == planner.EventPlanFinished {
+			if ev.Name == planner.EventPlanFinished.Name() {
 				got++
 			}
 		}
@@ -616,7 +624,7 @@ func (rec *recorder) seq(name, subtask string) uint64 {
 func (rec *recorder) started() []string {
 	var out []string
 	for _, ev := range rec.plan() {
-		if ev.Name == planner.EventSubtaskStarted && ev.Attempt == 1 {
+		if ev.Name == planner.EventSubtaskStarted.Name() && ev.Attempt == 1 {
 			out = append(out, ev.Subtask)
 		}
 	}
@@ -638,3 +646,9 @@ func planJSON(t testing.TB, p *planner.Plan) string {
 	}
 	return string(b)
 }
+
+// callOf is the call the engine would make for the default agent.
+func callOf(r *rig) action.Call { return action.Call{Principal: "local", Clock: r.e.Clock()} }
+
+// internals are words that would show Go's implementation in a message.
+var internals = []string{"planner.", "proposal", "proposed", "Go value", "Go struct", "json:", "*errs", "args", "reflect", "goroutine", "panic"}

@@ -7,95 +7,19 @@
 // failures aborted, skipped, retried with backoff or replanned; checkpointed
 // after every subtask so that a crashed run resumes where it stopped.
 //
-// Built with -tags noplanning the package is empty of all that (and of its
-// graph library): the plan.* actions then say how to get them back.
+// Built with -tags noplanning the package keeps only its data types (types.go,
+// args.go, events.go), without all that and without its graph library: the
+// plan.* actions then say how to get them back.
 package planner
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/dominikbraun/graph"
 	"github.com/engram-console/engram/core/errs"
 )
-
-// Subtask statuses.
-const (
-	Pending    = "Pending"
-	InProgress = "InProgress"
-	Completed  = "Completed"
-	Failed     = "Failed"
-	Skipped    = "Skipped"
-)
-
-// Plan is a goal broken into subtasks.
-type Plan struct {
-	ID       string     `json:"id"`
-	Goal     string     `json:"goal"`
-	Strategy string     `json:"strategy"` // flat|hierarchical|iterative|manual
-	Subtasks []*Subtask `json:"subtasks"`
-	// Status is the plan's: pending, running, completed, failed, aborted,
-	// cancelled.
-	Status         string `json:"status"`
-	ReplanCount    int    `json:"replan_count"`
-	MaxReplans     int    `json:"max_replans"`
-	OriginalPlanID string `json:"original_plan_id,omitempty"`
-	// Provider is the model that decomposed it (replans ask the same).
-	Provider  string          `json:"provider,omitempty"`
-	State     json.RawMessage `json:"state,omitempty"` // the initial state execution starts from
-	Settings  *Settings       `json:"settings,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
-}
-
-// Subtask is one step of a plan.
-type Subtask struct {
-	ID           string      `json:"id"`
-	Description  string      `json:"description"`
-	Dependencies []string    `json:"dependencies"`
-	Action       *ActionSpec `json:"action,omitempty"`
-	Status       string      `json:"status"`
-	// Result is what the subtask's action returned; Delta the state it
-	// wrote; Error why it failed.
-	Result     json.RawMessage `json:"result,omitempty"`
-	Delta      map[string]any  `json:"delta,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	Attempts   int             `json:"attempts"`
-	Depth      int             `json:"depth"`
-	Parent     string          `json:"parent,omitempty"`
-	StartedAt  *time.Time      `json:"started_at,omitempty"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
-}
-
-// ActionSpec is the registered action a subtask runs (llm.complete with its
-// description when absent).
-type ActionSpec struct {
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args,omitempty"`
-}
-
-// Settings are how a plan was (or will be) executed; resume reuses them.
-type Settings struct {
-	MaxConcurrent    int    `json:"max_concurrent"`
-	OnSubtaskFailure string `json:"on_subtask_failure"`
-	Fallback         string `json:"fallback"`
-	MaxRetries       int    `json:"max_retries"`
-	Checkpoint       bool   `json:"checkpoint"`
-	CheckpointPath   string `json:"checkpoint_path,omitempty"`
-}
-
-// subtask returns the subtask with id.
-func (p *Plan) subtask(id string) *Subtask {
-	for _, s := range p.Subtasks {
-		if s.ID == id {
-			return s
-		}
-	}
-	return nil
-}
 
 // Validate checks the plan is a DAG of uniquely named subtasks whose
 // dependencies exist, and returns its execution order: a topological order
@@ -271,35 +195,4 @@ func stableOrder(subtasks []*Subtask, deps [][]int) []string {
 		}
 	}
 	return order
-}
-
-// Counts tallies subtasks by status in one pass.
-type Counts struct {
-	Completed  int `json:"completed"`
-	InProgress int `json:"in_progress"`
-	Pending    int `json:"pending"`
-	Failed     int `json:"failed"`
-	Skipped    int `json:"skipped"`
-	Total      int `json:"total"`
-}
-
-// Count tallies the plan's subtasks.
-func (p *Plan) Count() Counts {
-	var c Counts
-	for _, s := range p.Subtasks {
-		switch s.Status {
-		case Completed:
-			c.Completed++
-		case InProgress:
-			c.InProgress++
-		case Pending:
-			c.Pending++
-		case Failed:
-			c.Failed++
-		case Skipped:
-			c.Skipped++
-		}
-	}
-	c.Total = len(p.Subtasks)
-	return c
 }

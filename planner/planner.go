@@ -154,27 +154,8 @@ func (pl *Planner) List() ([]*Plan, error) {
 	return plans, nil
 }
 
-// CreateRequest is a plan written by hand.
-type CreateRequest struct {
-	ID             string          `json:"id,omitempty" help:"the plan's id (default: a new UUID)"`
-	Goal           string          `json:"goal,omitempty" help:"what the plan achieves"`
-	Subtasks       []SubtaskInput  `json:"subtasks,omitempty" help:"[{id, description, dependencies?, action?: {name, args}}]"`
-	State          json.RawMessage `json:"state,omitempty" help:"the initial state, an object"`
-	MaxReplans     *int            `json:"max_replans,omitempty" help:"how often it may be replanned (default 3)"`
-	OriginalPlanID string          `json:"original_plan_id,omitempty" help:"the plan this one derives from"`
-	File           string          `json:"file,omitempty" help:"a YAML file holding goal and subtasks (instead of them)"`
-}
-
-// SubtaskInput is a subtask as written.
-type SubtaskInput struct {
-	ID           string      `json:"id" arg:"required"`
-	Description  string      `json:"description,omitempty"`
-	Dependencies []string    `json:"dependencies,omitempty"`
-	Action       *ActionSpec `json:"action,omitempty"`
-}
-
 // Create stores a plan written by hand (or read from a YAML file).
-func (pl *Planner) Create(ctx context.Context, call action.Call, req CreateRequest) (*Plan, error) {
+func (pl *Planner) Create(ctx context.Context, call action.Call, req CreateArgs) (*Plan, error) {
 	if req.File != "" {
 		if req.Goal != "" || len(req.Subtasks) > 0 {
 			return nil, kit.Validation("file", "give either file or goal and subtasks, not both")
@@ -215,7 +196,7 @@ func (pl *Planner) Create(ctx context.Context, call action.Call, req CreateReque
 }
 
 // readPlanFile reads {goal, subtasks, ...} from a YAML file.
-func readPlanFile(path string, req CreateRequest) (CreateRequest, error) {
+func readPlanFile(path string, req CreateArgs) (CreateArgs, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return req, kit.Validation("file", "cannot read %s: %v", path, err)
@@ -224,7 +205,7 @@ func readPlanFile(path string, req CreateRequest) (CreateRequest, error) {
 	if err != nil {
 		return req, errs.New(errs.Parse, "%s is not valid YAML: %s", path, yaml.FormatError(err, false, false))
 	}
-	var fromFile CreateRequest
+	var fromFile CreateArgs
 	if err := action.DecodeStrict(js, &fromFile); err != nil {
 		return req, fmt.Errorf("%s: %w", path, err)
 	}
@@ -258,7 +239,7 @@ func (pl *Planner) store(ctx context.Context, call action.Call, p *Plan) (*Plan,
 		if err := savePlan(tx.Tx, p); err != nil {
 			return err
 		}
-		tx.Publish(EventPlanChanged, map[string]any{"plan_id": p.ID, "change": "created"})
+		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: p.ID, Change: "created"})
 		_, err := tx.Trace(call, "plan.created", fmt.Sprintf("plan %s created (%s): %d subtasks for %q", p.ID, p.Strategy, len(p.Subtasks), llm.Truncate(p.Goal, 80)), nil)
 		return err
 	})
@@ -324,7 +305,7 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 		if err := savePlan(tx.Tx, p); err != nil {
 			return err
 		}
-		tx.Publish(EventPlanChanged, map[string]any{"plan_id": p.ID, "change": "replanned"})
+		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: p.ID, Change: "replanned"})
 		_, err := tx.Trace(call, "plan.replanned", fmt.Sprintf("plan %s replanned (%d of %d)", p.ID, p.ReplanCount, p.MaxReplans), nil)
 		return err
 	})

@@ -42,7 +42,9 @@ func TestCreateFromYAMLFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		path := filepath.Join(dir, name)
-		os.WriteFile(path, []byte(text), 0o644)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return path
 	}
 	for _, tc := range []struct {
@@ -155,7 +157,9 @@ func TestRunningPlanConflicts(t *testing.T) {
 		t.Errorf("live plan: %s %s", p.Status, ids(p))
 	}
 	var list struct{ Plans []struct{ Status string } }
-	json.Unmarshal(r.do("plan.list", `{}`), &list)
+	if err := json.Unmarshal(r.do("plan.list", `{}`), &list); err != nil {
+		t.Fatal(err)
+	}
 	if len(list.Plans) != 1 || list.Plans[0].Status != "running" {
 		t.Errorf("plan.list %+v", list)
 	}
@@ -198,7 +202,7 @@ func TestCancelMidRunAndResume(t *testing.T) {
 		st("d", "test.record", map[string]any{"name": "d"}, "b", "c"))
 	done := r.executeAsync("p", map[string]any{"max_concurrent": 2})
 	waitFor(t, r.probes.Started("b"), "b")
-	rec.waitEvent(t, planner.EventSubtaskFinished, "c")
+	rec.waitEvent(t, planner.EventSubtaskFinished.Name(), "c")
 	if out := r.do("plan.cancel", `{"plan_id": "p"}`); string(out) != `{"cancelled":true}` {
 		t.Fatalf("%s", out)
 	}

@@ -52,7 +52,8 @@ func (p *Plan) initialState() map[string]any { return decodeState(p.State) }
 func decodeState(raw json.RawMessage) map[string]any {
 	out := map[string]any{}
 	if len(raw) > 0 {
-		json.Unmarshal(raw, &out)
+		// plan.create took only an object; anything else reads as the empty state.
+		_ = json.Unmarshal(raw, &out)
 		if out == nil {
 			out = map[string]any{}
 		}

@@ -180,8 +180,8 @@ func prepareDir(dir string) error {
 	if err != nil {
 		return notWritable(dir, err)
 	}
-	probe.Close()
-	os.Remove(probe.Name())
+	_ = probe.Close()           // empty: nothing to lose
+	_ = os.Remove(probe.Name()) // best effort: a leftover empty probe file harms nothing
 	return nil
 }
 
@@ -214,7 +214,7 @@ func lockDir(dir string) (*os.File, error) {
 				holder = fmt.Sprintf(" (pid %d)", pid)
 			}
 		}
-		f.Close()
+		_ = f.Close() // nothing was written to it
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, &OpenError{Dir: dir, Reason: ErrLocked,
 				Hint: "another engram" + holder + " has it open; close that one or choose another directory with --data"}
@@ -222,15 +222,19 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, &OpenError{Dir: dir, Reason: fmt.Errorf("locking %s: %w", path, err)}
 	}
 	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		// Best effort: the pid only names the holder in another engram's
+		// error; the lock is held either way.
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
 }
 
 func (s *Store) unlock() {
 	if s.lockFile != nil {
-		unix.Flock(int(s.lockFile.Fd()), unix.LOCK_UN)
-		s.lockFile.Close()
+		// Closing the file releases the lock as well, and the file holds
+		// nothing but our pid: neither error would change anything.
+		_ = unix.Flock(int(s.lockFile.Fd()), unix.LOCK_UN)
+		_ = s.lockFile.Close()
 		s.lockFile = nil
 	}
 }

@@ -44,7 +44,7 @@ func openProbe(dir string) int {
 	s, err := Open(Options{Dir: dir})
 	if err == nil {
 		res.Opened = true
-		s.Close()
+		_ = s.Close() // only opening is probed
 	} else {
 		res.NotWritable = errors.Is(err, ErrNotWritable)
 		res.Message = err.Error()
@@ -62,7 +62,11 @@ func openDurable(t *testing.T, dir string) *Store {
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
 	return s
 }
 
@@ -73,7 +77,11 @@ func openMemory(t *testing.T) *Store {
 	if err != nil {
 		t.Fatalf("Open(in-memory): %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
 	return s
 }
 
@@ -184,7 +192,7 @@ func TestInMemoryStoreWritesNothingToDisk(t *testing.T) {
 
 func TestOpenWithoutDirectory(t *testing.T) {
 	if s, err := Open(Options{}); err == nil {
-		s.Close()
+		_ = s.Close() // the test fails anyway
 		t.Fatal("Open without Dir or InMemory succeeded")
 	}
 }
@@ -632,7 +640,11 @@ func TestUpdateGivesUpWithErrConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	}()
 	key := Key(PrefixMeta, "contended")
 	runs := 0
 	err = s.Update(context.Background(), func(tx *Tx) error {
@@ -952,7 +964,7 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }() // read-only: nothing to lose
 	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		t.Fatal(err)

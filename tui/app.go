@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/conn"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 )
@@ -44,7 +45,8 @@ const (
 
 // Model is the root model of the console.
 type Model struct {
-	engine *core.Engine
+	conn   conn.Conn
+	info   conn.Info // engine.info when the console started: the header's facts
 	styles Styles
 	keys   globalKeys
 	help   help.Model
@@ -63,19 +65,27 @@ type Model struct {
 	quitting      bool
 }
 
-// New builds the console over an open engine.
-func New(engine *core.Engine, opts Options) *Model {
+// New builds the console over a connection to an engine. It asks the
+// engine for its info once, here: the header shows it.
+func New(engine conn.Conn, opts Options) *Model {
 	if opts.StatusFade <= 0 {
 		opts.StatusFade = 4 * time.Second
 	}
 	if opts.EvictionFade <= 0 {
 		opts.EvictionFade = opts.StatusFade
 	}
-	m := &Model{engine: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New()}
+	m := &Model{conn: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New()}
+	info, err := engine.Info(context.Background())
+	if err != nil {
+		// The header then says less; the status line says why.
+		info = conn.Info{Agent: engine.Agent(), Provider: "?", Store: "?"}
+		m.status.text, m.status.isError = "engine.info: "+errs.As(err).Message, true
+	}
+	m.info = info
 	m.status.fade = opts.StatusFade
 	st := &m.styles
 	m.panes = [tabCount]pane{
-		tabChat:    newChatPane(engine, st, opts.EvictionFade),
+		tabChat:    newChatPane(engine, st, opts.EvictionFade, info.Provider != "offline"),
 		tabThreads: newThreadsPane(engine, st),
 		tabGoals:   newGoalsPane(engine, st),
 		tabPlans:   newPlansPane(engine, st),
@@ -85,7 +95,7 @@ func New(engine *core.Engine, opts Options) *Model {
 	m.palette = newPalette(engine, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	m.events = engine.Subscribe(ctx, 256)
+	m.events = engine.Subscribe(ctx)
 	return m
 }
 
@@ -93,7 +103,7 @@ func New(engine *core.Engine, opts Options) *Model {
 type eventMsg events.Event
 
 // statusMsg asks for a message in the status line (a pane reporting what
-// its action did; failures come through actionResultMsg).
+// its action did; failures come through the resultMsg of the request).
 type statusMsg struct {
 	text    string
 	isError bool
@@ -151,7 +161,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.status.next(msg)
 	case chatFadeMsg:
 		return m.panes[tabChat].Update(msg) // whichever tab shows
-	case actionResultMsg:
+	case addressed:
 		return m.routeResult(msg)
 	case tea.KeyMsg:
 		return m.handleKey(msg)
@@ -166,18 +176,20 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 
 // routeResult hands an action's outcome to the pane that asked, and shows
 // failures in the status line.
-func (m *Model) routeResult(msg actionResultMsg) tea.Cmd {
+func (m *Model) routeResult(msg addressed) tea.Cmd {
 	var cmds []tea.Cmd
-	if msg.err != nil {
-		e := errs.As(msg.err)
+	if err := msg.failure(); err != nil {
+		e := errs.As(err)
 		cmds = append(cmds, m.status.set(fmt.Sprintf("%s: %s", e.Kind, e.Message), true))
 	}
-	if msg.pane == palettePaneID {
+	if msg.addressee() == palettePaneID {
 		cmd, _ := m.palette.update(msg)
 		return tea.Batch(append(cmds, cmd)...)
 	}
 	for _, p := range m.panes {
-		cmds = append(cmds, p.Update(msg))
+		if p.ID() == msg.addressee() {
+			cmds = append(cmds, p.Update(msg))
+		}
 	}
 	return tea.Batch(cmds...)
 }
@@ -200,6 +212,11 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if current.Capturing() {
 		return current.Update(msg)
 	}
+	for t, b := range m.keys.Tab {
+		if key.Matches(msg, b) {
+			return m.switchTo(tab(t))
+		}
+	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
 		return m.quit()
@@ -209,8 +226,6 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Help):
 		m.help.ShowAll = !m.help.ShowAll
 		return nil
-	case key.Matches(msg, m.keys.Tabs):
-		return m.switchTo(tab(msg.String()[0] - '1'))
 	case key.Matches(msg, m.keys.NextTab):
 		return m.switchTo((m.active + 1) % tabCount)
 	case key.Matches(msg, m.keys.PrevTab):
@@ -231,7 +246,11 @@ func (m *Model) switchTo(t tab) tea.Cmd {
 func (m *Model) quit() tea.Cmd {
 	m.quitting = true
 	m.palette.cancelRunning()
-	m.panes[tabPlans].(*plansPane).stop() // plan runs it started stop with it
+	for _, p := range m.panes {
+		if s, ok := p.(stopper); ok {
+			s.stop() // plan runs it started stop with it
+		}
+	}
 	m.cancel()
 	return tea.Quit
 }
@@ -293,16 +312,15 @@ func (m *Model) View() string {
 
 func (m *Model) header() string {
 	s := &m.styles
-	llm := m.engine.Env().LLM.Info()
-	model := llm.Provider
-	if llm.Model != "" {
-		model += " · " + llm.Model
+	model := m.info.Provider
+	if m.info.Model != "" {
+		model += " · " + m.info.Model
 	}
-	right := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.engine.Agent()) +
+	right := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.conn.Agent()) +
 		s.HeaderLabel.Render("  llm ") + s.HeaderInfo.Render(model)
 	left := " " + s.Title.Render("engram") + s.HeaderLabel.Render("  data ")
 	room := m.width - lineWidth(left) - lineWidth(right) - 2
-	store := truncateLeft(m.engine.StoreLabel(), max(room, 8))
+	store := truncateLeft(m.info.StoreLabel(), max(room, 8))
 	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(right)-1, 1)
 	return left + s.HeaderInfo.Render(store) + strings.Repeat(" ", gap) + right + " "
 }

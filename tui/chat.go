@@ -1,23 +1,21 @@
 package tui
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/conn"
+
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/history"
-	"github.com/engram-console/engram/core/kit"
-	"github.com/engram-console/engram/core/trace"
 )
 
 const (
@@ -61,11 +59,13 @@ const (
 )
 
 type chatKeys struct {
-	Type    key.Binding
-	Send    key.Binding
-	Leave   key.Binding
-	Search  key.Binding
-	Switch  key.Binding
+	Type   key.Binding
+	Send   key.Binding
+	Leave  key.Binding
+	Search key.Binding
+	Switch key.Binding
+	// SwitchC is c, ctrl+o's twin while no line has the keyboard.
+	SwitchC key.Binding
 	Context key.Binding
 	Scroll  key.Binding
 	Page    key.Binding
@@ -86,12 +86,13 @@ func newChatKeys() chatKeys {
 		Leave:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop typing")),
 		Search:  key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
 		Switch:  key.NewBinding(key.WithKeys("ctrl+o"), key.WithHelp("ctrl+o", "conversations")),
+		SwitchC: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "conversations")),
 		Context: key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "summary/context")),
 		Scroll:  key.NewBinding(key.WithKeys("up", "down", "k", "j"), key.WithHelp("↑/↓", "scroll")),
 		Page:    key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
 		Ends:    key.NewBinding(key.WithKeys("home", "end", "g", "G"), key.WithHelp("g/G", "top/bottom")),
 		Side:    key.NewBinding(key.WithKeys("shift+up", "shift+down"), key.WithHelp("shift+↑/↓", "scroll side")),
-		Back:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back to the chat")),
+		Back:    key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back to the chat")),
 		Run:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "search")),
 		Cancel:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		Pick:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "switch")),
@@ -110,79 +111,112 @@ type chatFadeMsg struct{ id int }
 // line at the bottom, and a side panel with the buffer's fill, the last
 // eviction and, below, the running summary or the context the last message
 // was sent with. / searches the whole conversation (the evicted part too);
-// ctrl+o switches conversations or starts a new one.
+// ctrl+o switches conversations or starts a new one; ctrl+t picks the
+// channel messages go on.
 type chatPane struct {
-	requests // the engine, and the numbering of this pane's requests
+	requests      // the engine, and the numbering of this pane's requests
+	model    bool // a language model answers messages
 	styles   *Styles
 	keys     chatKeys
-	fade     time.Duration
 
 	width, height int
-	mode          chatMode
-	before        chatMode // where esc from a search goes back to
-	main          chatMain
-	page          sidePage
-	sideTurned    bool // narrow: the side panel's other page shows
+	// mode is what has the keyboard; main what the main area shows on a
+	// narrow screen.
+	mode chatMode
+	main chatMain
 
-	// The conversation shown.
-	conv        string
+	// conv is the conversation shown; buf its buffer and figures.
+	conv  string
+	buf   chatBuffer
+	input textinput.Model
+	out   chatOutgoing
+	evict chatHighlight
+	find  chatSearch
+	side  chatSide
+	route chatRouting
+
+	// The switcher and the channel picker, while open.
+	switcher *chatSwitcher
+	picker   *channelPicker
+}
+
+// chatBuffer is the conversation shown: its buffer, its figures, and the
+// loads that bring them.
+type chatBuffer struct {
 	utts        []*history.Utterance
 	stats       history.Stats
 	read, stat  loader
-	loaded      bool // the buffer of conv has come
+	loaded      bool // the buffer of the conversation has come
 	statsLoaded bool // and its stats
 	loadErr     string
+	// view scrolls the conversation, the newest kept in view.
+	view scrollView
+}
 
-	input    textinput.Model
-	convView viewport.Model
-	sideView viewport.Model
-	hitsView viewport.Model
-
-	// The message in flight.
-	sendReq  int
-	sending  string
-	sendConv string
-	sendFrom int // the index the conversation was at when it was sent
-	spinner  spinner.Model
-	// The last exchange: the prompt it was (or would have been) sent with.
-	last     *core.ChatResult
+// chatOutgoing is the message in flight (its text is "" when none is) and
+// the last exchange.
+type chatOutgoing struct {
+	load    loader
+	text    string
+	conv    string
+	from    int    // the index the conversation was at when it was sent
+	channel string // the channel it went on
+	spinner spinner.Model
+	// last is the last exchange: the prompt it was (or would have been)
+	// sent with; lastConv its conversation.
+	last     *core.ChatSendResult
 	lastConv string
+}
 
-	// The eviction highlight.
-	fadeID    int
-	highlight bool
+// chatHighlight is the highlight of a new eviction in the side panel, on
+// for fade after the eviction shows; id tells its fade from an earlier one's.
+type chatHighlight struct {
+	fade time.Duration
+	id   int
+	on   bool
+}
 
-	// Search.
-	search    textinput.Model
-	query     string
-	hits      []history.Hit
-	searchReq int
-	searched  bool // hits holds the answer to query
-	searchErr string
+// chatSearch is the search of the conversation: its line, the query asked
+// and its hits.
+type chatSearch struct {
+	input    textinput.Model
+	before   chatMode // where esc from a search goes back to
+	query    string
+	hits     []history.Hit
+	load     loader
+	searched bool // hits holds the answer to query
+	err      string
+	view     scrollView
+}
 
-	switcher *chatSwitcher
+// chatSide is the side panel's scrollable page: the summary or the
+// context. turned: on a narrow screen, the other page shows.
+type chatSide struct {
+	page   sidePage
+	turned bool
+	view   scrollView
+}
 
-	// The channel messages go on ("" none: the conversation only) and, on
-	// an explicit channel, the thread of the conversation shown ("" a new
-	// one: the next message starts it, and the ones after continue it).
-	// Each conversation keeps its own thread: convThreads holds the others'.
-	channel     string
-	threadID    string
-	convThreads map[string]string
-	picker      *channelPicker
+// chatRouting is where messages go: the channel ("" none: the conversation
+// only) and, on an explicit channel, the thread of the conversation shown
+// ("" a new one: the next message starts it, and the ones after continue
+// it), and where each message sent from here went.
+type chatRouting struct {
+	channel  string
+	threadID string
+	// threads holds the other conversations' threads: each keeps its own.
+	threads map[string]string
 	// announce is the thread a message just started, to say so once its
 	// title is known.
 	announce string
-	// sendChannel is the channel of the message in flight.
-	sendChannel string
-	// Where each message sent from here went, by conversation and
-	// utterance index; the threads' titles to say it with.
-	routes    map[string]map[int]*chatRoute
-	titles    map[string]string
-	titlesReq int
+	// routes is where each message went, by conversation and utterance
+	// index; titles the threads' titles to say it with.
+	routes map[string]map[int]*chatRoute
+	titles map[string]string
+	load   loader // the titles
 }
 
-func newChatPane(engine *core.Engine, styles *Styles, fade time.Duration) *chatPane {
+func newChatPane(engine conn.Conn, styles *Styles, fade time.Duration, model bool) *chatPane {
 	in := textinput.New()
 	in.Prompt = "› "
 	in.PromptStyle = styles.Prompt
@@ -198,24 +232,21 @@ func newChatPane(engine *core.Engine, styles *Styles, fade time.Duration) *chatP
 	search.Placeholder = "words to look for, in the buffer and the evicted (enter searches, esc cancels)"
 	search.CharLimit = 500
 	return &chatPane{
-		requests:    requests{engine: engine, pane: chatPaneID},
-		styles:      styles,
-		keys:        newChatKeys(),
-		fade:        fade,
-		conv:        history.DefaultConversation,
-		input:       in,
-		search:      search,
-		convView:    viewport.New(0, 0),
-		sideView:    viewport.New(0, 0),
-		hitsView:    viewport.New(0, 0),
-		spinner:     spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
-		routes:      map[string]map[int]*chatRoute{},
-		titles:      map[string]string{},
-		convThreads: map[string]string{},
+		requests: requests{conn: engine, pane: chatPaneID},
+		model:    model,
+		styles:   styles,
+		keys:     newChatKeys(),
+		conv:     history.DefaultConversation,
+		input:    in,
+		buf:      chatBuffer{view: scrollView{Follow: true, Above: fixedNote(""), Below: fixedNote(" ↓ newer below (pgdn, or G when not typing)")}},
+		out:      chatOutgoing{spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt))},
+		evict:    chatHighlight{fade: fade},
+		find:     chatSearch{input: search, view: scrollView{Above: fixedNote(""), Below: fixedNote("")}},
+		side:     chatSide{view: scrollView{Above: fixedNote(" ↑ more above (shift+↑)"), Below: fixedNote(" ↓ more below (shift+↓)")}},
 		// Every message goes through the episodic layer too, by default as
 		// on the web: the first starts a thread, the next ones continue it
 		// (ctrl+t picks another channel or thread, or none).
-		channel: "web",
+		route: chatRouting{channel: "web", threads: map[string]string{}, routes: map[string]map[int]*chatRoute{}, titles: map[string]string{}},
 	}
 }
 
@@ -227,8 +258,8 @@ func (p *chatPane) Init() tea.Cmd { return p.load() }
 // an event when it evicts nothing) and restarts what was running.
 func (p *chatPane) Focus() tea.Cmd {
 	cmds := []tea.Cmd{p.reload()}
-	if p.sending != "" {
-		cmds = append(cmds, p.spinner.Tick) // ticks that came while away went to another tab
+	if p.out.text != "" {
+		cmds = append(cmds, p.out.spinner.Tick) // ticks that came while away went to another tab
 	}
 	if p.mode == chatTyping {
 		cmds = append(cmds, p.input.Focus())
@@ -243,12 +274,12 @@ func (p *chatPane) Blur() {
 		p.mode = chatBrowse
 	case chatSearching:
 		p.mode = chatBrowse
-		if p.searched {
+		if p.find.searched {
 			p.mode = chatResults
 		}
 	}
 	p.input.Blur()
-	p.search.Blur()
+	p.find.input.Blur()
 }
 
 // Capturing: the message line, the search line and the switcher take every
@@ -262,7 +293,7 @@ func (p *chatPane) Keys() []key.Binding {
 	ctx := withHelp(k.Context, "ctrl+p", p.contextHelp())
 	switch {
 	case p.picker != nil:
-		keys := []key.Binding{withHelp(k.Pick, "enter", "use it"), withHelp(k.Cancel, "esc", "keep "+channelName(p.channel)),
+		keys := []key.Binding{withHelp(k.Pick, "enter", "use it"), withHelp(k.Cancel, "esc", "keep "+channelName(p.route.channel)),
 			withHelp(k.Channel, "ctrl+t/←/→", "channel")}
 		if episodic.IsExplicit(p.picker.channel) {
 			keys = append(keys, withHelp(k.Move, "↑/↓", "thread"))
@@ -289,7 +320,7 @@ func (p *chatPane) contextHelp() string {
 	if p.narrow() {
 		return "side panel"
 	}
-	if p.page == pageContext {
+	if p.side.page == pageContext {
 		return "show the summary"
 	}
 	return "show the context"
@@ -315,7 +346,7 @@ func (p *chatPane) bodyHeight() int { return max(p.height-3, 1) }
 func (p *chatPane) SetSize(w, h int) {
 	p.width, p.height = w, h
 	p.input.Width = max(w-len("› ")-4, 1)
-	p.search.Width = max(w-len(p.search.Prompt)-4, 1)
+	p.find.input.Width = max(w-len(p.find.input.Prompt)-4, 1)
 	if p.switcher != nil {
 		p.switcher.input.Width = max(p.mainWidth()-len(p.switcher.input.Prompt)-4, 1)
 	}
@@ -328,86 +359,78 @@ func (p *chatPane) SetSize(w, h int) {
 // --- loading ---
 
 func (p *chatPane) loadBuffer() tea.Cmd {
-	return p.run(&p.read, "history.read", map[string]any{"conversation": p.conv})
+	return request[history.Utterances](&p.requests, &p.buf.read, "history.read", history.ReadArgs{Conversation: p.conv})
 }
 
 func (p *chatPane) loadStats() tea.Cmd {
-	return p.run(&p.stat, "history.stats", map[string]any{"conversation": p.conv})
+	return request[history.Stats](&p.requests, &p.buf.stat, "history.stats", history.StatsArgs{Conversation: p.conv})
 }
 
 func (p *chatPane) load() tea.Cmd { return tea.Batch(p.loadBuffer(), p.loadStats()) }
 
 // reload refreshes the buffer and the stats, once per burst of events.
 func (p *chatPane) reload() tea.Cmd {
-	return tea.Batch(p.refresh(&p.read, p.loadBuffer), p.refresh(&p.stat, p.loadStats))
+	return tea.Batch(p.refresh(&p.buf.read, p.loadBuffer), p.refresh(&p.buf.stat, p.loadStats))
 }
 
-// eventConversation is the conversation a history event is about.
-func eventConversation(data any) (string, bool) {
-	switch d := data.(type) {
-	case *history.Utterance:
-		if d == nil {
-			return "", false
-		}
+// historyEvent is the conversation a history event is about; ok is false
+// for any other event.
+func historyEvent(ev events.Event) (conv string, ok bool) {
+	if u, ok := history.EventWritten.Of(ev); ok {
+		return u.Conversation, true
+	}
+	if e, ok := history.EventEvicted.Of(ev); ok {
+		return e.Conversation, true
+	}
+	if s, ok := history.EventSummary.Of(ev); ok {
+		return s.Conversation, true
+	}
+	if d, ok := history.EventDeleted.Of(ev); ok {
 		return d.Conversation, true
-	case history.Utterance:
-		return d.Conversation, true
-	case map[string]any:
-		c, ok := d["conversation"].(string)
-		return c, ok
+	}
+	if m, ok := history.EventMoved.Of(ev); ok {
+		return m.Conversation, true
 	}
 	return "", false
 }
 
 func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
+	if a, ok := msg.(addressed); ok && a.addressee() != chatPaneID {
+		return nil // another pane's answer
+	}
 	switch msg := msg.(type) {
-	case actionResultMsg:
-		if msg.pane != chatPaneID {
-			return nil
+	case resultMsg[history.Utterances]:
+		return p.bufferResult(msg)
+	case resultMsg[history.Stats]:
+		return p.statsResult(msg)
+	case resultMsg[core.ChatSendResult]:
+		return p.sendResult(msg)
+	case resultMsg[history.SearchResult]:
+		return p.searchResult(msg)
+	case resultMsg[history.ListResult]:
+		if p.switcher != nil {
+			return p.switcher.setList(p, msg)
 		}
-		return p.result(msg)
+		return nil
+	case resultMsg[episodic.ListResult]:
+		if p.picker != nil && msg.req == p.picker.load.req {
+			return p.picker.setList(p, msg)
+		}
+		return p.titlesResult(msg)
 	case events.Event:
-		switch msg.Name {
-		case episodic.EventThreadCreated, episodic.EventTurnAdded:
-			// A new thread: its title, for the notes; the picker lists it
-			// (and a thread's new turn changes its count there).
-			if t, ok := msg.Data.(*episodic.Thread); ok && t != nil {
-				p.titles[t.ID] = oneLine(t.Title)
-				p.renderConv()
-			}
-			return p.refreshPicker()
-		case history.EventWritten, history.EventEvicted, history.EventSummary:
-		case kit.EventTraceRecorded:
-			// A deletion or a move to another backend says so only in the
-			// trace.
-			if e, ok := msg.Data.(trace.Entry); ok && (e.Kind == "history.deleted" || e.Kind == "history.backend") {
-				return p.reload()
-			}
-			return nil
-		default:
-			return nil
-		}
-		c, ok := eventConversation(msg.Data)
-		var cmds []tea.Cmd
-		if !ok || c == p.conv {
-			cmds = append(cmds, p.reload())
-		}
-		if p.switcher != nil && msg.Name == history.EventWritten && !p.switcher.busy {
-			cmds = append(cmds, p.loadSwitcher()) // a new conversation may have appeared
-		}
-		return tea.Batch(cmds...)
+		return p.event(msg)
 	case chatFadeMsg:
-		if msg.id == p.fadeID && p.highlight {
-			p.highlight = false
+		if msg.id == p.evict.id && p.evict.on {
+			p.evict.on = false
 			p.render()
 		}
 		return nil
 	case spinner.TickMsg:
-		if p.sending == "" {
+		if p.out.text == "" {
 			return nil // nothing in flight: let the spinner stop
 		}
 		var cmd tea.Cmd
-		p.spinner, cmd = p.spinner.Update(msg)
+		p.out.spinner, cmd = p.out.spinner.Update(msg)
 		p.renderConv()
 		return cmd
 	case tea.KeyMsg:
@@ -422,103 +445,103 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 	case p.mode == chatTyping:
 		p.input, cmd = p.input.Update(msg)
 	case p.mode == chatSearching:
-		p.search, cmd = p.search.Update(msg)
+		p.find.input, cmd = p.find.input.Update(msg)
 	}
 	return cmd
 }
 
-// result applies the answer to one of the pane's requests.
-func (p *chatPane) result(msg actionResultMsg) tea.Cmd {
-	switch {
-	case msg.req == p.read.req:
-		p.read.busy = false
-		var res struct {
-			Utterances []*history.Utterance `json:"utterances"`
-		}
-		switch {
-		case msg.err != nil:
-			p.loadErr = errs.As(msg.err).Message
-		case json.Unmarshal(msg.result, &res) != nil:
-			p.loadErr = "unexpected history.read result"
-		default:
-			p.loadErr = ""
-			p.utts = res.Utterances
-		}
-		p.loaded = true
-		p.render()
-		if p.read.dirty {
-			return p.loadBuffer()
-		}
-		return nil
-	case msg.req == p.stat.req:
-		p.stat.busy = false
-		var cmd tea.Cmd
-		var st history.Stats
-		switch {
-		case msg.err != nil:
-			p.loadErr = errs.As(msg.err).Message
-		case json.Unmarshal(msg.result, &st) != nil:
-			p.loadErr = "unexpected history.stats result"
-		default:
-			cmd = p.setStats(st)
-		}
-		p.render()
-		if p.stat.dirty {
-			return tea.Batch(cmd, p.loadStats())
-		}
-		return cmd
-	case msg.req == p.sendReq:
-		return p.sendResult(msg)
-	case msg.req == p.searchReq:
-		p.searchReq = 0
-		var res struct {
-			Results []history.Hit `json:"results"`
-		}
-		switch {
-		case msg.err != nil:
-			p.searchErr = errs.As(msg.err).Message
-			p.hits = nil
-		case json.Unmarshal(msg.result, &res) != nil:
-			p.searchErr = "unexpected history.search result"
-		default:
-			p.searchErr, p.hits = "", res.Results
-		}
-		p.searched = true
-		p.renderHits()
-		p.hitsView.GotoTop()
-		return nil
-	case p.switcher != nil && msg.req == p.switcher.req:
-		p.switcher.setList(msg)
-		p.render()
-		return nil
-	case p.picker != nil && msg.req == p.picker.load.req:
-		return p.picker.setList(p, msg)
-	case msg.req == p.titlesReq:
-		return p.titlesResult(msg)
+// event follows the engine: the history's events about the conversation
+// shown reload it (a write or a move also refreshes the switcher's list),
+// and the threads' events refresh the picker and the routing notes.
+func (p *chatPane) event(ev events.Event) tea.Cmd {
+	if t, ok := episodic.EventThreadCreated.Of(ev); ok {
+		// A new thread: its title, for the notes.
+		p.route.titles[t.ID] = oneLine(t.Title)
+		p.renderConv()
+		return p.refreshPicker()
 	}
-	return nil // stale
+	if _, ok := episodic.EventTurnAdded.Of(ev); ok {
+		return p.refreshPicker() // the thread's count of turns changed
+	}
+	c, ok := historyEvent(ev)
+	if !ok {
+		return nil
+	}
+	var cmds []tea.Cmd
+	if c == p.conv {
+		cmds = append(cmds, p.reload())
+	}
+	_, written := history.EventWritten.Of(ev)
+	_, moved := history.EventMoved.Of(ev)
+	if (written || moved) && p.switcher != nil {
+		// A new conversation may have appeared, or one changed backend.
+		cmds = append(cmds, p.refresh(&p.switcher.load, p.loadSwitcher))
+	}
+	return tea.Batch(cmds...)
+}
+
+// bufferResult takes history.read's answer, and reads again if the
+// conversation changed meanwhile.
+func (p *chatPane) bufferResult(msg resultMsg[history.Utterances]) tea.Cmd {
+	latest, again := p.buf.read.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	if msg.err != nil {
+		p.buf.loadErr = errs.As(msg.err).Message
+	} else {
+		p.buf.loadErr, p.buf.utts = "", msg.value.Utterances
+	}
+	p.buf.loaded = true
+	p.render()
+	if again {
+		return p.loadBuffer()
+	}
+	return nil
+}
+
+// statsResult takes history.stats's answer.
+func (p *chatPane) statsResult(msg resultMsg[history.Stats]) tea.Cmd {
+	latest, again := p.buf.stat.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	var cmd tea.Cmd
+	if msg.err != nil {
+		p.buf.loadErr = errs.As(msg.err).Message
+	} else {
+		cmd = p.setStats(msg.value)
+	}
+	p.render()
+	if again {
+		return tea.Batch(cmd, p.loadStats())
+	}
+	return cmd
 }
 
 // setStats takes a conversation's figures; a new eviction (not the one
 // there was when the conversation was first shown) is highlighted for a
 // while.
 func (p *chatPane) setStats(st history.Stats) tea.Cmd {
-	prev := p.stats.LastEviction
-	first := !p.statsLoaded
-	p.stats, p.statsLoaded, p.loadErr = st, true, ""
+	prev := p.buf.stats.LastEviction
+	first := !p.buf.statsLoaded
+	p.buf.stats, p.buf.statsLoaded, p.buf.loadErr = st, true, ""
 	cur := st.LastEviction
 	if first || cur == nil || (prev != nil && prev.At.Equal(cur.At) && slices.Equal(prev.Indexes, cur.Indexes)) {
 		return nil
 	}
-	p.fadeID++
-	p.highlight = true
-	id := p.fadeID
-	return tea.Tick(p.fade, func(time.Time) tea.Msg { return chatFadeMsg{id: id} })
+	p.evict.id++
+	p.evict.on = true
+	id := p.evict.id
+	return tea.Tick(p.evict.fade, func(time.Time) tea.Msg { return chatFadeMsg{id: id} })
 }
 
-func (p *chatPane) sendResult(msg actionResultMsg) tea.Cmd {
-	text, conv, channel := p.sending, p.sendConv, p.sendChannel
-	p.sendReq, p.sending = 0, ""
+func (p *chatPane) sendResult(msg resultMsg[core.ChatSendResult]) tea.Cmd {
+	if latest, _ := p.out.load.answer(msg.req); !latest {
+		return nil
+	}
+	text, conv, channel := p.out.text, p.out.conv, p.out.channel
+	p.out.text = ""
 	if msg.err != nil {
 		// Nothing was recorded: give the text back to try again.
 		if p.input.Value() == "" && conv == p.conv {
@@ -528,29 +551,34 @@ func (p *chatPane) sendResult(msg actionResultMsg) tea.Cmd {
 		p.render()
 		return nil // the root shows the error in the status line
 	}
-	var res core.ChatResult
-	if err := json.Unmarshal(msg.result, &res); err != nil {
-		p.render()
-		return showStatus("unexpected chat.send result", true)
-	}
-	p.last, p.lastConv = &res, conv
+	res := msg.value
+	p.out.last, p.out.lastConv = &res, conv
 	var cmds []tea.Cmd
-	if len(res.Thread) > 0 {
-		cmds = append(cmds, p.routed(conv, channel, res.Thread))
+	if res.Thread != nil {
+		cmds = append(cmds, p.routed(conv, channel, *res.Thread))
 	}
 	if res.LLMError != "" {
 		cmds = append(cmds, showStatus("The model did not answer ("+res.LLMError+"); your message is recorded.", true))
 	}
 	if !res.Answered && conv == p.conv {
 		// No answer: what the model was (or would have been) sent shows.
-		p.page = pageContext
+		p.side.page = pageContext
 	}
 	p.render()
-	p.sideView.GotoTop()
+	p.side.view.home()
 	return tea.Batch(append(cmds, p.reload())...)
 }
 
 // --- keys ---
+
+// chatTypingNav scrolls the conversation while the message line has the
+// keyboard: the arrows and the pages (home and end move in the line).
+var chatTypingNav = func() navKeys {
+	k := navArrows
+	k.Home = key.NewBinding(key.WithDisabled())
+	k.End = key.NewBinding(key.WithDisabled())
+	return k
+}()
 
 func (p *chatPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
@@ -562,20 +590,18 @@ func (p *chatPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	// Keys that work whatever has the keyboard.
 	switch {
-	case key.Matches(msg, k.Switch), msg.String() == "c" && (p.mode == chatBrowse || p.mode == chatResults):
+	case key.Matches(msg, k.Switch), key.Matches(msg, k.SwitchC) && (p.mode == chatBrowse || p.mode == chatResults):
 		return p.openSwitcher()
 	case key.Matches(msg, k.Channel):
 		return p.openPicker()
 	case key.Matches(msg, k.Context):
 		p.toggleSide()
 		return nil
-	case key.Matches(msg, k.Side):
-		view := &p.sideView
-		if msg.String() == "shift+up" {
-			view.ScrollUp(3)
-		} else {
-			view.ScrollDown(3)
-		}
+	case key.Matches(msg, nav.SideUp):
+		p.side.view.scrollBy(-3)
+		return nil
+	case key.Matches(msg, nav.SideDown):
+		p.side.view.scrollBy(3)
 		return nil
 	}
 	switch p.mode {
@@ -597,19 +623,19 @@ func (p *chatPane) toggleSide() {
 		// The conversation, the page shown last, the other page, and back.
 		switch {
 		case p.main == mainConversation:
-			p.main, p.sideTurned = mainSide, false
-		case !p.sideTurned:
-			p.page, p.sideTurned = 1-p.page, true
+			p.main, p.side.turned = mainSide, false
+		case !p.side.turned:
+			p.side.page, p.side.turned = 1-p.side.page, true
 		default:
 			p.main = mainConversation
 		}
-	} else if p.page == pageSummary {
-		p.page = pageContext
+	} else if p.side.page == pageSummary {
+		p.side.page = pageContext
 	} else {
-		p.page = pageSummary
+		p.side.page = pageSummary
 	}
 	p.render()
-	p.sideView.GotoTop()
+	p.side.view.home()
 }
 
 func (p *chatPane) typingKey(msg tea.KeyMsg) tea.Cmd {
@@ -624,8 +650,7 @@ func (p *chatPane) typingKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, k.Search) && p.input.Value() == "":
 		return p.startSearch()
-	case msg.String() == "up", msg.String() == "down", key.Matches(msg, k.Page):
-		p.scrollMain(msg.String())
+	case p.mainView().handleKeyWith(msg, chatTypingNav):
 		return nil
 	}
 	var cmd tea.Cmd
@@ -643,38 +668,25 @@ func (p *chatPane) browseKey(msg tea.KeyMsg) tea.Cmd {
 		return p.input.Focus()
 	case key.Matches(msg, k.Search):
 		return p.startSearch()
-	case msg.String() == "esc" && p.main == mainSide:
+	case key.Matches(msg, nav.Esc) && p.main == mainSide:
 		p.main = mainConversation
 		p.render()
 		return nil
 	}
-	p.scrollMain(msg.String())
+	p.mainView().handleKey(msg)
 	return nil
 }
 
-// scrollMain scrolls whatever the main area shows.
-func (p *chatPane) scrollMain(k string) {
-	view := &p.convView
+// mainView is the section the main area scrolls: the search results, the
+// side panel's page (narrow), or the conversation.
+func (p *chatPane) mainView() *scrollView {
 	switch {
 	case p.mode == chatResults:
-		view = &p.hitsView
+		return &p.find.view
 	case p.main == mainSide:
-		view = &p.sideView
+		return &p.side.view
 	}
-	switch k {
-	case "up", "k":
-		view.ScrollUp(1)
-	case "down", "j":
-		view.ScrollDown(1)
-	case "pgup":
-		view.PageUp()
-	case "pgdown":
-		view.PageDown()
-	case "home", "g":
-		view.GotoTop()
-	case "end", "G":
-		view.GotoBottom()
-	}
+	return &p.buf.view
 }
 
 // send starts chat.send with the message line.
@@ -683,57 +695,55 @@ func (p *chatPane) send() tea.Cmd {
 	if text == "" {
 		return nil
 	}
-	if p.sending != "" {
+	if p.out.text != "" {
 		return showStatus("Still waiting for the last message: enter sends once it is in.", false)
 	}
-	args := map[string]any{"text": text, "conversation": p.conv}
-	if p.channel != "" {
-		args["channel"] = p.channel
-		if episodic.IsExplicit(p.channel) && p.threadID != "" {
-			args["thread_id"] = p.threadID
-		}
+	args := core.ChatSendArgs{Text: text, Conversation: p.conv, Channel: p.route.channel}
+	if episodic.IsExplicit(p.route.channel) {
+		args.ThreadID = p.route.threadID
 	}
-	cmd := p.run(nil, "chat.send", args)
-	p.sendReq, p.sending, p.sendConv, p.sendFrom, p.sendChannel = p.seq, text, p.conv, p.stats.NextIndex, p.channel
+	cmd := request[core.ChatSendResult](&p.requests, &p.out.load, "chat.send", args)
+	p.out.text, p.out.conv, p.out.from, p.out.channel = text, p.conv, p.buf.stats.NextIndex, p.route.channel
 	p.input.SetValue("")
 	p.render()
-	p.convView.GotoBottom()
-	return tea.Batch(cmd, p.spinner.Tick)
+	p.buf.view.end()
+	return tea.Batch(cmd, p.out.spinner.Tick)
 }
 
 // --- search ---
 
 func (p *chatPane) startSearch() tea.Cmd {
 	if p.mode != chatResults {
-		p.before = p.mode
+		p.find.before = p.mode
 	}
 	p.mode = chatSearching
 	p.main = mainConversation
 	p.input.Blur()
-	p.search.SetValue(p.query)
-	p.search.CursorEnd()
+	p.find.input.SetValue(p.find.query)
+	p.find.input.CursorEnd()
 	p.render()
-	return p.search.Focus()
+	return p.find.input.Focus()
 }
 
 func (p *chatPane) searchKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
+	f := &p.find
 	switch {
 	case key.Matches(msg, k.Run):
-		q := strings.Join(strings.Fields(p.search.Value()), " ")
+		q := strings.Join(strings.Fields(f.input.Value()), " ")
 		if q == "" {
 			return nil
 		}
-		p.search.Blur()
+		f.input.Blur()
 		p.mode = chatResults
-		p.query, p.hits, p.searched, p.searchErr = q, nil, false, ""
-		cmd := p.run(nil, "history.search", map[string]any{"conversation": p.conv, "query": q, "limit": chatSearchLimit})
-		p.searchReq = p.seq
+		f.query, f.hits, f.searched, f.err = q, nil, false, ""
+		cmd := request[history.SearchResult](&p.requests, &f.load, "history.search",
+			history.SearchRequest{Conversation: p.conv, Query: q, Limit: chatSearchLimit})
 		p.render()
 		return cmd
 	case key.Matches(msg, k.Cancel):
-		p.search.Blur()
-		if p.query != "" {
+		f.input.Blur()
+		if f.query != "" {
 			p.mode = chatResults
 			p.render()
 			return nil
@@ -741,28 +751,51 @@ func (p *chatPane) searchKey(msg tea.KeyMsg) tea.Cmd {
 		return p.back()
 	}
 	var cmd tea.Cmd
-	p.search, cmd = p.search.Update(msg)
+	f.input, cmd = f.input.Update(msg)
 	return cmd
+}
+
+// searchResult takes history.search's answer (unless the search was left
+// or asked again meanwhile).
+func (p *chatPane) searchResult(msg resultMsg[history.SearchResult]) tea.Cmd {
+	f := &p.find
+	if latest, _ := f.load.answer(msg.req); !latest {
+		return nil
+	}
+	if msg.err != nil {
+		f.err, f.hits = errs.As(msg.err).Message, nil
+	} else {
+		f.err, f.hits = "", msg.value.Results
+	}
+	f.searched = true
+	p.renderHits()
+	f.view.home()
+	return nil
 }
 
 func (p *chatPane) resultsKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
 	switch {
-	case key.Matches(msg, k.Back), msg.String() == "backspace":
+	case key.Matches(msg, k.Back):
 		return p.back()
 	case key.Matches(msg, k.Search):
 		return p.startSearch()
 	}
-	p.scrollMain(msg.String())
+	p.mainView().handleKey(msg)
 	return nil
+}
+
+// clear forgets the search; an answer in flight is then stale.
+func (f *chatSearch) clear() {
+	f.query, f.hits, f.searched, f.err, f.load = "", nil, false, "", loader{}
+	f.input.SetValue("")
 }
 
 // back leaves the search for the conversation, and the keyboard to what
 // had it before.
 func (p *chatPane) back() tea.Cmd {
-	p.query, p.hits, p.searched, p.searchErr, p.searchReq = "", nil, false, "", 0
-	p.search.SetValue("")
-	p.mode = p.before
+	p.find.clear()
+	p.mode = p.find.before
 	p.render()
 	if p.mode == chatTyping {
 		return p.input.Focus()
@@ -783,38 +816,42 @@ func (p *chatPane) switchTo(c string) tea.Cmd {
 	}
 	// The thread messages go to is the conversation's own: the one its
 	// messages went to last, or a new one.
-	p.convThreads[p.conv] = p.threadID
-	p.threadID, p.announce = p.convThreads[c], ""
+	r := &p.route
+	r.threads[p.conv] = r.threadID
+	r.threadID, r.announce = r.threads[c], ""
 	p.conv = c
-	p.utts, p.stats, p.loaded, p.statsLoaded, p.loadErr = nil, history.Stats{}, false, false, ""
-	p.highlight = false
-	p.query, p.hits, p.searched, p.searchErr, p.searchReq = "", nil, false, "", 0
-	p.mode, p.main, p.page = chatTyping, mainConversation, pageSummary
+	// What loads for the conversation left is stale: a fresh buffer (whose
+	// loaders number nothing yet) waits for the new one's.
+	p.buf = chatBuffer{view: p.buf.view}
+	p.buf.view.setLines(nil)
+	p.evict.on = false
+	p.find.clear()
+	p.mode, p.main, p.side.page = chatTyping, mainConversation, pageSummary
 	p.render()
 	return tea.Batch(p.load(), p.input.Focus(), showStatus("Conversation "+c+".", false))
 }
 
 // routed notes where thread.message sent a message (shown under it), and
 // keeps an explicit channel's new thread for the messages after it.
-func (p *chatPane) routed(conv, channel string, raw json.RawMessage) tea.Cmd {
-	var res episodic.MessageResult
-	if json.Unmarshal(raw, &res) != nil || res.ThreadID == "" {
+func (p *chatPane) routed(conv, channel string, res episodic.MessageResult) tea.Cmd {
+	if res.ThreadID == "" {
 		return nil
 	}
-	if p.routes[conv] == nil {
-		p.routes[conv] = map[int]*chatRoute{}
+	r := &p.route
+	if r.routes[conv] == nil {
+		r.routes[conv] = map[int]*chatRoute{}
 	}
 	// The history records the message at the index the conversation was
 	// at when it was sent.
-	p.routes[conv][p.sendFrom] = &chatRoute{channel: channel, res: res}
+	r.routes[conv][p.out.from] = &chatRoute{channel: channel, res: res}
 	// On an explicit channel, the thread the first message started is the
 	// one the conversation's next messages continue.
-	if episodic.IsExplicit(channel) && p.channel == channel {
+	if episodic.IsExplicit(channel) && r.channel == channel {
 		switch {
-		case conv == p.conv && p.threadID == "":
-			p.threadID, p.announce = res.ThreadID, res.ThreadID
-		case conv != p.conv && p.convThreads[conv] == "":
-			p.convThreads[conv] = res.ThreadID
+		case conv == p.conv && r.threadID == "":
+			r.threadID, r.announce = res.ThreadID, res.ThreadID
+		case conv != p.conv && r.threads[conv] == "":
+			r.threads[conv] = res.ThreadID
 		}
 	}
 	return p.loadTitles()

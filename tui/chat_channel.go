@@ -1,13 +1,13 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 )
@@ -27,8 +27,8 @@ type channelPicker struct {
 	// or messaged meanwhile, so that the list is asked again.
 	load loader
 	err  string
-	// cursor: 0 is a new thread, i is threads[i-1].
-	cursor int
+	// list is the cursor: row 0 is a new thread, row i is threads[i-1].
+	list listCursor
 }
 
 // chatRoute is where thread.message sent one of the pane's messages.
@@ -45,18 +45,19 @@ func channelName(c string) string {
 }
 
 func (p *chatPane) openPicker() tea.Cmd {
-	if _, err := p.engine.Env().Actions.Lookup("thread.message"); err != nil {
+	if err := p.conn.CheckAction("thread.message"); err != nil {
 		return showStatus("This engram has no episodic layer: messages go to the conversation only.", true)
 	}
-	p.picker = &channelPicker{channel: p.channel}
+	p.picker = &channelPicker{channel: p.route.channel}
+	p.picker.list.setLen(1) // a new thread, until the threads come
 	p.input.Blur()
-	p.search.Blur()
+	p.find.input.Blur()
 	p.render()
 	return p.loadPicker()
 }
 
 func (p *chatPane) loadPicker() tea.Cmd {
-	return p.run(&p.picker.load, "thread.list", struct{}{})
+	return request[episodic.ListResult](&p.requests, &p.picker.load, "thread.list", conn.None{})
 }
 
 // refreshPicker lists the threads again once the list in flight (if any)
@@ -71,31 +72,30 @@ func (p *chatPane) refreshPicker() tea.Cmd {
 // setList takes thread.list's answer (the cursor starts on the thread
 // messages go to now, then stays on its thread), and asks again if the
 // threads changed meanwhile.
-func (c *channelPicker) setList(p *chatPane, msg actionResultMsg) tea.Cmd {
-	c.load.busy = false
-	var res struct {
-		Threads []*episodic.Thread `json:"threads"`
+func (c *channelPicker) setList(p *chatPane, msg resultMsg[episodic.ListResult]) tea.Cmd {
+	latest, again := c.load.answer(msg.req)
+	if !latest {
+		return nil
 	}
-	switch {
-	case msg.err != nil:
+	if msg.err != nil {
 		c.err = errs.As(msg.err).Message
-	case json.Unmarshal(msg.result, &res) != nil:
-		c.err = "unexpected thread.list result"
-	default:
+	} else {
 		first := !c.loaded
 		at := c.threadID()
 		c.err, c.loaded = "", true
-		c.threads = slices.DeleteFunc(res.Threads, func(t *episodic.Thread) bool { return t == nil })
+		c.threads = slices.DeleteFunc(msg.value.Threads, func(t *episodic.Thread) bool { return t == nil })
 		p.learnTitles(c.threads)
-		if first && c.channel == p.channel {
-			at = p.threadID
+		if first && c.channel == p.route.channel {
+			at = p.route.threadID
 		}
-		c.cursor = 0
-		if i := slices.IndexFunc(c.threads, func(t *episodic.Thread) bool { return t.ID == at }); i >= 0 && at != "" {
-			c.cursor = i + 1
+		c.list.setLen(len(c.threads) + 1)
+		c.list.set(0)
+		if at != "" {
+			c.list.keep(func(i int) bool { return i > 0 && c.threads[i-1].ID == at })
 		}
 	}
-	if c.load.dirty {
+	p.render()
+	if again {
 		return p.loadPicker()
 	}
 	return nil
@@ -103,8 +103,8 @@ func (c *channelPicker) setList(p *chatPane, msg actionResultMsg) tea.Cmd {
 
 // threadID is the thread under the cursor ("" for a new one).
 func (c *channelPicker) threadID() string {
-	if c.cursor > 0 && c.cursor <= len(c.threads) {
-		return c.threads[c.cursor-1].ID
+	if i := c.list.Index(); i > 0 && i <= len(c.threads) {
+		return c.threads[i-1].ID
 	}
 	return ""
 }
@@ -127,24 +127,24 @@ func (p *chatPane) pickerKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Cancel):
 		return p.closePicker()
 	case key.Matches(msg, k.Pick):
-		p.channel = c.channel
-		p.threadID = ""
+		r := &p.route
+		r.channel, r.threadID, r.announce = c.channel, "", ""
 		if episodic.IsExplicit(c.channel) {
-			p.threadID = c.threadID()
+			r.threadID = c.threadID()
 		}
-		p.announce = ""
 		return tea.Batch(p.closePicker(), showStatus(p.channelNote(), false))
-	case key.Matches(msg, k.Channel), msg.String() == "right", msg.String() == "left", msg.String() == "tab", msg.String() == "shift+tab":
-		c.cycle(msg.String() == "left" || msg.String() == "shift+tab")
-		return nil
-	case msg.String() == "up", msg.String() == "down":
+	case key.Matches(msg, navArrows.Left), key.Matches(msg, nav.Prev):
+		c.cycle(true)
+	case key.Matches(msg, k.Channel), key.Matches(msg, navArrows.Right), key.Matches(msg, nav.Next):
+		c.cycle(false)
+	case key.Matches(msg, navArrows.Up), key.Matches(msg, navArrows.Down):
 		if !episodic.IsExplicit(c.channel) {
 			return nil
 		}
-		if msg.String() == "up" {
-			c.cursor = max(c.cursor-1, 0)
+		if key.Matches(msg, navArrows.Up) {
+			c.list.up()
 		} else {
-			c.cursor = min(c.cursor+1, len(c.threads))
+			c.list.down()
 		}
 	}
 	return nil
@@ -164,7 +164,7 @@ func (p *chatPane) refocus() tea.Cmd {
 	case chatTyping:
 		return p.input.Focus()
 	case chatSearching:
-		return p.search.Focus()
+		return p.find.input.Focus()
 	}
 	return nil
 }
@@ -172,28 +172,28 @@ func (p *chatPane) refocus() tea.Cmd {
 // channelNote says where messages go now.
 func (p *chatPane) channelNote() string {
 	switch {
-	case p.channel == "":
+	case p.route.channel == "":
 		return "No channel: messages go to the conversation only, no thread."
-	case !episodic.IsExplicit(p.channel):
+	case !episodic.IsExplicit(p.route.channel):
 		// "On whatsapp: the latest sms/whatsapp/voice thread, new after 30
 		// min of silence.": a status line's 80 columns.
 		return fmt.Sprintf("On %s: the latest %s thread, new after %d min of silence.",
-			p.channel, strings.Join(episodic.ImplicitChannels, "/"), episodic.DefaultInactivityTimeout)
-	case p.threadID == "":
-		return fmt.Sprintf("Messages go on %s: the next one starts a new thread.", p.channel)
+			p.route.channel, strings.Join(episodic.ImplicitChannels, "/"), episodic.DefaultInactivityTimeout)
+	case p.route.threadID == "":
+		return fmt.Sprintf("Messages go on %s: the next one starts a new thread.", p.route.channel)
 	}
-	return withTitle("Messages go on "+p.channel+", in thread “%s”.", p.threadTitle(p.threadID))
+	return withTitle("Messages go on "+p.route.channel+", in thread “%s”.", p.threadTitle(p.route.threadID))
 }
 
 // learnTitles keeps the threads' titles for the routing notes.
 func (p *chatPane) learnTitles(threads []*episodic.Thread) {
 	for _, t := range threads {
-		p.titles[t.ID] = oneLine(t.Title)
+		p.route.titles[t.ID] = oneLine(t.Title)
 	}
 }
 
 func (p *chatPane) threadTitle(id string) string {
-	if t, ok := p.titles[id]; ok {
+	if t, ok := p.route.titles[id]; ok {
 		return t
 	}
 	return shortID(id)
@@ -202,32 +202,29 @@ func (p *chatPane) threadTitle(id string) string {
 // loadTitles asks for the threads' titles (after a message went to a
 // thread this pane may not know).
 func (p *chatPane) loadTitles() tea.Cmd {
-	cmd := p.run(nil, "thread.list", struct{}{})
-	p.titlesReq = p.seq
-	return cmd
+	return request[episodic.ListResult](&p.requests, &p.route.load, "thread.list", conn.None{})
 }
 
 // titlesResult learns the titles; a message that started the thread the
 // next ones continue says so in the status line (replacing "the next one
 // starts a new thread").
-func (p *chatPane) titlesResult(msg actionResultMsg) tea.Cmd {
-	p.titlesReq = 0
-	var res struct {
-		Threads []*episodic.Thread `json:"threads"`
-	}
-	if msg.err == nil && json.Unmarshal(msg.result, &res) == nil {
-		p.learnTitles(slices.DeleteFunc(res.Threads, func(t *episodic.Thread) bool { return t == nil }))
-	}
-	p.render()
-	if p.announce == "" {
+func (p *chatPane) titlesResult(msg resultMsg[episodic.ListResult]) tea.Cmd {
+	if latest, _ := p.route.load.answer(msg.req); !latest {
 		return nil
 	}
-	id := p.announce
-	p.announce = ""
-	if id != p.threadID {
+	if msg.err == nil {
+		p.learnTitles(slices.DeleteFunc(msg.value.Threads, func(t *episodic.Thread) bool { return t == nil }))
+	}
+	p.render()
+	if p.route.announce == "" {
+		return nil
+	}
+	id := p.route.announce
+	p.route.announce = ""
+	if id != p.route.threadID {
 		return nil // moved elsewhere meanwhile
 	}
-	return showStatus(withTitle("New thread “%s”: messages on "+p.channel+" continue it.", p.threadTitle(id)), false)
+	return showStatus(withTitle("New thread “%s”: messages on "+p.route.channel+" continue it.", p.threadTitle(id)), false)
 }
 
 // routeNote says where a message went: "→ sms · thread “Weather in New
@@ -286,28 +283,28 @@ func (p *chatPane) pickerLines(w, h int) []string {
 	case !c.loaded:
 		lines = append(lines, st.Muted.Render(" Loading…"))
 	}
-	rows := max(h-len(lines), 1)
-	total := len(c.threads) + 1
-	start := max(min(c.cursor-rows+1, total-rows), 0)
+	c.list.setLen(len(c.threads) + 1)
+	c.list.setHeight(h - len(lines))
+	start, end := c.list.visible()
 	titleW := 12
 	for _, t := range c.threads {
 		titleW = max(titleW, min(lineWidth(oneLine(t.Title))+2, (w-4)*3/5))
 	}
-	for i := start; i < min(start+rows, total); i++ {
+	for i := start; i < end; i++ {
 		var text string
 		if i == 0 {
 			text = "+ a new thread (the next message starts it)"
 		} else {
 			t := c.threads[i-1]
 			facts := oneLine(strings.Join(t.Channels, ",")) + " · " + plural(t.TurnCount, "turn", "turns") + " · " + t.Status
-			if t.ID == p.threadID && p.channel == c.channel {
+			if t.ID == p.route.threadID && p.route.channel == c.channel {
 				facts += " · current"
 			}
 			text = fitLine(truncateTo(oneLine(t.Title), titleW-2), titleW) + facts
 		}
 		text = truncateTo(text, w-4)
 		switch {
-		case i == c.cursor:
+		case i == c.list.Index():
 			lines = append(lines, " "+st.Selected.Render("▸ "+text))
 		case i == 0:
 			lines = append(lines, "   "+st.Prompt.Render(text))

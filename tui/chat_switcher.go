@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -9,24 +8,21 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/history"
 )
 
 // chatSwitcher lists the conversations to switch to; a name that is none
 // of them starts a new one.
 type chatSwitcher struct {
 	input  textinput.Model
-	convs  []chatConversation
+	convs  []history.ConversationInfo
 	loaded bool
-	busy   bool
+	load   loader
 	err    string
-	cursor int
-	req    int
-}
-
-// chatConversation is one entry of history.list.
-type chatConversation struct {
-	Conversation string `json:"conversation"`
-	Backend      string `json:"backend"`
+	// list is the cursor over the rows; until it moves (moved), it stays
+	// on the conversation shown.
+	list  listCursor
+	moved bool
 }
 
 // switchRow is one row of the switcher: a conversation, or the new one the
@@ -42,33 +38,36 @@ func (p *chatPane) openSwitcher() tea.Cmd {
 	in.PromptStyle = p.styles.Prompt
 	in.Placeholder = "filter, or name a new one"
 	in.CharLimit = 200
-	p.switcher = &chatSwitcher{input: in, cursor: -1} // on the shown one, once listed
+	p.switcher = &chatSwitcher{input: in} // on the shown one, once listed
 	p.switcher.input.Width = max(p.mainWidth()-len(in.Prompt)-4, 1)
 	p.input.Blur()
-	p.search.Blur()
+	p.find.input.Blur()
 	p.render()
 	return tea.Batch(p.loadSwitcher(), p.switcher.input.Focus())
 }
 
 func (p *chatPane) loadSwitcher() tea.Cmd {
-	cmd := p.run(nil, "history.list", struct{}{})
-	p.switcher.req, p.switcher.busy = p.seq, true
-	return cmd
+	return request[history.ListResult](&p.requests, &p.switcher.load, "history.list", history.ListArgs{})
 }
 
-func (s *chatSwitcher) setList(msg actionResultMsg) {
-	s.busy, s.loaded = false, true
-	var res struct {
-		Conversations []chatConversation `json:"conversations"`
+// setList takes history.list's answer, and asks again if a conversation
+// was written or moved meanwhile.
+func (s *chatSwitcher) setList(p *chatPane, msg resultMsg[history.ListResult]) tea.Cmd {
+	latest, again := s.load.answer(msg.req)
+	if !latest {
+		return nil
 	}
-	switch {
-	case msg.err != nil:
+	s.loaded = true
+	if msg.err != nil {
 		s.err = errs.As(msg.err).Message
-	case json.Unmarshal(msg.result, &res) != nil:
-		s.err = "unexpected history.list result"
-	default:
-		s.err, s.convs = "", res.Conversations
+	} else {
+		s.err, s.convs = "", msg.value.Conversations
 	}
+	p.render()
+	if again {
+		return p.loadSwitcher()
+	}
+	return nil
 }
 
 // typed is the name typed, trimmed.
@@ -84,7 +83,7 @@ func (s *chatSwitcher) rows(current string) []switchRow {
 		known = known || c.Conversation == current
 	}
 	if !known {
-		convs = append([]chatConversation{{Conversation: current, Backend: "new, nothing said yet"}}, convs...)
+		convs = append([]history.ConversationInfo{{Conversation: current, Backend: "new, nothing said yet"}}, convs...)
 	}
 	typed := s.typed()
 	var out []switchRow
@@ -112,14 +111,11 @@ func (s *chatSwitcher) current(conv string) *switchRow {
 
 // at is the cursor's row; before the first move, the shown conversation's.
 func (s *chatSwitcher) at(rows []switchRow, conv string) int {
-	if s.cursor < 0 {
-		for i, r := range rows {
-			if r.name == conv && !r.isNew {
-				return i
-			}
-		}
+	s.list.setLen(len(rows))
+	if !s.moved {
+		s.list.keep(func(i int) bool { return rows[i].name == conv && !rows[i].isNew })
 	}
-	return min(max(s.cursor, 0), max(len(rows)-1, 0))
+	return s.list.Index()
 }
 
 // validName says what is wrong with a new conversation's name.
@@ -153,13 +149,13 @@ func (p *chatPane) switcherKey(msg tea.KeyMsg) tea.Cmd {
 			}
 		}
 		return p.switchTo(row.name)
-	case msg.String() == "up", msg.String() == "down":
-		rows := s.rows(p.conv)
-		s.cursor = s.at(rows, p.conv)
-		if msg.String() == "up" {
-			s.cursor = max(s.cursor-1, 0)
+	case key.Matches(msg, navArrows.Up), key.Matches(msg, navArrows.Down):
+		s.at(s.rows(p.conv), p.conv)
+		s.moved = true
+		if key.Matches(msg, navArrows.Up) {
+			s.list.up()
 		} else {
-			s.cursor = min(s.cursor+1, max(len(rows)-1, 0))
+			s.list.down()
 		}
 		return nil
 	}
@@ -167,13 +163,12 @@ func (p *chatPane) switcherKey(msg tea.KeyMsg) tea.Cmd {
 	var cmd tea.Cmd
 	s.input, cmd = s.input.Update(msg)
 	if s.input.Value() != before {
-		s.cursor, s.err = 0, ""
+		s.err, s.moved = "", true
 		// An exact match goes first; otherwise the first that contains it.
-		for i, r := range s.rows(p.conv) {
-			if r.name == s.typed() && !r.isNew {
-				s.cursor = i
-				break
-			}
+		rows := s.rows(p.conv)
+		s.list.setLen(len(rows))
+		if !s.list.keep(func(i int) bool { return rows[i].name == s.typed() && !rows[i].isNew }) {
+			s.list.reset()
 		}
 	}
 	return cmd

@@ -1,12 +1,14 @@
 package tui
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/engram-console/engram/core/conn"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -39,17 +41,19 @@ var offsiteChat = []string{
 
 // write records an utterance through the engine, thirty seconds after the
 // one before.
-func write(t *testing.T, engine *core.Engine, clk *clock.Fixed, conv, speaker, text string) {
+func write(t *testing.T, engine conn.Conn, clk *clock.Fixed, conv, speaker, text string) {
 	t.Helper()
-	args, _ := json.Marshal(map[string]any{"conversation": conv, "speaker": speaker, "text": text})
-	do(t, engine, "history.write", "", string(args))
+	req := history.WriteRequest{Conversation: conv, Speaker: speaker, Text: text}
+	if _, err := conn.Call[history.WriteResult](context.Background(), engine, "history.write", req); err != nil {
+		t.Fatal(err)
+	}
 	clk.Advance(30 * time.Second)
 }
 
 // seedOffsite configures default with a buffer of 4 utterances and a
 // budget of 120 tokens, then writes offsiteChat: #0-5 are evicted into the
 // summary, #6-9 stay in the buffer.
-func seedOffsite(t *testing.T, engine *core.Engine, clk *clock.Fixed) {
+func seedOffsite(t *testing.T, engine conn.Conn, clk *clock.Fixed) {
 	t.Helper()
 	do(t, engine, "history.configure", "", `{"buffer_size": 4, "max_tokens": 120}`)
 	for i, text := range offsiteChat {
@@ -64,13 +68,10 @@ func seedOffsite(t *testing.T, engine *core.Engine, clk *clock.Fixed) {
 func chatOf(m *Model) *chatPane { return m.panes[tabChat].(*chatPane) }
 
 // readBuffer is a conversation's buffer, as the engine reads it.
-func readBuffer(t *testing.T, engine *core.Engine, conv string) []*history.Utterance {
+func readBuffer(t *testing.T, engine conn.Conn, conv string) []*history.Utterance {
 	t.Helper()
-	args, _ := json.Marshal(map[string]any{"conversation": conv})
-	var res struct {
-		Utterances []*history.Utterance `json:"utterances"`
-	}
-	if err := json.Unmarshal(do(t, engine, "history.read", "", string(args)), &res); err != nil {
+	res, err := conn.Call[history.Utterances](context.Background(), engine, "history.read", history.ReadArgs{Conversation: conv})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return res.Utterances
@@ -85,7 +86,7 @@ func speakersAndTexts(utts []*history.Utterance) string {
 }
 
 // startOffsite seeds the offsite conversation and shows it.
-func startOffsite(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel) {
+func startOffsite(t *testing.T) (conn.Conn, *clock.Fixed, *teatest.TestModel) {
 	t.Helper()
 	engine, clk := newEngine(t)
 	seedOffsite(t, engine, clk)
@@ -99,13 +100,13 @@ func startOffsite(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel)
 func TestGoldenChatEvicted(t *testing.T) {
 	_, _, tm := startOffsite(t)
 	m := finish(t, tm)
-	requireGolden(t, "chat_evicted", m)
+	requireGolden(t, m)
 	p := chatOf(m)
-	if p.highlight {
+	if p.evict.on {
 		t.Error("an eviction made before the console started is highlighted")
 	}
-	if got := len(p.utts); got != 4 || p.utts[0].UtteranceIndex != 6 {
-		t.Errorf("%d utterances from #%d shown, want the buffer's 4 from #6", got, p.utts[0].UtteranceIndex)
+	if got := len(p.buf.utts); got != 4 || p.buf.utts[0].UtteranceIndex != 6 {
+		t.Errorf("%d utterances from #%d shown, want the buffer's 4 from #6", got, p.buf.utts[0].UtteranceIndex)
 	}
 	view := m.View()
 	for _, want := range []string{"[██████████] 4/4 utterances", "/120 tokens", "6 evicted · 10 written", "#5 · buffer_size 4 reached"} {
@@ -127,16 +128,16 @@ func TestGoldenChatSearch(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, `search "budget": 4 hits, best first`)
 	m := finish(t, tm)
-	requireGolden(t, "chat_search", m)
+	requireGolden(t, m)
 	p := chatOf(m)
 	var order []int
 	evicted := 0
-	for i, h := range p.hits {
+	for i, h := range p.find.hits {
 		order = append(order, h.UtteranceIndex)
 		if h.Evicted {
 			evicted++
 		}
-		if i > 0 && h.RelevanceScore > p.hits[i-1].RelevanceScore {
+		if i > 0 && h.RelevanceScore > p.find.hits[i-1].RelevanceScore {
 			t.Errorf("hit %d scores %v, more than the one before it", i+1, h.RelevanceScore)
 		}
 	}
@@ -166,8 +167,8 @@ func TestChatSendWithoutModel(t *testing.T) {
 		t.Errorf("recorded %q, want the one user utterance", got)
 	}
 	p := chatOf(m)
-	if p.last == nil || p.last.Answered || len(p.last.Prompt.Messages) != 1 || p.last.Prompt.Messages[0].Content != "q1? : what is on my plate?" {
-		t.Fatalf("last exchange %+v, want the unanswered prompt with the message", p.last)
+	if p.out.last == nil || p.out.last.Answered || len(p.out.last.Prompt.Messages) != 1 || p.out.last.Prompt.Messages[0].Content != "q1? : what is on my plate?" {
+		t.Fatalf("last exchange %+v, want the unanswered prompt with the message", p.out.last)
 	}
 	view := m.View()
 	if !strings.Contains(view, "You are the assistant") {
@@ -190,7 +191,7 @@ func TestChatSendWithModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { engine.Close() })
+	t.Cleanup(func() { closeEngine(t, engine) })
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "llm scripted · tiny", "No messages in default yet")
 	tm.Type("i")
@@ -208,10 +209,10 @@ func TestChatSendWithModel(t *testing.T) {
 	}
 	p := chatOf(m)
 	view := m.View()
-	if p.sending != "" || strings.Contains(view, "waiting for the model") {
+	if p.out.text != "" || strings.Contains(view, "waiting for the model") {
 		t.Error("the spinner still shows after the answer")
 	}
-	if p.page != pageSummary || strings.Contains(view, "that would be sent") {
+	if p.side.page != pageSummary || strings.Contains(view, "that would be sent") {
 		t.Error("with a model, the side panel left the summary for the prompt")
 	}
 	// The model got the message, with the working memory as context.
@@ -246,8 +247,8 @@ func TestChatSearchAndBack(t *testing.T) {
 	waitFor(t, tm, "enter send")
 	m := finish(t, tm)
 	p := chatOf(m)
-	if p.mode != chatTyping || p.query != "" || p.hits != nil {
-		t.Errorf("mode %d, query %q, %d hits: want the conversation, typing", p.mode, p.query, len(p.hits))
+	if p.mode != chatTyping || p.find.query != "" || p.find.hits != nil {
+		t.Errorf("mode %d, query %q, %d hits: want the conversation, typing", p.mode, p.find.query, len(p.find.hits))
 	}
 	if view := m.View(); !strings.Contains(view, "#9 assistant") || strings.Contains(view, "best first") {
 		t.Errorf("esc did not return to the conversation:\n%s", view)
@@ -328,20 +329,20 @@ func TestChatHighlightsLiveEviction(t *testing.T) {
 	waitFor(t, tm, "covers #0-1", "2 utterances left the buffer")
 	m := finish(t, tm)
 	p := chatOf(m)
-	if !p.highlight || p.stats.LastEviction == nil || fmt.Sprint(p.stats.LastEviction.Indexes) != "[1]" {
-		t.Fatalf("highlight %v, last eviction %+v: want #1 highlighted", p.highlight, p.stats.LastEviction)
+	if !p.evict.on || p.buf.stats.LastEviction == nil || fmt.Sprint(p.buf.stats.LastEviction.Indexes) != "[1]" {
+		t.Fatalf("highlight %v, last eviction %+v: want #1 highlighted", p.evict.on, p.buf.stats.LastEviction)
 	}
 	if view := m.View(); !strings.Contains(view, "Flights booked") || strings.Contains(view, "#1 assistant") {
 		// The summary keeps what #1 said; the conversation no longer shows it.
 		t.Errorf("the summary or the conversation is off:\n%s", view)
 	}
 	// The fade's tick ends the highlight; an earlier eviction's tick does not.
-	p.Update(chatFadeMsg{id: p.fadeID - 1})
-	if !p.highlight {
+	p.Update(chatFadeMsg{id: p.evict.id - 1})
+	if !p.evict.on {
 		t.Error("a stale fade ended the highlight")
 	}
-	m.Update(chatFadeMsg{id: p.fadeID}) // through the root, as on another tab
-	if p.highlight || !strings.Contains(m.View(), "Last eviction · 10:01:30") {
+	m.Update(chatFadeMsg{id: p.evict.id}) // through the root, as on another tab
+	if p.evict.on || !strings.Contains(m.View(), "Last eviction · 10:01:30") {
 		t.Errorf("the highlight did not fade:\n%s", m.View())
 	}
 }
@@ -358,7 +359,7 @@ func TestChatHighlightFades(t *testing.T) {
 	waitFor(t, tm, "1/1 utterances")
 	write(t, engine, clk, "", "user", "Two.")
 	waitFor(t, tm, "Last eviction · 10:00:30") // after "just now", gone
-	if p := chatOf(finish(t, tm)); p.highlight {
+	if p := chatOf(finish(t, tm)); p.evict.on {
 		t.Error("still highlighted")
 	}
 }
@@ -369,13 +370,13 @@ func TestChatHighlightFades(t *testing.T) {
 func TestChatReloadsOncePerBurst(t *testing.T) {
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
-	p := newChatPane(engine, &styles, time.Hour)
+	p := newChatPane(engine, &styles, time.Hour, false)
 	p.SetSize(goldenWidth, 20)
 	if p.Init() == nil {
 		t.Fatal("no first load")
 	}
-	first := p.read.req
-	ev := events.Event{Name: history.EventWritten, Data: &history.Utterance{Conversation: "default"}}
+	first := p.buf.read.req
+	ev := events.Event{Name: history.EventWritten.Name(), Data: history.Utterance{Conversation: "default"}}
 	for range 5 {
 		if cmd := p.Update(ev); cmd != nil {
 			if msg := cmd(); msg != nil {
@@ -383,28 +384,62 @@ func TestChatReloadsOncePerBurst(t *testing.T) {
 			}
 		}
 	}
-	if p.read.req != first || !p.read.dirty || !p.stat.dirty {
-		t.Fatalf("req %d dirty %v/%v, want the first load current and a reload owed", p.read.req, p.read.dirty, p.stat.dirty)
+	if p.buf.read.req != first || !p.buf.read.dirty || !p.buf.stat.dirty {
+		t.Fatalf("req %d dirty %v/%v, want the first load current and a reload owed", p.buf.read.req, p.buf.read.dirty, p.buf.stat.dirty)
 	}
-	cmd := p.Update(actionResultMsg{pane: chatPaneID, req: first, action: "history.read", result: json.RawMessage(`{"utterances": []}`)})
-	if cmd == nil || p.read.req == first || p.read.dirty {
-		t.Fatalf("no single reload after the burst (req %d, dirty %v)", p.read.req, p.read.dirty)
+	cmd := p.Update(resultMsg[history.Utterances]{pane: chatPaneID, req: first, action: "history.read", value: history.Utterances{Utterances: []*history.Utterance{}}})
+	if cmd == nil || p.buf.read.req == first || p.buf.read.dirty {
+		t.Fatalf("no single reload after the burst (req %d, dirty %v)", p.buf.read.req, p.buf.read.dirty)
 	}
-	stale := json.RawMessage(`{"utterances": [{"conversation": "default", "utterance_index": 0, "speaker": "user", "text": "stale"}]}`)
-	p.Update(actionResultMsg{pane: chatPaneID, req: first, action: "history.read", result: stale})
-	if len(p.utts) != 0 {
-		t.Errorf("a stale answer was applied: %+v", p.utts)
+	stale := history.Utterances{Utterances: []*history.Utterance{{Conversation: "default", UtteranceIndex: 0, Speaker: "user", Text: "stale"}}}
+	p.Update(resultMsg[history.Utterances]{pane: chatPaneID, req: first, action: "history.read", value: stale})
+	if len(p.buf.utts) != 0 {
+		t.Errorf("a stale answer was applied: %+v", p.buf.utts)
 	}
 	// Another conversation's events, and other panes' answers, are no
 	// business of this one.
-	p.read.busy, p.stat.busy = false, false
-	other := events.Event{Name: history.EventEvicted, Data: map[string]any{"conversation": "other", "indexes": []int{0}}}
+	p.buf.read.busy, p.buf.stat.busy = false, false
+	other := events.Event{Name: history.EventEvicted.Name(), Data: history.EvictedEvent{Conversation: "other", Indexes: []int{0}}}
 	if cmd := p.Update(other); cmd != nil {
 		t.Error("another conversation's eviction reloads the view")
 	}
-	p.Update(actionResultMsg{pane: goalsPaneID, req: p.read.req, action: "history.read", result: stale})
-	if len(p.utts) != 0 {
+	p.Update(resultMsg[history.Utterances]{pane: goalsPaneID, req: p.buf.read.req, action: "history.read", value: stale})
+	if len(p.buf.utts) != 0 {
 		t.Error("another pane's answer was applied")
+	}
+}
+
+// TestChatReloadsOnDeleteAndMove: a deletion or a move to the other
+// backend of the conversation shown reloads it (they used to be signalled
+// only by trace entries); another conversation's cost nothing.
+func TestChatReloadsOnDeleteAndMove(t *testing.T) {
+	engine, _ := newEngine(t)
+	styles := DefaultStyles()
+	p := newChatPane(engine, &styles, time.Hour, false)
+	p.SetSize(goldenWidth, 20)
+	drain(p, p.Init())
+	for _, ev := range []events.Event{
+		{Name: history.EventDeleted.Name(), Data: history.DeletedEvent{Conversation: "default", UtteranceIndex: 3}},
+		{Name: history.EventMoved.Name(), Data: history.MovedEvent{Conversation: "default", From: "in-memory", To: "durable"}},
+	} {
+		before := p.buf.read.req
+		cmd := p.Update(ev)
+		if cmd == nil || p.buf.read.req == before || !p.buf.stat.busy {
+			t.Errorf("%s of the conversation shown: no reload", ev.Name)
+		}
+		drain(p, cmd) // the loads answer
+		other := ev
+		switch d := ev.Data.(type) {
+		case history.DeletedEvent:
+			d.Conversation = "other"
+			other.Data = d
+		case history.MovedEvent:
+			d.Conversation = "other"
+			other.Data = d
+		}
+		if cmd := p.Update(other); cmd != nil {
+			t.Errorf("%s of another conversation reloads the view", ev.Name)
+		}
 	}
 }
 
@@ -441,10 +476,10 @@ func TestChatFitsEveryState(t *testing.T) {
 		check("typing")
 		footer("typing", "esc stop typing")
 		press(m, "some text")
-		p.sending, p.sendConv = "in flight", p.conv // the spinner's line
+		p.out.text, p.out.conv = "in flight", p.conv // the spinner's line
 		p.render()
 		check("sending")
-		p.sending = ""
+		p.out.text = ""
 		press(m, "esc")
 		check("browsing")
 		footer("browsing", "q quit")
@@ -456,8 +491,8 @@ func TestChatFitsEveryState(t *testing.T) {
 		m.Update(tea.KeyMsg{Type: tea.KeyCtrlO})
 		check("switcher over the search")
 		press(m, "esc")
-		p.query, p.searched, p.mode = "budget", true, chatResults
-		p.hits = []history.Hit{{Utterance: p.utts[0], RelevanceScore: 1.5}, {Utterance: p.utts[1], RelevanceScore: 0.25}}
+		p.find.query, p.find.searched, p.mode = "budget", true, chatResults
+		p.find.hits = []history.Hit{{Utterance: p.buf.utts[0], RelevanceScore: 1.5}, {Utterance: p.buf.utts[1], RelevanceScore: 0.25}}
 		p.render()
 		check("search results")
 		footer("search results", "esc back to the chat")
@@ -496,8 +531,8 @@ func TestChatNeutralisesControlCharacters(t *testing.T) {
 	p := chatOf(m)
 	press(m, "esc")
 	views := []string{m.View()}
-	p.query, p.searched, p.mode = "hostile", true, chatResults
-	p.hits = []history.Hit{{Utterance: p.utts[0], RelevanceScore: 1}}
+	p.find.query, p.find.searched, p.mode = "hostile", true, chatResults
+	p.find.hits = []history.Hit{{Utterance: p.buf.utts[0], RelevanceScore: 1}}
 	p.render()
 	views = append(views, m.View())
 	for _, v := range views {
@@ -516,38 +551,21 @@ func TestChatKeepsStylesInColour(t *testing.T) {
 	engine, clk := newEngine(t)
 	seedOffsite(t, engine, clk)
 	styles := DefaultStyles()
-	p := newChatPane(engine, &styles, time.Hour)
+	// No fade: drain runs every command, and the highlight's tick would
+	// wait for it.
+	p := newChatPane(engine, &styles, 0, false)
 	p.SetSize(goldenWidth, 25)
-	drain := func(cmd tea.Cmd) {
-		// Runs the loads synchronously, as the program would.
-		var run func(tea.Msg)
-		run = func(msg tea.Msg) {
-			switch msg := msg.(type) {
-			case tea.BatchMsg:
-				for _, c := range msg {
-					if c != nil {
-						run(c())
-					}
-				}
-			case actionResultMsg:
-				p.Update(msg)
-			}
-		}
-		if cmd != nil {
-			run(cmd())
-		}
-	}
-	drain(p.Init())
+	drain(p, p.Init())
 	p.mode = chatTyping
 	p.input.SetValue("hello")
-	drain(p.send())
-	if p.last == nil {
+	drain(p, p.send())
+	if p.out.last == nil {
 		t.Fatal("no exchange")
 	}
 	lipgloss.SetColorProfile(termenv.ANSI256)
 	t.Cleanup(func() { lipgloss.SetColorProfile(termenv.Ascii) })
 	for _, page := range []sidePage{pageContext, pageSummary} {
-		p.page = page
+		p.side.page = page
 		p.render()
 		view := p.View()
 		if strings.Contains(view, "\uFFFD") || !strings.Contains(view, "\x1b[") {
@@ -557,8 +575,8 @@ func TestChatKeepsStylesInColour(t *testing.T) {
 }
 
 // TestChatCatchesUpWithoutHistoryEvents: history.configure publishes no
-// event when it evicts nothing, and a deletion says so only in the trace;
-// the tab follows both (the first once the palette closes).
+// event when it evicts nothing: the tab catches up once the palette
+// closes; a deletion publishes utterance.deleted, which it follows.
 func TestChatCatchesUpWithoutHistoryEvents(t *testing.T) {
 	engine, clk := newEngine(t)
 	write(t, engine, clk, "", "user", "Keep this one.")
@@ -591,7 +609,7 @@ func TestGoldenChatChannelPicker(t *testing.T) {
 	keys(tm, tea.KeyDown, tea.KeyDown)
 	waitFor(t, tm, "▸ Weather in New York (cont.)")
 	m := finish(t, tm)
-	requireGolden(t, "chat_channel_picker", m)
+	requireGolden(t, m)
 	p := chatOf(m)
 	if p.picker == nil || p.picker.channel != "web" || !m.panes[tabChat].Capturing() {
 		t.Fatalf("picker %+v, want it open on web, with the keyboard", p.picker)
@@ -610,8 +628,8 @@ func TestGoldenChatChannelPicker(t *testing.T) {
 	}
 	// enter uses the thread chosen; esc would have kept web with a new thread.
 	press(m, "enter")
-	if p.picker != nil || p.channel != "web" || p.threadID != listThreads(t, engine)[1].ID {
-		t.Errorf("after enter: channel %q, thread %q", p.channel, p.threadID)
+	if p.picker != nil || p.route.channel != "web" || p.route.threadID != listThreads(t, engine)[1].ID {
+		t.Errorf("after enter: channel %q, thread %q", p.route.channel, p.route.threadID)
 	}
 	if !strings.Contains(m.View(), "Chat · default · on web › “Weather in New York (cont.)”") {
 		t.Errorf("the title does not say where messages go:\n%s", m.View())
@@ -659,8 +677,8 @@ func TestChatSendsOnChannels(t *testing.T) {
 	if len(threads) != 3 || threads[0].TurnCount != 2 || threads[2].TurnCount != 2 || len(threads[1].LinkedThreads) != 1 {
 		t.Errorf("threads %s: want Paris (2 turns), Thursday (linked), New York (2 turns)", threadIDs(threads))
 	}
-	if p := chatOf(m); p.threadID != threads[0].ID {
-		t.Errorf("web continues %q, want the thread its first message started", p.threadID)
+	if p := chatOf(m); p.route.threadID != threads[0].ID {
+		t.Errorf("web continues %q, want the thread its first message started", p.route.threadID)
 	}
 	// The messages are in the conversation too.
 	if n := len(readBuffer(t, engine, "default")); n != 5 {
@@ -674,21 +692,21 @@ func TestChatSendsOnChannels(t *testing.T) {
 func TestChatFinishingWhileSendIsInFlight(t *testing.T) {
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
-	p := newChatPane(engine, &styles, time.Hour)
+	p := newChatPane(engine, &styles, time.Hour, false)
 	p.SetSize(goldenWidth, 20)
 	drain(p, p.Init())
-	p.sendReq, p.sending, p.sendConv, p.sendFrom, p.sendChannel = 99, "Book flights to Paris.", p.conv, 0, "web"
+	p.out.load.busy, p.out.text, p.out.conv, p.out.from, p.out.channel = true, "Book flights to Paris.", p.conv, 0, "web"
 	p.render()
 	if view := p.View(); !strings.Contains(view, "· sending on web") || strings.Contains(view, "finishing") {
 		t.Errorf("before the buffer has it:\n%s", view)
 	}
-	p.utts = []*history.Utterance{{Conversation: p.conv, UtteranceIndex: 0, TurnNumber: 1, Speaker: "user", Text: "Book flights to Paris.", Timestamp: goldenTime}}
+	p.buf.utts = []*history.Utterance{{Conversation: p.conv, UtteranceIndex: 0, TurnNumber: 1, Speaker: "user", Text: "Book flights to Paris.", Timestamp: goldenTime}}
 	p.render()
 	view := p.View()
 	if !strings.Contains(view, "→ web · finishing…") || strings.Contains(view, "· sending") {
 		t.Errorf("recorded, the send still in flight:\n%s", view)
 	}
-	p.sendReq, p.sending = 0, ""
+	p.out.load.busy, p.out.text = false, ""
 	p.render()
 	if strings.Contains(p.View(), "finishing") {
 		t.Error("the marker stays after the send")
@@ -746,13 +764,13 @@ func TestChatPickerListsThreadsCreatedMeanwhile(t *testing.T) {
 	engine, clk := newEngine(t)
 	threadMessage(t, engine, "web", "", "user", "Book flights to Paris for March 3.")
 	styles := DefaultStyles()
-	p := newChatPane(engine, &styles, time.Hour)
+	p := newChatPane(engine, &styles, time.Hour, false)
 	p.SetSize(goldenWidth, 20)
 	drain(p, p.Init())
 	first := p.openPicker()()
 	clk.Advance(time.Minute)
 	res := threadMessage(t, engine, "web", "", "user", "Order a birthday cake for Sam.")
-	if cmd := p.Update(events.Event{Name: "thread.created", Data: &episodic.Thread{ID: res.ThreadID, Title: "Order a birthday cake for Sam"}}); cmd != nil {
+	if cmd := p.Update(events.Event{Name: "thread.created", Data: episodic.Thread{ID: res.ThreadID, Title: "Order a birthday cake for Sam"}}); cmd != nil {
 		t.Error("a second list was asked while the first is in flight")
 	}
 	next := p.Update(first)

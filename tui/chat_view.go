@@ -2,13 +2,10 @@ package tui
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/history"
 )
@@ -56,12 +53,12 @@ func (p *chatPane) render() {
 func (p *chatPane) titleLine() string {
 	s := p.styles
 	line := " " + s.Emphasis.Render("Chat") + s.Muted.Render(" · ") + oneLine(p.conv)
-	if p.channel != "" {
-		line += s.Muted.Render(" · on ") + p.channel
-		if episodic.IsExplicit(p.channel) {
+	if p.route.channel != "" {
+		line += s.Muted.Render(" · on ") + p.route.channel
+		if episodic.IsExplicit(p.route.channel) {
 			thread := s.Muted.Render("a new thread")
-			if p.threadID != "" {
-				thread = "“" + p.threadTitle(p.threadID) + "”"
+			if p.route.threadID != "" {
+				thread = "“" + p.threadTitle(p.route.threadID) + "”"
 			}
 			line += s.Muted.Render(" › ") + thread
 		}
@@ -71,25 +68,25 @@ func (p *chatPane) titleLine() string {
 		line += s.Muted.Render(" · choosing a channel")
 	case p.switcher != nil:
 		line += s.Muted.Render(" · switching conversations")
-	case p.mode == chatResults || (p.mode == chatSearching && p.query != ""):
-		line += s.Muted.Render(" · search ") + fmt.Sprintf("%q", oneLine(p.query))
+	case p.mode == chatResults || (p.mode == chatSearching && p.find.query != ""):
+		line += s.Muted.Render(" · search ") + fmt.Sprintf("%q", oneLine(p.find.query))
 		switch {
-		case p.searchErr != "":
+		case p.find.err != "":
 			line += s.Failed.Render(" failed")
-		case !p.searched:
+		case !p.find.searched:
 			line += s.Muted.Render(" · searching…")
 		default:
-			line += s.Muted.Render(": "+plural(len(p.hits), "hit", "hits")+", best first, evicted ones included") +
-				s.Muted.Render(scrollNote(p.hitsView))
+			line += s.Muted.Render(": "+plural(len(p.find.hits), "hit", "hits")+", best first, evicted ones included") +
+				s.Muted.Render(scrollNote(&p.find.view))
 		}
 	case p.narrow() && p.main == mainSide:
 		line += s.Muted.Render(" · side panel · ctrl+p for more")
-	case !p.statsLoaded:
-	case !p.stats.Exists:
+	case !p.buf.statsLoaded:
+	case !p.buf.stats.Exists:
 		line += s.Muted.Render(" · conversation not started")
 	default:
-		line += s.Muted.Render(fmt.Sprintf(" · %s · %s, %d evicted", p.stats.Backend,
-			plural(p.stats.NextIndex, "utterance", "utterances"), p.stats.EvictedCount))
+		line += s.Muted.Render(fmt.Sprintf(" · %s · %s, %d evicted", p.buf.stats.Backend,
+			plural(p.buf.stats.NextIndex, "utterance", "utterances"), p.buf.stats.EvictedCount))
 	}
 	return truncateTo(line, p.width)
 }
@@ -115,9 +112,9 @@ func (p *chatPane) inputLine() string {
 	s := p.styles
 	switch {
 	case p.mode == chatSearching:
-		return strings.TrimRight(" "+p.search.View(), " ")
+		return strings.TrimRight(" "+p.find.input.View(), " ")
 	case p.mode == chatResults:
-		return " " + s.Muted.Render("search: ") + oneLine(p.query) + s.Muted.Render("   / searches again · esc goes back to the chat")
+		return " " + s.Muted.Render("search: ") + oneLine(p.find.query) + s.Muted.Render("   / searches again · esc goes back to the chat")
 	case p.picker != nil:
 		return " " + p.styles.Muted.Render("enter uses it · esc goes back")
 	case p.mode == chatTyping && p.switcher == nil:
@@ -140,41 +137,33 @@ func (p *chatPane) mainLines(w, h int) []string {
 		in := strings.TrimRight(" "+p.switcher.input.View(), " ")
 		lines := p.switcherLines(w)
 		return append([]string{lines[0], in}, lines[1:]...)
-	case p.mode == chatResults || (p.mode == chatSearching && p.query != ""):
+	case p.mode == chatResults || (p.mode == chatSearching && p.find.query != ""):
 		return p.hitsLines()
 	case p.main == mainSide:
 		return p.sideLines(w, h)
 	}
-	lines := strings.Split(p.convView.View(), "\n")
-	if !p.convView.AtBottom() && len(lines) > 1 {
-		lines[len(lines)-1] = p.styles.Muted.Render(" ↓ newer below (pgdn, or G when not typing)")
-	}
-	return lines
+	return p.buf.view.viewLines(p.styles)
 }
 
 func (p *chatPane) renderConv() {
-	w, h := p.mainWidth(), p.bodyHeight()
-	follow := p.convView.AtBottom()
-	p.convView.Width, p.convView.Height = w, h
-	p.convView.SetContent(joinLines(p.convLines(w)))
-	if follow {
-		p.convView.GotoBottom()
-	}
+	w := p.mainWidth()
+	p.buf.view.setHeight(p.bodyHeight())
+	p.buf.view.setLines(p.convLines(w))
 }
 
 // pending is the message in flight, unless the buffer shows it already.
 func (p *chatPane) pending() bool {
-	return p.sending != "" && p.sendConv == p.conv && p.sentAt() < 0
+	return p.out.text != "" && p.out.conv == p.conv && p.sentAt() < 0
 }
 
 // sentAt is the index of the utterance in flight once the buffer shows it
 // (-1 until then, or when nothing is in flight).
 func (p *chatPane) sentAt() int {
-	if p.sending == "" || p.sendConv != p.conv {
+	if p.out.text == "" || p.out.conv != p.conv {
 		return -1
 	}
-	for _, u := range p.utts {
-		if u.UtteranceIndex >= p.sendFrom && u.Speaker == "user" && u.Text == p.sending {
+	for _, u := range p.buf.utts {
+		if u.UtteranceIndex >= p.out.from && u.Speaker == "user" && u.Text == p.out.text {
 			return u.UtteranceIndex
 		}
 	}
@@ -187,26 +176,26 @@ func (p *chatPane) sentAt() int {
 func (p *chatPane) finishingLine() string {
 	s := p.styles
 	what := "finishing…"
-	if p.sendChannel != "" {
-		what = "→ " + p.sendChannel + " · finishing…"
+	if p.out.channel != "" {
+		what = "→ " + p.out.channel + " · finishing…"
 	}
-	return "   " + p.spinner.View() + " " + s.Muted.Render(what)
+	return "   " + p.out.spinner.View() + " " + s.Muted.Render(what)
 }
 
 func (p *chatPane) convLines(w int) []string {
 	s := p.styles
 	switch {
-	case p.loadErr != "" && !p.loaded:
-		return []string{"", s.Failed.Render(" ✗ Could not read the conversation: " + oneLine(p.loadErr))}
-	case !p.loaded:
+	case p.buf.loadErr != "" && !p.buf.loaded:
+		return []string{"", s.Failed.Render(" ✗ Could not read the conversation: " + oneLine(p.buf.loadErr))}
+	case !p.buf.loaded:
 		return []string{"", s.Muted.Render(" Loading…")}
 	}
 	var lines []string
-	if covers := p.stats.Summary.Covers; len(covers) > 0 {
-		lines = append(lines, s.Muted.Render(fmt.Sprintf(" ┄ %s left the buffer: the summary covers %s ┄",
-			plural(len(covers), "utterance", "utterances"), indexLabel(covers))), "")
+	if covers := p.buf.stats.Summary.Covers; len(covers) > 0 {
+		lines = append(lines, truncateTo(s.Muted.Render(fmt.Sprintf(" ┄ %s left the buffer: the summary covers %s ┄",
+			plural(len(covers), "utterance", "utterances"), indexLabel(covers))), w), "")
 	}
-	if len(p.utts) == 0 && !p.pending() {
+	if len(p.buf.utts) == 0 && !p.pending() {
 		lines = append(lines, "", s.Muted.Render(" No messages in "+oneLine(p.conv)+" yet."), "")
 		for _, l := range wrapText("Press enter and say something. Each message runs a turn: the working memory is assembled "+
 			"(goals, this buffer, its summary), the model answers if one is configured, and both are recorded here. "+
@@ -215,21 +204,21 @@ func (p *chatPane) convLines(w int) []string {
 		}
 		return lines
 	}
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	prevTurn := -1
 	// The message in flight, once recorded: its send is still finishing.
 	finishing := -1
-	if p.sendReq != 0 {
+	if p.out.load.busy {
 		finishing = p.sentAt()
 	}
-	for i, u := range p.utts {
+	for i, u := range p.buf.utts {
 		if i > 0 && u.TurnNumber != prevTurn {
 			lines = append(lines, "")
 		}
 		prevTurn = u.TurnNumber
 		lines = append(lines, truncateTo(" "+p.uttHeader(u, now, false), w))
 		lines = append(lines, wrapText(u.Text, w-4, "   ")...)
-		if r := p.routes[p.conv][u.UtteranceIndex]; r != nil && u.Speaker == "user" {
+		if r := p.route.routes[p.conv][u.UtteranceIndex]; r != nil && u.Speaker == "user" {
 			lines = append(lines, styleLines(s.Prompt, wrapText(p.routeNote(r), w-6, "   "))...)
 		} else if u.Speaker == "user" && u.UtteranceIndex == finishing {
 			lines = append(lines, truncateTo(p.finishingLine(), w))
@@ -240,22 +229,22 @@ func (p *chatPane) convLines(w int) []string {
 			lines = append(lines, "")
 		}
 		sending := " · sending"
-		if p.sendChannel != "" {
-			sending += " on " + p.sendChannel
+		if p.out.channel != "" {
+			sending += " on " + p.out.channel
 		}
-		lines = append(lines, " "+s.Muted.Render("#"+fmt.Sprint(p.sendFrom)+" ")+s.Emphasis.Render("user")+s.Muted.Render(sending))
-		lines = append(lines, wrapText(p.sending, w-4, "   ")...)
+		lines = append(lines, " "+s.Muted.Render("#"+fmt.Sprint(p.out.from)+" ")+s.Emphasis.Render("user")+s.Muted.Render(sending))
+		lines = append(lines, wrapText(p.out.text, w-4, "   ")...)
 		what := "assembling the context…"
 		if p.hasModel() {
 			what = "waiting for the model…"
 		}
-		lines = append(lines, " "+p.spinner.View()+s.Muted.Render(" "+what))
+		lines = append(lines, " "+p.out.spinner.View()+s.Muted.Render(" "+what))
 	}
 	return lines
 }
 
 // hasModel reports whether a language model answers messages.
-func (p *chatPane) hasModel() bool { return p.engine.Env().LLM.Info().Provider != "offline" }
+func (p *chatPane) hasModel() bool { return p.model }
 
 // uttHeader is "#8 user · turn 5 · 10:04:00", and "· evicted" after the
 // speaker when asked and it is.
@@ -275,37 +264,28 @@ func (p *chatPane) uttHeader(u *history.Utterance, now time.Time, evicted bool) 
 	return head + s.Muted.Render(fmt.Sprintf(" · turn %d · %s", u.TurnNumber, clockTime(u.Timestamp, now)))
 }
 
-// clockTime is a time as the screen shows it: the time of day, with the
-// date when it is not today.
-func clockTime(t, now time.Time) string {
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
-		return t.Format("15:04:05")
-	}
-	return t.Format("2006-01-02 15:04")
-}
-
 // --- search results ---
 
 func (p *chatPane) hitsLines() []string {
 	s := p.styles
 	switch {
-	case p.searchErr != "":
-		return []string{"", s.Failed.Render(" ✗ " + oneLine(p.searchErr))}
-	case !p.searched:
+	case p.find.err != "":
+		return []string{"", s.Failed.Render(" ✗ " + oneLine(p.find.err))}
+	case !p.find.searched:
 		return []string{"", s.Muted.Render(" Searching…")}
-	case len(p.hits) == 0:
-		return []string{"", s.Muted.Render(fmt.Sprintf(" Nothing in %s matches %q. / searches again, esc goes back.", oneLine(p.conv), oneLine(p.query)))}
+	case len(p.find.hits) == 0:
+		return []string{"", s.Muted.Render(fmt.Sprintf(" Nothing in %s matches %q. / searches again, esc goes back.", oneLine(p.conv), oneLine(p.find.query)))}
 	}
-	return strings.Split(p.hitsView.View(), "\n")
+	return p.find.view.viewLines(s)
 }
 
 func (p *chatPane) renderHits() {
-	w, h := p.mainWidth(), p.bodyHeight()
-	p.hitsView.Width, p.hitsView.Height = w, h
+	w := p.mainWidth()
+	p.find.view.setHeight(p.bodyHeight())
 	s := p.styles
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	var lines []string
-	for i, hit := range p.hits {
+	for i, hit := range p.find.hits {
 		if hit.Utterance == nil {
 			continue
 		}
@@ -322,7 +302,7 @@ func (p *chatPane) renderHits() {
 		}
 		lines = append(lines, text...)
 	}
-	p.hitsView.SetContent(joinLines(lines))
+	p.find.view.setLines(lines)
 }
 
 // --- the side panel ---
@@ -331,16 +311,7 @@ func (p *chatPane) renderHits() {
 // then the page (the summary, or the context of the last message).
 func (p *chatPane) sideLines(w, h int) []string {
 	fixed := p.sideFixed(w)
-	page := strings.Split(p.sideView.View(), "\n")
-	if n := len(page); n > 1 {
-		if p.sideView.YOffset > 0 {
-			page[0] = p.styles.Muted.Render(" ↑ more above (shift+↑)")
-		}
-		if !p.sideView.AtBottom() {
-			page[n-1] = p.styles.Muted.Render(" ↓ more below (shift+↓)")
-		}
-	}
-	return append(append(fixed, p.pageHeader(w)...), page...)
+	return append(append(fixed, p.pageHeader(w)...), p.side.view.viewLines(p.styles)...)
 }
 
 func (p *chatPane) sideWidthNow() int {
@@ -352,23 +323,20 @@ func (p *chatPane) sideWidthNow() int {
 
 func (p *chatPane) renderSide() {
 	w := p.sideWidthNow()
-	p.sideView.Width = w
-	p.sideView.Height = max(p.bodyHeight()-len(p.sideFixed(w))-len(p.pageHeader(w)), 1)
-	var lines []string
-	if p.page == pageContext {
-		lines = p.contextLines(w)
+	p.side.view.setHeight(max(p.bodyHeight()-len(p.sideFixed(w))-len(p.pageHeader(w)), 1))
+	if p.side.page == pageContext {
+		p.side.view.setLines(p.contextLines(w))
 	} else {
-		lines = p.summaryLines(w)
+		p.side.view.setLines(p.summaryLines(w))
 	}
-	p.sideView.SetContent(joinLines(lines))
 }
 
 // sideFixed is the top of the side panel: the buffer's fill as bars, and
 // the last eviction.
 func (p *chatPane) sideFixed(w int) []string {
 	s := p.styles
-	st := p.stats
-	if !p.statsLoaded {
+	st := p.buf.stats
+	if !p.buf.statsLoaded {
 		return []string{s.Emphasis.Render(" Buffer"), s.Muted.Render(" Loading…"), ""}
 	}
 	lines := []string{s.Emphasis.Render(" Buffer") + s.Muted.Render(" · "+st.Backend)}
@@ -383,11 +351,11 @@ func (p *chatPane) sideFixed(w int) []string {
 	switch {
 	case ev == nil:
 		lines = append(lines, s.Emphasis.Render(" Last eviction")+s.Muted.Render(" · none yet"))
-	case p.highlight:
+	case p.evict.on:
 		lines = append(lines, s.Selected.Render(" » Last eviction · just now"),
 			" "+s.Selected.Render(indexLabel(ev.Indexes))+s.Muted.Render(" · "+evictionReason(ev.Reason, st)))
 	default:
-		lines = append(lines, s.Emphasis.Render(" Last eviction")+s.Muted.Render(" · "+clockTime(ev.At, p.engine.Clock().Now())),
+		lines = append(lines, s.Emphasis.Render(" Last eviction")+s.Muted.Render(" · "+clockTime(ev.At, p.conn.Now())),
 			" "+indexLabel(ev.Indexes)+s.Muted.Render(" · "+evictionReason(ev.Reason, st)))
 	}
 	for i, l := range lines {
@@ -407,36 +375,26 @@ func evictionReason(reason string, st history.Stats) string {
 }
 
 // bar renders n of total as "[████······]".
-func (p *chatPane) bar(n, total int) string {
-	filled := 0
-	if total > 0 {
-		filled = n * chatBarWidth / total
-		if n > 0 && filled == 0 {
-			filled = 1
-		}
-	}
-	filled = min(max(filled, 0), chatBarWidth)
-	return "[" + p.styles.Prompt.Render(strings.Repeat("█", filled)) + p.styles.Rule.Render(strings.Repeat("·", chatBarWidth-filled)) + "]"
-}
+func (p *chatPane) bar(n, total int) string { return meter(p.styles, n, total, chatBarWidth) }
 
 // pageHeader is the title of the side panel's page.
 func (p *chatPane) pageHeader(w int) []string {
 	s := p.styles
 	var title, note string
-	if p.page == pageContext {
+	if p.side.page == pageContext {
 		switch {
-		case p.last == nil || p.lastConv != p.conv:
+		case p.out.last == nil || p.out.lastConv != p.conv:
 			title, note = " Context", " · of your next message"
-		case p.last.Answered || p.last.LLMError != "":
+		case p.out.last.Answered || p.out.last.LLMError != "":
 			title = " Context sent to the model"
 		default:
 			title = " Context that would be sent"
 		}
 	} else {
-		sum := p.stats.Summary
+		sum := p.buf.stats.Summary
 		title = " Summary"
 		if len(sum.Covers) > 0 {
-			note = fmt.Sprintf(" · covers %s · %d/%d tokens", indexLabel(sum.Covers), sum.TokenCount, p.stats.SummaryTokenLimit)
+			note = fmt.Sprintf(" · covers %s · %d/%d tokens", indexLabel(sum.Covers), sum.TokenCount, p.buf.stats.SummaryTokenLimit)
 			if sum.Writer == "model" {
 				note += " · by the model"
 			}
@@ -447,10 +405,10 @@ func (p *chatPane) pageHeader(w int) []string {
 
 func (p *chatPane) summaryLines(w int) []string {
 	s := p.styles
-	sum := p.stats.Summary
+	sum := p.buf.stats.Summary
 	if strings.TrimSpace(sum.Text) == "" {
 		return wrapText(fmt.Sprintf("Nothing evicted yet. Once the buffer holds %d utterances, the oldest go, folded into this running summary.",
-			max(p.stats.BufferSize, 1)), w-2, " ")
+			max(p.buf.stats.BufferSize, 1)), w-2, " ")
 	}
 	var lines []string
 	for _, l := range strings.Split(sum.Text, "\n") {
@@ -468,17 +426,17 @@ func (p *chatPane) summaryLines(w int) []string {
 // every message, the new one last.
 func (p *chatPane) contextLines(w int) []string {
 	s := p.styles
-	if p.last == nil || p.lastConv != p.conv {
+	if p.out.last == nil || p.out.lastConv != p.conv {
 		return wrapText("Nothing sent yet. Send a message and the exact context it was sent with shows here: without a model, what would be sent.", w-2, " ")
 	}
-	pr := p.last.Prompt
+	pr := p.out.last.Prompt
 	what := " sent"
-	if !p.last.Answered && p.last.LLMError == "" {
+	if !p.out.last.Answered && p.out.last.LLMError == "" {
 		what = " not sent: no model is configured"
 	}
 	lines := styleLines(s.Muted, wrapText(fmt.Sprintf("system prompt + %s,%s", plural(len(pr.Messages), "message", "messages"), what), w-2, " "))
-	if p.last.LLMError != "" {
-		lines = append(lines, styleLines(s.Failed, wrapText("the model failed: "+p.last.LLMError, w-2, " "))...)
+	if p.out.last.LLMError != "" {
+		lines = append(lines, styleLines(s.Failed, wrapText("the model failed: "+p.out.last.LLMError, w-2, " "))...)
 	}
 	lines = append(lines, "", " "+s.Prompt.Render("system"))
 	lines = append(lines, wrapText(pr.System, w-3, "  ")...)
@@ -494,51 +452,6 @@ func (p *chatPane) contextLines(w int) []string {
 }
 
 // --- helpers ---
-
-// wrapText wraps plain text from outside (keeping its line breaks, with
-// every other control character neutralised) to width columns, each line
-// starting with indent.
-func wrapText(s string, width int, indent string) []string {
-	var out []string
-	for _, par := range strings.Split(strings.ReplaceAll(s, "\t", "    "), "\n") {
-		par, kept := keepFlags(strings.TrimRight(oneLine(par), " "))
-		for _, l := range strings.Split(ansi.Wrap(par, max(width, 1), ""), "\n") {
-			if kept {
-				l = strings.ReplaceAll(l, nonBreakingHyphen, "-")
-			}
-			out = append(out, strings.TrimRight(indent+l, " "))
-		}
-	}
-	return out
-}
-
-// nonBreakingHyphen stands in for the hyphens of a flag while wrapping:
-// the wrapper breaks lines after any hyphen, and "--llm" split as "-" and
-// "-llm" reads as nothing.
-const nonBreakingHyphen = "\u2011"
-
-// flagWord is a word that starts with a hyphen: a flag, a negative number.
-var flagWord = regexp.MustCompile(`(^|\s)-\S*`)
-
-// keepFlags makes the hyphens of flag-like words non-breaking, unless s
-// has non-breaking hyphens of its own (they would come back as hyphens).
-func keepFlags(s string) (string, bool) {
-	if !strings.Contains(s, "-") || strings.Contains(s, nonBreakingHyphen) {
-		return s, false
-	}
-	return flagWord.ReplaceAllStringFunc(s, func(w string) string {
-		return strings.ReplaceAll(w, "-", nonBreakingHyphen)
-	}), true
-}
-
-// styleLines renders every line in style (wrapText takes plain text only:
-// it would neutralise a style's escape codes).
-func styleLines(style lipgloss.Style, lines []string) []string {
-	for i, l := range lines {
-		lines[i] = style.Render(l)
-	}
-	return lines
-}
 
 // indexLabel lists utterance indexes compactly: "#0-7", "#0-3, 5, 7-9".
 func indexLabel(xs []int) string {

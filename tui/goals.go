@@ -1,16 +1,14 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/engram-console/engram/core/conn"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -50,8 +48,6 @@ type goalsKeys struct {
 	Share   key.Binding
 	Revoke  key.Binding
 	Diff    key.Binding
-	Yes     key.Binding
-	No      key.Binding
 	Apply   key.Binding
 	Cancel  key.Binding
 	Field   key.Binding
@@ -59,12 +55,12 @@ type goalsKeys struct {
 
 func newGoalsKeys() goalsKeys {
 	return goalsKeys{
-		Move:    key.NewBinding(key.WithKeys("up", "down", "k", "j"), key.WithHelp("↑/↓", "move")),
-		Open:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Move:    nav.Move,
+		Open:    withHelp(nav.Enter, "enter", "open"),
 		Filter:  key.NewBinding(key.WithKeys("/", "f"), key.WithHelp("/", "filter")),
-		Clear:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		Ends:    key.NewBinding(key.WithKeys("home", "end", "g", "G"), key.WithHelp("g/G", "first/last")),
-		Page:    key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
+		Clear:   withHelp(nav.Esc, "esc", "clear filter"),
+		Ends:    nav.Ends,
+		Page:    nav.Pages,
 		Lineage: key.NewBinding(key.WithKeys("enter", "l"), key.WithHelp("enter", "lineage")),
 		Back:    key.NewBinding(key.WithKeys("esc", "backspace", "h"), key.WithHelp("esc", "back")),
 		Scroll:  key.NewBinding(key.WithKeys("up", "down", "k", "j", "pgup", "pgdown"), key.WithHelp("↑/↓", "scroll")),
@@ -72,11 +68,9 @@ func newGoalsKeys() goalsKeys {
 		Revert:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "revert")),
 		Share:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "share")),
 		Revoke:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "revoke")),
-		Diff:    key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "scroll diff")),
-		Yes:     key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "revert")),
-		No:      key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n", "cancel")),
-		Apply:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
-		Cancel:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		Diff:    withHelp(nav.Pages, "pgup/pgdn", "scroll diff"),
+		Apply:   withHelp(nav.Enter, "enter", "apply"),
+		Cancel:  nav.Esc,
 		Field:   key.NewBinding(key.WithKeys("tab", "shift+tab", "up", "down"), key.WithHelp("tab", "next field")),
 	}
 }
@@ -91,61 +85,84 @@ type goalsPane struct {
 	keys     goalsKeys
 
 	width, height int
+	level         goalsLevel
 
-	// The list.
-	list    loader
+	list    goalsList    // the items, with the filter line
+	open    goalsOpen    // the open item (or, split, the one under the cursor)
+	lineage goalsLineage // the open item's audit trail
+
+	confirm confirm[revertConfirm] // the question asked before a revert
+	revert  goalsRevert            // the revert in flight
+	form    *aclForm               // the share or revoke form, while open
+}
+
+// goalsList is the list of items and its filter line.
+type goalsList struct {
+	load    loader
 	items   []*cortex.Item
 	count   int // how many match, when more than the list holds
 	loaded  bool
-	listErr string
-	cursor  int
-	offset  int
+	err     string
+	cursor  listCursor
 	filter  goalsFilter
-	editing bool
+	editing bool // the filter line has the keyboard
 	input   textinput.Model
-
-	// The open item.
-	level      goalsLevel
-	openID     string
-	item       *cortex.Item
-	itemErr    string
-	itemLoad   loader
-	hist       loader
-	history    []cortex.Mutation
-	chain      cortex.ChainCheck
-	histLoaded bool
-	histErr    string
-	sel        int // the selected entry of history
-	selVersion int // the version to select when the history comes (0: keep)
-	detail     viewport.Model
-	diff       viewport.Model
-
-	confirm   *revertConfirm
-	reverting revertConfirm // the revert in flight
-	revertReq int
-	form      *aclForm
-	formReq   int // the share or revoke in flight
 }
 
-// revertConfirm is the question asked before a revert.
+// goalsOpen is the open item and the scrolled view of its fields.
+type goalsOpen struct {
+	id     string
+	item   *cortex.Item
+	err    string
+	load   loader
+	detail scrollView
+}
+
+// goalsLineage is the open item's audit trail: its entries, whether their
+// chain verifies, the selected entry and the scrolled view of its diff.
+type goalsLineage struct {
+	load    loader
+	history []cortex.Mutation
+	chain   cortex.ChainCheck
+	loaded  bool
+	err     string
+	sel     listCursor // the selected entry of history
+	want    int        // the version to select when the history comes (0: keep)
+	diff    scrollView
+}
+
+// goalsRevert is the revert in flight: its request and what it reverts.
+type goalsRevert struct {
+	load loader
+	what revertConfirm
+}
+
+// revertConfirm is what the revert question is about.
 type revertConfirm struct {
-	id            string
-	version, next int
+	id      string
+	version int
 }
 
-func newGoalsPane(engine *core.Engine, styles *Styles) *goalsPane {
+// revertQuestion asks about reverting c when the next version is next.
+func revertQuestion(c revertConfirm, next int) string {
+	return fmt.Sprintf("Revert %s to v%d? This creates v%d.", c.id, c.version, next)
+}
+
+func newGoalsPane(engine conn.Conn, styles *Styles) *goalsPane {
 	in := textinput.New()
 	in.Prompt = "filter: "
 	in.PromptStyle = styles.Prompt
 	in.Placeholder = "e.g. status:blocked #launch (enter applies, esc cancels)"
 	in.CharLimit = 300
 	return &goalsPane{
-		requests: requests{engine: engine, pane: goalsPaneID},
+		requests: requests{conn: engine, pane: goalsPaneID},
 		styles:   styles,
 		keys:     newGoalsKeys(),
-		input:    in,
-		detail:   viewport.New(0, 0),
-		diff:     viewport.New(0, 0),
+		list:     goalsList{input: in},
+		// The fields scroll without indicators: the header shows how far.
+		open:    goalsOpen{detail: scrollView{Above: fixedNote(""), Below: fixedNote("")}},
+		lineage: goalsLineage{diff: scrollView{Above: fixedNote(glyphUp + " more above (pgup)"), Below: fixedNote(glyphDown + " more below (pgdn)")}},
+		confirm: confirm[revertConfirm]{Yes: "revert", Hint: " (y/n)", CancelKey: "n"},
 	}
 }
 
@@ -157,21 +174,21 @@ func (p *goalsPane) Focus() tea.Cmd { return nil }
 
 func (p *goalsPane) Blur() {
 	p.stopEditing(false)
-	p.confirm = nil
+	p.confirm.close()
 	p.form = nil
 }
 
 // Capturing: the filter line, the share form and the revert question take
 // every key (q and 1-6 included).
-func (p *goalsPane) Capturing() bool { return p.editing || p.confirm != nil || p.form != nil }
+func (p *goalsPane) Capturing() bool { return p.list.editing || p.confirm.Active() || p.form != nil }
 
 func (p *goalsPane) Keys() []key.Binding {
 	k := p.keys
 	switch {
-	case p.editing:
+	case p.list.editing:
 		return []key.Binding{k.Apply, k.Cancel}
-	case p.confirm != nil:
-		return []key.Binding{k.Yes, k.No}
+	case p.confirm.Active():
+		return p.confirm.Keys()
 	case p.form != nil:
 		verb := "share"
 		if p.form.revoke {
@@ -190,7 +207,7 @@ func (p *goalsPane) Keys() []key.Binding {
 		return []key.Binding{k.Version, k.Revert, k.Back, k.Share, k.Revoke, k.Diff}
 	}
 	keys := []key.Binding{k.Open, k.Filter}
-	if p.filter.raw != "" {
+	if p.list.filter.raw != "" {
 		keys = append(keys, k.Clear)
 	}
 	return append(keys, k.Move, k.Ends, k.Page)
@@ -212,7 +229,7 @@ func (p *goalsPane) itemWidth() int {
 
 func (p *goalsPane) SetSize(w, h int) {
 	p.width, p.height = w, h
-	p.input.Width = max(w-len(p.input.Prompt)-3, 1)
+	p.list.input.Width = max(w-len(p.list.input.Prompt)-3, 1)
 	if p.form != nil {
 		p.form.setWidth(p.itemWidth())
 	}
@@ -222,74 +239,85 @@ func (p *goalsPane) SetSize(w, h int) {
 // --- loading ---
 
 func (p *goalsPane) loadList() tea.Cmd {
-	if p.filter.err != "" {
+	f := p.list.filter
+	if f.err != "" {
 		return nil
 	}
 	name := "cortex.active"
-	if len(p.filter.q.Status) > 0 || p.filter.all {
+	if len(f.q.Status) > 0 || f.all {
 		name = "cortex.query"
 	}
-	q := p.filter.q
+	q := f.q
 	q.Limit = goalsListLimit
-	return p.run(&p.list, name, q)
+	return request[cortex.QueryResult](&p.requests, &p.list.load, name, q)
 }
 
 func (p *goalsPane) loadItem() tea.Cmd {
-	if p.openID == "" {
+	if p.open.id == "" {
 		return nil
 	}
-	return p.run(&p.itemLoad, "cortex.get", map[string]any{"id": p.openID, "include_deleted": true})
+	return request[cortex.ItemResult](&p.requests, &p.open.load, "cortex.get", cortex.GetArgs{ID: p.open.id, IncludeDeleted: true})
 }
 
 func (p *goalsPane) loadHistory() tea.Cmd {
-	if p.openID == "" {
+	if p.open.id == "" {
 		return nil
 	}
-	return p.run(&p.hist, "cortex.history", map[string]any{"id": p.openID})
+	return request[cortex.HistoryResult](&p.requests, &p.lineage.load, "cortex.history", cortex.IDArgs{ID: p.open.id})
 }
 
-// open shows an item (loading it and its lineage) unless it is shown.
-func (p *goalsPane) open(id string) tea.Cmd {
-	if id == "" || id == p.openID {
+// show opens an item (loading it and its lineage) unless it is open.
+func (p *goalsPane) show(id string) tea.Cmd {
+	if id == "" || id == p.open.id {
 		return nil
 	}
-	p.openID = id
-	p.item, p.itemErr = nil, ""
-	p.history, p.histLoaded, p.histErr = nil, false, ""
-	p.chain = cortex.ChainCheck{}
-	p.sel, p.selVersion = 0, 0
-	p.confirm, p.form = nil, nil
+	p.open.id, p.open.item, p.open.err = id, nil, ""
+	l := &p.lineage
+	l.history, l.loaded, l.err, l.chain, l.want = nil, false, "", cortex.ChainCheck{}, 0
+	l.sel.setLen(0)
+	p.confirm.close()
+	p.form = nil
 	p.layoutItem()
-	p.detail.GotoTop()
+	p.open.detail.home()
 	return tea.Batch(p.loadItem(), p.loadHistory())
 }
 
 // reloadOpen refreshes the open item and its lineage.
 func (p *goalsPane) reloadOpen() tea.Cmd {
-	if p.openID == "" {
+	if p.open.id == "" {
 		return nil
 	}
-	return tea.Batch(p.refresh(&p.itemLoad, p.loadItem), p.refresh(&p.hist, p.loadHistory))
+	return tea.Batch(p.refresh(&p.open.load, p.loadItem), p.refresh(&p.lineage.load, p.loadHistory))
 }
 
 func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
 	// A resize to a split screen shows the item under the cursor; SetSize
 	// cannot load it, the next message does.
-	if id := p.current(); p.split() && p.level == levelList && id != "" && id != p.openID {
-		return tea.Batch(p.open(id), p.Update(msg))
+	if id := p.current(); p.split() && p.level == levelList && id != "" && id != p.open.id {
+		return tea.Batch(p.show(id), p.Update(msg))
 	}
 	switch msg := msg.(type) {
-	case actionResultMsg:
-		if msg.pane != goalsPaneID {
-			return nil
+	case resultMsg[cortex.QueryResult]:
+		return p.listResult(msg)
+	case resultMsg[cortex.ItemResult]:
+		if latest, again := p.open.load.answer(msg.req); latest {
+			return p.itemResult(msg, again)
 		}
-		return p.result(msg)
+		if latest, _ := p.revert.load.answer(msg.req); latest {
+			return p.revertResult(msg)
+		}
+		return nil // stale
+	case resultMsg[cortex.HistoryResult]:
+		return p.historyResult(msg)
+	case resultMsg[cortex.ACLResult]:
+		return p.formResult(msg)
 	case events.Event:
-		if msg.Name != cortex.EventItemMutated {
+		ev, ok := cortex.EventItemMutated.Of(msg)
+		if !ok {
 			return nil
 		}
-		cmds := []tea.Cmd{p.refresh(&p.list, p.loadList)}
-		if ev, ok := msg.Data.(cortex.ItemEvent); ok && ev.ItemID == p.openID {
+		cmds := []tea.Cmd{p.refresh(&p.list.load, p.loadList)}
+		if ev.ItemID == p.open.id {
 			cmds = append(cmds, p.reloadOpen())
 		}
 		return tea.Batch(cmds...)
@@ -299,100 +327,83 @@ func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
 	// Cursor blinks and the like go to the input that has the keyboard.
 	var cmd tea.Cmd
 	switch {
-	case p.editing:
-		p.input, cmd = p.input.Update(msg)
+	case p.list.editing:
+		p.list.input, cmd = p.list.input.Update(msg)
 	case p.form != nil:
 		cmd = p.form.update(msg)
 	}
 	return cmd
 }
 
-// result applies the answer to one of the pane's requests.
-func (p *goalsPane) result(msg actionResultMsg) tea.Cmd {
-	switch msg.req {
-	case p.list.req:
-		return p.listResult(msg)
-	case p.itemLoad.req:
-		p.itemLoad.busy = false
-		var res struct {
-			Item *cortex.Item `json:"item"`
-		}
-		switch {
-		case msg.err != nil:
-			// Gone, or no longer readable (access revoked elsewhere).
-			p.item, p.itemErr = nil, errs.As(msg.err).Message
-		case json.Unmarshal(msg.result, &res) != nil || res.Item == nil:
-			p.itemErr = "unexpected cortex.get result"
-		default:
-			p.item, p.itemErr = res.Item, ""
-		}
-		p.layoutItem()
-		if p.itemLoad.dirty {
-			return p.loadItem()
-		}
-		return nil
-	case p.hist.req:
-		p.hist.busy = false
-		p.histLoaded = true
-		var res struct {
-			Mutations []cortex.Mutation `json:"mutations"`
-			cortex.ChainCheck
-		}
-		switch {
-		case msg.err != nil:
-			p.histErr = errs.As(msg.err).Message
-		case json.Unmarshal(msg.result, &res) != nil:
-			p.histErr = "unexpected cortex.history result"
-		default:
-			p.setHistory(res.Mutations, res.ChainCheck)
-		}
-		p.layoutItem()
-		if p.hist.dirty {
-			return p.loadHistory()
-		}
-		return nil
-	case p.revertReq:
-		p.revertReq = 0
-		return p.revertResult(msg)
-	case p.formReq:
-		p.formReq = 0
-		return p.formResult(msg)
-	}
-	return nil // stale
-}
-
-func (p *goalsPane) listResult(msg actionResultMsg) tea.Cmd {
-	p.list.busy = false
-	p.loaded = true
-	var res cortex.QueryResult
+func (p *goalsPane) itemResult(msg resultMsg[cortex.ItemResult], again bool) tea.Cmd {
+	o := &p.open
 	switch {
 	case msg.err != nil:
-		p.listErr = errs.As(msg.err).Message
-		p.items, p.count = nil, 0
-	case json.Unmarshal(msg.result, &res) != nil:
-		p.listErr = "unexpected " + msg.action + " result"
+		// Gone, or no longer readable (access revoked elsewhere).
+		o.item, o.err = nil, errs.As(msg.err).Message
+	case msg.value.Item == nil:
+		o.err = "unexpected cortex.get result"
 	default:
-		p.listErr = ""
-		// The cursor stays on its item when the list changes around it.
-		var at string
-		if p.cursor < len(p.items) {
-			at = p.items[p.cursor].ID
-		}
-		p.items, p.count = res.Items, res.Count
-		p.cursor = min(p.cursor, max(len(p.items)-1, 0))
-		if i := slices.IndexFunc(p.items, func(it *cortex.Item) bool { return it.ID == at }); i >= 0 {
-			p.cursor = i
+		o.item, o.err = msg.value.Item, ""
+		// The question says which version a revert makes: the item may
+		// have moved on since it was asked.
+		if c := p.confirm.Payload(); p.confirm.Active() && c.id == o.item.ID {
+			p.confirm.setQuestion(revertQuestion(c, o.item.GlobalVersion+1))
 		}
 	}
+	p.layoutItem()
+	if again {
+		return p.loadItem()
+	}
+	return nil
+}
+
+func (p *goalsPane) historyResult(msg resultMsg[cortex.HistoryResult]) tea.Cmd {
+	latest, again := p.lineage.load.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	p.lineage.loaded = true
+	if msg.err != nil {
+		p.lineage.err = errs.As(msg.err).Message
+	} else {
+		p.setHistory(msg.value.Mutations, msg.value.ChainCheck)
+	}
+	p.layoutItem()
+	if again {
+		return p.loadHistory()
+	}
+	return nil
+}
+
+func (p *goalsPane) listResult(msg resultMsg[cortex.QueryResult]) tea.Cmd {
+	latest, again := p.list.load.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	l := &p.list
+	l.loaded = true
+	if msg.err != nil {
+		l.err = errs.As(msg.err).Message
+		l.items, l.count = nil, 0
+		l.cursor.setLen(0)
+	} else {
+		l.err = ""
+		// The cursor stays on its item when the list changes around it.
+		at := p.current()
+		l.items, l.count = msg.value.Items, msg.value.Count
+		l.cursor.setLen(len(l.items))
+		l.cursor.keep(func(i int) bool { return l.items[i].ID == at })
+	}
 	var cmds []tea.Cmd
-	if p.list.dirty {
+	if again {
 		cmds = append(cmds, p.loadList())
 	}
 	// The item under the cursor is loaded even when only the list shows: a
 	// split screen (which may come with the first resize, after this
 	// answer) shows it at once, and enter opens it without waiting.
-	if (p.split() && p.level == levelList) || p.openID == "" {
-		cmds = append(cmds, p.open(p.current()))
+	if (p.split() && p.level == levelList) || p.open.id == "" {
+		cmds = append(cmds, p.show(p.current()))
 	}
 	return tea.Batch(cmds...)
 }
@@ -400,32 +411,35 @@ func (p *goalsPane) listResult(msg actionResultMsg) tea.Cmd {
 // setHistory takes a new lineage, keeping the selected version (or moving
 // to the one asked for).
 func (p *goalsPane) setHistory(ms []cortex.Mutation, check cortex.ChainCheck) {
+	l := &p.lineage
 	keep := 0
-	if p.sel < len(p.history) && len(p.history) > 0 {
-		keep = p.history[p.sel].NewVersion
+	if m := p.selected(); m != nil {
+		keep = m.NewVersion
 	}
-	wasLatest := len(p.history) == 0 || p.sel == len(p.history)-1
-	p.history, p.chain, p.histErr = ms, check, ""
+	wasLatest := len(l.history) == 0 || l.sel.Index() == len(l.history)-1
+	l.history, l.chain, l.err = ms, check, ""
 	want := keep
-	if p.selVersion > 0 {
-		want, p.selVersion = p.selVersion, 0
+	if l.want > 0 {
+		want, l.want = l.want, 0
 	} else if wasLatest {
 		want = 0 // following the latest version
 	}
-	p.sel = len(ms) - 1
-	if i := slices.IndexFunc(ms, func(m cortex.Mutation) bool { return m.NewVersion == want }); want > 0 && i >= 0 {
-		p.sel = i
+	l.sel.setLen(len(ms))
+	l.sel.end()
+	if want > 0 {
+		l.sel.keep(func(i int) bool { return ms[i].NewVersion == want })
 	}
-	p.sel = max(p.sel, 0)
-	p.diff.GotoTop()
+	l.diff.home()
 }
 
-func (p *goalsPane) formResult(msg actionResultMsg) tea.Cmd {
+func (p *goalsPane) formResult(msg resultMsg[cortex.ACLResult]) tea.Cmd {
 	f := p.form
-	if f == nil || !f.busy {
+	if f == nil {
 		return nil // cancelled meanwhile: the status line says what happened
 	}
-	f.busy = false
+	if latest, _ := f.send.answer(msg.req); !latest {
+		return nil
+	}
 	if msg.err != nil {
 		f.err = errs.As(msg.err).Message
 		return nil // the root shows it in the status line too
@@ -442,22 +456,20 @@ func (p *goalsPane) formResult(msg actionResultMsg) tea.Cmd {
 	return tea.Batch(showStatus(text, false), p.reloadOpen())
 }
 
-func (p *goalsPane) revertResult(msg actionResultMsg) tea.Cmd {
+func (p *goalsPane) revertResult(msg resultMsg[cortex.ItemResult]) tea.Cmd {
 	if msg.err != nil {
 		return nil // the root shows it in the status line
 	}
-	var res struct {
-		Item *cortex.Item `json:"item"`
-	}
-	if json.Unmarshal(msg.result, &res) != nil || res.Item == nil {
+	it := msg.value.Item
+	if it == nil {
 		return showStatus("unexpected cortex.revert result", true)
 	}
-	r := p.reverting
-	if res.Item.ID == p.openID {
-		p.selVersion = res.Item.GlobalVersion // show what the revert changed
+	r := p.revert.what
+	if it.ID == p.open.id {
+		p.lineage.want = it.GlobalVersion // show what the revert changed
 	}
-	text := fmt.Sprintf("Reverted %s to v%d: it is now v%d.", r.id, r.version, res.Item.GlobalVersion)
-	return tea.Batch(showStatus(text, false), p.reloadOpen(), p.refresh(&p.list, p.loadList))
+	text := fmt.Sprintf("Reverted %s to v%d: it is now v%d.", r.id, r.version, it.GlobalVersion)
+	return tea.Batch(showStatus(text, false), p.reloadOpen(), p.refresh(&p.list.load, p.loadList))
 }
 
 // showStatus asks the root to show text in the status line.
@@ -467,8 +479,8 @@ func showStatus(text string, isError bool) tea.Cmd {
 
 // current is the id of the item under the cursor.
 func (p *goalsPane) current() string {
-	if p.cursor < len(p.items) {
-		return p.items[p.cursor].ID
+	if i := p.list.cursor.Index(); i < len(p.list.items) {
+		return p.list.items[i].ID
 	}
 	return ""
 }
@@ -477,9 +489,9 @@ func (p *goalsPane) current() string {
 
 func (p *goalsPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
-	case p.editing:
+	case p.list.editing:
 		return p.filterKey(msg)
-	case p.confirm != nil:
+	case p.confirm.Active():
 		return p.confirmKey(msg)
 	case p.form != nil:
 		return p.formKey(msg)
@@ -495,47 +507,36 @@ func (p *goalsPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 
 func (p *goalsPane) listKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
-	before := p.cursor
 	switch {
 	case key.Matches(msg, k.Filter):
-		p.editing = true
-		p.input.SetValue(p.filter.raw)
-		p.input.CursorEnd()
-		return p.input.Focus()
+		p.list.editing = true
+		p.list.input.SetValue(p.list.filter.raw)
+		p.list.input.CursorEnd()
+		return p.list.input.Focus()
 	case key.Matches(msg, k.Clear):
-		if p.filter.raw == "" {
+		if p.list.filter.raw == "" {
 			return nil
 		}
-		p.input.SetValue("")
+		p.list.input.SetValue("")
 		return p.setFilter("")
 	case key.Matches(msg, k.Open):
 		id := p.current()
 		if id == "" {
 			return nil
 		}
-		cmd := p.open(id)
+		cmd := p.show(id)
 		if cmd == nil {
 			cmd = p.reloadOpen() // shown before: make sure it is current
 		}
 		p.level = levelDetail
 		p.layoutItem()
 		return cmd
-	case msg.String() == "up" || msg.String() == "k":
-		p.cursor--
-	case msg.String() == "down" || msg.String() == "j":
-		p.cursor++
-	case msg.String() == "pgup":
-		p.cursor -= p.listRows()
-	case msg.String() == "pgdown":
-		p.cursor += p.listRows()
-	case msg.String() == "home" || msg.String() == "g":
-		p.cursor = 0
-	case msg.String() == "end" || msg.String() == "G":
-		p.cursor = len(p.items) - 1
 	}
-	p.cursor = max(min(p.cursor, len(p.items)-1), 0)
-	if p.cursor != before && p.split() {
-		return p.open(p.current())
+	c := &p.list.cursor
+	before := c.Index()
+	c.setHeight(p.listRows())
+	if c.handleKey(msg) && c.Index() != before && p.split() {
+		return p.show(p.current())
 	}
 	return nil
 }
@@ -543,7 +544,7 @@ func (p *goalsPane) listKey(msg tea.KeyMsg) tea.Cmd {
 func (p *goalsPane) filterKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, p.keys.Apply):
-		raw := strings.Join(strings.Fields(p.input.Value()), " ")
+		raw := strings.Join(strings.Fields(p.list.input.Value()), " ")
 		p.stopEditing(true)
 		return p.setFilter(raw)
 	case key.Matches(msg, p.keys.Cancel):
@@ -551,30 +552,32 @@ func (p *goalsPane) filterKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	var cmd tea.Cmd
-	p.input, cmd = p.input.Update(msg)
+	p.list.input, cmd = p.list.input.Update(msg)
 	return cmd
 }
 
 func (p *goalsPane) stopEditing(keep bool) {
-	p.editing = false
-	p.input.Blur()
+	p.list.editing = false
+	p.list.input.Blur()
 	if !keep {
-		p.input.SetValue(p.filter.raw)
+		p.list.input.SetValue(p.list.filter.raw)
 	}
 }
 
 func (p *goalsPane) setFilter(raw string) tea.Cmd {
-	if raw == p.filter.raw && p.filter.err == "" {
+	l := &p.list
+	if raw == l.filter.raw && l.filter.err == "" {
 		return nil
 	}
-	p.filter = parseGoalsFilter(raw)
-	p.input.SetValue(raw)
-	p.cursor, p.offset = 0, 0
-	if p.filter.err != "" {
-		p.items, p.count, p.loaded, p.listErr = nil, 0, true, ""
+	l.filter = parseGoalsFilter(raw)
+	l.input.SetValue(raw)
+	l.cursor.reset()
+	if l.filter.err != "" {
+		l.items, l.count, l.loaded, l.err = nil, 0, true, ""
+		l.cursor.setLen(0)
 		return nil
 	}
-	p.loaded = false
+	l.loaded = false
 	return p.loadList()
 }
 
@@ -584,23 +587,14 @@ func (p *goalsPane) detailKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Lineage):
 		p.level = levelLineage
 		p.layoutItem()
-		return nil
 	case key.Matches(msg, k.Back):
 		return p.back()
 	case key.Matches(msg, k.Share):
 		return p.openForm(false)
 	case key.Matches(msg, k.Revoke):
 		return p.openForm(true)
-	}
-	switch msg.String() {
-	case "up", "k":
-		p.detail.ScrollUp(1)
-	case "down", "j":
-		p.detail.ScrollDown(1)
-	case "pgup":
-		p.detail.PageUp()
-	case "pgdown":
-		p.detail.PageDown()
+	default:
+		p.open.detail.handleKey(msg)
 	}
 	return nil
 }
@@ -619,7 +613,8 @@ func (p *goalsPane) back() tea.Cmd {
 
 func (p *goalsPane) lineageKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
-	before := p.sel
+	l := &p.lineage
+	before := l.sel.Index()
 	switch {
 	case key.Matches(msg, k.Back):
 		return p.back()
@@ -629,65 +624,65 @@ func (p *goalsPane) lineageKey(msg tea.KeyMsg) tea.Cmd {
 		return p.openForm(false)
 	case key.Matches(msg, k.Revoke):
 		return p.openForm(true)
-	case msg.String() == "up" || msg.String() == "k":
-		p.sel--
-	case msg.String() == "down" || msg.String() == "j":
-		p.sel++
-	case msg.String() == "home" || msg.String() == "g":
-		p.sel = 0
-	case msg.String() == "end" || msg.String() == "G":
-		p.sel = len(p.history) - 1
-	case msg.String() == "pgup":
-		p.diff.PageUp()
-	case msg.String() == "pgdown":
-		p.diff.PageDown()
+	// The arrows choose the version; pgup/pgdn scroll its diff.
+	case key.Matches(msg, nav.Up):
+		l.sel.up()
+	case key.Matches(msg, nav.Down):
+		l.sel.down()
+	case key.Matches(msg, nav.Home):
+		l.sel.home()
+	case key.Matches(msg, nav.End):
+		l.sel.end()
+	case key.Matches(msg, nav.PageUp):
+		l.diff.pageUp()
+	case key.Matches(msg, nav.PageDown):
+		l.diff.pageDown()
 	}
-	p.sel = max(min(p.sel, len(p.history)-1), 0)
-	if p.sel != before {
+	if l.sel.Index() != before {
 		p.layoutItem()
-		p.diff.GotoTop()
+		l.diff.home()
 	}
 	return nil
 }
 
 // selected is the selected entry of the lineage, if any.
 func (p *goalsPane) selected() *cortex.Mutation {
-	if p.sel < len(p.history) {
-		return &p.history[p.sel]
+	if i := p.lineage.sel.Index(); i < len(p.lineage.history) {
+		return &p.lineage.history[i]
 	}
 	return nil
 }
 
 func (p *goalsPane) askRevert() tea.Cmd {
-	m := p.selected()
-	if m == nil || p.item == nil {
+	m, it := p.selected(), p.open.item
+	if m == nil || it == nil {
 		return nil
 	}
-	if m.NewVersion >= p.item.GlobalVersion {
+	if m.NewVersion >= it.GlobalVersion {
 		return showStatus(fmt.Sprintf("v%d is the current version: choose an earlier one to revert to", m.NewVersion), false)
 	}
-	p.confirm = &revertConfirm{id: p.item.ID, version: m.NewVersion, next: p.item.GlobalVersion + 1}
+	c := revertConfirm{id: it.ID, version: m.NewVersion}
+	p.confirm.open(revertQuestion(c, it.GlobalVersion+1), c)
 	p.layoutItem()
 	return nil
 }
 
 func (p *goalsPane) confirmKey(msg tea.KeyMsg) tea.Cmd {
-	c := p.confirm
-	p.confirm = nil
+	ans, c := p.confirm.handleKey(msg)
+	p.confirm.close() // n, esc or any other key: nothing happens
 	p.layoutItem()
-	if !key.Matches(msg, p.keys.Yes) {
-		return nil // n, esc or anything else: nothing happens
+	if ans != answerYes {
+		return nil
 	}
-	cmd := p.run(nil, "cortex.revert", map[string]any{"id": c.id, "version": c.version})
-	p.reverting, p.revertReq = *c, p.seq
-	return cmd
+	p.revert.what = c
+	return request[cortex.ItemResult](&p.requests, &p.revert.load, "cortex.revert", cortex.VersionArgs{ID: c.id, Version: c.version})
 }
 
 func (p *goalsPane) openForm(revoke bool) tea.Cmd {
-	if p.item == nil {
+	if p.open.item == nil {
 		return nil
 	}
-	p.form = newACLForm(p.styles, p.item, revoke, p.engine.Agent())
+	p.form = newACLForm(p.styles, p.open.item, revoke, p.conn.Agent())
 	p.form.setWidth(p.itemWidth())
 	p.layoutItem()
 	return p.form.focus()
@@ -701,21 +696,17 @@ func (p *goalsPane) formKey(msg tea.KeyMsg) tea.Cmd {
 		p.layoutItem()
 		return nil
 	case key.Matches(msg, p.keys.Apply):
-		if f.busy {
+		if f.send.busy {
 			return nil
 		}
 		if f.err = f.validate(); f.err != "" {
 			return nil
 		}
-		var cmd tea.Cmd
 		if f.revoke {
-			cmd = p.run(nil, "cortex.revoke", map[string]any{"id": f.itemID, "principal": f.principal()})
-		} else {
-			perms, _ := f.permissions()
-			cmd = p.run(nil, "cortex.share", map[string]any{"id": f.itemID, "principal": f.principal(), "permissions": perms})
+			return request[cortex.ACLResult](&p.requests, &f.send, "cortex.revoke", cortex.RevokeArgs{ID: f.itemID, Principal: f.principal()})
 		}
-		f.busy, p.formReq = true, p.seq
-		return cmd
+		perms, _ := f.permissions()
+		return request[cortex.ACLResult](&p.requests, &f.send, "cortex.share", cortex.ShareArgs{ID: f.itemID, Principal: f.principal(), Permissions: perms})
 	}
 	return f.update(msg)
 }

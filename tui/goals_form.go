@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/engram-console/engram/core/cortex"
@@ -110,7 +111,7 @@ type aclForm struct {
 	inputs  []textinput.Model // principal, then (to share) permissions
 	focused int
 	err     string
-	busy    bool
+	send    loader // the share or revoke in flight
 	width   int
 }
 
@@ -168,12 +169,13 @@ func (f *aclForm) setWidth(w int) {
 }
 
 func (f *aclForm) update(msg tea.Msg) tea.Cmd {
+	// The arrows only: letters are typed into the fields.
 	if k, ok := msg.(tea.KeyMsg); ok && len(f.inputs) > 1 {
-		switch k.String() {
-		case "tab", "down":
+		switch {
+		case key.Matches(k, navArrows.Next, navArrows.Down):
 			f.focused = (f.focused + 1) % len(f.inputs)
 			return f.focus()
-		case "shift+tab", "up":
+		case key.Matches(k, navArrows.Prev, navArrows.Up):
 			f.focused = (f.focused + len(f.inputs) - 1) % len(f.inputs)
 			return f.focus()
 		}
@@ -258,10 +260,10 @@ func (f *aclForm) lines() []string {
 		}
 	}
 	switch {
-	case f.busy:
-		out = append(out, s.Muted.Render(" sending…"))
+	case f.send.busy:
+		out = append(out, s.Muted.Render(" sending"+glyphEllipsis))
 	case f.err != "":
-		out = append(out, s.Failed.Render(" ✗ "+oneLine(f.err)))
+		out = append(out, s.Failed.Render(" "+glyphFailed+" "+oneLine(f.err)))
 	default:
 		out = append(out, "")
 	}

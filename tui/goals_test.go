@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/conn"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/errs"
@@ -21,7 +23,7 @@ import (
 // minute apart: four open ones of every priority, with due dates, tags and a
 // blocking question, and a completed one the active list leaves out. Ship v1
 // (goal_launch) gets a lineage of four versions, two of them made in turns.
-func seedGoals(t *testing.T, engine *core.Engine, clk *clock.Fixed) {
+func seedGoals(t *testing.T, engine conn.Conn, clk *clock.Fixed) {
 	t.Helper()
 	step := func(name, turn, args string) {
 		t.Helper()
@@ -46,23 +48,13 @@ func seedGoals(t *testing.T, engine *core.Engine, clk *clock.Fixed) {
 
 // getItem reads an item through the engine as principal ("" for the
 // engine's agent).
-func getItem(t *testing.T, engine *core.Engine, principal, id string) (*cortex.Item, error) {
+func getItem(t *testing.T, engine conn.Conn, principal, id string) (*cortex.Item, error) {
 	t.Helper()
-	res, err := engine.Do(context.Background(), core.Request{Action: "cortex.get", Principal: principal,
-		Args: json.RawMessage(fmt.Sprintf(`{"id": %q}`, id))})
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Item *cortex.Item `json:"item"`
-	}
-	if err := json.Unmarshal(res, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out.Item, nil
+	res, err := conn.CallAs[cortex.ItemResult](context.Background(), engine, conn.Request{Action: "cortex.get", Principal: principal}, cortex.GetArgs{ID: id})
+	return res.Item, err
 }
 
-func mustGet(t *testing.T, engine *core.Engine, id string) *cortex.Item {
+func mustGet(t *testing.T, engine conn.Conn, id string) *cortex.Item {
 	t.Helper()
 	it, err := getItem(t, engine, "", id)
 	if err != nil {
@@ -74,15 +66,15 @@ func mustGet(t *testing.T, engine *core.Engine, id string) *cortex.Item {
 func goalsOf(m *Model) *goalsPane { return m.panes[tabGoals].(*goalsPane) }
 
 func itemIDs(p *goalsPane) []string {
-	ids := make([]string, len(p.items))
-	for i, it := range p.items {
+	ids := make([]string, len(p.list.items))
+	for i, it := range p.list.items {
 		ids[i] = it.ID
 	}
 	return ids
 }
 
 // startGoals seeds the items and opens the Goals tab on its list.
-func startGoals(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel) {
+func startGoals(t *testing.T) (conn.Conn, *clock.Fixed, *teatest.TestModel) {
 	t.Helper()
 	engine, clk := newEngine(t)
 	seedGoals(t, engine, clk)
@@ -107,7 +99,7 @@ func openLineage(t *testing.T, tm *teatest.TestModel) {
 func TestGoldenGoalsList(t *testing.T) {
 	_, _, tm := startGoals(t)
 	m := finish(t, tm)
-	requireGolden(t, "goals_list", m)
+	requireGolden(t, m)
 	// Active order: priority, then due date (none last), blocking first.
 	want := "[goal_launch q_license act_docs goal_perf]"
 	if got := fmt.Sprint(itemIDs(goalsOf(m))); got != want {
@@ -120,9 +112,9 @@ func TestGoldenGoalsDetail(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "goal_launch · v4 · owner local", "✓ audit chain verified", "launch, release, q4")
 	m := finish(t, tm)
-	requireGolden(t, "goals_detail", m)
-	if p := goalsOf(m); p.level != levelDetail || p.item == nil || p.item.ID != "goal_launch" {
-		t.Errorf("level %d, item %v: want goal_launch's detail", p.level, p.item)
+	requireGolden(t, m)
+	if p := goalsOf(m); p.level != levelDetail || p.open.item == nil || p.open.item.ID != "goal_launch" {
+		t.Errorf("level %d, item %v: want goal_launch's detail", p.level, p.open.item)
 	}
 }
 
@@ -132,7 +124,7 @@ func TestGoldenGoalsLineage(t *testing.T) {
 	keys(tm, tea.KeyUp)
 	waitFor(t, tm, "v3 update · 2025-11-05 10:06:00", "turn turn-8", "+ critical")
 	m := finish(t, tm)
-	requireGolden(t, "goals_lineage", m)
+	requireGolden(t, m)
 }
 
 func TestGoldenGoalsRevertConfirm(t *testing.T) {
@@ -143,7 +135,7 @@ func TestGoldenGoalsRevertConfirm(t *testing.T) {
 	tm.Type("r")
 	waitFor(t, tm, "Revert goal_launch to v2? This creates v5. (y/n)")
 	m := finish(t, tm)
-	requireGolden(t, "goals_revert_confirm", m)
+	requireGolden(t, m)
 	if !goalsOf(m).Capturing() {
 		t.Error("the question does not take the keyboard")
 	}
@@ -202,8 +194,8 @@ func TestGoalsFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := tm.FinalModel(t, teatest.WithFinalTimeout(waitLimit)).(probing).Model
-	if p := goalsOf(m); p.filter.raw != "" || len(p.items) != 4 {
-		t.Errorf("filter %q with %d items after esc, want none and 4", p.filter.raw, len(p.items))
+	if p := goalsOf(m); p.list.filter.raw != "" || len(p.list.items) != 4 {
+		t.Errorf("filter %q with %d items after esc, want none and 4", p.list.filter.raw, len(p.list.items))
 	}
 }
 
@@ -230,8 +222,8 @@ func TestGoalsFilterTakesQAndDigits(t *testing.T) {
 	waitFor(t, tm, "filter: q1")
 	keys(tm, tea.KeyCtrlC)
 	m := final(t, tm)
-	if p := goalsOf(m); m.active != tabGoals || !p.editing || p.input.Value() != "q1" {
-		t.Errorf("tab %d, editing %v, input %q: want q1 typed into the filter", m.active, p.editing, p.input.Value())
+	if p := goalsOf(m); m.active != tabGoals || !p.list.editing || p.list.input.Value() != "q1" {
+		t.Errorf("tab %d, editing %v, input %q: want q1 typed into the filter", m.active, p.list.editing, p.list.input.Value())
 	}
 }
 
@@ -291,8 +283,8 @@ func TestGoalsRevertYes(t *testing.T) {
 		t.Errorf("after the revert: v%d priority %s status %s progress %d tags %v; want v5 with v2's fields",
 			it.GlobalVersion, it.Priority, it.Status, it.Progress, it.Tags)
 	}
-	if p := goalsOf(m); p.selected() == nil || p.selected().NewVersion != 5 || p.confirm != nil {
-		t.Errorf("selected %+v, confirm %+v: want v5 selected and no question", p.selected(), p.confirm)
+	if p := goalsOf(m); p.selected() == nil || p.selected().NewVersion != 5 || p.confirm.Active() {
+		t.Errorf("selected %+v, question %q: want v5 selected and no question", p.selected(), p.confirm.Question())
 	}
 }
 
@@ -314,7 +306,7 @@ func TestGoalsRevertNo(t *testing.T) {
 	if it := mustGet(t, engine, "goal_launch"); it.GlobalVersion != 4 || it.Priority != "critical" {
 		t.Errorf("v%d priority %s after n: want v4 untouched", it.GlobalVersion, it.Priority)
 	}
-	if p := goalsOf(m); p.confirm != nil || p.Capturing() {
+	if p := goalsOf(m); p.confirm.Active() || p.Capturing() {
 		t.Error("the question is still open")
 	}
 }
@@ -433,8 +425,8 @@ func TestGoalsReloadsOncePerBurst(t *testing.T) {
 	if p.Init() == nil {
 		t.Fatal("no first load")
 	}
-	first := p.list.req
-	ev := events.Event{Name: cortex.EventItemMutated, Data: cortex.ItemEvent{ItemID: "x"}}
+	first := p.list.load.req
+	ev := events.Event{Name: cortex.EventItemMutated.Name(), Data: cortex.ItemEvent{ItemID: "x"}}
 	for range 5 {
 		if cmd := p.Update(ev); cmd != nil {
 			if msg := cmd(); msg != nil {
@@ -442,17 +434,17 @@ func TestGoalsReloadsOncePerBurst(t *testing.T) {
 			}
 		}
 	}
-	if p.list.req != first || !p.list.dirty {
-		t.Fatalf("req %d dirty %v, want the first load still current and a reload owed", p.list.req, p.list.dirty)
+	if p.list.load.req != first || !p.list.load.dirty {
+		t.Fatalf("req %d dirty %v, want the first load still current and a reload owed", p.list.load.req, p.list.load.dirty)
 	}
-	cmd := p.Update(actionResultMsg{pane: goalsPaneID, req: first, action: "cortex.active", result: json.RawMessage(`{"items": [], "count": 0}`)})
-	if cmd == nil || p.list.req == first || p.list.dirty {
-		t.Fatalf("no single reload after the burst (req %d, dirty %v)", p.list.req, p.list.dirty)
+	cmd := p.Update(resultMsg[cortex.QueryResult]{pane: goalsPaneID, req: first, action: "cortex.active", value: cortex.QueryResult{Items: []*cortex.Item{}}})
+	if cmd == nil || p.list.load.req == first || p.list.load.dirty {
+		t.Fatalf("no single reload after the burst (req %d, dirty %v)", p.list.load.req, p.list.load.dirty)
 	}
 	// A stale answer (the first load's again) changes nothing.
-	stale := json.RawMessage(`{"items": [{"id": "stale", "title": "stale"}], "count": 1}`)
-	p.Update(actionResultMsg{pane: goalsPaneID, req: first, action: "cortex.active", result: stale})
-	if len(p.items) != 0 {
+	stale := cortex.QueryResult{Items: []*cortex.Item{{ID: "stale", Title: "stale"}}, Count: 1}
+	p.Update(resultMsg[cortex.QueryResult]{pane: goalsPaneID, req: first, action: "cortex.active", value: stale})
+	if len(p.list.items) != 0 {
 		t.Errorf("a stale answer was applied: %v", itemIDs(p))
 	}
 }
@@ -513,8 +505,8 @@ func TestGoalsSplitAtWideSizes(t *testing.T) {
 	if !strings.Contains(line, "title") || !strings.Contains(line, "│") {
 		t.Errorf("the list and the item are not side by side: %q", line)
 	}
-	if p := goalsOf(m); p.openID != "q_license" || p.level != levelList {
-		t.Errorf("open %s at level %d, want q_license previewed from the list", p.openID, p.level)
+	if p := goalsOf(m); p.open.id != "q_license" || p.level != levelList {
+		t.Errorf("open %s at level %d, want q_license previewed from the list", p.open.id, p.level)
 	}
 }
 
@@ -525,16 +517,43 @@ func TestGoalsShowsBrokenChain(t *testing.T) {
 	styles := DefaultStyles()
 	p := newGoalsPane(engine, &styles)
 	p.SetSize(goldenWidth, 20)
-	p.open("goal_x")
+	p.show("goal_x")
 	p.level = levelDetail
-	p.Update(actionResultMsg{pane: goalsPaneID, req: p.itemLoad.req, action: "cortex.get",
-		result: json.RawMessage(`{"item": {"id": "goal_x", "type": "goal", "title": "X", "global_version": 5, "owner": "local"}}`)})
-	p.Update(actionResultMsg{pane: goalsPaneID, req: p.hist.req, action: "cortex.history",
-		result: json.RawMessage(`{"mutations": [], "chain_verified": false, "chain_broken_at": 4,
-			"chain_problem": "entry v4 was altered: its hash does not match its contents"}`)})
+	p.Update(resultMsg[cortex.ItemResult]{pane: goalsPaneID, req: p.open.load.req, action: "cortex.get",
+		value: cortex.ItemResult{Item: &cortex.Item{ID: "goal_x", Type: "goal", Title: "X", GlobalVersion: 5, Owner: "local"}}})
+	p.Update(resultMsg[cortex.HistoryResult]{pane: goalsPaneID, req: p.lineage.load.req, action: "cortex.history",
+		value: cortex.HistoryResult{Mutations: []cortex.Mutation{}, ChainCheck: cortex.ChainCheck{Verified: false, BrokenAt: 4,
+			Problem: "entry v4 was altered: its hash does not match its contents"}}})
 	view := p.View()
 	checkScreen(t, "detail", view, goldenWidth, 20)
 	if !strings.Contains(view, "✗ audit chain broken at v4: entry v4 was altered") {
 		t.Errorf("the broken chain is not shown:\n%s", view)
+	}
+}
+
+// TestGoalsFieldValuesAreTheRecordedOnes: the detail formats each field
+// from the value the audit trail records (the item's JSON), so that a field
+// and its lineage's diff read alike.
+func TestGoalsFieldValuesAreTheRecordedOnes(t *testing.T) {
+	due := time.Date(2025, 11, 20, 17, 0, 0, 0, time.FixedZone("", 2*3600))
+	for _, it := range []*cortex.Item{
+		{ID: "g", Title: "Ship v1", Description: "d", Progress: 40, Priority: "high", Status: "active", DueAt: &due,
+			Blocking: true, Tags: []string{"launch", "q4"}, Org: "acme", Parent: "p", DeletedAt: &due},
+		{ID: "empty", Tags: []string{}},
+		{ID: "nil tags"},
+	} {
+		all, err := json.Marshal(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range append(slices.Clone(detailFields), "deleted_at") {
+			v, err := json.Marshal(fieldValue(it, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%q:%s", f, v); !strings.Contains(string(all), want) {
+				t.Errorf("%s: %s is not in the item's JSON %s", it.ID, want, all)
+			}
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/engram-console/engram/core/cortex"
 )
 
@@ -27,7 +26,7 @@ func (p *goalsPane) View() string {
 		rw := p.width - lw - 1
 		left := strings.Split(fit(p.listView(lw), lw, p.height), "\n")
 		var right []string
-		if p.openID == "" {
+		if p.open.id == "" {
 			right = strings.Split(fit(p.styles.Muted.Render("\n Move the cursor (↑/↓) to show an item here; enter works on it."), rw, p.height), "\n")
 		} else {
 			right = strings.Split(fit(p.itemView(), rw, p.height), "\n")
@@ -56,7 +55,7 @@ type listColumn struct {
 
 // listHeaderRows is how many lines the list has above its rows.
 func (p *goalsPane) listHeaderRows() int {
-	if p.editing {
+	if p.list.editing {
 		return 3
 	}
 	return 2
@@ -65,38 +64,26 @@ func (p *goalsPane) listHeaderRows() int {
 // listRows is how many items the list shows at once.
 func (p *goalsPane) listRows() int { return max(p.height-p.listHeaderRows(), 1) }
 
-// scrolled is the first row shown, keeping the cursor in view.
-func (p *goalsPane) scrolled() int {
-	rows := p.listRows()
-	if p.cursor < p.offset {
-		p.offset = p.cursor
-	}
-	if p.cursor >= p.offset+rows {
-		p.offset = p.cursor - rows + 1
-	}
-	p.offset = max(min(p.offset, len(p.items)-rows), 0)
-	return p.offset
-}
-
 func (p *goalsPane) listView(w int) string {
 	s := p.styles
+	l := &p.list
 	var lines []string
-	if p.editing {
-		lines = append(lines, strings.TrimRight(" "+p.input.View(), " "),
+	if l.editing {
+		lines = append(lines, strings.TrimRight(" "+l.input.View(), " "),
 			s.Muted.Render(" status:active,blocked|all  tag:x #x  type:goal  pri:high  owner:x  words of the title"))
 	} else {
 		lines = append(lines, p.listTitle())
 	}
 	switch {
-	case p.filter.err != "":
-		return joinLines(append(lines, "", s.Failed.Render(" ✗ "+p.filter.err), s.Muted.Render(" / edits the filter, esc clears it.")))
-	case p.listErr != "":
-		return joinLines(append(lines, "", s.Failed.Render(" ✗ Could not list the items: "+oneLine(p.listErr))))
-	case !p.loaded:
-		return joinLines(append(lines, "", s.Muted.Render(" Loading…")))
-	case len(p.items) == 0 && p.filter.raw != "":
-		return joinLines(append(lines, "", s.Muted.Render(" Nothing matches "+p.filter.raw+". / edits the filter, esc clears it.")))
-	case len(p.items) == 0:
+	case l.filter.err != "":
+		return joinLines(append(lines, "", s.Failed.Render(" "+glyphFailed+" "+l.filter.err), s.Muted.Render(" / edits the filter, esc clears it.")))
+	case l.err != "":
+		return joinLines(append(lines, "", s.Failed.Render(" "+glyphFailed+" Could not list the items: "+oneLine(l.err))))
+	case !l.loaded:
+		return joinLines(append(lines, "", s.Muted.Render(" Loading"+glyphEllipsis)))
+	case len(l.items) == 0 && l.filter.raw != "":
+		return joinLines(append(lines, "", s.Muted.Render(" Nothing matches "+l.filter.raw+". / edits the filter, esc clears it.")))
+	case len(l.items) == 0:
 		return joinLines(append(lines, "",
 			s.Muted.Render(" No open goals, actions or questions. Create one from the palette, e.g."),
 			` :cortex.create {"type": "goal", "fields": {"title": "Ship v1", "priority": "high"}}`))
@@ -112,37 +99,39 @@ func (p *goalsPane) listView(w int) string {
 		head.WriteString(fitLine(c.title, width))
 	}
 	lines = append(lines, s.Muted.Render(strings.TrimRight(head.String(), " ")))
-	start := p.scrolled()
-	if rows := p.listRows(); len(p.items) > rows && !p.editing {
-		lines[0] += s.Muted.Render(fmt.Sprintf(" · %d-%d", start+1, min(start+rows, len(p.items))))
+	l.cursor.setHeight(p.listRows())
+	start, end := l.cursor.visible()
+	if len(l.items) > l.cursor.Height() && !l.editing {
+		lines[0] += s.Muted.Render(fmt.Sprintf(" · %d-%d", start+1, end))
 	}
-	for i := start; i < min(start+p.listRows(), len(p.items)); i++ {
-		lines = append(lines, p.listRow(p.items[i], cols, titleW, i == p.cursor))
+	for i := start; i < end; i++ {
+		lines = append(lines, p.listRow(l.items[i], cols, titleW, i == l.cursor.Index()))
 	}
 	return joinLines(lines)
 }
 
 func (p *goalsPane) listTitle() string {
 	s := p.styles
+	l := &p.list
 	what := "open item"
-	if p.filter.all || len(p.filter.q.Status) > 0 {
+	if l.filter.all || len(l.filter.q.Status) > 0 {
 		what = "item"
 	}
-	n := p.count
-	if p.filter.err != "" || p.listErr != "" || !p.loaded {
-		if p.filter.raw == "" {
+	n := l.count
+	if l.filter.err != "" || l.err != "" || !l.loaded {
+		if l.filter.raw == "" {
 			return " " + s.Emphasis.Render("Goals")
 		}
-		return " " + s.Emphasis.Render("Goals") + s.Muted.Render(" · filter ") + p.filter.raw
+		return " " + s.Emphasis.Render("Goals") + s.Muted.Render(" · filter ") + l.filter.raw
 	}
 	text := " " + s.Emphasis.Render("Goals") + s.Muted.Render(" · "+plural(n, what, what+"s"))
-	if n > len(p.items) {
-		text += s.Muted.Render(fmt.Sprintf(" (the first %d shown)", len(p.items)))
+	if n > len(l.items) {
+		text += s.Muted.Render(fmt.Sprintf(" (the first %d shown)", len(l.items)))
 	}
-	if p.filter.raw != "" {
-		return text + s.Muted.Render(" matching ") + p.filter.raw + s.Muted.Render(" · esc clears")
+	if l.filter.raw != "" {
+		return text + s.Muted.Render(" matching ") + l.filter.raw + s.Muted.Render(" · esc clears")
 	}
-	if p.loaded && n > 0 {
+	if l.loaded && n > 0 {
 		text += s.Muted.Render(", most urgent first · ! blocking")
 	}
 	return text
@@ -153,12 +142,12 @@ func (p *goalsPane) listTitle() string {
 // little.
 func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
 	s := p.styles
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	tagsW := len("tags") + 1
 	idW := len("id") + 1
-	for _, it := range p.items {
-		tagsW = max(tagsW, min(ansi.StringWidth(strings.Join(it.Tags, ","))+2, 22))
-		idW = max(idW, min(ansi.StringWidth(it.ID)+2, 28))
+	for _, it := range p.list.items {
+		tagsW = max(tagsW, min(lineWidth(strings.Join(it.Tags, ","))+2, 22))
+		idW = max(idW, min(lineWidth(it.ID)+2, 28))
 	}
 	plain := func(_ *cortex.Item, t string) string { return t }
 	muted := func(_ *cortex.Item, t string) string { return s.Muted.Render(t) }
@@ -205,7 +194,7 @@ func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
 		{title: "done", width: 5, cell: func(it *cortex.Item) string { return fmt.Sprintf("%3d%%", it.Progress) }, style: muted},
 		{title: "due", width: 13, cell: func(it *cortex.Item) string {
 			if it.DueAt == nil {
-				return "—"
+				return glyphNone
 			}
 			if it.DueAt.Year() != now.Year() {
 				return it.DueAt.Format("2006-01-02")
@@ -222,8 +211,8 @@ func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
 		{title: "id", width: idW, cell: func(it *cortex.Item) string { return it.ID }, style: muted},
 	}
 	// A column nobody has a value for only takes room.
-	anyDue := slices.ContainsFunc(p.items, func(it *cortex.Item) bool { return it.DueAt != nil })
-	anyTags := slices.ContainsFunc(p.items, func(it *cortex.Item) bool { return len(it.Tags) > 0 })
+	anyDue := slices.ContainsFunc(p.list.items, func(it *cortex.Item) bool { return it.DueAt != nil })
+	anyTags := slices.ContainsFunc(p.list.items, func(it *cortex.Item) bool { return len(it.Tags) > 0 })
 	all = slices.DeleteFunc(all, func(c listColumn) bool { return (c.title == "due" && !anyDue) || (c.title == "tags" && !anyTags) })
 	// The optional columns, the first to go first.
 	optional := []string{"id", "done", "tags", "type"}
@@ -248,9 +237,9 @@ func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
 func (p *goalsPane) listRow(it *cortex.Item, cols []listColumn, titleW int, current bool) string {
 	var b strings.Builder
 	if current && p.level != levelList {
-		b.WriteString(" " + p.styles.Muted.Render("▸ ")) // the open item, which has the keys
+		b.WriteString(" " + p.styles.Muted.Render(glyphCursor+" ")) // the open item, which has the keys
 	} else if current {
-		b.WriteString(" " + p.styles.Selected.Render("▸ "))
+		b.WriteString(" " + p.styles.Selected.Render(glyphCursor+" "))
 	} else {
 		b.WriteString("   ")
 	}
@@ -259,11 +248,7 @@ func (p *goalsPane) listRow(it *cortex.Item, cols []listColumn, titleW int, curr
 		if c.title == "title" {
 			width = titleW
 		}
-		text := c.cell(it)
-		if ansi.StringWidth(text) > width-1 {
-			text = ansi.Truncate(text, width-1, "…")
-		}
-		text = fitLine(text, width)
+		text := fitLine(truncateTo(c.cell(it), width-1), width) // a column apart from the next
 		switch {
 		case current && p.level == levelList:
 			b.WriteString(p.styles.Selected.Render(text))
@@ -276,16 +261,12 @@ func (p *goalsPane) listRow(it *cortex.Item, cols []listColumn, titleW int, curr
 
 // --- the open item ---
 
-// overlayLines is what the revert question or the form takes at the bottom
-// of the item.
+// overlay is what the revert question or the form takes at the bottom of
+// the item.
 func (p *goalsPane) overlay() []string {
 	switch {
-	case p.confirm != nil:
-		c := *p.confirm
-		if p.item != nil && p.item.ID == c.id {
-			c.next = p.item.GlobalVersion + 1 // it may have moved on meanwhile
-		}
-		return []string{"", " " + p.styles.Prompt.Render(fmt.Sprintf("Revert %s to v%d? This creates v%d. (y/n)", c.id, c.version, c.next))}
+	case p.confirm.Active():
+		return []string{"", p.confirm.View(p.styles, p.itemWidth())}
 	case p.form != nil:
 		return p.form.lines()
 	}
@@ -295,16 +276,35 @@ func (p *goalsPane) overlay() []string {
 // timelineWidth is the width of the lineage's timeline column.
 func (p *goalsPane) timelineWidth() int { return max(min(p.itemWidth()*2/5, 40), 24) }
 
-// layoutItem sizes the item's viewports and renders their content: call it
-// after anything they show changes.
+// diffWidth is the width of the lineage's diff column.
+func (p *goalsPane) diffWidth() int { return max(p.itemWidth()-p.timelineWidth()-3, 1) }
+
+// layoutItem sizes the item's scrolled sections and renders their content:
+// call it after anything they show changes.
 func (p *goalsPane) layoutItem() {
 	w, h := p.itemWidth(), p.height
 	over := len(p.overlay())
-	p.detail.Width, p.detail.Height = w, max(h-3-over, 1)
-	p.detail.SetContent(joinLines(p.detailLines(w)))
-	tw := p.timelineWidth()
-	p.diff.Width, p.diff.Height = max(w-tw-3, 1), max(h-2-over, 1)
-	p.diff.SetContent(joinLines(p.diffLines(p.diff.Width)))
+	detail := &p.open.detail
+	detail.setHeight(max(h-3-over, 1))
+	detail.setLines(wrapWide(p.detailLines(w), w))
+	l := &p.lineage
+	l.diff.setHeight(max(h-2-over, 1))
+	l.diff.setLines(wrapWide(p.diffLines(p.diffWidth()), p.diffWidth()))
+	l.sel.setHeight(l.diff.Height()) // the timeline is as high as the diff
+}
+
+// wrapWide wraps the lines wider than w (a narrow screen), so that nothing
+// of them is cut off.
+func wrapWide(lines []string, w int) []string {
+	var out []string
+	for _, l := range lines {
+		if lineWidth(l) <= w {
+			out = append(out, l)
+			continue
+		}
+		out = append(out, strings.Split(wrap(l, w, ""), "\n")...)
+	}
+	return out
 }
 
 // itemView is the open item: its fields, or its lineage.
@@ -312,15 +312,15 @@ func (p *goalsPane) itemView() string {
 	s := p.styles
 	w := p.itemWidth()
 	var lines []string
-	switch {
-	case p.itemErr != "" && p.item == nil:
-		lines = []string{" " + s.Failed.Render("✗ "+oneLine(p.itemErr)), "", s.Muted.Render(" esc goes back to the list.")}
-	case p.item == nil:
-		lines = []string{s.Muted.Render(" Loading " + p.openID + "…")}
+	switch o := &p.open; {
+	case o.err != "" && o.item == nil:
+		lines = []string{" " + s.Failed.Render(glyphFailed+" "+oneLine(o.err)), "", s.Muted.Render(" esc goes back to the list.")}
+	case o.item == nil:
+		lines = []string{s.Muted.Render(" Loading " + o.id + glyphEllipsis)}
 	case p.level == levelLineage:
 		lines = p.lineageView(w)
 	default:
-		lines = append(p.detailHeader(w), strings.Split(p.detail.View(), "\n")...)
+		lines = append(p.detailHeader(w), o.detail.viewLines(s)...)
 	}
 	over := p.overlay()
 	body := fit(joinLines(lines), w, max(p.height-len(over), 0))
@@ -336,48 +336,90 @@ func (p *goalsPane) itemView() string {
 // chainLine says whether the item's audit chain verifies.
 func (p *goalsPane) chainLine() string {
 	s := p.styles
+	l := &p.lineage
 	switch {
-	case p.histErr != "":
-		return s.Failed.Render("✗ no lineage: " + oneLine(p.histErr))
-	case !p.histLoaded:
-		return s.Muted.Render("checking the audit chain…")
-	case p.chain.Verified:
-		return s.OK.Render("✓ audit chain verified")
+	case l.err != "":
+		return s.Failed.Render(glyphFailed + " no lineage: " + oneLine(l.err))
+	case !l.loaded:
+		return s.Muted.Render("checking the audit chain" + glyphEllipsis)
+	case l.chain.Verified:
+		return s.OK.Render(glyphOK + " audit chain verified")
 	}
-	return s.Failed.Render(fmt.Sprintf("✗ audit chain broken at v%d: %s", p.chain.BrokenAt, oneLine(p.chain.Problem)))
+	return s.Failed.Render(fmt.Sprintf("%s audit chain broken at v%d: %s", glyphFailed, l.chain.BrokenAt, oneLine(l.chain.Problem)))
 }
 
 func (p *goalsPane) detailHeader(w int) []string {
 	s := p.styles
-	it := p.item
+	it := p.open.item
 	title := " " + s.Emphasis.Render(oneLine(it.Title))
 	if it.DeletedAt != nil {
 		title += s.Failed.Render("  (deleted)")
 	}
 	meta := " " + s.Muted.Render(it.Type+" ") + it.ID + s.Muted.Render(" · ") + fmt.Sprintf("v%d", it.GlobalVersion) +
 		s.Muted.Render(" · owner ") + it.Owner + s.Muted.Render(" · ") + p.chainLine()
-	if p.detail.TotalLineCount() > p.detail.Height {
-		title = fitLine(title, max(w-14, 1)) + s.Muted.Render(fmt.Sprintf("%3.0f%% ↑/↓", p.detail.ScrollPercent()*100))
+	if d := &p.open.detail; d.TotalLineCount() > d.Height() {
+		// How far down the fields are scrolled.
+		done := float64(d.Offset()) / float64(d.TotalLineCount()-d.Height())
+		title = fitLine(title, max(w-14, 1)) + s.Muted.Render(fmt.Sprintf("%3.0f%% ↑/↓", done*100))
 	}
 	return []string{title, meta, ""}
 }
 
-// itemValues is the item as JSON sees it, so that the detail shows values
-// the way the audit trail records them.
-func itemValues(it *cortex.Item) map[string]any {
-	b, _ := json.Marshal(it)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	return m
+// fieldValue is one of the item's fields the way formatValue takes it (as
+// JSON decodes a value the audit trail records), so that the detail shows
+// values as the lineage does.
+func fieldValue(it *cortex.Item, field string) any {
+	switch field {
+	case "title":
+		return it.Title
+	case "description":
+		return it.Description
+	case "status":
+		return it.Status
+	case "priority":
+		return it.Priority
+	case "progress":
+		return float64(it.Progress)
+	case "due_at":
+		return timeValue(it.DueAt)
+	case "deleted_at":
+		return timeValue(it.DeletedAt)
+	case "blocking":
+		return it.Blocking
+	case "tags":
+		if it.Tags == nil {
+			return nil
+		}
+		tags := make([]any, len(it.Tags))
+		for i, t := range it.Tags {
+			tags[i] = t
+		}
+		return tags
+	case "org":
+		return it.Org
+	case "parent":
+		return it.Parent
+	}
+	if key, ok := strings.CutPrefix(field, "custom."); ok {
+		return it.Custom[key]
+	}
+	return nil
+}
+
+// timeValue is a time as JSON writes it (nil for none).
+func timeValue(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.Format(time.RFC3339Nano)
 }
 
 func (p *goalsPane) detailLines(w int) []string {
-	it := p.item
+	it := p.open.item
 	if it == nil {
 		return nil
 	}
 	s := p.styles
-	values := itemValues(it)
 	fields := slices.Clone(detailFields)
 	for _, k := range slices.Sorted(maps.Keys(it.Custom)) {
 		fields = append(fields, "custom."+k)
@@ -390,15 +432,9 @@ func (p *goalsPane) detailLines(w int) []string {
 	const verW = 12
 	valueW := max(w-1-fieldW-verW, 10)
 	lines := []string{s.Muted.Render(" " + fitLine("field", fieldW) + fitLine("version", verW) + "value")}
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	for _, f := range fields {
-		var v any
-		if key, ok := strings.CutPrefix(f, "custom."); ok {
-			v = it.Custom[key]
-		} else {
-			v = values[f]
-		}
-		vals := formatValue(f, v, valueW)
+		vals := formatValue(f, fieldValue(it, f), valueW)
 		switch {
 		case f == "acl":
 			vals = aclLines(it.ACL, it.Owner)
@@ -436,27 +472,6 @@ func (p *goalsPane) detailLines(w int) []string {
 	return lines
 }
 
-// truncateTo cuts s to n columns with an ellipsis.
-func truncateTo(s string, n int) string {
-	if ansi.StringWidth(s) <= n {
-		return s
-	}
-	return ansi.Truncate(s, max(n, 1), "…")
-}
-
-// wrapValue wraps a long value over at most n lines.
-func wrapValue(s string, width, n int) []string {
-	lines := strings.Split(ansi.Wrap(s, max(width-1, 4), ""), "\n")
-	if len(lines) > n {
-		lines = lines[:n]
-		lines[n-1] = truncateTo(lines[n-1]+" …", width-1)
-	}
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return lines
-}
-
 func aclLines(acl []cortex.ACLEntry, owner string) []string {
 	var out []string
 	for _, e := range acl {
@@ -467,9 +482,29 @@ func aclLines(acl []cortex.ACLEntry, owner string) []string {
 		out = append(out, who+": "+strings.Join(e.Permissions, ", "))
 	}
 	if len(out) == 0 {
-		return []string{"—"}
+		return []string{glyphNone}
 	}
 	return out
+}
+
+// aclValue reads an access list as JSON decodes it ([{principal_id,
+// permissions}]), as field changes of the lineage carry it.
+func aclValue(v []any) []cortex.ACLEntry {
+	var acl []cortex.ACLEntry
+	for _, x := range v {
+		m, _ := x.(map[string]any)
+		e := cortex.ACLEntry{}
+		e.PrincipalType, _ = m["principal_type"].(string)
+		e.PrincipalID, _ = m["principal_id"].(string)
+		perms, _ := m["permissions"].([]any)
+		for _, p := range perms {
+			if s, ok := p.(string); ok {
+				e.Permissions = append(e.Permissions, s)
+			}
+		}
+		acl = append(acl, e)
+	}
+	return acl
 }
 
 // formatValue renders a field's value (as JSON decodes it) for the screen,
@@ -498,10 +533,7 @@ func formatValue(field string, v any, width int) []string {
 		return []string{"no"}
 	case []any:
 		if field == "acl" {
-			var acl []cortex.ACLEntry
-			b, _ := json.Marshal(v)
-			json.Unmarshal(b, &acl)
-			return aclLines(acl, "")
+			return aclLines(aclValue(v), "")
 		}
 		var parts []string
 		for _, x := range v {
@@ -521,35 +553,28 @@ func formatValue(field string, v any, width int) []string {
 	return []string{string(b)}
 }
 
-func formatTime(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }
-
 // --- the lineage ---
 
 func (p *goalsPane) lineageView(w int) []string {
 	s := p.styles
-	it := p.item
+	it := p.open.item
+	l := &p.lineage
 	head := " " + s.Emphasis.Render(oneLine(it.Title)) + s.Muted.Render(" · ") + it.ID
-	if n := len(p.history); n > 0 {
-		head += s.Muted.Render(fmt.Sprintf(" · lineage v1 → v%d", p.history[n-1].NewVersion))
+	if n := len(l.history); n > 0 {
+		head += s.Muted.Render(fmt.Sprintf(" · lineage v1 → v%d", l.history[n-1].NewVersion))
 	}
 	lines := []string{truncateTo(head, w-lineWidth(p.chainLine())-3) + s.Muted.Render(" · ") + p.chainLine(), ""}
-	if !p.histLoaded {
-		return append(lines, s.Muted.Render(" Loading the lineage…"))
+	if !l.loaded {
+		return append(lines, s.Muted.Render(" Loading the lineage"+glyphEllipsis))
 	}
-	if p.histErr != "" {
-		return append(lines, s.Failed.Render(" ✗ "+oneLine(p.histErr)))
+	if l.err != "" {
+		return append(lines, s.Failed.Render(" "+glyphFailed+" "+oneLine(l.err)))
 	}
 	tw := p.timelineWidth()
-	rows := p.diff.Height
-	timeline := p.timelineLines(tw, rows)
-	diff := strings.Split(p.diff.View(), "\n")
-	if p.diff.YOffset > 0 && len(diff) > 1 {
-		diff[0] = s.Muted.Render("↑ more above (pgup)")
-	}
-	if !p.diff.AtBottom() && len(diff) > 1 {
-		diff[len(diff)-1] = s.Muted.Render("↓ more below (pgdn)")
-	}
-	sep := s.Rule.Render("│")
+	rows := l.diff.Height()
+	timeline := p.timelineLines(tw)
+	diff := l.diff.viewLines(s)
+	sep := s.Rule.Render(glyphVRule)
 	for i := range rows {
 		var l, r string
 		if i < len(timeline) {
@@ -565,22 +590,20 @@ func (p *goalsPane) lineageView(w int) []string {
 
 // timelineLines is the lineage, v1 at the top, the selected version marked,
 // scrolled to keep it in view.
-func (p *goalsPane) timelineLines(tw, rows int) []string {
+func (p *goalsPane) timelineLines(tw int) []string {
 	s := p.styles
-	start := 0
-	if p.sel >= rows {
-		start = p.sel - rows + 1
-	}
+	l := &p.lineage
 	verW := 0
-	if n := len(p.history); n > 0 {
-		verW = len(fmt.Sprint(p.history[n-1].NewVersion)) + 1
+	if n := len(l.history); n > 0 {
+		verW = len(fmt.Sprint(l.history[n-1].NewVersion)) + 1
 	}
 	var out []string
-	for i := start; i < min(len(p.history), start+rows); i++ {
-		m := p.history[i]
-		node := "○"
-		if i == len(p.history)-1 {
-			node = "●"
+	start, end := l.sel.visible()
+	for i := start; i < end; i++ {
+		m := l.history[i]
+		node := glyphNode
+		if i == len(l.history)-1 {
+			node = glyphNodeLast
 		}
 		ver := fitLine(fmt.Sprintf("v%d", m.NewVersion), verW)
 		text := fmt.Sprintf("%s %s %-6s %s", node, ver, m.MutationType, m.MutatedBy)
@@ -588,8 +611,8 @@ func (p *goalsPane) timelineLines(tw, rows int) []string {
 			text = fmt.Sprintf("%s %s %-6s %s %s", node, ver, m.MutationType, m.MutationTimestamp.Format("15:04"), m.MutatedBy)
 		}
 		text = truncateTo(text, tw-3)
-		if i == p.sel {
-			out = append(out, s.Selected.Render(" ▸ "+text))
+		if i == l.sel.Index() {
+			out = append(out, s.Selected.Render(" "+glyphCursor+" "+text))
 		} else if m.MutationType == "revert" {
 			out = append(out, "   "+s.Prompt.Render(text))
 		} else {
@@ -662,7 +685,7 @@ func (p *goalsPane) diffLines(w int) []string {
 			}
 			name := s.Emphasis.Render(fitLine(f, nameW))
 			for _, l := range formatValue(f, ch.New, w) {
-				for _, part := range strings.Split(ansi.Wrap(l, max(w-nameW-1, 8), ""), "\n") {
+				for _, part := range strings.Split(wrap(l, max(w-nameW-1, 8), ""), "\n") {
 					out = append(out, name+strings.TrimRight(part, " "))
 					name = strings.Repeat(" ", nameW)
 				}
@@ -700,7 +723,7 @@ func (p *goalsPane) diffLines(w int) []string {
 
 // wrapDiff wraps one value line under its − or + mark.
 func wrapDiff(mark, text string, w int) []string {
-	lines := strings.Split(ansi.Wrap(text, max(w-5, 8), ""), "\n")
+	lines := strings.Split(wrap(text, max(w-5, 8), ""), "\n")
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		if i == 0 {

@@ -1,11 +1,17 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"strconv"
+
+	"github.com/charmbracelet/bubbles/key"
+)
 
 // globalKeys work on every tab (unless a text input has the focus, when only
 // ctrl+c, esc and the input's own keys do).
 type globalKeys struct {
+	// Tabs is 1-6 together, for the footer; Tab[i] is the one key of tab i.
 	Tabs      key.Binding
+	Tab       [tabCount]key.Binding
 	NextTab   key.Binding
 	PrevTab   key.Binding
 	Palette   key.Binding
@@ -15,7 +21,12 @@ type globalKeys struct {
 }
 
 func newGlobalKeys() globalKeys {
+	var each [tabCount]key.Binding
+	for i := range each {
+		each[i] = key.NewBinding(key.WithKeys(strconv.Itoa(i + 1)))
+	}
 	return globalKeys{
+		Tab:       each,
 		Tabs:      key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "tabs")),
 		NextTab:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
 		PrevTab:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous tab")),

@@ -1,15 +1,14 @@
 package tui
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
+	"github.com/engram-console/engram/core/conn"
+
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/memory"
@@ -85,6 +84,43 @@ type memoryQuery struct {
 	deleted bool
 }
 
+// args is the memory.remember that answers q.
+func (q memoryQuery) args() memory.RememberArgs {
+	return memory.RememberArgs{Store: q.store, Prompt: q.prompt, Rank: q.rank, IncludeDeleted: q.deleted, Limit: memoryListLimit}
+}
+
+// memoryStores is the stores' cards: memory.stores, loaded by the embedded
+// loader.
+type memoryStores struct {
+	loader
+	all    []memory.Capacity // working, episodic, then the others by name
+	loaded bool
+	err    string
+}
+
+// memoryList is the list: the answer to shown, asked as asked, while want
+// is what it should show (a key changes want first, then asks).
+type memoryList struct {
+	loader
+	want   memoryQuery
+	asked  memoryQuery // what the request in flight asks
+	shown  memoryQuery // what items answer
+	items  []memory.Recalled
+	loaded bool
+	err    string
+	cursor listCursor
+}
+
+// memoryDetail is an open item: every field, as memory.get says now.
+type memoryDetail struct {
+	id, store string
+	item      *memory.Item     // nil until loaded, or once erased
+	rank      *memory.Recalled // its score, when a prompt found it
+	load      loader
+	err       string
+	view      scrollView
+}
+
 // memoryPane is the Memory tab: the stores side by side with gauges of
 // their items and tokens; below, the selected store's items in its own
 // order, or ranked for a prompt (the remember box, with each item's score
@@ -92,56 +128,33 @@ type memoryQuery struct {
 // forget (a dry run) before it does, soft or hard; and an item's every
 // field.
 type memoryPane struct {
-	requests // the engine, and the numbering of this pane's requests
+	requests // the connection, and the numbering of this pane's requests
 	styles   *Styles
 	keys     memoryKeys
 
 	width, height int
 
-	// The stores.
-	storesLoad   loader
-	stores       []memory.Capacity
-	storesLoaded bool
-	storesErr    string
-
-	// The list: the answer to shown, asked as asked.
-	list       loader
-	want       memoryQuery // what the list should show
-	asked      memoryQuery // what the request in flight asks
-	shown      memoryQuery // what items answer
-	items      []memory.Recalled
-	listLoaded bool
-	listErr    string
-	cursor     int
-	offset     int
+	stores memoryStores
+	list   memoryList
 
 	mode  memoryMode
 	input textinput.Model // the remember box's prompt
 
-	forget *forgetBox
-
-	// The open item.
-	detailID   string
-	detailFrom string // its store
-	detail     *memory.Item
-	detailRank *memory.Recalled // its score, when a prompt found it
-	detailLoad loader
-	detailErr  string
-	detailView viewport.Model
+	forget *forgetBox    // nil: closed
+	detail *memoryDetail // nil: the list shows
 }
 
-func newMemoryPane(engine *core.Engine, styles *Styles) *memoryPane {
+func newMemoryPane(c conn.Conn, styles *Styles) *memoryPane {
 	in := textinput.New()
 	in.Prompt = "remember: "
 	in.PromptStyle = styles.Prompt
 	in.Placeholder = "what to remember about (enter ranks the store's items, esc goes back)"
 	in.CharLimit = 1000
 	return &memoryPane{
-		requests:   requests{engine: engine, pane: memoryPaneID},
-		styles:     styles,
-		keys:       newMemoryKeys(),
-		input:      in,
-		detailView: viewport.New(0, 0),
+		requests: requests{conn: c, pane: memoryPaneID},
+		styles:   styles,
+		keys:     newMemoryKeys(),
+		input:    in,
 	}
 }
 
@@ -169,7 +182,7 @@ func (p *memoryPane) Keys() []key.Binding {
 	k := p.keys
 	rank := withHelp(k.Rank, "r", "by "+p.nextRank())
 	deleted := k.Deleted
-	if p.want.deleted {
+	if p.list.want.deleted {
 		deleted = withHelp(deleted, "d", "hide forgotten")
 	}
 	switch {
@@ -177,13 +190,13 @@ func (p *memoryPane) Keys() []key.Binding {
 		return p.forget.keys(k)
 	case p.mode == memPrompting:
 		return []key.Binding{k.Run, withHelp(k.Cancel, "esc", "back")}
-	case p.detailID != "":
+	case p.detail != nil:
 		x := k.ForgetOne
-		if p.detail != nil && p.detail.Deleted {
+		if p.detail.item != nil && p.detail.item.Deleted {
 			x = withHelp(x, "x", "erase it")
 		}
 		return []key.Binding{withHelp(k.Back, "esc", "back to list"), x, withHelp(k.Scroll, "↑/↓", "scroll")}
-	case p.want.prompt != "":
+	case p.list.want.prompt != "":
 		return []key.Binding{withHelp(k.Back, "esc", "back to store"), rank, deleted, withHelp(k.Remember, "/", "new prompt"),
 			k.Open, k.Forget, k.ForgetOne, k.Store, k.Move}
 	}
@@ -202,32 +215,32 @@ func (p *memoryPane) SetSize(w, h int) {
 // --- loading ---
 
 func (p *memoryPane) loadStores() tea.Cmd {
-	return p.run(&p.storesLoad, "memory.stores", struct{}{})
+	return request[memory.StoresResult](&p.requests, &p.stores.loader, "memory.stores", conn.None{})
 }
 
 // loadList asks for what want says (nothing before a store is chosen).
 func (p *memoryPane) loadList() tea.Cmd {
-	q := p.want
+	q := p.list.want
 	if q.store == "" {
 		return nil
 	}
-	p.asked = q
-	return p.run(&p.list, "memory.remember", map[string]any{"store": q.store, "prompt": q.prompt, "rank": q.rank,
-		"include_deleted": q.deleted, "limit": memoryListLimit})
+	p.list.asked = q
+	return request[memory.RememberResult](&p.requests, &p.list.loader, "memory.remember", q.args())
 }
 
 func (p *memoryPane) loadDetail() tea.Cmd {
-	if p.detailID == "" {
+	d := p.detail
+	if d == nil {
 		return nil
 	}
-	return p.run(&p.detailLoad, "memory.get", map[string]any{"store": p.detailFrom, "id": p.detailID})
+	return request[memory.GetResult](&p.requests, &d.load, "memory.get", memory.GetArgs{Store: d.store, ID: d.id})
 }
 
 // reload refreshes what shows, once per burst of events.
 func (p *memoryPane) reload() tea.Cmd {
-	cmds := []tea.Cmd{p.refresh(&p.storesLoad, p.loadStores), p.refresh(&p.list, p.loadList)}
-	if p.detailID != "" {
-		cmds = append(cmds, p.refresh(&p.detailLoad, p.loadDetail))
+	cmds := []tea.Cmd{p.refresh(&p.stores.loader, p.loadStores), p.refresh(&p.list.loader, p.loadList)}
+	if p.detail != nil {
+		cmds = append(cmds, p.refresh(&p.detail.load, p.loadDetail))
 	}
 	return tea.Batch(cmds...)
 }
@@ -235,43 +248,55 @@ func (p *memoryPane) reload() tea.Cmd {
 // requery shows want from scratch: the list is the answer to another
 // question now.
 func (p *memoryPane) requery() tea.Cmd {
-	p.cursor, p.offset = 0, 0
+	l := &p.list
+	l.cursor.reset()
 	p.layout()
-	if p.want == p.shown && p.listLoaded && (!p.list.busy || p.asked == p.want) {
+	if l.want == l.shown && l.loaded && (!l.busy || l.asked == l.want) {
 		return nil
 	}
 	return p.loadList()
 }
 
-// eventStore is the store a memory event is about.
-func eventStore(data any) (string, bool) {
-	if d, ok := data.(map[string]any); ok {
-		s, ok := d["store"].(string)
-		return s, ok
+// eventStore is the store a memory event is about ("" when its payload
+// does not say: every store may have changed); ok is false for any other
+// event.
+func eventStore(ev events.Event) (store string, ok bool) {
+	if e, ok := memory.EventMemorized.Of(ev); ok {
+		return e.Store, true
 	}
-	return "", false
+	if e, ok := memory.EventForgotten.Of(ev); ok {
+		return e.Store, true
+	}
+	return "", ev.Name == memory.EventMemorized.Name() || ev.Name == memory.EventForgotten.Name()
 }
 
 func (p *memoryPane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case actionResultMsg:
-		if msg.pane != memoryPaneID {
-			return nil
+	case resultMsg[memory.StoresResult]:
+		return p.storesResult(msg)
+	case resultMsg[memory.RememberResult]:
+		return p.listResult(msg)
+	case resultMsg[memory.GetResult]:
+		return p.detailResult(msg)
+	case resultMsg[memory.ForgetResult]:
+		if p.forget != nil {
+			return p.forget.result(p, msg)
 		}
-		return p.result(msg)
+		return nil
 	case events.Event:
-		if msg.Name != memory.EventMemorized && msg.Name != memory.EventForgotten {
+		s, ok := eventStore(msg)
+		if !ok {
 			return nil
 		}
-		cmds := []tea.Cmd{p.refresh(&p.storesLoad, p.loadStores)}
-		s, ok := eventStore(msg.Data)
-		if !ok || s == p.want.store {
-			cmds = append(cmds, p.refresh(&p.list, p.loadList))
+		about := func(store string) bool { return s == "" || s == store }
+		cmds := []tea.Cmd{p.refresh(&p.stores.loader, p.loadStores)}
+		if about(p.list.want.store) {
+			cmds = append(cmds, p.refresh(&p.list.loader, p.loadList))
 		}
-		if p.detailID != "" && (!ok || s == p.detailFrom) {
-			cmds = append(cmds, p.refresh(&p.detailLoad, p.loadDetail))
+		if p.detail != nil && about(p.detail.store) {
+			cmds = append(cmds, p.refresh(&p.detail.load, p.loadDetail))
 		}
-		if p.forget != nil && (!ok || s == p.forget.store) {
+		if p.forget != nil && about(p.forget.store) {
 			cmds = append(cmds, p.forget.storeChanged(p))
 		}
 		return tea.Batch(cmds...)
@@ -289,35 +314,28 @@ func (p *memoryPane) Update(msg tea.Msg) tea.Cmd {
 	return cmd
 }
 
-// result applies the answer to one of the pane's requests.
-func (p *memoryPane) result(msg actionResultMsg) tea.Cmd {
-	switch {
-	case msg.req == p.storesLoad.req:
-		return p.storesResult(msg)
-	case msg.req == p.list.req:
-		return p.listResult(msg)
-	case msg.req == p.detailLoad.req:
-		p.detailLoad.busy = false
-		var res struct {
-			Item *memory.Item `json:"item"`
-		}
-		switch {
-		case msg.err != nil:
-			p.detail, p.detailErr = nil, errs.As(msg.err).Message // erased (hard), most likely
-		case json.Unmarshal(msg.result, &res) != nil || res.Item == nil:
-			p.detailErr = "unexpected memory.get result"
-		default:
-			p.detail, p.detailErr = res.Item, ""
-		}
-		p.layout()
-		if p.detailLoad.dirty {
-			return p.loadDetail()
-		}
+func (p *memoryPane) detailResult(msg resultMsg[memory.GetResult]) tea.Cmd {
+	d := p.detail
+	if d == nil {
 		return nil
-	case p.forget != nil && msg.req == p.forget.req:
-		return p.forget.result(p, msg)
 	}
-	return nil // stale
+	latest, again := d.load.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	switch {
+	case msg.err != nil:
+		d.item, d.err = nil, errs.As(msg.err).Message // erased (hard), most likely
+	case msg.value.Item == nil:
+		d.err = "unexpected memory.get result"
+	default:
+		d.item, d.err = msg.value.Item, ""
+	}
+	p.layout()
+	if again {
+		return p.loadDetail()
+	}
+	return nil
 }
 
 // storeOrder puts the default stores first (working, then episodic), the
@@ -338,62 +356,62 @@ func storeOrder(a, b memory.Capacity) int {
 	return strings.Compare(a.Store, b.Store)
 }
 
-func (p *memoryPane) storesResult(msg actionResultMsg) tea.Cmd {
-	p.storesLoad.busy = false
-	var res struct {
-		Stores []memory.Capacity `json:"stores"`
+func (p *memoryPane) storesResult(msg resultMsg[memory.StoresResult]) tea.Cmd {
+	st := &p.stores
+	latest, again := st.answer(msg.req)
+	if !latest {
+		return nil
 	}
-	switch {
-	case msg.err != nil:
-		p.storesErr = errs.As(msg.err).Message
-	case json.Unmarshal(msg.result, &res) != nil:
-		p.storesErr = "unexpected memory.stores result"
-	default:
-		p.storesErr = ""
-		p.stores = slices.SortedStableFunc(slices.Values(res.Stores), storeOrder)
+	if msg.err != nil {
+		st.err = errs.As(msg.err).Message
+	} else {
+		st.err = ""
+		st.all = slices.SortedStableFunc(slices.Values(msg.value.Stores), storeOrder)
 	}
-	p.storesLoaded = true
+	st.loaded = true
 	var cmds []tea.Cmd
-	if p.storesLoad.dirty {
+	if again {
 		cmds = append(cmds, p.loadStores())
 	}
 	// The first answer chooses the store; a store that went away gives
 	// way to the first one.
-	if p.store(p.want.store) == nil && len(p.stores) > 0 {
-		cmds = append(cmds, p.selectStore(p.stores[0].Store))
+	if p.store(p.list.want.store) == nil && len(st.all) > 0 {
+		cmds = append(cmds, p.selectStore(st.all[0].Store))
 	}
 	p.layout()
 	return tea.Batch(cmds...)
 }
 
-func (p *memoryPane) listResult(msg actionResultMsg) tea.Cmd {
-	p.list.busy = false
-	asked := p.asked
-	var res struct {
-		Items []memory.Recalled `json:"items"`
+func (p *memoryPane) listResult(msg resultMsg[memory.RememberResult]) tea.Cmd {
+	l := &p.list
+	latest, again := l.answer(msg.req)
+	if !latest {
+		return nil
 	}
-	switch {
-	case msg.err != nil:
-		p.listErr = errs.As(msg.err).Message
-		p.items = nil
-	case json.Unmarshal(msg.result, &res) != nil:
-		p.listErr = "unexpected memory.remember result"
-	default:
-		p.listErr = ""
+	asked := l.asked
+	if msg.err != nil {
+		l.err = errs.As(msg.err).Message
+		l.items = nil
+		l.cursor.setLen(0)
+	} else {
+		l.err = ""
 		// The cursor stays on its item when the list changes around it
 		// (the same question answered again).
-		at := p.current()
-		p.items = slices.DeleteFunc(res.Items, func(r memory.Recalled) bool { return r.Item == nil })
-		if asked != p.shown {
-			p.cursor, p.offset = 0, 0
-		} else if i := slices.IndexFunc(p.items, func(r memory.Recalled) bool { return at != nil && r.ID == at.ID }); i >= 0 {
-			p.cursor = i
+		was := ""
+		if at := p.current(); at != nil {
+			was = at.ID
 		}
-		p.cursor = min(p.cursor, max(len(p.items)-1, 0))
+		l.items = slices.DeleteFunc(msg.value.Items, func(r memory.Recalled) bool { return r.Item == nil })
+		l.cursor.setLen(len(l.items))
+		if asked != l.shown {
+			l.cursor.reset()
+		} else if was != "" {
+			l.cursor.keep(func(i int) bool { return l.items[i].ID == was })
+		}
 	}
-	p.shown, p.listLoaded = asked, true
+	l.shown, l.loaded = asked, true
 	p.layout()
-	if p.list.dirty || p.want != asked {
+	if again || l.want != asked {
 		return p.loadList()
 	}
 	return nil
@@ -401,9 +419,9 @@ func (p *memoryPane) listResult(msg actionResultMsg) tea.Cmd {
 
 // store is the named store's capacity, if it is listed.
 func (p *memoryPane) store(name string) *memory.Capacity {
-	for i := range p.stores {
-		if p.stores[i].Store == name {
-			return &p.stores[i]
+	for i := range p.stores.all {
+		if p.stores.all[i].Store == name {
+			return &p.stores.all[i]
 		}
 	}
 	return nil
@@ -411,7 +429,7 @@ func (p *memoryPane) store(name string) *memory.Capacity {
 
 // storeType is the selected store's type ("" before it is known).
 func (p *memoryPane) storeType() string {
-	if s := p.store(p.want.store); s != nil {
+	if s := p.store(p.list.want.store); s != nil {
 		return s.Type
 	}
 	return ""
@@ -430,8 +448,8 @@ func defaultRank(storeType string) string {
 
 // rank is the order the list is in.
 func (p *memoryPane) rank() string {
-	if p.want.rank != "" {
-		return p.want.rank
+	if p.list.want.rank != "" {
+		return p.list.want.rank
 	}
 	return defaultRank(p.storeType())
 }
@@ -441,7 +459,7 @@ func (p *memoryPane) rank() string {
 func (p *memoryPane) ranks() []string {
 	def := defaultRank(p.storeType())
 	out := []string{def}
-	if p.want.prompt != "" {
+	if p.list.want.prompt != "" {
 		out = append(out, "relevance")
 	}
 	for _, r := range []string{"importance", "recency"} {
@@ -461,11 +479,11 @@ func (p *memoryPane) nextRank() string {
 // selectStore shows another store's items, in its own order; a prompt
 // stays, to remember the same in that store.
 func (p *memoryPane) selectStore(name string) tea.Cmd {
-	if name == p.want.store {
+	if name == p.list.want.store {
 		return nil
 	}
-	p.want.store, p.want.rank = name, ""
-	p.detailID = ""
+	p.list.want.store, p.list.want.rank = name, ""
+	p.detail = nil
 	p.layout()
 	return p.requery()
 }
@@ -478,7 +496,7 @@ func (p *memoryPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return p.forget.key(p, msg)
 	case p.mode == memPrompting:
 		return p.promptKey(msg)
-	case p.detailID != "":
+	case p.detail != nil:
 		return p.detailKey(msg)
 	}
 	return p.listKey(msg)
@@ -489,7 +507,7 @@ func (p *memoryPane) listKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Remember):
 		p.mode = memPrompting
-		p.input.SetValue(p.want.prompt)
+		p.input.SetValue(p.list.want.prompt)
 		p.input.CursorEnd()
 		p.layout()
 		return p.input.Focus()
@@ -503,54 +521,37 @@ func (p *memoryPane) listKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Open):
 		return p.openDetail()
 	case key.Matches(msg, k.Store):
-		return p.moveStore(msg.String() == "right" || msg.String() == "l")
+		return p.moveStore(key.Matches(msg, nav.Right))
 	case key.Matches(msg, k.StoreN):
-		if n := int(msg.String()[len("alt+")] - '1'); n < len(p.stores) {
-			return p.selectStore(p.stores[n].Store)
+		if n, ok := keyDigit(msg); ok && n <= len(p.stores.all) {
+			return p.selectStore(p.stores.all[n-1].Store)
 		}
 		return nil
 	case key.Matches(msg, k.Rank):
-		p.want.rank = p.nextRank()
-		if p.want.rank == defaultRank(p.storeType()) {
-			p.want.rank = ""
+		p.list.want.rank = p.nextRank()
+		if p.list.want.rank == defaultRank(p.storeType()) {
+			p.list.want.rank = ""
 		}
 		return p.requery()
 	case key.Matches(msg, k.Deleted):
-		p.want.deleted = !p.want.deleted
+		p.list.want.deleted = !p.list.want.deleted
 		return p.requery()
 	case key.Matches(msg, k.Back):
-		if p.want.prompt == "" {
+		if p.list.want.prompt == "" {
 			return nil
 		}
 		p.input.SetValue("")
 		p.setPrompt("")
 		return p.requery()
 	}
-	before := p.cursor
-	switch msg.String() {
-	case "up", "k":
-		p.cursor--
-	case "down", "j":
-		p.cursor++
-	case "pgup":
-		p.cursor -= p.listRows()
-	case "pgdown":
-		p.cursor += p.listRows()
-	case "home", "g":
-		p.cursor = 0
-	case "end", "G":
-		p.cursor = len(p.items) - 1
-	}
-	p.cursor = max(min(p.cursor, len(p.items)-1), 0)
-	if p.cursor != before {
-		p.layout()
-	}
+	p.list.cursor.handleKey(msg)
 	return nil
 }
 
 // moveStore selects the store to the right (or left) of the selected one.
 func (p *memoryPane) moveStore(right bool) tea.Cmd {
-	i := slices.IndexFunc(p.stores, func(c memory.Capacity) bool { return c.Store == p.want.store })
+	all := p.stores.all
+	i := slices.IndexFunc(all, func(c memory.Capacity) bool { return c.Store == p.list.want.store })
 	if i < 0 {
 		return nil
 	}
@@ -559,17 +560,17 @@ func (p *memoryPane) moveStore(right bool) tea.Cmd {
 	} else {
 		i--
 	}
-	if i < 0 || i >= len(p.stores) {
+	if i < 0 || i >= len(all) {
 		return nil
 	}
-	return p.selectStore(p.stores[i].Store)
+	return p.selectStore(all[i].Store)
 }
 
 // setPrompt changes the prompt, and with it the ranks on offer.
 func (p *memoryPane) setPrompt(prompt string) {
-	p.want.prompt = prompt
-	if prompt == "" && p.want.rank == "relevance" {
-		p.want.rank = ""
+	p.list.want.prompt = prompt
+	if prompt == "" && p.list.want.rank == "relevance" {
+		p.list.want.rank = ""
 	}
 }
 
@@ -586,7 +587,7 @@ func (p *memoryPane) promptKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Cancel):
 		p.mode = memBrowse
 		p.input.Blur()
-		p.input.SetValue(p.want.prompt)
+		p.input.SetValue(p.list.want.prompt)
 		p.layout()
 		return nil
 	}
@@ -597,8 +598,8 @@ func (p *memoryPane) promptKey(msg tea.KeyMsg) tea.Cmd {
 
 // current is the item under the cursor.
 func (p *memoryPane) current() *memory.Recalled {
-	if p.cursor < len(p.items) {
-		return &p.items[p.cursor]
+	if i := p.list.cursor.Index(); i < len(p.list.items) {
+		return &p.list.items[i]
 	}
 	return nil
 }
@@ -608,42 +609,34 @@ func (p *memoryPane) openDetail() tea.Cmd {
 	if it == nil {
 		return nil
 	}
-	p.detailID, p.detailFrom = it.ID, p.shown.store
 	r := *it
-	p.detail, p.detailRank, p.detailErr = r.Item, nil, ""
-	if p.shown.prompt != "" {
-		p.detailRank = &r
+	d := &memoryDetail{id: it.ID, store: p.list.shown.store, item: r.Item,
+		view: scrollView{Above: fixedNote(""), Below: fixedNote("")}} // the title says where it is
+	if p.list.shown.prompt != "" {
+		d.rank = &r
 	}
+	p.detail = d
 	p.layout()
-	p.detailView.GotoTop()
 	return p.loadDetail() // every field as it is now
 }
 
 func (p *memoryPane) detailKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
+	d := p.detail
 	switch {
 	case key.Matches(msg, k.Back):
-		p.detailID, p.detail = "", nil
+		p.detail = nil
 		p.layout()
 		return nil
 	case key.Matches(msg, k.ForgetOne):
-		if p.detail == nil {
+		if d.item == nil {
 			return nil
 		}
-		id, hard := p.detailID, p.detail.Deleted
-		p.detailID, p.detail = "", nil
+		id, hard := d.id, d.item.Deleted
+		p.detail = nil
 		return p.openForget("item "+id, hard)
 	}
-	switch msg.String() {
-	case "up", "k":
-		p.detailView.ScrollUp(1)
-	case "down", "j":
-		p.detailView.ScrollDown(1)
-	case "pgup":
-		p.detailView.PageUp()
-	case "pgdown":
-		p.detailView.PageDown()
-	}
+	d.view.handleKey(msg)
 	return nil
 }
 
@@ -651,10 +644,10 @@ func (p *memoryPane) detailKey(msg tea.KeyMsg) tea.Cmd {
 // given is previewed at once. An item already forgotten can only be
 // erased: hard starts the box in that mode.
 func (p *memoryPane) openForget(instruction string, hard bool) tea.Cmd {
-	if p.want.store == "" {
+	if p.list.want.store == "" {
 		return nil
 	}
-	p.forget = newForgetBox(p.styles, p.want.store)
+	p.forget = newForgetBox(p.styles, p.list.want.store)
 	p.forget.hard = hard
 	p.forget.setWidth(p.width)
 	p.layout()

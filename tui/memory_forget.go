@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,21 +29,21 @@ const (
 // forgetBox takes an instruction and a mode, shows what a dry run says
 // would go, and forgets only on y.
 type forgetBox struct {
-	styles *Styles
-	store  string
-	input  textinput.Model
-	hard   bool
-	stage  forgetStage
-	req    int
-	width  int
+	store string
+	input textinput.Model
+	hard  bool
+	stage forgetStage
+	load  loader // the dry run or the forget in flight
 
-	// The preview: the dry run's answer to instruction.
+	// The preview: the dry run's answer to instruction, its items' rows
+	// scrolled, and the question y answers.
 	instruction string
 	preview     *memory.ForgetResult
+	rows        scrollView
+	confirm     confirm[string] // the instruction y forgets
 	// changed: the store changed while the preview showed, and the
 	// preview was made again.
 	changed bool
-	offset  int // the first previewed item shown
 
 	err   string
 	forms []string // what the store understands, after an instruction it does not
@@ -56,13 +55,16 @@ func newForgetBox(styles *Styles, store string) *forgetBox {
 	in.PromptStyle = styles.Prompt
 	in.Placeholder = "e.g. oldest 3 · items tagged draft · about lisbon · older than 30 days"
 	in.CharLimit = 500
-	return &forgetBox{styles: styles, store: store, input: in}
+	return &forgetBox{store: store, input: in, rows: scrollView{
+		Above: func(n int) string { return fmt.Sprintf("   %s %d more (↑, pgup)", glyphUp, n) },
+		Below: func(n int) string { return fmt.Sprintf("   %s %d more (↓, pgdn)", glyphDown, n) },
+	}}
 }
 
 func (f *forgetBox) focus() tea.Cmd { return f.input.Focus() }
 
+// setWidth fits the instruction line in w columns.
 func (f *forgetBox) setWidth(w int) {
-	f.width = w
 	f.input.Width = max(w-len(f.input.Prompt)-4, 1)
 }
 
@@ -117,8 +119,10 @@ func (f *forgetBox) changes() int {
 
 // run starts the dry run (or, with apply, the forget) of instruction.
 func (f *forgetBox) run(p *memoryPane, instruction string, apply bool) tea.Cmd {
-	cmd := p.run(nil, "memory.forget", map[string]any{"store": f.store, "instruction": instruction, "mode": f.mode(), "dry_run": !apply})
-	f.req, f.instruction, f.err, f.forms = p.seq, instruction, "", nil
+	cmd := request[memory.ForgetResult](&p.requests, &f.load, "memory.forget",
+		memory.ForgetArgs{Store: f.store, Instruction: instruction, Mode: f.mode(), DryRun: !apply})
+	f.instruction, f.err, f.forms = instruction, "", nil
+	f.confirm.close() // y answers a preview on screen, none in flight
 	if apply {
 		f.stage = forgetApplying
 	} else {
@@ -137,7 +141,8 @@ func (f *forgetBox) dryRun(p *memoryPane) tea.Cmd {
 		return nil
 	}
 	f.input.Blur()
-	f.changed, f.offset = false, 0
+	f.changed = false
+	f.rows.home()
 	return f.run(p, text, false)
 }
 
@@ -155,6 +160,7 @@ func (f *forgetBox) key(p *memoryPane, msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
 	if key.Matches(msg, k.Mode) && f.stage != forgetApplying {
 		f.hard = !f.hard
+		f.ask()
 		p.layout()
 		return nil
 	}
@@ -175,24 +181,16 @@ func (f *forgetBox) key(p *memoryPane, msg tea.KeyMsg) tea.Cmd {
 		}
 		return cmd
 	case forgetConfirming:
-		switch {
-		case key.Matches(msg, k.Yes) && f.changes() > 0:
-			return f.run(p, f.instruction, true)
-		case key.Matches(msg, k.No):
+		if key.Matches(msg, nav.Yes) && f.changes() == 0 {
+			return nil // soft on items already forgotten: nothing to do
+		}
+		switch answer, instruction := f.confirm.handleKey(msg); answer {
+		case answerYes:
+			return f.run(p, instruction, true)
+		case answerNo, answerCancel:
 			return f.edit(p)
 		}
-		switch msg.String() {
-		case "up", "k":
-			f.offset--
-		case "down", "j":
-			f.offset++
-		case "pgup":
-			f.offset -= p.forgetRows()
-		case "pgdown":
-			f.offset += p.forgetRows()
-		}
-		f.offset = max(min(f.offset, len(f.preview.Forgotten)-p.forgetRows()), 0)
-		p.layout()
+		f.rows.handleKey(msg)
 		return nil
 	}
 	// The dry run in flight: esc gives up on it. The forget in flight
@@ -205,9 +203,43 @@ func (f *forgetBox) key(p *memoryPane, msg tea.KeyMsg) tea.Cmd {
 
 // edit goes back to the instruction line, nothing forgotten.
 func (f *forgetBox) edit(p *memoryPane) tea.Cmd {
-	f.stage, f.preview, f.req, f.changed = forgetEditing, nil, 0, false
+	f.stage, f.preview, f.load, f.changed = forgetEditing, nil, loader{}, false
+	f.confirm.close()
 	p.layout()
 	return f.focus()
+}
+
+// showPreview shows a dry run's answer and asks whether to forget what it
+// names.
+func (f *forgetBox) showPreview(p *memoryPane, res memory.ForgetResult) {
+	f.preview, f.stage = &res, forgetConfirming
+	f.confirm.open("", f.instruction)
+	f.ask()
+	p.layout()
+}
+
+// ask words the question for the preview and the mode: what y does, in
+// the Failed style when it erases.
+func (f *forgetBox) ask() {
+	if !f.confirm.Active() {
+		return
+	}
+	n := f.changes()
+	what := "it"
+	if n > 1 {
+		what = "these " + plural(n, "item", "items")
+	}
+	if f.preview != nil && n < len(f.preview.Forgotten) && n > 0 {
+		what = "the " + plural(n, "live item", "live items")
+	}
+	f.confirm.Danger = f.hard
+	if f.hard {
+		f.confirm.setQuestion(fmt.Sprintf("Erase %s for good (hard, no undo)? ", what))
+		f.confirm.Hint = "y erases · n changes the instruction"
+		return
+	}
+	f.confirm.setQuestion(fmt.Sprintf("Forget %s (soft)? ", what))
+	f.confirm.Hint = "y forgets · n changes the instruction"
 }
 
 func (p *memoryPane) closeForget() tea.Cmd {
@@ -232,9 +264,11 @@ func understood(e *errs.Error) []string {
 }
 
 // result takes the answer to the dry run or the forget.
-func (f *forgetBox) result(p *memoryPane, msg actionResultMsg) tea.Cmd {
+func (f *forgetBox) result(p *memoryPane, msg resultMsg[memory.ForgetResult]) tea.Cmd {
+	if latest, _ := f.load.answer(msg.req); !latest {
+		return nil // given up on (esc), or made again since
+	}
 	applying := f.stage == forgetApplying
-	f.req = 0
 	if msg.err != nil {
 		e := errs.As(msg.err)
 		f.stage, f.preview = forgetEditing, nil
@@ -246,17 +280,10 @@ func (f *forgetBox) result(p *memoryPane, msg actionResultMsg) tea.Cmd {
 		p.layout()
 		return f.focus() // the root shows the error in the status line too
 	}
-	var res memory.ForgetResult
-	if err := json.Unmarshal(msg.result, &res); err != nil {
-		f.stage, f.err = forgetEditing, "unexpected memory.forget result"
-		p.layout()
-		return f.focus()
-	}
+	res := msg.value
 	res.Forgotten = slices.DeleteFunc(res.Forgotten, func(it *memory.Item) bool { return it == nil })
 	if !applying {
-		f.preview, f.stage = &res, forgetConfirming
-		f.offset = max(min(f.offset, len(res.Forgotten)-p.forgetRows()), 0)
-		p.layout()
+		f.showPreview(p, res)
 		return nil
 	}
 	text := f.appliedText(res)

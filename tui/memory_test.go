@@ -2,15 +2,15 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/conn"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -19,7 +19,7 @@ import (
 
 // memorize stores an item through the engine, five minutes after the one
 // before.
-func memorize(t *testing.T, engine *core.Engine, clk *clock.Fixed, store, item string) {
+func memorize(t *testing.T, engine conn.Conn, clk *clock.Fixed, store, item string) {
 	t.Helper()
 	do(t, engine, "memory.memorize", "", fmt.Sprintf(`{"store": %q, "item": %s}`, store, item))
 	clk.Advance(5 * time.Minute)
@@ -28,7 +28,7 @@ func memorize(t *testing.T, engine *core.Engine, clk *clock.Fixed, store, item s
 // seedMemory fills both default stores, with limits small enough for the
 // gauges to show: six items in working (at most 8 items, 120 tokens), four
 // in episodic (at most 20 items, 400 tokens) from the two days before.
-func seedMemory(t *testing.T, engine *core.Engine, clk *clock.Fixed) {
+func seedMemory(t *testing.T, engine conn.Conn, clk *clock.Fixed) {
 	t.Helper()
 	do(t, engine, "memory.configure", "", `{"store": "working", "max_items": 8, "token_budget": 120}`)
 	do(t, engine, "memory.configure", "", `{"store": "episodic", "max_items": 20, "token_budget": 400}`)
@@ -56,7 +56,7 @@ func seedMemory(t *testing.T, engine *core.Engine, clk *clock.Fixed) {
 func memoryOf(m *Model) *memoryPane { return m.panes[tabMemory].(*memoryPane) }
 
 // startMemory seeds both stores and opens the Memory tab on working.
-func startMemory(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel) {
+func startMemory(t *testing.T) (conn.Conn, *clock.Fixed, *teatest.TestModel) {
 	t.Helper()
 	engine, clk := newEngine(t)
 	seedMemory(t, engine, clk)
@@ -67,39 +67,29 @@ func startMemory(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel) 
 }
 
 // capacity is a store's memory.capacity, as the engine reports it.
-func capacity(t *testing.T, engine *core.Engine, store string) memory.Capacity {
+func capacity(t *testing.T, engine conn.Conn, store string) memory.Capacity {
 	t.Helper()
-	var c memory.Capacity
-	if err := json.Unmarshal(do(t, engine, "memory.capacity", "", fmt.Sprintf(`{"store": %q}`, store)), &c); err != nil {
+	c, err := conn.Call[memory.Capacity](context.Background(), engine, "memory.capacity", memory.CapacityArgs{Store: store})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
 // getMemory reads an item through the engine.
-func getMemory(t *testing.T, engine *core.Engine, store, id string) (*memory.Item, error) {
+func getMemory(t *testing.T, engine conn.Conn, store, id string) (*memory.Item, error) {
 	t.Helper()
-	res, err := engine.Do(context.Background(), core.Request{Action: "memory.get", Args: json.RawMessage(fmt.Sprintf(`{"store": %q, "id": %q}`, store, id))})
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Item *memory.Item `json:"item"`
-	}
-	if err := json.Unmarshal(res, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out.Item, nil
+	res, err := conn.Call[memory.GetResult](context.Background(), engine, "memory.get", memory.GetArgs{Store: store, ID: id})
+	return res.Item, err
 }
 
-// rememberIDs is what memory.remember answers, as ids in order.
-func rememberIDs(t *testing.T, engine *core.Engine, store, prompt, rank string) string {
+// rememberIDs is what memory.remember answers, as ids in order: the list's
+// own question, asked straight.
+func rememberIDs(t *testing.T, engine conn.Conn, store, prompt, rank string) string {
 	t.Helper()
-	args, _ := json.Marshal(map[string]any{"store": store, "prompt": prompt, "rank": rank, "limit": memoryListLimit})
-	var res struct {
-		Items []memory.Recalled `json:"items"`
-	}
-	if err := json.Unmarshal(do(t, engine, "memory.remember", "", string(args)), &res); err != nil {
+	q := memoryQuery{store: store, prompt: prompt, rank: rank}
+	res, err := conn.Call[memory.RememberResult](context.Background(), engine, "memory.remember", q.args())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return recalledIDs(res.Items)
@@ -118,12 +108,12 @@ func recalledIDs(items []memory.Recalled) string {
 func TestGoldenMemoryStores(t *testing.T) {
 	engine, _, tm := startMemory(t)
 	m := finish(t, tm)
-	requireGolden(t, "memory_stores", m)
+	requireGolden(t, m)
 	p := memoryOf(m)
-	if got, want := recalledIDs(p.items), "w-lisbon w-budget w-dinner w-venue w-short w-boat"; got != want {
+	if got, want := recalledIDs(p.list.items), "w-lisbon w-budget w-dinner w-venue w-short w-boat"; got != want {
 		t.Errorf("working lists %s, want %s (by importance)", got, want)
 	}
-	if got, want := recalledIDs(p.items), rememberIDs(t, engine, "working", "", ""); got != want {
+	if got, want := recalledIDs(p.list.items), rememberIDs(t, engine, "working", "", ""); got != want {
 		t.Errorf("the list is %s, memory.remember with no prompt says %s", got, want)
 	}
 	view := m.View()
@@ -142,13 +132,13 @@ func TestGoldenMemoryRemember(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "3 hits", "score", "conf")
 	m := finish(t, tm)
-	requireGolden(t, "memory_remember", m)
+	requireGolden(t, m)
 	p := memoryOf(m)
-	if got, want := recalledIDs(p.items), rememberIDs(t, engine, "working", "offsite budget", ""); got != want {
+	if got, want := recalledIDs(p.list.items), rememberIDs(t, engine, "working", "offsite budget", ""); got != want {
 		t.Errorf("hits %s, memory.remember says %s", got, want)
 	}
 	best := 0.0
-	for _, r := range p.items {
+	for _, r := range p.list.items {
 		best = max(best, r.Confidence)
 		if r.Score <= 0 {
 			t.Errorf("%s has no score", r.ID)
@@ -167,7 +157,7 @@ func TestGoldenMemoryForgetPreview(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "2 items would go", "Forget these 2 items (soft)?")
 	m := finish(t, tm)
-	requireGolden(t, "memory_forget_preview", m)
+	requireGolden(t, m)
 	if c := capacity(t, engine, "working"); c.ItemCount != 6 || c.Deleted != 0 {
 		t.Errorf("the dry run changed the store: %+v", c)
 	}
@@ -192,16 +182,16 @@ func TestMemorySwitchStores(t *testing.T) {
 	if m.active != tabMemory {
 		t.Fatalf("alt+1 switched to tab %d", m.active)
 	}
-	if p.want.store != "episodic" || recalledIDs(p.items) != "e-venue e-dinner e-flights e-budget" {
-		t.Errorf("store %s lists %s, want episodic newest first", p.want.store, recalledIDs(p.items))
+	if p.list.want.store != "episodic" || recalledIDs(p.list.items) != "e-venue e-dinner e-flights e-budget" {
+		t.Errorf("store %s lists %s, want episodic newest first", p.list.want.store, recalledIDs(p.list.items))
 	}
 	view := m.View()
 	if !strings.Contains(view, "2025-11-04 14:30") || strings.Contains(view, "boat trip") {
 		t.Errorf("episodic's items (dated) do not show, or working's still do:\n%s", view)
 	}
 	press(m, "h")
-	if p.want.store != "working" {
-		t.Errorf("h selected %s, want working", p.want.store)
+	if p.list.want.store != "working" {
+		t.Errorf("h selected %s, want working", p.list.want.store)
 	}
 }
 
@@ -216,8 +206,8 @@ func TestMemoryRememberAndBack(t *testing.T) {
 	waitFor(t, tm, "6 items · most important first (the store's order)")
 	m := finish(t, tm)
 	p := memoryOf(m)
-	if p.want.prompt != "" || len(p.items) != 6 {
-		t.Errorf("prompt %q with %d items, want the store's 6 in its order", p.want.prompt, len(p.items))
+	if p.list.want.prompt != "" || len(p.list.items) != 6 {
+		t.Errorf("prompt %q with %d items, want the store's 6 in its order", p.list.want.prompt, len(p.list.items))
 	}
 	if view := m.View(); strings.Contains(view, "Remember in") || strings.Contains(view, "score") {
 		t.Errorf("esc left the remember box showing:\n%s", view)
@@ -238,18 +228,18 @@ func TestMemoryRankToggle(t *testing.T) {
 	m := finish(t, tm)
 	p := memoryOf(m)
 	byRelevance := rememberIDs(t, engine, "working", "offsite budget", "relevance")
-	if got := recalledIDs(p.items); got != byRelevance || got == byImportance {
+	if got := recalledIDs(p.list.items); got != byRelevance || got == byImportance {
 		t.Errorf("by relevance %s, want %s (and not the importance order %s)", got, byRelevance, byImportance)
 	}
-	for i := 1; i < len(p.items); i++ {
-		if p.items[i].Score > p.items[i-1].Score {
+	for i := 1; i < len(p.list.items); i++ {
+		if p.list.items[i].Score > p.list.items[i-1].Score {
 			t.Errorf("hit %d scores more than the one before it", i+1)
 		}
 	}
 	// Without a prompt, r goes between importance and recency only.
 	press(m, "esc")
-	if p.want.rank != "" || p.nextRank() != "recency" {
-		t.Errorf("rank %q (next %q) after leaving the prompt, want the store's", p.want.rank, p.nextRank())
+	if p.list.want.rank != "" || p.nextRank() != "recency" {
+		t.Errorf("rank %q (next %q) after leaving the prompt, want the store's", p.list.want.rank, p.nextRank())
 	}
 }
 
@@ -274,7 +264,7 @@ func TestMemoryIncludeDeleted(t *testing.T) {
 	if p.forget == nil || p.forget.stage != forgetConfirming {
 		t.Error("y on a soft forget of a forgotten item did something")
 	}
-	if got := recalledIDs(p.items); !strings.Contains(got, "w-boat") {
+	if got := recalledIDs(p.list.items); !strings.Contains(got, "w-boat") {
 		t.Errorf("d does not show the forgotten item: %s", got)
 	}
 	press(m, "esc", "esc")
@@ -309,8 +299,8 @@ func TestMemoryForgetSoft(t *testing.T) {
 		t.Fatalf("w-lisbon after a soft forget: %+v, %v; want it kept, deleted", it, err)
 	}
 	p := memoryOf(m)
-	if p.forget != nil || strings.Contains(recalledIDs(p.items), "w-lisbon") {
-		t.Errorf("the box is still open, or the forgotten item still listed: %s", recalledIDs(p.items))
+	if p.forget != nil || strings.Contains(recalledIDs(p.list.items), "w-lisbon") {
+		t.Errorf("the box is still open, or the forgotten item still listed: %s", recalledIDs(p.list.items))
 	}
 }
 
@@ -388,7 +378,7 @@ func TestMemoryDetail(t *testing.T) {
 		}
 	}
 	press(m, "esc")
-	if p := memoryOf(m); p.detailID != "" || !strings.Contains(m.View(), "most important first") {
+	if p := memoryOf(m); p.detail != nil || !strings.Contains(m.View(), "most important first") {
 		t.Error("esc did not go back to the list")
 	}
 
@@ -421,8 +411,8 @@ func TestMemoryShowsLiveMemorize(t *testing.T) {
 	waitFor(t, tm, "5/20")
 	m := finish(t, tm)
 	p := memoryOf(m)
-	if len(p.items) != 7 || !strings.HasPrefix(p.items[0].Text, "Joe joins") {
-		t.Errorf("list %s, want the new item first (most important)", recalledIDs(p.items))
+	if len(p.list.items) != 7 || !strings.HasPrefix(p.list.items[0].Text, "Joe joins") {
+		t.Errorf("list %s, want the new item first (most important)", recalledIDs(p.list.items))
 	}
 	if strings.Contains(m.View(), "Not for the working list") {
 		t.Error("episodic's item shows in working's list")
@@ -457,32 +447,38 @@ func TestMemoryReloadsOncePerBurst(t *testing.T) {
 	p := newMemoryPane(engine, &styles)
 	p.SetSize(goldenWidth, 25)
 	drain(p, p.Init()) // the stores, then working's list
-	if p.want.store != "working" || len(p.items) != 6 {
-		t.Fatalf("store %q with %d items after the first loads", p.want.store, len(p.items))
+	if p.list.want.store != "working" || len(p.list.items) != 6 {
+		t.Fatalf("store %q with %d items after the first loads", p.list.want.store, len(p.list.items))
 	}
 	p.loadList()
 	first := p.list.req
-	ev := events.Event{Name: memory.EventMemorized, Data: map[string]any{"store": "working", "id": "x"}}
+	ev := events.Event{Name: memory.EventMemorized.Name(), Data: memory.MemorizedEvent{Store: "working", ID: "x"}}
 	for range 5 {
 		p.Update(ev)
 	}
-	if p.list.req != first || !p.list.dirty || !p.storesLoad.dirty {
-		t.Fatalf("req %d (first %d), dirty %v/%v: want the first load current and a reload owed", p.list.req, first, p.list.dirty, p.storesLoad.dirty)
+	if p.list.req != first || !p.list.dirty || !p.stores.dirty {
+		t.Fatalf("req %d (first %d), dirty %v/%v: want the first load current and a reload owed", p.list.req, first, p.list.dirty, p.stores.dirty)
 	}
-	answer := json.RawMessage(`{"items": [{"id": "answer", "text": "the first load's answer", "timestamp": "2025-11-05T10:00:00Z"}]}`)
-	cmd := p.Update(actionResultMsg{pane: memoryPaneID, req: first, action: "memory.remember", result: answer})
+	answer := memory.RememberResult{Items: []memory.Recalled{{Item: &memory.Item{ID: "answer", Text: "the first load's answer", Timestamp: goldenTime}}}}
+	cmd := p.Update(resultMsg[memory.RememberResult]{pane: memoryPaneID, req: first, action: "memory.remember", value: answer})
 	if cmd == nil || p.list.req == first || p.list.dirty {
 		t.Fatalf("no single reload after the burst (req %d, dirty %v)", p.list.req, p.list.dirty)
 	}
 	// The first load answering again is stale now: the reload is current.
-	p.Update(actionResultMsg{pane: memoryPaneID, req: first, action: "memory.remember", result: json.RawMessage(`{"items": []}`)})
-	if len(p.items) != 1 || p.items[0].ID != "answer" {
-		t.Errorf("a stale answer was applied: %s", recalledIDs(p.items))
+	p.Update(resultMsg[memory.RememberResult]{pane: memoryPaneID, req: first, action: "memory.remember", value: memory.RememberResult{Items: []memory.Recalled{}}})
+	if len(p.list.items) != 1 || p.list.items[0].ID != "answer" {
+		t.Errorf("a stale answer was applied: %s", recalledIDs(p.list.items))
 	}
-	// Other panes' answers are no business of this one.
-	p.Update(actionResultMsg{pane: goalsPaneID, req: p.list.req, action: "memory.remember", result: json.RawMessage(`{"items": []}`)})
-	if len(p.items) != 1 {
-		t.Error("another pane's answer was applied")
+	// An event about another store leaves the list alone (its card is
+	// reloaded); one about working owes the list a reload.
+	reload := p.list.req
+	p.Update(events.Event{Name: memory.EventForgotten.Name(), Data: memory.ForgottenEvent{Store: "episodic", IDs: []string{"e-budget"}, Mode: "soft"}})
+	if p.list.req != reload || p.list.dirty {
+		t.Errorf("an episodic event touched working's list (req %d, was %d; dirty %v)", p.list.req, reload, p.list.dirty)
+	}
+	p.Update(events.Event{Name: memory.EventForgotten.Name(), Data: memory.ForgottenEvent{Store: "working", IDs: []string{"w-boat"}, Mode: "soft"}})
+	if !p.list.dirty {
+		t.Error("a working event owes the list no reload")
 	}
 }
 
@@ -498,7 +494,7 @@ func drain(p pane, cmd tea.Cmd) {
 					run(c())
 				}
 			}
-		case actionResultMsg:
+		case addressed:
 			if next := p.Update(msg); next != nil {
 				run(next())
 			}
@@ -557,15 +553,15 @@ func TestMemoryFitsEveryState(t *testing.T) {
 			t.Errorf("%s: no full help", name("full help"))
 		}
 		press(m, "?", "d")
-		p.items = append(p.items, memory.Recalled{Item: &memory.Item{ID: "gone", Text: strings.Repeat("long text ", 30),
+		p.list.items = append(p.list.items, memory.Recalled{Item: &memory.Item{ID: "gone", Text: strings.Repeat("long text ", 30),
 			AgentID: strings.Repeat("agent", 10), Tags: []string{strings.Repeat("tag", 20)}, Deleted: true, Evicted: true, Timestamp: goldenTime}})
 		check("forgotten shown", "q quit")
 		press(m, "d", "/", "offsite")
 		check("remember typing", "enter remember")
 		p.mode = memBrowse
 		p.setPrompt("offsite")
-		p.shown = p.want
-		p.items[0].Score, p.items[0].Confidence = 12.5, 1
+		p.list.shown = p.list.want
+		p.list.items[0].Score, p.list.items[0].Confidence = 12.5, 1
 		check("remember results", "esc back to store")
 		press(m, "esc", "f", strings.Repeat("x", 300))
 		check("forget editing", "enter preview")
@@ -574,11 +570,11 @@ func TestMemoryFitsEveryState(t *testing.T) {
 			"from agent <id>", "about <topic>", "to fit <n> tokens"}
 		check("forget unsupported", "enter preview")
 		items := []*memory.Item{}
-		for _, r := range p.items {
+		for _, r := range p.list.items {
 			items = append(items, r.Item)
 		}
-		p.forget.stage, p.forget.instruction = forgetConfirming, strings.Repeat("oldest ", 40)
-		p.forget.preview = &memory.ForgetResult{Forgotten: items, Matched: "oldest [N]", Mode: "soft"}
+		p.forget.instruction = strings.Repeat("oldest ", 40)
+		p.forget.showPreview(p, memory.ForgetResult{Forgotten: items, Matched: "oldest [N]", Mode: "soft", DryRun: true})
 		check("forget preview", "y forget them")
 		press(m, "j", "j", "tab")
 		check("forget preview, scrolled, hard", "y erase them")

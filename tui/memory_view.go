@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/engram-console/engram/core/memory"
 )
 
@@ -29,9 +27,9 @@ func (p *memoryPane) View() string {
 		return ""
 	}
 	lines := []string{p.titleLine()}
-	if p.detailID != "" {
+	if p.detail != nil {
 		lines = append(lines, "")
-		lines = append(lines, strings.Split(p.detailView.View(), "\n")...)
+		lines = append(lines, p.detail.view.viewLines(p.styles)...)
 		return fit(joinLines(lines), p.width, p.height)
 	}
 	lines = append(lines, p.cardLines()...)
@@ -40,7 +38,7 @@ func (p *memoryPane) View() string {
 	switch {
 	case p.forget != nil:
 		area = p.forgetLines()
-	case p.mode == memPrompting || p.want.prompt != "":
+	case p.mode == memPrompting || p.list.want.prompt != "":
 		area = p.rememberLines()
 	default:
 		area = p.listLines()
@@ -57,7 +55,7 @@ func (p *memoryPane) areaRows() int { return max(p.height-p.headRows(), 1) }
 
 // listRows is how many items the list area shows at once.
 func (p *memoryPane) listRows() int {
-	if p.mode == memPrompting || p.want.prompt != "" {
+	if p.mode == memPrompting || p.list.want.prompt != "" {
 		return max(p.areaRows()-4, 1) // the box's rule, prompt, summary, header
 	}
 	return max(p.areaRows()-2, 1) // the title and the header
@@ -73,8 +71,24 @@ func (p *memoryPane) forgetRows() int {
 // layout renders what depends on the size and the data: call it after
 // either changes.
 func (p *memoryPane) layout() {
-	p.detailView.Width, p.detailView.Height = p.width, max(p.height-2, 1)
-	p.detailView.SetContent(joinLines(p.detailLines(p.width)))
+	p.list.cursor.setHeight(p.listRows())
+	if d := p.detail; d != nil {
+		d.view.setHeight(max(p.height-2, 1))
+		d.view.setLines(p.detailLines(p.width))
+	}
+	if f := p.forget; f != nil {
+		f.rows.setHeight(p.forgetRows())
+		f.rows.setLines(p.previewRows())
+		f.ask()
+	}
+}
+
+// scrollPercent is how far down v is, from 0 to 100.
+func scrollPercent(v *scrollView) float64 {
+	if v.AtBottom() {
+		return 100
+	}
+	return float64(v.Offset()) * 100 / float64(v.TotalLineCount()-v.Height())
 }
 
 // --- the title and the cards ---
@@ -83,25 +97,26 @@ func (p *memoryPane) titleLine() string {
 	s := p.styles
 	line := " " + s.Emphasis.Render("Memory")
 	switch {
-	case p.detailID != "":
-		line += s.Muted.Render(" · ") + oneLine(p.detailFrom) + s.Muted.Render(" › item ") + oneLine(p.detailID)
-		if p.detailView.TotalLineCount() > p.detailView.Height {
-			line += s.Muted.Render(fmt.Sprintf(" · %3.0f%% ↑/↓", p.detailView.ScrollPercent()*100))
+	case p.detail != nil:
+		d := p.detail
+		line += s.Muted.Render(" · ") + oneLine(d.store) + s.Muted.Render(" › item ") + oneLine(d.id)
+		if d.view.TotalLineCount() > d.view.Height() {
+			line += s.Muted.Render(fmt.Sprintf(" · %3.0f%% ↑/↓", scrollPercent(&d.view)))
 		}
-	case p.storesErr != "" && len(p.stores) == 0:
-		line += s.Failed.Render(" · ✗ " + oneLine(p.storesErr))
-	case !p.storesLoaded:
+	case p.stores.err != "" && len(p.stores.all) == 0:
+		line += s.Failed.Render(" · " + glyphFailed + " " + oneLine(p.stores.err))
+	case !p.stores.loaded:
 		line += s.Muted.Render(" · loading…")
 	default:
-		line += s.Muted.Render(" · " + plural(len(p.stores), "store", "stores"))
-		if len(p.stores) > 1 {
+		line += s.Muted.Render(" · " + plural(len(p.stores.all), "store", "stores"))
+		if len(p.stores.all) > 1 {
 			line += s.Muted.Render(" · ←/→ switches")
 		}
 		first, n := p.visibleStores()
 		if first > 0 {
 			line += s.Muted.Render(fmt.Sprintf(" · ‹ %d more", first))
 		}
-		if rest := len(p.stores) - first - n; rest > 0 {
+		if rest := len(p.stores.all) - first - n; rest > 0 {
 			line += s.Muted.Render(fmt.Sprintf(" · %d more ›", rest))
 		}
 	}
@@ -111,9 +126,9 @@ func (p *memoryPane) titleLine() string {
 // visibleStores is the first store shown and how many show, the selected
 // one among them.
 func (p *memoryPane) visibleStores() (first, n int) {
-	n = min(len(p.stores), max((p.width+1)/(memMinCard+1), 1))
-	sel := max(slices.IndexFunc(p.stores, func(c memory.Capacity) bool { return c.Store == p.want.store }), 0)
-	first = min(max(sel-n+1, 0), max(len(p.stores)-n, 0))
+	n = min(len(p.stores.all), max((p.width+1)/(memMinCard+1), 1))
+	sel := max(slices.IndexFunc(p.stores.all, func(c memory.Capacity) bool { return c.Store == p.list.want.store }), 0)
+	first = min(max(sel-n+1, 0), max(len(p.stores.all)-n, 0))
 	if sel < first {
 		first = sel
 	}
@@ -123,9 +138,9 @@ func (p *memoryPane) visibleStores() (first, n int) {
 // cardLines renders the stores side by side.
 func (p *memoryPane) cardLines() []string {
 	s := p.styles
-	if len(p.stores) == 0 {
+	if len(p.stores.all) == 0 {
 		lines := make([]string, memCardRows)
-		if p.storesLoaded && p.storesErr == "" {
+		if p.stores.loaded && p.stores.err == "" {
 			lines[1] = s.Muted.Render(" No memory store. Create one from the palette, e.g.")
 			lines[2] = ` :memory.configure {"store": "notes", "type": "episodic"}`
 		}
@@ -139,9 +154,9 @@ func (p *memoryPane) cardLines() []string {
 		if i == n-1 {
 			w = p.width - (n-1)*(cw+1) // the last takes the rest
 		}
-		cards[i] = p.card(&p.stores[first+i], first+i, w)
+		cards[i] = p.card(&p.stores.all[first+i], first+i, w)
 	}
-	sep := s.Rule.Render("│")
+	sep := s.Rule.Render(glyphVRule)
 	lines := make([]string, memCardRows)
 	for row := range memCardRows {
 		parts := make([]string, n)
@@ -161,13 +176,13 @@ func (p *memoryPane) cardLines() []string {
 // tokens, and its policy.
 func (p *memoryPane) card(c *memory.Capacity, index, w int) []string {
 	s := p.styles
-	selected := c.Store == p.want.store
+	selected := c.Store == p.list.want.store
 	name := " " + s.Emphasis.Render("  "+oneLine(c.Store))
 	if selected {
-		name = " " + s.Selected.Render("▸ "+oneLine(c.Store))
+		name = " " + s.Selected.Render(glyphCursor+" "+oneLine(c.Store))
 	}
 	name += s.Muted.Render(" · " + oneLine(c.Type) + " memory")
-	if index < 9 && len(p.stores) > 1 {
+	if index < 9 && len(p.stores.all) > 1 {
 		hint := fmt.Sprintf("alt+%d", index+1)
 		if gap := w - lineWidth(name) - len(hint) - 1; gap > 1 {
 			name += strings.Repeat(" ", gap) + s.Muted.Render(hint)
@@ -217,32 +232,10 @@ func (p *memoryPane) card(c *memory.Capacity, index, w int) []string {
 	}
 }
 
-// gaugeFigures is "12/100", or "12" without a limit.
-func gaugeFigures(n, limit int) string {
-	if limit <= 0 {
-		return fmt.Sprint(n)
-	}
-	return fmt.Sprintf("%d/%d", n, limit)
-}
-
-// meter renders n of total as "[████······]" in width cells: plain
-// characters, which read without colour.
-func meter(s *Styles, n, total, width int) string {
-	filled := 0
-	if total > 0 {
-		filled = n * width / total
-		if n > 0 && filled == 0 {
-			filled = 1
-		}
-	}
-	filled = min(max(filled, 0), width)
-	return "[" + s.Prompt.Render(strings.Repeat("█", filled)) + s.Rule.Render(strings.Repeat("·", width-filled)) + "]"
-}
-
 // boxRule is the top of a box: "── Title ─────".
 func boxRule(s *Styles, title string, w int) string {
 	head := s.Rule.Render("── ") + title + " "
-	return " " + head + s.Rule.Render(strings.Repeat("─", max(w-lineWidth(head)-2, 0)))
+	return " " + head + s.Rule.Render(strings.Repeat(glyphRule, max(w-lineWidth(head)-2, 0)))
 }
 
 // --- the list ---
@@ -264,7 +257,7 @@ func rankPhrase(rank string) string {
 func (p *memoryPane) orderNote() string {
 	rank := p.rank()
 	note := rankPhrase(rank)
-	if rank == defaultRank(p.storeType()) && p.want.prompt == "" {
+	if rank == defaultRank(p.storeType()) && p.list.want.prompt == "" {
 		note += " (the store's order)"
 	}
 	return note
@@ -272,66 +265,66 @@ func (p *memoryPane) orderNote() string {
 
 func (p *memoryPane) listLines() []string {
 	s := p.styles
-	store := p.store(p.want.store)
+	store := p.store(p.list.want.store)
 	if store == nil {
-		if p.storesLoaded && p.storesErr != "" {
-			return []string{s.Failed.Render(" ✗ Could not list the stores: " + oneLine(p.storesErr))}
+		if p.stores.loaded && p.stores.err != "" {
+			return []string{s.Failed.Render(" " + glyphFailed + " Could not list the stores: " + oneLine(p.stores.err))}
 		}
 		return nil
 	}
 	count := store.ItemCount
 	what := plural(count, "item", "items")
-	if p.want.deleted {
+	if p.list.want.deleted {
 		what = plural(count+store.Deleted, "item", "items") + fmt.Sprintf(" (%d forgotten)", store.Deleted)
 	}
 	title := " " + s.Emphasis.Render(oneLine(store.Store)) + s.Muted.Render(" · "+what)
-	if count > 0 || p.want.deleted {
+	if count > 0 || p.list.want.deleted {
 		title += s.Muted.Render(" · " + p.orderNote())
 	}
-	if p.listLoaded && len(p.items) < count && len(p.items) == memoryListLimit {
-		title += s.Muted.Render(fmt.Sprintf(" · the first %d", len(p.items)))
+	if p.list.loaded && len(p.list.items) < count && len(p.list.items) == memoryListLimit {
+		title += s.Muted.Render(fmt.Sprintf(" · the first %d", len(p.list.items)))
 	}
-	if !p.want.deleted && store.Deleted > 0 {
+	if !p.list.want.deleted && store.Deleted > 0 {
 		title += s.Muted.Render(" · forgotten hidden")
 	}
 	lines := []string{truncateTo(title, p.width)}
 	switch {
-	case p.listErr != "" && p.shown.store == p.want.store:
-		return append(lines, "", s.Failed.Render(" ✗ Could not list the items: "+oneLine(p.listErr)))
-	case !p.listLoaded || p.shown.store != p.want.store:
+	case p.list.err != "" && p.list.shown.store == p.list.want.store:
+		return append(lines, "", s.Failed.Render(" "+glyphFailed+" Could not list the items: "+oneLine(p.list.err)))
+	case !p.list.loaded || p.list.shown.store != p.list.want.store:
 		return append(lines, "", s.Muted.Render(" Loading…"))
-	case len(p.items) == 0 && count == 0 && (!p.want.deleted || store.Deleted == 0):
+	case len(p.list.items) == 0 && count == 0 && (!p.list.want.deleted || store.Deleted == 0):
 		lines = append(lines, "")
 		lines = append(lines, styleLines(s.Muted, wrapText("No memories in "+store.Store+" yet. Memorize one from the palette, e.g.", p.width-2, " "))...)
 		return append(lines, fmt.Sprintf(` :memory.memorize {"store": %q, "item": {"type": "fact", "text": "…", "agent_id": %q}}`,
-			oneLine(store.Store), oneLine(p.engine.Agent())))
-	case len(p.items) == 0:
+			oneLine(store.Store), oneLine(p.conn.Agent())))
+	case len(p.list.items) == 0:
 		return append(lines, "", s.Muted.Render(" Nothing to show: every item is forgotten. d shows them."))
 	}
-	return append(lines, p.itemRows(p.items, p.cursor, p.listRows(), false, true)...)
+	return append(lines, p.listRowsOf(false)...)
 }
 
 func (p *memoryPane) rememberLines() []string {
 	s := p.styles
-	store := oneLine(p.want.store)
+	store := oneLine(p.list.want.store)
 	lines := []string{boxRule(s, s.Emphasis.Render("Remember")+s.Muted.Render(" in ")+store, p.width)}
 	if p.mode == memPrompting {
 		lines = append(lines, strings.TrimRight(" "+p.input.View(), " "))
 	} else {
-		lines = append(lines, " "+s.Prompt.Render("remember: ")+oneLine(p.want.prompt)+s.Muted.Render("   / changes it · esc goes back to the store"))
+		lines = append(lines, " "+s.Prompt.Render("remember: ")+oneLine(p.list.want.prompt)+s.Muted.Render("   / changes it · esc goes back to the store"))
 	}
-	fresh := p.listLoaded && p.shown == p.want
+	fresh := p.list.loaded && p.list.shown == p.list.want
 	var summary string
 	switch {
-	case p.want.prompt == "":
+	case p.list.want.prompt == "":
 		summary = s.Muted.Render(" enter ranks " + store + "'s items by what they say about the prompt, with a score and a confidence each")
-	case p.listErr != "" && fresh:
-		return append(lines, s.Failed.Render(" ✗ "+oneLine(p.listErr)))
+	case p.list.err != "" && fresh:
+		return append(lines, s.Failed.Render(" "+glyphFailed+" "+oneLine(p.list.err)))
 	case !fresh:
 		summary = s.Muted.Render(" Remembering…")
 	default:
 		deleted := "d: forgotten too"
-		if p.want.deleted {
+		if p.list.want.deleted {
 			deleted = "forgotten included (d hides them)"
 		}
 		order := rankPhrase(p.rank())
@@ -340,39 +333,43 @@ func (p *memoryPane) rememberLines() []string {
 		}
 		// The hints go first when the line is too narrow.
 		parts := []string{order, "r: by " + p.nextRank(), deleted}
-		for len(parts) > 1 && lineWidth(" "+plural(len(p.items), "hit", "hits")+" · "+strings.Join(parts, " · ")) > p.width {
+		for len(parts) > 1 && lineWidth(" "+plural(len(p.list.items), "hit", "hits")+" · "+strings.Join(parts, " · ")) > p.width {
 			parts = parts[:len(parts)-1]
 		}
-		summary = " " + plural(len(p.items), "hit", "hits") + s.Muted.Render(" · "+strings.Join(parts, " · "))
+		summary = " " + plural(len(p.list.items), "hit", "hits") + s.Muted.Render(" · "+strings.Join(parts, " · "))
 	}
 	lines = append(lines, truncateTo(summary, p.width))
-	if p.want.prompt == "" {
+	if p.list.want.prompt == "" {
 		// Typing the first prompt: the store's items stay in view.
-		if p.listLoaded && p.shown == p.want && len(p.items) > 0 {
-			lines = append(lines, p.itemRows(p.items, p.cursor, p.listRows(), false, true)...)
+		if p.list.loaded && p.list.shown == p.list.want && len(p.list.items) > 0 {
+			lines = append(lines, p.listRowsOf(false)...)
 		}
 		return lines
 	}
-	if !fresh && len(p.items) == 0 || p.shown.store != p.want.store {
+	if !fresh && len(p.list.items) == 0 || p.list.shown.store != p.list.want.store {
 		return lines
 	}
-	if len(p.items) == 0 {
-		note := fmt.Sprintf(" Nothing in %s is about %q.", store, oneLine(p.want.prompt))
-		if !p.want.deleted {
+	if len(p.list.items) == 0 {
+		note := fmt.Sprintf(" Nothing in %s is about %q.", store, oneLine(p.list.want.prompt))
+		if !p.list.want.deleted {
 			note += " d looks among the forgotten too."
 		}
 		return append(lines, "", s.Muted.Render(note))
 	}
-	return append(lines, p.itemRows(p.items, p.cursor, p.listRows(), p.shown.prompt != "", true)...)
+	return append(lines, p.listRowsOf(p.list.shown.prompt != "")...)
 }
 
-// memColumn is one column of an item list.
+// memColumn is one column of an item list: a table column with what its
+// cell says about an item, and how that looks.
 type memColumn struct {
-	title string
-	width int
-	right bool // numbers: aligned to the right
+	tableColumn
 	cell  func(r *memory.Recalled) string
 	style func(r *memory.Recalled, text string) string
+}
+
+// memCol is a column of title, width cells (right-aligned when right).
+func memCol(title string, width int, right bool, cell func(r *memory.Recalled) string, style func(r *memory.Recalled, text string) string) memColumn {
+	return memColumn{tableColumn{title: title, width: width, right: right}, cell, style}
 }
 
 // itemColumns chooses the columns that fit: text gets what is left, and
@@ -380,7 +377,7 @@ type memColumn struct {
 // little.
 func (p *memoryPane) itemColumns(items []memory.Recalled, scored, deleted bool) ([]memColumn, int) {
 	s := p.styles
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	timeW, agentW, tagsW := len("time")+2, len("agent")+2, len("tags")+2
 	anyTags, anyGone := false, false
 	for _, r := range items {
@@ -395,18 +392,18 @@ func (p *memoryPane) itemColumns(items []memory.Recalled, scored, deleted bool) 
 	var cols []memColumn
 	if scored {
 		cols = append(cols,
-			memColumn{title: "score", width: 8, right: true, cell: func(r *memory.Recalled) string { return fmt.Sprintf("%.3f", r.Score) }, style: plain},
-			memColumn{title: "conf", width: 6, right: true, cell: func(r *memory.Recalled) string { return fmt.Sprintf("%.0f%%", r.Confidence*100) }, style: muted})
+			memCol("score", 8, true, func(r *memory.Recalled) string { return fmt.Sprintf("%.3f", r.Score) }, plain),
+			memCol("conf", 6, true, func(r *memory.Recalled) string { return fmt.Sprintf("%.0f%%", r.Confidence*100) }, muted))
 	}
 	cols = append(cols,
-		memColumn{title: "imp", width: 6, right: true, cell: func(r *memory.Recalled) string { return fmt.Sprintf("%.2f", r.Importance) }, style: plain},
-		memColumn{title: "time", width: timeW, cell: func(r *memory.Recalled) string { return clockTime(r.Timestamp, now) }, style: muted},
-		memColumn{title: "agent", width: agentW, cell: func(r *memory.Recalled) string { return oneLine(r.AgentID) }, style: plain},
-		memColumn{title: "tags", width: tagsW, cell: func(r *memory.Recalled) string { return oneLine(strings.Join(r.Tags, ",")) }, style: muted},
-		memColumn{title: "tok", width: 5, right: true, cell: func(r *memory.Recalled) string { return fmt.Sprint(r.TokensEstimate) }, style: muted},
+		memCol("imp", 6, true, func(r *memory.Recalled) string { return fmt.Sprintf("%.2f", r.Importance) }, plain),
+		memCol("time", timeW, false, func(r *memory.Recalled) string { return clockTime(r.Timestamp, now) }, muted),
+		memCol("agent", agentW, false, func(r *memory.Recalled) string { return oneLine(r.AgentID) }, plain),
+		memCol("tags", tagsW, false, func(r *memory.Recalled) string { return oneLine(strings.Join(r.Tags, ",")) }, muted),
+		memCol("tok", 5, true, func(r *memory.Recalled) string { return fmt.Sprint(r.TokensEstimate) }, muted),
 	)
 	if deleted && anyGone {
-		cols = append(cols, memColumn{title: "state", width: 11, cell: func(r *memory.Recalled) string {
+		cols = append(cols, memCol("state", 11, false, func(r *memory.Recalled) string {
 			switch {
 			case r.Evicted:
 				return "evicted"
@@ -414,9 +411,9 @@ func (p *memoryPane) itemColumns(items []memory.Recalled, scored, deleted bool) 
 				return "forgotten"
 			}
 			return ""
-		}, style: func(_ *memory.Recalled, t string) string { return s.Failed.Render(t) }})
+		}, func(_ *memory.Recalled, t string) string { return s.Failed.Render(t) }))
 	}
-	cols = append(cols, memColumn{title: "text", cell: func(r *memory.Recalled) string { return oneLine(r.Text) }, style: plain})
+	cols = append(cols, memCol("text", 0, false, func(r *memory.Recalled) string { return oneLine(r.Text) }, plain))
 	if !anyTags {
 		cols = slices.DeleteFunc(cols, func(c memColumn) bool { return c.title == "tags" })
 	}
@@ -437,47 +434,39 @@ func (p *memoryPane) itemColumns(items []memory.Recalled, scored, deleted bool) 
 	return cols, max(p.width-used(cols), 8)
 }
 
-// itemRows renders a header and the rows of items that fit in rows,
-// scrolled to keep the cursor (-1: none) in view.
-func (p *memoryPane) itemRows(items []memory.Recalled, cursor, rows int, scored, withState bool) []string {
+// listRowsOf is the list's header and the rows in view, the cursor's among
+// them.
+func (p *memoryPane) listRowsOf(scored bool) []string {
+	c := &p.list.cursor
+	return p.itemRows(p.list.items, c.Index(), c.Offset(), p.listRows(), scored, true)
+}
+
+// itemRows renders a header and the rows of items that fit in rows from
+// start, the cursor's (-1: none) selected, the last one saying how many
+// more there are below.
+func (p *memoryPane) itemRows(items []memory.Recalled, cursor, start, rows int, scored, withState bool) []string {
 	s := p.styles
-	cols, textW := p.itemColumns(items, scored, withState && p.want.deleted)
-	cell := func(c memColumn, text string) string {
-		w, room := c.width, c.width-2 // two columns between cells
+	cols, textW := p.itemColumns(items, scored, withState && p.list.want.deleted)
+	header := make([]tableColumn, len(cols))
+	for i, c := range cols {
+		header[i] = c.tableColumn
 		if c.title == "text" {
-			w, room = textW, textW-1
+			header[i].width = textW
 		}
-		room = max(room, 1)
-		if lineWidth(text) > room {
-			text = ansi.Truncate(text, room, "…")
-		}
-		if c.right {
-			text = strings.Repeat(" ", max(room-lineWidth(text), 0)) + text
-		}
-		return fitLine(text, w)
 	}
-	var head strings.Builder
-	head.WriteString("   ")
-	for _, c := range cols {
-		head.WriteString(cell(c, c.title))
-	}
-	lines := []string{s.Muted.Render(strings.TrimRight(head.String(), " "))}
-	start := 0
-	if cursor >= 0 {
-		if cursor < p.offset {
-			p.offset = cursor
+	cell := func(c memColumn, text string) string {
+		if c.title == "text" { // the last column: one cell of margin, not two
+			return fitLine(truncateTo(text, max(textW-1, 1)), textW)
 		}
-		if cursor >= p.offset+rows {
-			p.offset = cursor - rows + 1
-		}
-		p.offset = max(min(p.offset, len(items)-rows), 0)
-		start = p.offset
+		return tableCell(c.tableColumn, text)
 	}
+	lines := []string{s.Muted.Render(tableHeader(header))}
+	start = max(min(start, len(items)), 0)
 	for i := start; i < min(start+rows, len(items)); i++ {
 		r := &items[i]
 		var b strings.Builder
 		if i == cursor {
-			b.WriteString(" " + s.Selected.Render("▸ "))
+			b.WriteString(" " + s.Selected.Render(glyphCursor+" "))
 		} else {
 			b.WriteString("   ")
 		}
@@ -492,7 +481,7 @@ func (p *memoryPane) itemRows(items []memory.Recalled, cursor, rows int, scored,
 		lines = append(lines, strings.TrimRight(b.String(), " "))
 	}
 	if more := len(items) - start - rows; more > 0 && len(lines) > 1 {
-		lines[len(lines)-1] = s.Muted.Render(fmt.Sprintf("   ↓ %d more (↓, pgdn)", more+1))
+		lines[len(lines)-1] = s.Muted.Render(fmt.Sprintf("   %s %d more (↓, pgdn)", glyphDown, more+1))
 	}
 	return lines
 }
@@ -521,17 +510,17 @@ func (p *memoryPane) forgetLines() []string {
 	case forgetEditing:
 		switch {
 		case f.forms != nil:
-			lines = append(lines, styleLines(s.Failed, wrapText("✗ "+f.err+" It understands:", p.width-2, " "))...)
+			lines = append(lines, styleLines(s.Failed, wrapText(glyphFailed+" "+f.err+" It understands:", p.width-2, " "))...)
 			lines = append(lines, packForms(f.forms, p.width-4, "   ")...)
 		case f.err != "":
-			lines = append(lines, styleLines(s.Failed, wrapText("✗ "+f.err, p.width-2, " "))...)
+			lines = append(lines, styleLines(s.Failed, wrapText(glyphFailed+" "+f.err, p.width-2, " "))...)
 		default:
 			lines = append(lines, styleLines(s.Muted, wrapText("enter shows what the instruction names (a dry run); nothing is forgotten before you say y.", p.width-2, " "))...)
 		}
 		// The store's items stay in view, to name them by.
-		if rows := p.areaRows() - len(lines) - 2; rows >= 2 && p.listLoaded && p.shown.store == f.store && len(p.items) > 0 {
+		if rows := p.areaRows() - len(lines) - 2; rows >= 2 && p.list.loaded && p.list.shown.store == f.store && len(p.list.items) > 0 {
 			lines = append(lines, "")
-			lines = append(lines, p.itemRowsAt(p.items, 0, rows)...)
+			lines = append(lines, p.itemRows(p.list.items, -1, 0, rows, false, true)...)
 		}
 	case forgetPreviewing:
 		lines = append(lines, s.Muted.Render(" Looking for what it names (nothing is forgotten yet)…"))
@@ -564,39 +553,36 @@ func (p *memoryPane) previewLines() []string {
 	if f.changed {
 		summary += s.Prompt.Render(" · the store changed: previewed again")
 	}
-	rows := make([]memory.Recalled, len(items))
-	for i, it := range items {
-		rows[i] = memory.Recalled{Item: it}
-	}
-	body := p.itemRowsAt(rows, f.offset, p.forgetRows())
-	if f.offset > 0 && len(body) > 1 {
-		body[1] = s.Muted.Render(fmt.Sprintf("   ↑ %d more (↑, pgup)", f.offset+1))
-	}
-	what := "it"
-	if n > 1 {
-		what = "these " + plural(n, "item", "items")
-	}
-	if n < len(items) && n > 0 {
-		what = "the " + plural(n, "live item", "live items")
-	}
-	question := s.Prompt.Render(fmt.Sprintf(" Forget %s (soft)? ", what)) + s.Muted.Render("y forgets · n changes the instruction")
-	if f.hard {
-		question = s.Failed.Render(fmt.Sprintf(" Erase %s for good (hard, no undo)? ", what)) + s.Muted.Render("y erases · n changes the instruction")
-	}
+	question := f.confirm.View(s, p.width)
 	if n == 0 {
-		question = s.Muted.Render(" Soft changes nothing here: tab makes it hard, to erase. n changes the instruction.")
+		question = truncateTo(s.Muted.Render(" Soft changes nothing here: tab makes it hard, to erase. n changes the instruction."), p.width)
 	}
-	out := append([]string{truncateTo(summary, p.width)}, body...)
-	return append(out, "", truncateTo(question, p.width))
+	shown := f.rows.viewLines(s)[:min(f.rows.Height(), f.rows.TotalLineCount())]
+	out := append([]string{truncateTo(summary, p.width), p.previewHeader()}, shown...)
+	return append(out, "", question)
 }
 
-// itemRowsAt renders items from first, without a cursor.
-func (p *memoryPane) itemRowsAt(items []memory.Recalled, first, rows int) []string {
-	saved := p.offset
-	p.offset = first
-	lines := p.itemRows(items[min(first, len(items)):], -1, rows, false, true)
-	p.offset = saved
-	return lines
+// previewItems are the dry run's items as rows of the item table.
+func (f *forgetBox) previewItems() []memory.Recalled {
+	if f.preview == nil {
+		return nil
+	}
+	rows := make([]memory.Recalled, len(f.preview.Forgotten))
+	for i, it := range f.preview.Forgotten {
+		rows[i] = memory.Recalled{Item: it}
+	}
+	return rows
+}
+
+// previewHeader is the header of the previewed items' table.
+func (p *memoryPane) previewHeader() string {
+	return p.itemRows(p.forget.previewItems(), -1, 0, 0, false, true)[0]
+}
+
+// previewRows are every previewed item's row, for the box to scroll.
+func (p *memoryPane) previewRows() []string {
+	items := p.forget.previewItems()
+	return p.itemRows(items, -1, 0, len(items), false, true)[1:]
 }
 
 // packForms lays forms out in lines of width, separated by " · ", never
@@ -625,17 +611,15 @@ func packForms(forms []string, width int, indent string) []string {
 // --- the detail ---
 
 func (p *memoryPane) detailLines(w int) []string {
-	if p.detailID == "" {
-		return nil
-	}
+	d := p.detail
 	s := p.styles
-	if p.detail == nil {
-		if p.detailErr != "" {
-			return []string{s.Failed.Render(" ✗ " + oneLine(p.detailErr)), "", s.Muted.Render(" esc goes back to the list.")}
+	if d.item == nil {
+		if d.err != "" {
+			return []string{s.Failed.Render(" " + glyphFailed + " " + oneLine(d.err)), "", s.Muted.Render(" esc goes back to the list.")}
 		}
 		return []string{s.Muted.Render(" Loading…")}
 	}
-	it := p.detail
+	it := d.item
 	const nameW = 17
 	valueW := max(w-nameW-2, 10)
 	var lines []string
@@ -655,16 +639,16 @@ func (p *memoryPane) detailLines(w int) []string {
 		return "no"
 	}
 	storeType := ""
-	if c := p.store(p.detailFrom); c != nil {
+	if c := p.store(d.store); c != nil {
 		storeType = s.Muted.Render(" (" + oneLine(c.Type) + " memory)")
 	}
-	field("store", oneLine(p.detailFrom)+storeType)
+	field("store", oneLine(d.store)+storeType)
 	field("id", oneLine(it.ID))
 	field("type", oneLine(it.Type))
 	field("importance", fmt.Sprintf("%.2f", it.Importance))
-	field("timestamp", it.Timestamp.UTC().Format("2006-01-02 15:04:05 MST")+s.Muted.Render(" · "+ago(p.engine.Clock().Now(), it.Timestamp)))
+	field("timestamp", it.Timestamp.UTC().Format("2006-01-02 15:04:05 MST")+s.Muted.Render(" · "+ago(p.conn.Now(), it.Timestamp)))
 	field("agent_id", oneLine(it.AgentID))
-	tags := "—"
+	tags := glyphNone
 	if len(it.Tags) > 0 {
 		tags = oneLine(strings.Join(it.Tags, ", "))
 	}
@@ -675,8 +659,8 @@ func (p *memoryPane) detailLines(w int) []string {
 		field("deleted_at", it.DeletedAt.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
 	field("evicted", yesNo(it.Evicted, "forgotten to make room when the store was full"))
-	if r := p.detailRank; r != nil {
-		field("score", fmt.Sprintf("%.3f", r.Score)+s.Muted.Render(fmt.Sprintf(" · confidence %.0f%% · for %q", r.Confidence*100, oneLine(p.shown.prompt))))
+	if r := d.rank; r != nil {
+		field("score", fmt.Sprintf("%.3f", r.Score)+s.Muted.Render(fmt.Sprintf(" · confidence %.0f%% · for %q", r.Confidence*100, oneLine(p.list.shown.prompt))))
 	}
 	lines = append(lines, "")
 	field("text", wrapText(it.Text, valueW, "")...)
@@ -704,20 +688,4 @@ func metadataLines(raw json.RawMessage) []string {
 		lines[i] = oneLine(l)
 	}
 	return lines
-}
-
-// ago says how long before now t was: "just now", "5m ago", "3d ago".
-func ago(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "in the future"
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }

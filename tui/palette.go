@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/engram-console/engram/core/conn"
+
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 )
@@ -25,26 +25,32 @@ type paletteKeys struct {
 	Complete key.Binding
 	Next     key.Binding
 	Prev     key.Binding
-	History  key.Binding
+	Older    key.Binding // the history: the command before
+	Newer    key.Binding // and the one after
 	Scroll   key.Binding
 	Close    key.Binding
 }
 
 // palette runs any registered action: "name {json args}". It completes
 // action names (with their required args as a JSON skeleton), describes the
-// chosen action's args, and shows the JSON result in a scrollable viewport.
+// chosen action's args, and shows the JSON result in a scrollable section.
+// It is the one place the console handles raw JSON, by design: it runs
+// actions by name and shows whatever they return.
 type palette struct {
-	engine  *core.Engine
-	styles  *Styles
-	keys    paletteKeys
-	actions []*action.Action
+	requests
+	styles *Styles
+	keys   paletteKeys
+	// actions is actions.list's answer, asked for every time the palette
+	// opens (list tracks that request).
+	actions []conn.ActionInfo
+	list    loader
 
 	input   textinput.Model
-	result  viewport.Model
+	result  scrollView
 	running string // the action in flight, if any
+	exec    loader // the action running, for telling its answer from a stale one
 	cancel  context.CancelFunc
 	spinner spinner.Model
-	req     int    // the number of the latest request
 	last    string // the header line of the result shown
 	body    string // the result shown, before wrapping to the width
 	history []string
@@ -53,25 +59,27 @@ type palette struct {
 	width, height int
 }
 
-func newPalette(engine *core.Engine, styles *Styles) *palette {
+func newPalette(engine conn.Conn, styles *Styles) *palette {
 	in := textinput.New()
 	in.Prompt = ": "
 	in.PromptStyle = styles.Prompt
 	in.Placeholder = `action.name {"arg": "value"}   (tab completes)`
 	in.ShowSuggestions = true
 	in.CharLimit = 8192
+	none := func(int) string { return "" } // the status line says what is out of view
 	p := &palette{
-		engine:  engine,
-		styles:  styles,
-		input:   in,
-		result:  viewport.New(0, 0),
-		spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
+		requests: requests{conn: engine, pane: palettePaneID},
+		styles:   styles,
+		input:    in,
+		result:   scrollView{Above: none, Below: none},
+		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
 		keys: paletteKeys{
 			Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 			Complete: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "complete")),
 			Next:     key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n/p", "cycle")),
 			Prev:     key.NewBinding(key.WithKeys("ctrl+p")),
-			History:  key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "history")),
+			Older:    key.NewBinding(key.WithKeys("up"), key.WithHelp("↑/↓", "history")),
+			Newer:    key.NewBinding(key.WithKeys("down")),
 			Scroll:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "scroll")),
 			Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
 		},
@@ -82,23 +90,29 @@ func newPalette(engine *core.Engine, styles *Styles) *palette {
 	return p
 }
 
-// open shows the palette with the current list of actions.
+// open shows the palette and asks for the current list of actions (the
+// one from the last opening serves until it comes).
 func (p *palette) open() tea.Cmd {
-	p.actions = p.engine.Actions()
-	suggestions := make([]string, 0, len(p.actions))
-	for _, a := range p.actions {
+	p.input.SetValue("")
+	p.histPos = len(p.history)
+	return tea.Batch(p.input.Focus(), request[conn.ListActionsResult](&p.requests, &p.list, "actions.list", conn.ListActionsArgs{}))
+}
+
+// setActions takes actions.list's answer: what describe names and tab
+// completes.
+func (p *palette) setActions(actions []conn.ActionInfo) {
+	p.actions = actions
+	suggestions := make([]string, 0, len(actions))
+	for _, a := range actions {
 		suggestions = append(suggestions, completion(a))
 	}
 	p.input.SetSuggestions(suggestions)
-	p.input.SetValue("")
-	p.histPos = len(p.history)
-	return p.input.Focus()
 }
 
 // completion is what tab inserts for an action: its name, and a JSON
 // skeleton of its required args if it has any.
-func completion(a *action.Action) string {
-	if skeleton := a.Skeleton(true); skeleton != "{}" {
+func completion(a conn.ActionInfo) string {
+	if skeleton := action.SkeletonOf(a.Args, true); skeleton != "{}" {
 		return a.Name + " " + skeleton
 	}
 	return a.Name
@@ -107,8 +121,7 @@ func completion(a *action.Action) string {
 func (p *palette) setSize(w, h int) {
 	p.width, p.height = w, h
 	p.input.Width = max(w-len(p.input.Prompt)-3, 1)
-	p.result.Width = w
-	p.result.Height = max(h-4, 1)
+	p.result.setHeight(max(h-4, 1))
 	p.setBody()
 }
 
@@ -116,7 +129,7 @@ func (p *palette) setSize(w, h int) {
 // footer drops the last ones (and the result's line says pgup/pgdn when
 // there is something to scroll).
 func (p *palette) keyHelp() []key.Binding {
-	return []key.Binding{p.keys.Run, p.keys.Close, p.keys.Complete, p.keys.Next, p.keys.History, p.keys.Scroll}
+	return []key.Binding{p.keys.Run, p.keys.Close, p.keys.Complete, p.keys.Next, p.keys.Older, p.keys.Scroll}
 }
 
 // update handles a key while the palette is open; closed reports esc.
@@ -133,16 +146,28 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 		case key.Matches(msg, p.keys.Run):
 			return p.run(), false
 		case key.Matches(msg, p.keys.Scroll):
-			p.result, cmd = p.result.Update(msg)
-			return cmd, false
-		case key.Matches(msg, p.keys.History):
-			p.recall(msg.String() == "up")
+			if key.Matches(msg, nav.PageUp) {
+				p.result.pageUp()
+			} else {
+				p.result.pageDown()
+			}
+			return nil, false
+		case key.Matches(msg, p.keys.Older):
+			p.recall(true)
+			return nil, false
+		case key.Matches(msg, p.keys.Newer):
+			p.recall(false)
 			return nil, false
 		}
 		p.input, cmd = p.input.Update(msg)
 		return cmd, false
-	case actionResultMsg:
-		if msg.req != p.req {
+	case resultMsg[conn.ListActionsResult]:
+		if latest, _ := p.list.answer(msg.req); latest && msg.err == nil {
+			p.setActions(msg.value.Actions)
+		}
+		return nil, false
+	case resultMsg[rawResult]:
+		if latest, _ := p.exec.answer(msg.req); !latest {
 			return nil, false
 		}
 		p.cancelRunning() // done: release its context
@@ -198,7 +223,6 @@ func (p *palette) run() tea.Cmd {
 	}
 	p.histPos = len(p.history)
 	p.running = name
-	p.req++
 	var raw json.RawMessage
 	if args != "" {
 		raw = json.RawMessage(args)
@@ -206,11 +230,22 @@ func (p *palette) run() tea.Cmd {
 	// Actions can be slow (a model call): the spinner shows one is in flight.
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	return tea.Batch(runActionCtx(ctx, p.engine, palettePaneID, p.req, name, raw), p.spinner.Tick)
+	return tea.Batch(p.runRaw(ctx, name, raw), p.spinner.Tick)
+}
+
+// runRaw runs the action with args as typed, answering with its result
+// undecoded: the palette shows whatever JSON it is, and the engine (not an
+// encoder here) judges args that are not JSON.
+func (p *palette) runRaw(ctx context.Context, name string, args json.RawMessage) tea.Cmd {
+	c, pane, req := p.conn, p.pane, p.next(&p.exec)
+	return func() tea.Msg {
+		res, err := c.Do(ctx, conn.Request{Action: name, Args: args})
+		return resultMsg[rawResult]{pane: pane, req: req, action: name, value: res, err: err}
+	}
 }
 
 // showResult puts an action's result (or error) in the viewport.
-func (p *palette) showResult(msg actionResultMsg) {
+func (p *palette) showResult(msg resultMsg[rawResult]) {
 	var body []byte
 	if msg.err != nil {
 		e := errs.As(msg.err)
@@ -223,14 +258,14 @@ func (p *palette) showResult(msg actionResultMsg) {
 	} else {
 		p.last = p.styles.OK.Render("✓ "+msg.action) + p.styles.Muted.Render(" ok")
 		var buf bytes.Buffer
-		if err := json.Indent(&buf, msg.result, "", "  "); err != nil {
-			buf.Write(msg.result)
+		if err := json.Indent(&buf, msg.value, "", "  "); err != nil {
+			buf.Write(msg.value)
 		}
 		body = buf.Bytes()
 	}
 	p.body = string(body)
 	p.setBody()
-	p.result.GotoTop()
+	p.result.home()
 }
 
 // setBody puts the result in the viewport, indented like the rest of the
@@ -238,30 +273,14 @@ func (p *palette) showResult(msg actionResultMsg) {
 // rather than cut.
 func (p *palette) setBody() {
 	if p.body == "" {
-		p.result.SetContent("")
+		p.result.setLines(nil)
 		return
 	}
 	var out []string
 	for _, l := range strings.Split(p.body, "\n") {
-		out = append(out, wrapIndented(" "+l, p.width))
+		out = append(out, strings.Split(wrapIndented(" "+l, p.width), "\n")...)
 	}
-	p.result.SetContent(joinLines(out))
-}
-
-// wrapIndented wraps a line to width columns, at spaces where it can,
-// continuing it two columns deeper than it starts.
-func wrapIndented(l string, width int) string {
-	if width < 8 || ansi.StringWidth(l) <= width {
-		return l
-	}
-	first := strings.SplitN(ansi.Wrap(l, width, ""), "\n", 2)[0]
-	if !strings.HasPrefix(l, first) {
-		first = ansi.Truncate(l, width, "")
-	}
-	rest := strings.TrimLeft(l[len(first):], " ")
-	indent := strings.Repeat(" ", min(len(l)-len(strings.TrimLeft(l, " "))+2, width/2))
-	rest = ansi.Wrap(rest, width-len(indent), "")
-	return strings.TrimRight(first, " ") + "\n" + indent + strings.ReplaceAll(rest, "\n", "\n"+indent)
+	p.result.setLines(out)
 }
 
 // describe is the line under the input: the action being typed, its summary
@@ -275,8 +294,8 @@ func (p *palette) describe() string {
 		}
 		// The args matter more than the summary: on a narrow screen the
 		// summary gives way.
-		args := " · " + argsSummary(a)
-		summary := oneLine(a.Summary)
+		args := " · " + argsSummary(a.Args)
+		summary := oneLine(a.Description)
 		if room := p.width - 2 - ansi.StringWidth(a.Name) - ansi.StringWidth(args); ansi.StringWidth(summary) > room {
 			summary = ansi.Truncate(summary, max(room, 12), "…")
 		}
@@ -305,12 +324,12 @@ func (p *palette) describe() string {
 
 // argsSummary lists an action's args compactly: "args: turn, kind, limit
 // (integer)"; strings go without their type, required args are marked.
-func argsSummary(a *action.Action) string {
-	if len(a.Fields) == 0 {
+func argsSummary(fields []action.Field) string {
+	if len(fields) == 0 {
 		return "no args"
 	}
-	parts := make([]string, 0, len(a.Fields))
-	for _, f := range a.Fields {
+	parts := make([]string, 0, len(fields))
+	for _, f := range fields {
 		var notes []string
 		if f.Type != "string" {
 			notes = append(notes, f.Type)
@@ -342,12 +361,13 @@ func (p *palette) view() string {
 	// and fit would end it with a stray "…".
 	input := strings.TrimRight(" "+p.input.View(), " ")
 	lines := []string{input, " " + p.describe(), " " + status, p.styles.Rule.Render(strings.Repeat("─", p.width))}
-	return fit(joinLines(lines)+"\n"+p.result.View(), p.width, p.height)
+	return fit(joinLines(lines)+"\n"+p.result.View(p.styles), p.width, p.height)
 }
 
-func scrollInfo(v viewport.Model) string {
-	if v.TotalLineCount() <= v.Height {
+// scrollInfo says which lines of a long result show.
+func scrollInfo(v scrollView) string {
+	if v.TotalLineCount() <= v.Height() {
 		return ""
 	}
-	return fmt.Sprintf("  (lines %d-%d of %d, pgup/pgdn)", v.YOffset+1, min(v.YOffset+v.Height, v.TotalLineCount()), v.TotalLineCount())
+	return fmt.Sprintf("  (lines %d-%d of %d, pgup/pgdn)", v.Offset()+1, min(v.Offset()+v.Height(), v.TotalLineCount()), v.TotalLineCount())
 }

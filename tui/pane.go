@@ -6,7 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/conn"
 )
 
 // paneID names who asked for something, so that results reach the pane that
@@ -15,6 +15,8 @@ type paneID string
 
 // pane is one tab of the console.
 type pane interface {
+	// ID names the pane, for routing the results of its requests to it.
+	ID() paneID
 	// Title is the tab's label.
 	Title() string
 	// Init returns the pane's first command (loading its data).
@@ -35,29 +37,32 @@ type pane interface {
 	Capturing() bool
 }
 
-// actionResultMsg is the outcome of an action a pane ran.
-type actionResultMsg struct {
+// stopper is a pane with work of its own running (a plan run) that must
+// stop when the console quits.
+type stopper interface{ stop() }
+
+// addressed is a message meant for one pane: the root model routes it there
+// and nowhere else.
+type addressed interface {
+	addressee() paneID
+	// failure is the request's error, shown in the status line; nil if none.
+	failure() error
+}
+
+// resultMsg is the outcome of a request: the action's result decoded into
+// R inside the command (never in Update), or the error.
+type resultMsg[R any] struct {
 	pane paneID
 	// req is the asking pane's number for the request, so that it can tell
 	// the answer to its latest request from a stale one.
 	req    int
 	action string
-	result json.RawMessage
+	value  R
 	err    error
 }
 
-// runAction runs an action off the UI goroutine and reports to the pane.
-func runAction(engine *core.Engine, from paneID, req int, name string, args json.RawMessage) tea.Cmd {
-	return runActionCtx(context.Background(), engine, from, req, name, args)
-}
-
-// runActionCtx is runAction under ctx, for actions the user may cancel.
-func runActionCtx(ctx context.Context, engine *core.Engine, from paneID, req int, name string, args json.RawMessage) tea.Cmd {
-	return func() tea.Msg {
-		res, err := engine.Do(ctx, core.Request{Action: name, Args: args})
-		return actionResultMsg{pane: from, req: req, action: name, result: res, err: err}
-	}
-}
+func (m resultMsg[R]) addressee() paneID { return m.pane }
+func (m resultMsg[R]) failure() error    { return m.err }
 
 // loader tracks one kind of request: the number of the latest (answers to
 // earlier ones are stale), whether it is in flight, and whether something
@@ -68,23 +73,53 @@ type loader struct {
 	busy, dirty bool
 }
 
-// requests sends a pane's actions: every pane embeds one, for the engine
-// and for numbering its requests, so that an answer reaches the pane that
-// asked and a stale one can be told from the latest.
-type requests struct {
-	engine *core.Engine
-	pane   paneID
-	seq    int // numbers every request
+// answer settles l with the answer to request req: latest says it answers
+// l's latest request (any other is stale, to be dropped), again that
+// something changed while it was in flight, so it must be loaded again.
+func (l *loader) answer(req int) (latest, again bool) {
+	if req != l.req {
+		return false, false
+	}
+	l.busy = false
+	again, l.dirty = l.dirty, false
+	return true, again
 }
 
-// run starts a request for l (if any), making every earlier one stale.
-func (r *requests) run(l *loader, name string, args any) tea.Cmd {
-	raw, _ := json.Marshal(args)
+// requests sends a pane's actions: every pane embeds one, for the
+// connection and for numbering its requests, so that an answer reaches the
+// pane that asked and a stale one can be told from the latest.
+type requests struct {
+	conn conn.Conn
+	pane paneID
+	seq  int // numbers every request
+}
+
+// ID names the pane that embeds r.
+func (r *requests) ID() paneID { return r.pane }
+
+// next numbers a new request for l (if any), making every earlier one stale.
+func (r *requests) next(l *loader) int {
 	r.seq++
 	if l != nil {
 		l.req, l.busy, l.dirty = r.seq, true, false
 	}
-	return runAction(r.engine, r.pane, r.seq, name, raw)
+	return r.seq
+}
+
+// request runs the action off the UI goroutine, decodes its result into an
+// R there, and answers with a resultMsg[R] numbered for l (nil: a request
+// no loader tracks).
+func request[R, A any](r *requests, l *loader, name string, args A) tea.Cmd {
+	return requestCtx[R](context.Background(), r, l, name, args)
+}
+
+// requestCtx is request under ctx, for actions the user may cancel.
+func requestCtx[R, A any](ctx context.Context, r *requests, l *loader, name string, args A) tea.Cmd {
+	c, pane, req := r.conn, r.pane, r.next(l)
+	return func() tea.Msg {
+		v, err := conn.Call[R](ctx, c, name, args)
+		return resultMsg[R]{pane: pane, req: req, action: name, value: v, err: err}
+	}
 }
 
 // refresh reloads what l loads, unless a load is in flight: then it is
@@ -96,3 +131,7 @@ func (r *requests) refresh(l *loader, load func() tea.Cmd) tea.Cmd {
 	}
 	return load()
 }
+
+// rawResult is the undecoded result of an action run by name, for the
+// palette alone: it shows whatever JSON an action returns, by design.
+type rawResult = json.RawMessage

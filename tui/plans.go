@@ -2,13 +2,11 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
@@ -16,9 +14,10 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/planner"
 )
 
 const (
@@ -31,20 +30,8 @@ const (
 	plansDefaultAtOnce = 4
 )
 
-// The plan and subtask statuses the planner reports (docs/batch.md, Plans).
-const (
-	stepPending    = "Pending"
-	stepInProgress = "InProgress"
-	stepCompleted  = "Completed"
-	stepFailed     = "Failed"
-	stepSkipped    = "Skipped"
-	planRunning    = "running"
-)
-
-// planPolicies are the failure policies of plan.execute, the default first.
-var planPolicies = []string{"abort", "skip", "retry", "replan"}
-
-// planPolicyHelp says what each policy does when a subtask fails.
+// planPolicyHelp says what each failure policy of plan.execute
+// (planner.Policies) does when a subtask fails.
 var planPolicyHelp = map[string]string{
 	"abort":  "stop launching subtasks; what completed keeps its results",
 	"skip":   "mark it skipped, and whatever depends on it; run the rest",
@@ -52,105 +39,8 @@ var planPolicyHelp = map[string]string{
 	"replan": "ask the model to plan the unfinished work anew (needs a model)",
 }
 
-// planStrategies are plan.decompose's strategies, the default first.
-var planStrategies = []string{"flat", "hierarchical", "iterative"}
-
-// The pane reads plans as the plan.* actions return them (it does not import
-// the planner, which a -tags noplanning build leaves out).
-
-type planCounts struct {
-	Completed  int `json:"completed"`
-	InProgress int `json:"in_progress"`
-	Pending    int `json:"pending"`
-	Failed     int `json:"failed"`
-	Skipped    int `json:"skipped"`
-	Total      int `json:"total"`
-}
-
-// planSummary is a plan in plan.list.
-type planSummary struct {
-	ID          string     `json:"id"`
-	Goal        string     `json:"goal"`
-	Strategy    string     `json:"strategy"`
-	Status      string     `json:"status"`
-	Progress    planCounts `json:"progress"`
-	ReplanCount int        `json:"replan_count"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-}
-
-// planDoc is a plan with its subtasks (plan.get).
-type planDoc struct {
-	ID          string       `json:"id"`
-	Goal        string       `json:"goal"`
-	Strategy    string       `json:"strategy"`
-	Subtasks    []*planStep  `json:"subtasks"`
-	Status      string       `json:"status"`
-	ReplanCount int          `json:"replan_count"`
-	MaxReplans  int          `json:"max_replans"`
-	Provider    string       `json:"provider"`
-	Settings    *planSetting `json:"settings"`
-	CreatedAt   time.Time    `json:"created_at"`
-	UpdatedAt   time.Time    `json:"updated_at"`
-}
-
-type planSetting struct {
-	MaxConcurrent    int    `json:"max_concurrent"`
-	OnSubtaskFailure string `json:"on_subtask_failure"`
-	Fallback         string `json:"fallback"`
-	MaxRetries       int    `json:"max_retries"`
-}
-
-// planStep is one subtask.
-type planStep struct {
-	ID           string          `json:"id"`
-	Description  string          `json:"description"`
-	Dependencies []string        `json:"dependencies"`
-	Action       *planStepAction `json:"action"`
-	Status       string          `json:"status"`
-	Result       json.RawMessage `json:"result"`
-	Error        string          `json:"error"`
-	Attempts     int             `json:"attempts"`
-	StartedAt    *time.Time      `json:"started_at"`
-	FinishedAt   *time.Time      `json:"finished_at"`
-}
-
-type planStepAction struct {
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-}
-
-// counts tallies the plan's subtasks.
-func (d *planDoc) counts() planCounts {
-	var c planCounts
-	for _, s := range d.Subtasks {
-		switch s.Status {
-		case stepCompleted:
-			c.Completed++
-		case stepInProgress:
-			c.InProgress++
-		case stepPending:
-			c.Pending++
-		case stepFailed:
-			c.Failed++
-		case stepSkipped:
-			c.Skipped++
-		}
-	}
-	c.Total = len(d.Subtasks)
-	return c
-}
-
-// step returns the subtask with id.
-func (d *planDoc) step(id string) *planStep {
-	for _, s := range d.Subtasks {
-		if s.ID == id {
-			return s
-		}
-	}
-	return nil
-}
-
+// plansKeys are the Plans tab's own keys, for the footer and for matching;
+// moving through the list and the DAG matches the shared nav keymap.
 type plansKeys struct {
 	Move      key.Binding
 	Open      key.Binding
@@ -199,16 +89,68 @@ type planRun struct {
 	cancel context.CancelFunc
 }
 
-// plansPrompt is the line at the bottom that takes the keyboard: a goal to
+// promptKind is which line at the bottom takes the keyboard: a goal to
 // decompose, a YAML file to read a plan from, or the choices of a run.
-type plansPrompt int
+type promptKind int
 
 const (
-	promptNone plansPrompt = iota
+	promptNone promptKind = iota
 	promptGoal
 	promptFile
 	promptExecute
 )
+
+// plansList is the list of plans, newest first.
+type plansList struct {
+	load   loader
+	plans  []planner.PlanSummary
+	loaded bool
+	err    string
+	absent bool // no planner in this engram
+	cursor listCursor
+	want   string // a plan to select once the list has it (one just made)
+}
+
+// planDetail is the selected plan (and the ones seen before, shown at once
+// when the cursor comes back to them while they reload), and the walk
+// through its subtasks.
+type planDetail struct {
+	load  loader
+	docs  map[string]*planner.Plan
+	asked string // the id plan.get was last asked for
+	dags  map[string]*planDAG
+	dagOf map[string]*planner.Plan // the plan each DAG was laid out from
+	// walking: the DAG has the arrow keys, step is the subtask selected.
+	walking  bool
+	step     string
+	stageOff int // the first stage shown
+}
+
+// planNotice is a line under the plan about the last thing done to it.
+type planNotice struct {
+	text  string
+	isErr bool
+	plan  string // the plan it is about
+}
+
+// plansPrompt is the open prompt: its line (goal or file), the choices of
+// a run, and the decompose or create in flight.
+type plansPrompt struct {
+	kind     promptKind
+	input    textinput.Model
+	strategy int // in planner.Strategies
+	policy   int // in planner.Policies
+	atOnce   int
+	err      string
+	// busy is the decompose or create in flight (busy.busy), what it does
+	// and how to give up on it.
+	busy     loader
+	busyWhat string
+	busyStop context.CancelFunc
+}
+
+// waiting reports that the prompt's request is in flight.
+func (q *plansPrompt) waiting() bool { return q.busy.busy }
 
 // plansPane is the Plans tab: the plans, newest first; the selected plan's
 // subtasks drawn as a DAG in stages (each subtask in the column of its
@@ -224,54 +166,26 @@ type plansPane struct {
 	width, height int
 	focused       bool
 
-	// The list.
-	list    loader
-	plans   []planSummary
-	loaded  bool
-	listErr string
-	absent  bool // no planner in this engram
-	cursor  int
-	offset  int
-	want    string // a plan to select once the list has it (one just made)
+	list   plansList
+	plan   planDetail
+	notice planNotice
+	prompt plansPrompt
 
-	// The selected plan (and the ones seen before, shown at once when the
-	// cursor comes back to them while they reload).
-	load  loader
-	docs  map[string]*planDoc
-	doc   string // the id plan.get was last asked for
-	dags  map[string]*planDAG
-	dagOf map[string]*planDoc // the doc each DAG was laid out from
+	// runs are the runs in flight the pane started, by plan id; others
+	// the replan and cancel requests in flight: req → plan id.
+	runs   map[string]*planRun
+	others map[int]string
 
-	// Walking the subtasks: the DAG has the arrow keys.
-	walking   bool
-	selStep   string
-	stageOff  int // the first stage shown
-	notice    string
-	noticeErr bool
-	noticeFor string // the plan the notice is about
-
-	// Runs in flight, by plan id.
-	runs map[string]*planRun
-
-	// The prompt at the bottom.
-	prompt    plansPrompt
-	input     textinput.Model
-	strategy  int
-	policy    int
-	atOnce    int
-	promptErr string
-	busyReq   int // the decompose or create in flight
-	busyWhat  string
-	busyStop  context.CancelFunc
-
-	otherReq  map[int]string // replan and cancel requests in flight: req → plan id
 	spinner   spinner.Model
 	still     bool // tests: the spinner keeps its first frame (no ticks)
 	bar       progress.Model
 	lastTotal int
 }
 
-func newPlansPane(engine *core.Engine, styles *Styles) *plansPane {
+// The runs the pane started stop when the console quits.
+var _ stopper = (*plansPane)(nil)
+
+func newPlansPane(engine conn.Conn, styles *Styles) *plansPane {
 	in := textinput.New()
 	in.PromptStyle = styles.Prompt
 	in.CharLimit = 2000
@@ -286,16 +200,13 @@ func newPlansPane(engine *core.Engine, styles *Styles) *plansPane {
 		progress.WithFillCharacters('█', '░'))
 	bar.EmptyColor = empty
 	return &plansPane{
-		requests: requests{engine: engine, pane: plansPaneID},
+		requests: requests{conn: engine, pane: plansPaneID},
 		styles:   styles,
 		keys:     newPlansKeys(),
-		docs:     map[string]*planDoc{},
-		dags:     map[string]*planDAG{},
-		dagOf:    map[string]*planDoc{},
+		plan:     planDetail{docs: map[string]*planner.Plan{}, dags: map[string]*planDAG{}, dagOf: map[string]*planner.Plan{}},
+		prompt:   plansPrompt{input: in, atOnce: plansDefaultAtOnce},
 		runs:     map[string]*planRun{},
-		otherReq: map[int]string{},
-		input:    in,
-		atOnce:   plansDefaultAtOnce,
+		others:   map[int]string{},
 		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
 		// The bar's colours follow the console's profile: with none (an
 		// ASCII terminal, the golden tests) it reads as █ done and ░ to do.
@@ -309,8 +220,8 @@ func (p *plansPane) Title() string { return "Plans" }
 // noplanning build): the pane then says so, without an error in the status
 // line at every start.
 func (p *plansPane) Init() tea.Cmd {
-	if _, err := p.engine.Env().Actions.Lookup("plan.list"); err != nil {
-		p.loaded, p.listErr, p.absent = true, errs.As(err).Message, true
+	if err := p.conn.CheckAction("plan.list"); err != nil {
+		p.list.loaded, p.list.err, p.list.absent = true, errs.As(err).Message, true
 		return nil
 	}
 	return p.loadList()
@@ -320,22 +231,22 @@ func (p *plansPane) Init() tea.Cmd {
 // restarts the spinners, whose ticks went to that tab.
 func (p *plansPane) Focus() tea.Cmd {
 	p.focused = true
-	return tea.Batch(p.refresh(&p.list, p.loadList), p.refresh(&p.load, p.loadDoc), p.tick())
+	return tea.Batch(p.refresh(&p.list.load, p.loadList), p.refresh(&p.plan.load, p.loadDoc), p.tick())
 }
 
 func (p *plansPane) Blur() {
 	p.focused = false
-	if p.prompt != promptNone && p.busyReq == 0 {
+	if p.prompt.kind != promptNone && !p.prompt.waiting() {
 		p.closePrompt()
 	}
 }
 
 // Capturing: a prompt takes every key (q and 1-6 included).
-func (p *plansPane) Capturing() bool { return p.prompt != promptNone }
+func (p *plansPane) Capturing() bool { return p.prompt.kind != promptNone }
 
 func (p *plansPane) Keys() []key.Binding {
 	k := p.keys
-	switch p.prompt {
+	switch p.prompt.kind {
 	case promptGoal:
 		return []key.Binding{withHelp(k.Run, "enter", "decompose"), k.Close, k.Strategy}
 	case promptFile:
@@ -344,9 +255,9 @@ func (p *plansPane) Keys() []key.Binding {
 		return []key.Binding{withHelp(k.Run, "enter", "execute"), k.Close, k.Policy, k.AtOnce}
 	}
 	switch {
-	case p.absent:
+	case p.list.absent:
 		return nil
-	case len(p.plans) == 0:
+	case len(p.list.plans) == 0:
 		return []key.Binding{k.Decompose, k.File}
 	}
 	// The key that matters most for the selected plan comes first: the
@@ -354,11 +265,11 @@ func (p *plansPane) Keys() []key.Binding {
 	var first []key.Binding
 	sum := p.current()
 	switch {
-	case sum != nil && (sum.Status == planRunning || p.runs[sum.ID] != nil):
+	case sum != nil && (sum.Status == planner.PlanRunning || p.runs[sum.ID] != nil):
 		first = []key.Binding{k.Cancel}
-	case sum != nil && sum.Status == "cancelled":
+	case sum != nil && sum.Status == planner.PlanCancelled:
 		first = []key.Binding{k.Resume}
-	case sum != nil && (sum.Status == "aborted" || sum.Status == "failed"):
+	case sum != nil && (sum.Status == planner.PlanAborted || sum.Status == planner.PlanFailed):
 		// Resume and execute run what is pending, never a failed subtask
 		// again: a replan replaces it.
 		first = []key.Binding{k.Replan}
@@ -366,7 +277,7 @@ func (p *plansPane) Keys() []key.Binding {
 		first = []key.Binding{k.Execute}
 	}
 	rest := []key.Binding{k.Execute, k.Resume, k.Cancel, k.Replan, k.Decompose, k.File}
-	if p.walking {
+	if p.plan.walking {
 		first = append([]key.Binding{k.Step, k.Back}, first...)
 	} else {
 		first = append(first, k.Open)
@@ -390,23 +301,15 @@ func (p *plansPane) listWidth() int {
 	return p.width
 }
 
-// planWidth is the width the selected plan is drawn in.
-func (p *plansPane) planWidth() int {
-	if p.split() {
-		return p.width - p.listWidth() - 1
-	}
-	return p.width
-}
-
 func (p *plansPane) SetSize(w, h int) {
 	p.width, p.height = w, h
-	p.input.Width = max(w-len(p.input.Prompt)-4, 1)
+	p.prompt.input.Width = max(w-len(p.prompt.input.Prompt)-4, 1)
 }
 
 // current is the plan under the cursor.
-func (p *plansPane) current() *planSummary {
-	if p.cursor < len(p.plans) {
-		return &p.plans[p.cursor]
+func (p *plansPane) current() *planner.PlanSummary {
+	if i := p.list.cursor.Index(); i < len(p.list.plans) {
+		return &p.list.plans[i]
 	}
 	return nil
 }
@@ -419,15 +322,15 @@ func (p *plansPane) currentID() string {
 }
 
 // shown is the selected plan's subtasks, if they have come.
-func (p *plansPane) shown() *planDoc { return p.docs[p.currentID()] }
+func (p *plansPane) shown() *planner.Plan { return p.plan.docs[p.currentID()] }
 
 // --- loading ---
 
 func (p *plansPane) loadList() tea.Cmd {
-	if p.absent {
+	if p.list.absent {
 		return nil
 	}
-	return p.run(&p.list, "plan.list", struct{}{})
+	return request[planner.ListResult](&p.requests, &p.list.load, "plan.list", planner.ListArgs{})
 }
 
 // loadDoc loads the selected plan.
@@ -436,32 +339,35 @@ func (p *plansPane) loadDoc() tea.Cmd {
 	if id == "" {
 		return nil
 	}
-	p.doc = id
-	return p.run(&p.load, "plan.get", map[string]string{"plan_id": id})
+	p.plan.asked = id
+	return request[planner.PlanResult](&p.requests, &p.plan.load, "plan.get", planner.PlanArgs{PlanID: id})
 }
 
 // selectionChanged loads the plan the cursor moved to.
 func (p *plansPane) selectionChanged() tea.Cmd {
-	p.stageOff = 0
-	p.walking = false
-	p.selStep = ""
-	if p.noticeFor != p.currentID() {
-		p.notice = ""
+	p.plan.stageOff = 0
+	p.plan.walking = false
+	p.plan.step = ""
+	if p.notice.plan != p.currentID() {
+		p.notice.text = ""
 	}
-	if p.currentID() == p.doc && p.load.busy {
+	if p.currentID() == p.plan.asked && p.plan.load.busy {
 		return nil
 	}
-	p.load.busy = false // the answer for the plan left behind is stale
+	p.plan.load.busy = false // the answer for the plan left behind is stale
 	return p.loadDoc()
 }
 
 func (p *plansPane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case actionResultMsg:
-		if msg.pane != plansPaneID {
-			return nil
-		}
-		return tea.Batch(p.result(msg), p.tickIfStarted())
+	case resultMsg[planner.ListResult]:
+		return tea.Batch(p.listResult(msg), p.tickIfStarted())
+	case resultMsg[planner.PlanResult]:
+		return tea.Batch(p.planResult(msg), p.tickIfStarted())
+	case resultMsg[planner.ExecuteResult]:
+		return tea.Batch(p.runResult(msg), p.tickIfStarted())
+	case resultMsg[planner.CancelResult]:
+		return tea.Batch(p.cancelResult(msg), p.tickIfStarted())
 	case events.Event:
 		return tea.Batch(p.event(msg), p.tickIfStarted())
 	case spinner.TickMsg:
@@ -474,50 +380,56 @@ func (p *plansPane) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		return p.handleKey(msg)
 	}
-	if p.prompt == promptGoal || p.prompt == promptFile {
+	if p.prompt.kind == promptGoal || p.prompt.kind == promptFile {
 		var cmd tea.Cmd
-		p.input, cmd = p.input.Update(msg) // cursor blinks
+		p.prompt.input, cmd = p.prompt.input.Update(msg) // cursor blinks
 		return cmd
 	}
 	return nil
 }
 
-// event follows the planner: any plan.* event reloads the list, and the
+// event follows the planner: any of its events reloads the list, and the
 // selected plan if it is about that one (once per burst of events).
 func (p *plansPane) event(ev events.Event) tea.Cmd {
-	if !strings.HasPrefix(ev.Name, "plan.") {
+	id, ok := planEventPlan(ev)
+	if !ok {
 		return nil
 	}
-	id := eventPlanID(ev.Data)
-	if d, ok := ev.Data.(map[string]any); ok && d["change"] == "created" && id != "" && !p.walking && p.prompt == promptNone {
-		p.want = id // a new plan (from the palette, say) is what to look at
+	if c, ok := planner.EventPlanChanged.Of(ev); ok && c.Change == "created" && !p.plan.walking && p.prompt.kind == promptNone {
+		p.list.want = id // a new plan (from the palette, say) is what to look at
 	}
-	cmds := []tea.Cmd{p.refresh(&p.list, p.loadList)}
-	if id == "" || id == p.currentID() {
-		cmds = append(cmds, p.refresh(&p.load, p.loadDoc))
+	cmds := []tea.Cmd{p.refresh(&p.list.load, p.loadList)}
+	if id == p.currentID() {
+		cmds = append(cmds, p.refresh(&p.plan.load, p.loadDoc))
 	}
 	return tea.Batch(cmds...)
 }
 
-// eventPlanID is the plan a planner event is about.
-func eventPlanID(data any) string {
-	switch d := data.(type) {
-	case map[string]any:
-		id, _ := d["plan_id"].(string)
-		return id
-	case map[string]string:
-		return d["plan_id"]
+// planEventPlan is the plan a planner event is about; ok is false for any
+// other event.
+func planEventPlan(ev events.Event) (id string, ok bool) {
+	switch d := ev.Data.(type) {
+	case planner.SubtaskStartedEvent:
+		return d.PlanID, true
+	case planner.SubtaskFinishedEvent:
+		return d.PlanID, true
+	case planner.ProgressEvent:
+		return d.PlanID, true
+	case planner.PlanFinishedEvent:
+		return d.PlanID, true
+	case planner.PlanChangedEvent:
+		return d.PlanID, true
 	}
-	return ""
+	return "", false
 }
 
 // running reports that something runs: a plan the pane started, or one
 // the list says is running (started elsewhere).
 func (p *plansPane) running() bool {
-	if len(p.runs) > 0 || p.busyReq != 0 {
+	if len(p.runs) > 0 || p.prompt.waiting() {
 		return true
 	}
-	return slices.ContainsFunc(p.plans, func(s planSummary) bool { return s.Status == planRunning })
+	return slices.ContainsFunc(p.list.plans, func(s planner.PlanSummary) bool { return s.Status == planner.PlanRunning })
 }
 
 // tick starts the spinners if something runs and the pane shows. (A second
@@ -534,11 +446,11 @@ func (p *plansPane) tick() tea.Cmd {
 func (p *plansPane) tickIfStarted() tea.Cmd {
 	was := p.lastTotal > 0
 	n := len(p.runs)
-	if p.busyReq != 0 {
+	if p.prompt.waiting() {
 		n++
 	}
-	for _, s := range p.plans {
-		if s.Status == planRunning {
+	for _, s := range p.list.plans {
+		if s.Status == planner.PlanRunning {
 			n++
 		}
 	}
@@ -549,40 +461,32 @@ func (p *plansPane) tickIfStarted() tea.Cmd {
 	return nil
 }
 
-// result applies the answer to one of the pane's requests.
-func (p *plansPane) result(msg actionResultMsg) tea.Cmd {
+// planResult applies a plan: the selected one loaded (plan.get), one made
+// at the prompt (plan.decompose, plan.create), or a replan.
+func (p *plansPane) planResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
 	switch {
-	case msg.req == p.list.req:
-		return p.listResult(msg)
-	case msg.req == p.load.req:
-		p.load.busy = false
-		var res struct {
-			Plan *planDoc `json:"plan"`
+	case msg.req == p.plan.load.req:
+		latest, again := p.plan.load.answer(msg.req)
+		if !latest {
+			return nil
 		}
 		switch {
 		case msg.err != nil:
-			delete(p.docs, p.doc) // gone
-		case json.Unmarshal(msg.result, &res) == nil && res.Plan != nil:
-			p.docs[res.Plan.ID] = res.Plan
+			delete(p.plan.docs, p.plan.asked) // gone
+		case msg.value.Plan != nil:
+			p.plan.docs[msg.value.Plan.ID] = msg.value.Plan
 			p.keepStepSelection()
 		}
-		if p.load.dirty {
+		if again {
 			return p.loadDoc()
 		}
 		return nil
-	case msg.req == p.busyReq:
+	case msg.req == p.prompt.busy.req && p.prompt.waiting():
 		return p.promptResult(msg)
 	}
-	for id, r := range p.runs {
-		if r.req == msg.req {
-			r.cancel()
-			delete(p.runs, id)
-			return tea.Batch(p.runResult(id, r.verb, msg), p.refresh(&p.list, p.loadList), p.reloadIfShown(id))
-		}
-	}
-	if id, ok := p.otherReq[msg.req]; ok {
-		delete(p.otherReq, msg.req)
-		return p.otherResult(id, msg)
+	if id, ok := p.others[msg.req]; ok {
+		delete(p.others, msg.req)
+		return p.replanResult(id, msg.err)
 	}
 	return nil // stale
 }
@@ -591,64 +495,74 @@ func (p *plansPane) reloadIfShown(id string) tea.Cmd {
 	if id != p.currentID() {
 		return nil
 	}
-	return p.refresh(&p.load, p.loadDoc)
+	return p.refresh(&p.plan.load, p.loadDoc)
 }
 
-func (p *plansPane) listResult(msg actionResultMsg) tea.Cmd {
-	p.list.busy = false
-	p.loaded = true
-	var res struct {
-		Plans []planSummary `json:"plans"`
+func (p *plansPane) listResult(msg resultMsg[planner.ListResult]) tea.Cmd {
+	latest, again := p.list.load.answer(msg.req)
+	if !latest {
+		return nil
 	}
+	p.list.loaded = true
 	before := p.currentID()
-	switch {
-	case msg.err != nil:
-		p.listErr = errs.As(msg.err).Message
-		p.plans = nil
-	case json.Unmarshal(msg.result, &res) != nil:
-		p.listErr = "unexpected plan.list result"
-	default:
-		p.listErr = ""
-		p.plans = res.Plans
+	if msg.err != nil {
+		p.list.err = errs.As(msg.err).Message
+		p.list.plans = nil
+		p.list.cursor.setLen(0)
+	} else {
+		p.list.err = ""
+		p.list.plans = msg.value.Plans
 		// The cursor stays on its plan when the list changes around it, or
 		// goes to the one just made.
 		at := before
-		if p.want != "" && slices.ContainsFunc(p.plans, func(s planSummary) bool { return s.ID == p.want }) {
-			at, p.want = p.want, ""
+		if p.list.want != "" && slices.ContainsFunc(p.list.plans, func(s planner.PlanSummary) bool { return s.ID == p.list.want }) {
+			at, p.list.want = p.list.want, ""
 		}
-		p.cursor = min(p.cursor, max(len(p.plans)-1, 0))
-		if i := slices.IndexFunc(p.plans, func(s planSummary) bool { return s.ID == at }); i >= 0 {
-			p.cursor = i
-		}
+		p.list.cursor.setLen(len(p.list.plans))
+		p.list.cursor.keep(func(i int) bool { return p.list.plans[i].ID == at })
 	}
 	var cmds []tea.Cmd
-	if p.list.dirty {
+	if again {
 		cmds = append(cmds, p.loadList())
 	}
-	if id := p.currentID(); id != before || (id != "" && p.docs[id] == nil && !p.load.busy) {
+	if id := p.currentID(); id != before || (id != "" && p.plan.docs[id] == nil && !p.plan.load.busy) {
 		cmds = append(cmds, p.selectionChanged())
 	}
 	return tea.Batch(cmds...)
 }
 
 // runResult reports how a run the pane started ended.
-func (p *plansPane) runResult(id, verb string, msg actionResultMsg) tea.Cmd {
+func (p *plansPane) runResult(msg resultMsg[planner.ExecuteResult]) tea.Cmd {
+	var id string
+	var r *planRun
+	for pid, run := range p.runs {
+		if run.req == msg.req {
+			id, r = pid, run
+		}
+	}
+	if r == nil {
+		return nil // stale
+	}
+	r.cancel()
+	delete(p.runs, id)
+	return tea.Batch(p.reportRun(id, r.verb, msg), p.refresh(&p.list.load, p.loadList), p.reloadIfShown(id))
+}
+
+// reportRun says how a run ended, in the status line (or under the plan,
+// for an error).
+func (p *plansPane) reportRun(id, verb string, msg resultMsg[planner.ExecuteResult]) tea.Cmd {
 	if msg.err != nil {
 		e := errs.As(msg.err)
 		p.setNotice(id, fmt.Sprintf("%s %s: %s: %s", verb, id, e.Kind, e.Message), true)
 		return nil // the root shows it in the status line too
 	}
-	var res struct {
-		Plan     *planDoc   `json:"plan"`
-		Progress planCounts `json:"progress"`
-	}
-	if json.Unmarshal(msg.result, &res) != nil || res.Plan == nil {
+	pl := msg.value.Plan
+	if pl == nil {
 		return showStatus("unexpected plan."+verb+" result", true)
 	}
-	pl := res.Plan
-	p.docs[pl.ID] = pl
+	p.plan.docs[pl.ID] = pl
 	p.keepStepSelection()
-	c := res.Progress
+	c := msg.value.Progress
 	text := fmt.Sprintf("Plan %s %s: %d of %d completed", oneLine(pl.ID), pl.Status, c.Completed, c.Total)
 	if c.Failed > 0 {
 		text += fmt.Sprintf(", %d failed", c.Failed)
@@ -656,103 +570,97 @@ func (p *plansPane) runResult(id, verb string, msg actionResultMsg) tea.Cmd {
 	if c.Skipped > 0 {
 		text += fmt.Sprintf(", %d skipped", c.Skipped)
 	}
-	if d, ok := planElapsed(pl, p.engine.Clock().Now()); ok {
+	if d, ok := planElapsed(pl, p.conn.Now()); ok {
 		text += " in " + formatPlanDuration(d)
 	}
 	switch pl.Status {
-	case "cancelled":
+	case planner.PlanCancelled:
 		text += "; r resumes it"
-	case "aborted", "failed":
+	case planner.PlanAborted, planner.PlanFailed:
 		text += "; p replans what is left (with a model)"
 	}
-	bad := pl.Status == "aborted" || pl.Status == "failed" || pl.Status == "partial"
+	bad := pl.Status == planner.PlanAborted || pl.Status == planner.PlanFailed || pl.Status == planner.PlanPartial
 	p.setNotice(pl.ID, "", false)
 	return showStatus(text+".", bad)
 }
 
-func (p *plansPane) otherResult(id string, msg actionResultMsg) tea.Cmd {
-	switch msg.action {
-	case "plan.replan":
-		if msg.err != nil {
-			e := errs.As(msg.err)
-			p.setNotice(id, fmt.Sprintf("replan %s: %s: %s", id, e.Kind, e.Message), true)
-			return nil
-		}
-		p.setNotice(id, "", false)
-		return tea.Batch(showStatus("Replanned "+oneLine(id)+": its unfinished subtasks are new.", false), p.reloadIfShown(id))
-	case "plan.cancel":
-		if msg.err != nil {
-			return nil // the status line says it
-		}
-		var res struct {
-			Cancelled bool `json:"cancelled"`
-		}
-		json.Unmarshal(msg.result, &res)
-		if !res.Cancelled {
-			return showStatus("Plan "+oneLine(id)+" is not running: nothing to cancel.", false)
-		}
-		return showStatus("Cancelling "+oneLine(id)+"…", false)
+// replanResult reports a replan of plan id.
+func (p *plansPane) replanResult(id string, err error) tea.Cmd {
+	if err != nil {
+		e := errs.As(err)
+		p.setNotice(id, fmt.Sprintf("replan %s: %s: %s", id, e.Kind, e.Message), true)
+		return nil
 	}
-	return nil
+	p.setNotice(id, "", false)
+	return tea.Batch(showStatus("Replanned "+oneLine(id)+": its unfinished subtasks are new.", false), p.reloadIfShown(id))
+}
+
+// cancelResult reports a plan.cancel of a run started elsewhere.
+func (p *plansPane) cancelResult(msg resultMsg[planner.CancelResult]) tea.Cmd {
+	id, ok := p.others[msg.req]
+	if !ok {
+		return nil // stale
+	}
+	delete(p.others, msg.req)
+	switch {
+	case msg.err != nil:
+		return nil // the status line says it
+	case !msg.value.Cancelled:
+		return showStatus("Plan "+oneLine(id)+" is not running: nothing to cancel.", false)
+	}
+	return showStatus("Cancelling "+oneLine(id)+"…", false)
 }
 
 func (p *plansPane) setNotice(id, text string, isErr bool) {
-	p.notice, p.noticeErr, p.noticeFor = text, isErr, id
+	p.notice = planNotice{text: text, isErr: isErr, plan: id}
 }
 
 // promptResult applies the answer to a decompose or a create.
-func (p *plansPane) promptResult(msg actionResultMsg) tea.Cmd {
-	p.busyReq, p.busyWhat = 0, ""
-	if p.busyStop != nil {
-		p.busyStop()
-		p.busyStop = nil
-	}
+func (p *plansPane) promptResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
+	p.stopWaiting()
 	if msg.err != nil {
 		e := errs.As(msg.err)
-		p.promptErr = fmt.Sprintf("%s: %s", e.Kind, e.Message)
+		p.prompt.err = fmt.Sprintf("%s: %s", e.Kind, e.Message)
 		return nil // the root shows it in the status line too
 	}
-	var res struct {
-		Plan *planDoc `json:"plan"`
-	}
-	if json.Unmarshal(msg.result, &res) != nil || res.Plan == nil {
-		p.promptErr = "unexpected " + msg.action + " result"
+	pl := msg.value.Plan
+	if pl == nil {
+		p.prompt.err = "unexpected " + msg.action + " result"
 		return nil
 	}
 	p.closePrompt()
-	pl := res.Plan
-	p.docs[pl.ID] = pl
-	p.want = pl.ID
+	p.plan.docs[pl.ID] = pl
+	p.list.want = pl.ID
 	text := fmt.Sprintf("Created plan %s: %s; x executes it.", oneLine(pl.ID), plural(len(pl.Subtasks), "subtask", "subtasks"))
 	if msg.action == "plan.decompose" {
 		text = fmt.Sprintf("Decomposed the goal into plan %s: %s; x executes it.", oneLine(pl.ID), plural(len(pl.Subtasks), "subtask", "subtasks"))
 	}
-	return tea.Batch(showStatus(text, false), p.refresh(&p.list, p.loadList))
+	return tea.Batch(showStatus(text, false), p.refresh(&p.list.load, p.loadList))
 }
 
 // keepStepSelection keeps the walked subtask valid after a reload (a
 // replan may have replaced it).
 func (p *plansPane) keepStepSelection() {
-	if !p.walking {
+	if !p.plan.walking {
 		return
 	}
 	d := p.shown()
 	if d == nil || len(d.Subtasks) == 0 {
-		p.walking, p.selStep = false, ""
+		p.plan.walking, p.plan.step = false, ""
 		return
 	}
-	if d.step(p.selStep) == nil {
-		p.selStep = d.Subtasks[0].ID
+	if d.SubtaskByID(p.plan.step) == nil {
+		p.plan.step = d.Subtasks[0].ID
 	}
 }
 
 // --- keys ---
 
 func (p *plansPane) handleKey(msg tea.KeyMsg) tea.Cmd {
-	if p.prompt != promptNone {
+	if p.prompt.kind != promptNone {
 		return p.promptKey(msg)
 	}
-	if p.absent {
+	if p.list.absent {
 		return nil
 	}
 	k := p.keys
@@ -770,51 +678,37 @@ func (p *plansPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Replan):
 		return p.replan()
 	}
-	if p.walking {
+	if p.plan.walking {
 		return p.walkKey(msg)
 	}
 	return p.listKey(msg)
 }
 
 func (p *plansPane) listKey(msg tea.KeyMsg) tea.Cmd {
-	before := p.cursor
-	switch msg.String() {
-	case "enter":
+	switch {
+	case key.Matches(msg, p.keys.Open):
 		if d := p.shown(); d != nil && len(d.Subtasks) > 0 {
-			p.walking = true
-			p.selStep = d.Subtasks[0].ID
-			if dag := p.dagFor(d); dag != nil && len(dag.stages) > 0 && p.stageOff < len(dag.stages) && len(dag.stages[p.stageOff]) > 0 {
-				p.selStep = dag.stages[p.stageOff][0].ID // the first one in view
+			p.plan.walking = true
+			p.plan.step = d.Subtasks[0].ID
+			if dag := p.dagFor(d); dag != nil && len(dag.stages) > 0 && p.plan.stageOff < len(dag.stages) && len(dag.stages[p.plan.stageOff]) > 0 {
+				p.plan.step = dag.stages[p.plan.stageOff][0].ID // the first one in view
 			}
 		}
 		return nil
-	case "up", "k":
-		p.cursor--
-	case "down", "j":
-		p.cursor++
-	case "home", "g":
-		p.cursor = 0
-	case "end", "G":
-		p.cursor = len(p.plans) - 1
-	case "pgup":
-		p.cursor -= p.listRows()
-	case "pgdown":
-		p.cursor += p.listRows()
-	case "left", "h":
-		p.stageOff = max(p.stageOff-1, 0)
+	case key.Matches(msg, nav.Left):
+		p.plan.stageOff = max(p.plan.stageOff-1, 0)
 		return nil
-	case "right", "l":
+	case key.Matches(msg, nav.Right):
 		if d := p.shown(); d != nil {
 			if dag := p.dagFor(d); dag != nil {
-				p.stageOff = min(p.stageOff+1, max(len(dag.stages)-1, 0))
+				p.plan.stageOff = min(p.plan.stageOff+1, max(len(dag.stages)-1, 0))
 			}
 		}
 		return nil
-	default:
-		return nil
 	}
-	p.cursor = max(min(p.cursor, len(p.plans)-1), 0)
-	if p.cursor != before {
+	before := p.list.cursor.Index()
+	p.list.cursor.setHeight(p.listRows())
+	if p.list.cursor.handleKey(msg) && p.list.cursor.Index() != before {
 		return p.selectionChanged()
 	}
 	return nil
@@ -823,70 +717,76 @@ func (p *plansPane) listKey(msg tea.KeyMsg) tea.Cmd {
 // walkKey moves through the DAG: ↑/↓ within a stage, ←/→ between stages.
 func (p *plansPane) walkKey(msg tea.KeyMsg) tea.Cmd {
 	if key.Matches(msg, p.keys.Back) {
-		p.walking = false
+		p.plan.walking = false
 		return nil
 	}
 	d := p.shown()
 	if d == nil {
-		p.walking = false
+		p.plan.walking = false
 		return nil
 	}
 	dag := p.dagFor(d)
-	col, row := dag.find(p.selStep)
+	col, row := dag.find(p.plan.step)
 	if col < 0 {
 		col, row = 0, 0
 	}
-	switch msg.String() {
-	case "up", "k":
+	switch {
+	case key.Matches(msg, nav.Up):
 		row--
-	case "down", "j":
+	case key.Matches(msg, nav.Down):
 		row++
-	case "left", "h":
+	case key.Matches(msg, nav.Left):
 		col--
-	case "right", "l":
+	case key.Matches(msg, nav.Right):
 		col++
-	case "home", "g":
+	case key.Matches(msg, nav.Home):
 		row = 0
-	case "end", "G":
+	case key.Matches(msg, nav.End):
 		row = len(dag.stages[col]) - 1
 	default:
 		return nil
 	}
 	col = max(min(col, len(dag.stages)-1), 0)
 	row = max(min(row, len(dag.stages[col])-1), 0)
-	p.selStep = dag.stages[col][row].ID
+	p.plan.step = dag.stages[col][row].ID
 	return nil
 }
 
-func (p *plansPane) openPrompt(which plansPrompt) tea.Cmd {
-	p.prompt, p.promptErr = which, ""
-	p.input.Reset()
+func (p *plansPane) openPrompt(which promptKind) tea.Cmd {
+	p.prompt.kind, p.prompt.err = which, ""
+	in := &p.prompt.input
+	in.Reset()
 	switch which {
 	case promptGoal:
-		p.input.Prompt = "goal: "
-		p.input.Placeholder = "what to achieve, e.g. Publish the quarterly report"
+		in.Prompt = "goal: "
+		in.Placeholder = "what to achieve, e.g. Publish the quarterly report"
 	case promptFile:
-		p.input.Prompt = "YAML file: "
-		p.input.Placeholder = "a path, e.g. ~/plans/release.yaml"
+		in.Prompt = "YAML file: "
+		in.Placeholder = "a path, e.g. ~/plans/release.yaml"
 	}
-	p.input.Width = max(p.width-len(p.input.Prompt)-4, 1)
-	return p.input.Focus()
+	in.Width = max(p.width-len(in.Prompt)-4, 1)
+	return in.Focus()
 }
 
 func (p *plansPane) closePrompt() {
-	p.prompt, p.promptErr = promptNone, ""
-	p.input.Blur()
-	if p.busyStop != nil {
-		p.busyStop()
-		p.busyStop = nil
+	p.prompt.kind, p.prompt.err = promptNone, ""
+	p.prompt.input.Blur()
+	p.stopWaiting()
+}
+
+// stopWaiting gives up the prompt's request in flight, if any: its answer,
+// should it come, is then stale.
+func (p *plansPane) stopWaiting() {
+	if p.prompt.busyStop != nil {
+		p.prompt.busyStop()
 	}
-	p.busyReq, p.busyWhat = 0, ""
+	p.prompt.busy, p.prompt.busyWhat, p.prompt.busyStop = loader{}, "", nil
 }
 
 func (p *plansPane) promptKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
 	if key.Matches(msg, k.Close) {
-		if p.busyReq != 0 {
+		if p.prompt.waiting() {
 			// Gives up on the model's answer (or the file).
 			p.closePrompt()
 			return showStatus("Stopped waiting: nothing was created.", false)
@@ -894,72 +794,64 @@ func (p *plansPane) promptKey(msg tea.KeyMsg) tea.Cmd {
 		p.closePrompt()
 		return nil
 	}
-	if p.prompt == promptExecute {
+	if p.prompt.kind == promptExecute {
 		return p.executeKey(msg)
 	}
-	if p.busyReq != 0 {
+	if p.prompt.waiting() {
 		return nil // one at a time
 	}
 	switch {
 	case key.Matches(msg, k.Run):
 		return p.submitPrompt()
-	case p.prompt == promptGoal && key.Matches(msg, k.Strategy):
-		n := len(planStrategies)
-		if msg.String() == "tab" {
-			p.strategy = (p.strategy + 1) % n
+	case p.prompt.kind == promptGoal && key.Matches(msg, k.Strategy):
+		n := len(planner.Strategies)
+		if key.Matches(msg, nav.Next) {
+			p.prompt.strategy = (p.prompt.strategy + 1) % n
 		} else {
-			p.strategy = (p.strategy + n - 1) % n
+			p.prompt.strategy = (p.prompt.strategy + n - 1) % n
 		}
 		return nil
 	}
 	var cmd tea.Cmd
-	p.input, cmd = p.input.Update(msg)
-	p.promptErr = "" // an edit answers the error
+	p.prompt.input, cmd = p.prompt.input.Update(msg)
+	p.prompt.err = "" // an edit answers the error
 	return cmd
 }
 
-// submitPrompt runs plan.decompose or plan.create {file}.
+// submitPrompt runs plan.decompose or plan.create {file}, under a context
+// esc cancels.
 func (p *plansPane) submitPrompt() tea.Cmd {
-	text := strings.TrimSpace(p.input.Value())
-	var name string
-	var args map[string]any
-	switch p.prompt {
+	text := strings.TrimSpace(p.prompt.input.Value())
+	switch p.prompt.kind {
 	case promptGoal:
 		if text == "" {
-			p.promptErr = "type the goal to decompose"
+			p.prompt.err = "type the goal to decompose"
 			return nil
 		}
-		name, args = "plan.decompose", map[string]any{"goal": text, "strategy": planStrategies[p.strategy]}
-		p.busyWhat = "asking the model for a plan…"
+		ctx := p.startWaiting("asking the model for a plan…")
+		args := planner.DecomposeArgs{Goal: text, Strategy: planner.Strategies[p.prompt.strategy]}
+		return tea.Batch(requestCtx[planner.PlanResult](ctx, &p.requests, &p.prompt.busy, "plan.decompose", args), p.tick())
 	case promptFile:
 		if text == "" {
-			p.promptErr = "type the path of a YAML file with goal: and subtasks:"
+			p.prompt.err = "type the path of a YAML file with goal: and subtasks:"
 			return nil
 		}
-		name, args = "plan.create", map[string]any{"file": text}
-		p.busyWhat = "reading " + text + "…"
-	default:
-		return nil
+		ctx := p.startWaiting("reading " + text + "…")
+		args := planner.CreateArgs{File: expandHome(text)}
+		return tea.Batch(requestCtx[planner.PlanResult](ctx, &p.requests, &p.prompt.busy, "plan.create", args), p.tick())
 	}
-	p.promptErr = ""
-	ctx, cancel := context.WithCancel(context.Background())
-	p.busyStop = cancel
-	p.seq++
-	p.busyReq = p.seq
-	engine, req := p.engine, p.seq
-	cmd := func() tea.Msg {
-		if file, ok := args["file"].(string); ok {
-			args["file"] = expandHome(file)
-		}
-		raw, _ := json.Marshal(args)
-		res, err := engine.Do(ctx, core.Request{Action: name, Args: raw})
-		return actionResultMsg{pane: plansPaneID, req: req, action: name, result: res, err: err}
-	}
-	return tea.Batch(cmd, p.tick())
+	return nil
 }
 
-// expandHome turns a leading ~/ into the home directory (in a command: it
-// reads the environment).
+// startWaiting notes what the prompt's request does, and returns the
+// context that giving up cancels.
+func (p *plansPane) startWaiting(what string) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.prompt.err, p.prompt.busyWhat, p.prompt.busyStop = "", what, cancel
+	return ctx
+}
+
+// expandHome turns a leading ~/ into the home directory.
 func expandHome(path string) string {
 	if rest, ok := strings.CutPrefix(path, "~/"); ok {
 		if home, err := os.UserHomeDir(); err == nil {
@@ -975,46 +867,53 @@ func (p *plansPane) askExecute() tea.Cmd {
 	if sum == nil {
 		return nil
 	}
-	if sum.Status == planRunning || p.runs[sum.ID] != nil {
+	if sum.Status == planner.PlanRunning || p.runs[sum.ID] != nil {
 		return showStatus("Plan "+oneLine(sum.ID)+" is running: c cancels it.", false)
 	}
-	p.prompt, p.policy, p.promptErr = promptExecute, 0, "" // abort unless the user picks another
+	p.prompt.kind, p.prompt.policy, p.prompt.err = promptExecute, 0, "" // abort unless the user picks another
 	return nil
 }
 
+// executeKey takes the run's choices: the failure policy (←/→, tab) and
+// how many subtasks run at once (a digit, +/-, ↑/↓); enter starts it.
 func (p *plansPane) executeKey(msg tea.KeyMsg) tea.Cmd {
-	n := len(planPolicies)
-	switch s := msg.String(); {
-	case s == "enter":
+	n := len(planner.Policies)
+	switch {
+	case key.Matches(msg, p.keys.Run):
 		id := p.currentID()
 		p.closePrompt()
 		if id == "" {
 			return nil
 		}
-		return p.start(id, "execute", map[string]any{"plan_id": id, "on_subtask_failure": planPolicies[p.policy], "max_concurrent": p.atOnce})
-	case s == "right" || s == "l" || s == "tab":
-		p.policy = (p.policy + 1) % n
-	case s == "left" || s == "h" || s == "shift+tab":
-		p.policy = (p.policy + n - 1) % n
-	case s == "+" || s == "up":
-		p.atOnce = min(p.atOnce+1, 9)
-	case s == "-" || s == "down":
-		p.atOnce = max(p.atOnce-1, 1)
-	case len(s) == 1 && s[0] >= '1' && s[0] <= '9':
-		p.atOnce = int(s[0] - '0')
+		args := planner.ExecuteArgs{PlanID: id, OnSubtaskFailure: planner.Policies[p.prompt.policy], MaxConcurrent: p.prompt.atOnce}
+		return p.start(id, "execute", func(ctx context.Context) tea.Cmd {
+			return requestCtx[planner.ExecuteResult](ctx, &p.requests, nil, "plan.execute", args)
+		})
+	case key.Matches(msg, nav.Right, nav.Next):
+		p.prompt.policy = (p.prompt.policy + 1) % n
+	case key.Matches(msg, nav.Left, nav.Prev):
+		p.prompt.policy = (p.prompt.policy + n - 1) % n
+	case key.Matches(msg, nav.Increase, navArrows.Up):
+		p.prompt.atOnce = min(p.prompt.atOnce+1, 9)
+	case key.Matches(msg, nav.Decrease, navArrows.Down):
+		p.prompt.atOnce = max(p.prompt.atOnce-1, 1)
+	case key.Matches(msg, p.keys.AtOnce):
+		if d, ok := keyDigit(msg); ok {
+			p.prompt.atOnce = d
+		}
 	}
 	return nil
 }
 
-// start runs plan.execute or plan.resume in a command the pane can cancel;
-// the pane follows the run through the planner's events meanwhile.
-func (p *plansPane) start(id, verb string, args map[string]any) tea.Cmd {
+// start runs plan.execute or plan.resume (send makes the request under
+// ctx) in a command the pane can cancel; the pane follows the run through
+// the planner's events meanwhile.
+func (p *plansPane) start(id, verb string, send func(ctx context.Context) tea.Cmd) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
-	p.seq++
+	cmd := send(ctx)
 	p.runs[id] = &planRun{req: p.seq, verb: verb, cancel: cancel}
 	p.setNotice(id, "", false)
-	raw, _ := json.Marshal(args)
-	return tea.Batch(runActionCtx(ctx, p.engine, plansPaneID, p.seq, "plan."+verb, raw), p.tick())
+	return tea.Batch(cmd, p.tick())
 }
 
 func (p *plansPane) resume() tea.Cmd {
@@ -1022,10 +921,13 @@ func (p *plansPane) resume() tea.Cmd {
 	if sum == nil {
 		return nil
 	}
-	if sum.Status == planRunning || p.runs[sum.ID] != nil {
+	if sum.Status == planner.PlanRunning || p.runs[sum.ID] != nil {
 		return showStatus("Plan "+oneLine(sum.ID)+" is running already.", false)
 	}
-	return p.start(sum.ID, "resume", map[string]any{"plan_id": sum.ID})
+	args := planner.PlanArgs{PlanID: sum.ID}
+	return p.start(sum.ID, "resume", func(ctx context.Context) tea.Cmd {
+		return requestCtx[planner.ExecuteResult](ctx, &p.requests, nil, "plan.resume", args)
+	})
 }
 
 // cancelRun stops the selected plan's run: the pane's own by cancelling
@@ -1040,8 +942,8 @@ func (p *plansPane) cancelRun() tea.Cmd {
 		r.cancel()
 		return showStatus("Cancelling "+oneLine(sum.ID)+"…", false)
 	}
-	cmd := p.run(nil, "plan.cancel", map[string]string{"plan_id": sum.ID})
-	p.otherReq[p.seq] = sum.ID
+	cmd := request[planner.CancelResult](&p.requests, nil, "plan.cancel", planner.PlanArgs{PlanID: sum.ID})
+	p.others[p.seq] = sum.ID
 	return cmd
 }
 
@@ -1050,12 +952,12 @@ func (p *plansPane) replan() tea.Cmd {
 	if sum == nil {
 		return nil
 	}
-	if sum.Status == planRunning || p.runs[sum.ID] != nil {
+	if sum.Status == planner.PlanRunning || p.runs[sum.ID] != nil {
 		return showStatus("Plan "+oneLine(sum.ID)+" is running: cancel it (c) before replanning.", false)
 	}
 	p.setNotice(sum.ID, "", false)
-	cmd := p.run(nil, "plan.replan", map[string]string{"plan_id": sum.ID})
-	p.otherReq[p.seq] = sum.ID
+	cmd := request[planner.PlanResult](&p.requests, nil, "plan.replan", planner.PlanArgs{PlanID: sum.ID})
+	p.others[p.seq] = sum.ID
 	return tea.Batch(cmd, showStatus("Asking the model to replan "+oneLine(sum.ID)+"…", false))
 }
 
@@ -1064,7 +966,5 @@ func (p *plansPane) stop() {
 	for _, r := range p.runs {
 		r.cancel()
 	}
-	if p.busyStop != nil {
-		p.busyStop()
-	}
+	p.stopWaiting()
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
+	"github.com/engram-console/engram/planner"
 )
 
 // planDAG is a plan's subtasks in stages: a subtask's stage is the length of
@@ -13,7 +13,7 @@ import (
 // every dependency sits in a stage to the left of what waits for it. Within
 // a stage subtasks keep their plan order.
 type planDAG struct {
-	stages [][]*planStep
+	stages [][]*planner.Subtask
 	stage  map[string]int
 	// dependents lists, for each subtask, the ones that wait for it.
 	dependents map[string][]string
@@ -22,8 +22,8 @@ type planDAG struct {
 // newPlanDAG lays a plan out. Plans are validated DAGs; a cycle or a missing
 // dependency (which a stored plan cannot have) is still drawn, not looped
 // on: the edge that closes a cycle is ignored.
-func newPlanDAG(d *planDoc) *planDAG {
-	byID := make(map[string]*planStep, len(d.Subtasks))
+func newPlanDAG(d *planner.Plan) *planDAG {
+	byID := make(map[string]*planner.Subtask, len(d.Subtasks))
 	for _, s := range d.Subtasks {
 		byID[s.ID] = s
 	}
@@ -52,7 +52,7 @@ func newPlanDAG(d *planDoc) *planDAG {
 		}
 	}
 	if len(d.Subtasks) > 0 {
-		g.stages = make([][]*planStep, deepest+1)
+		g.stages = make([][]*planner.Subtask, deepest+1)
 	}
 	for _, s := range d.Subtasks {
 		n := g.stage[s.ID]
@@ -74,15 +74,15 @@ func (g *planDAG) find(id string) (int, int) {
 }
 
 // dagFor is the layout of d, computed once per loaded version of the plan.
-func (p *plansPane) dagFor(d *planDoc) *planDAG {
+func (p *plansPane) dagFor(d *planner.Plan) *planDAG {
 	if d == nil {
 		return nil
 	}
-	if g := p.dags[d.ID]; g != nil && p.dagOf[d.ID] == d {
+	if g := p.plan.dags[d.ID]; g != nil && p.plan.dagOf[d.ID] == d {
 		return g
 	}
 	g := newPlanDAG(d)
-	p.dags[d.ID], p.dagOf[d.ID] = g, d
+	p.plan.dags[d.ID], p.plan.dagOf[d.ID] = g, d
 	return g
 }
 
@@ -91,17 +91,17 @@ func (p *plansPane) dagFor(d *planDoc) *planDAG {
 // … when it does not turn) while it runs.
 func (p *plansPane) stepMark(status string) string {
 	switch status {
-	case stepCompleted:
-		return "✓"
-	case stepFailed:
-		return "✗"
-	case stepSkipped:
+	case planner.Completed:
+		return glyphOK
+	case planner.Failed:
+		return glyphFailed
+	case planner.Skipped:
 		return "⤼"
-	case stepInProgress:
-		if v := p.spinner.View(); ansi.StringWidth(v) == 1 {
+	case planner.InProgress:
+		if v := p.spinner.View(); lineWidth(v) == 1 {
 			return v
 		}
-		return "…"
+		return glyphEllipsis
 	}
 	return "·"
 }
@@ -110,13 +110,13 @@ func (p *plansPane) stepMark(status string) string {
 func (p *plansPane) stepStyle(status, text string) string {
 	s := p.styles
 	switch status {
-	case stepCompleted:
+	case planner.Completed:
 		return s.OK.Render(text)
-	case stepFailed:
+	case planner.Failed:
 		return s.Failed.Render(text)
-	case stepSkipped:
+	case planner.Skipped:
 		return s.Muted.Render(text)
-	case stepInProgress:
+	case planner.InProgress:
 		return s.Prompt.Render(text)
 	}
 	return text
@@ -127,16 +127,16 @@ func (p *plansPane) stepStyle(status, text string) string {
 // pending, the spinner while it runs.
 func (p *plansPane) planMark(status string) string {
 	switch status {
-	case "completed":
-		return "✓"
-	case "partial":
+	case planner.PlanCompleted:
+		return glyphOK
+	case planner.PlanPartial:
 		return "⤼"
-	case "aborted", "failed":
-		return "✗"
-	case "cancelled":
+	case planner.PlanAborted, planner.PlanFailed:
+		return glyphFailed
+	case planner.PlanCancelled:
 		return "‖"
-	case planRunning:
-		return p.stepMark(stepInProgress)
+	case planner.PlanRunning:
+		return p.stepMark(planner.InProgress)
 	}
 	return "·"
 }
@@ -144,13 +144,13 @@ func (p *plansPane) planMark(status string) string {
 func (p *plansPane) planStyle(status, text string) string {
 	s := p.styles
 	switch status {
-	case "completed":
+	case planner.PlanCompleted:
 		return s.OK.Render(text)
-	case "aborted", "failed":
+	case planner.PlanAborted, planner.PlanFailed:
 		return s.Failed.Render(text)
-	case "partial", "cancelled":
+	case planner.PlanPartial, planner.PlanCancelled:
 		return s.Muted.Render(text)
-	case planRunning:
+	case planner.PlanRunning:
 		return s.Prompt.Render(text)
 	}
 	return text
@@ -158,13 +158,13 @@ func (p *plansPane) planStyle(status, text string) string {
 
 // stepElapsed is how long a subtask ran (or has been running, by the
 // engine clock).
-func stepElapsed(s *planStep, now time.Time) (time.Duration, bool) {
+func stepElapsed(s *planner.Subtask, now time.Time) (time.Duration, bool) {
 	switch {
 	case s.StartedAt == nil:
 		return 0, false
 	case s.FinishedAt != nil:
 		return s.FinishedAt.Sub(*s.StartedAt), true
-	case s.Status == stepInProgress:
+	case s.Status == planner.InProgress:
 		return now.Sub(*s.StartedAt), true
 	}
 	return 0, false
@@ -172,7 +172,7 @@ func stepElapsed(s *planStep, now time.Time) (time.Duration, bool) {
 
 // planElapsed is the time from the first subtask's start to the last one's
 // end (or now, while one runs).
-func planElapsed(d *planDoc, now time.Time) (time.Duration, bool) {
+func planElapsed(d *planner.Plan, now time.Time) (time.Duration, bool) {
 	var first, last time.Time
 	for _, s := range d.Subtasks {
 		if s.StartedAt == nil {
@@ -184,7 +184,7 @@ func planElapsed(d *planDoc, now time.Time) (time.Duration, bool) {
 		end := now
 		if s.FinishedAt != nil {
 			end = *s.FinishedAt
-		} else if s.Status != stepInProgress {
+		} else if s.Status != planner.InProgress {
 			end = *s.StartedAt
 		}
 		if end.After(last) {
@@ -218,7 +218,7 @@ func formatPlanDuration(d time.Duration) string {
 
 // stepMeta is what a subtask's box says on the right of its id: its
 // attempts when more than one, and how long it ran.
-func stepMeta(s *planStep, now time.Time) string {
+func stepMeta(s *planner.Subtask, now time.Time) string {
 	var parts []string
 	if s.Attempts > 1 {
 		parts = append(parts, fmt.Sprintf("×%d", s.Attempts))
@@ -240,10 +240,10 @@ const (
 
 // stageWidth is the width of one stage's column: its longest id and the
 // room for a time, within bounds (and within the screen).
-func stageWidth(col []*planStep, room int) int {
+func stageWidth(col []*planner.Subtask, room int) int {
 	w := planMinStage
 	for _, s := range col {
-		w = max(w, 3+ansi.StringWidth(oneLine(s.ID))+1+planMetaRoom)
+		w = max(w, 3+lineWidth(oneLine(s.ID))+1+planMetaRoom)
 	}
 	return max(min(w, planMaxStage, room), 8)
 }
@@ -251,7 +251,7 @@ func stageWidth(col []*planStep, room int) int {
 // stepBox is a subtask's lines in its column, each exactly w wide: its
 // status mark, id and time; what it waits for ("← a, b"); and why it
 // failed or was skipped.
-func (p *plansPane) stepBox(d *planDoc, s *planStep, w int, now time.Time, selected, related, withDesc bool) []string {
+func (p *plansPane) stepBox(d *planner.Plan, s *planner.Subtask, w int, now time.Time, selected, related, withDesc bool) []string {
 	st := p.styles
 	// The selected box is marked on its first line; its dependencies and
 	// dependents along their whole height.
@@ -264,13 +264,13 @@ func (p *plansPane) stepBox(d *planDoc, s *planStep, w int, now time.Time, selec
 		first = gutter
 	}
 	meta := stepMeta(s, now)
-	idRoom := max(w-3-ansi.StringWidth(meta)-1, 1)
+	idRoom := max(w-3-lineWidth(meta)-1, 1)
 	id := truncateTo(oneLine(s.ID), idRoom)
 	head := p.stepStyle(s.Status, p.stepMark(s.Status)+" "+id)
 	if selected {
 		head = st.Selected.Render(p.stepMark(s.Status) + " " + id)
 	}
-	pad := max(w-1-ansi.StringWidth(p.stepMark(s.Status)+" "+id)-ansi.StringWidth(meta), 1)
+	pad := max(w-1-lineWidth(p.stepMark(s.Status)+" "+id)-lineWidth(meta), 1)
 	lines := []string{first + head + strings.Repeat(" ", pad) + st.Muted.Render(meta)}
 	if withDesc && s.Description != "" && s.Description != s.ID {
 		lines = append(lines, gutter+"  "+truncateTo(oneLine(s.Description), w-3))
@@ -297,39 +297,39 @@ func (p *plansPane) stepBox(d *planDoc, s *planStep, w int, now time.Time, selec
 // skipReason says briefly why a subtask that never started was skipped:
 // the dependencies that were skipped or failed (the planner's own words
 // otherwise).
-func skipReason(d *planDoc, s *planStep) string {
+func skipReason(d *planner.Plan, s *planner.Subtask) string {
 	var with []string
 	for _, dep := range s.Dependencies {
-		if ds := d.step(dep); ds != nil && (ds.Status == stepSkipped || ds.Status == stepFailed) {
+		if ds := d.SubtaskByID(dep); ds != nil && (ds.Status == planner.Skipped || ds.Status == planner.Failed) {
 			with = append(with, dep)
 		}
 	}
-	if s.Status != stepSkipped || len(with) == 0 {
+	if s.Status != planner.Skipped || len(with) == 0 {
 		return oneLine(s.Error)
 	}
 	return "⤼ with " + oneLine(strings.Join(with, ", "))
 }
 
 // dagView draws the plan's stages side by side in w columns and h lines,
-// from the stage at p.stageOff (kept so that the walked subtask shows).
+// from the stage at p.plan.stageOff (kept so that the walked subtask shows).
 // Each column scrolls on its own when its boxes do not fit.
-func (p *plansPane) dagView(d *planDoc, w, h int) []string {
+func (p *plansPane) dagView(d *planner.Plan, w, h int) []string {
 	st := p.styles
 	g := p.dagFor(d)
 	if g == nil || len(g.stages) == 0 || h <= 0 {
 		return nil
 	}
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	selCol, selRow := -1, -1
 	related := map[string]bool{}
-	if p.walking {
-		selCol, selRow = g.find(p.selStep)
-		if s := d.step(p.selStep); s != nil {
+	if p.plan.walking {
+		selCol, selRow = g.find(p.plan.step)
+		if s := d.SubtaskByID(p.plan.step); s != nil {
 			for _, dep := range s.Dependencies {
 				related[dep] = true
 			}
 		}
-		for _, dep := range g.dependents[p.selStep] {
+		for _, dep := range g.dependents[p.plan.step] {
 			related[dep] = true
 		}
 	}
@@ -349,41 +349,41 @@ func (p *plansPane) dagView(d *planDoc, w, h int) []string {
 		}
 		return total <= room
 	}
-	p.stageOff = max(min(p.stageOff, len(g.stages)-1), 0)
+	p.plan.stageOff = max(min(p.plan.stageOff, len(g.stages)-1), 0)
 	if selCol >= 0 {
-		if selCol < p.stageOff {
-			p.stageOff = selCol
+		if selCol < p.plan.stageOff {
+			p.plan.stageOff = selCol
 		}
-		for selCol > p.stageOff && !fits(p.stageOff, selCol) {
-			p.stageOff++
+		for selCol > p.plan.stageOff && !fits(p.plan.stageOff, selCol) {
+			p.plan.stageOff++
 		}
 	}
-	last := p.stageOff
-	for last+1 < len(g.stages) && fits(p.stageOff, last+1) {
+	last := p.plan.stageOff
+	for last+1 < len(g.stages) && fits(p.plan.stageOff, last+1) {
 		last++
 	}
 	// Room to spare goes to the stages shown, for longer lines.
-	used := planStageGap * (last - p.stageOff)
-	for i := p.stageOff; i <= last; i++ {
+	used := planStageGap * (last - p.plan.stageOff)
+	for i := p.plan.stageOff; i <= last; i++ {
 		used += widths[i]
 	}
 	if spare := room - used; spare > 0 {
-		n := last - p.stageOff + 1
-		for i := p.stageOff; i <= last; i++ {
+		n := last - p.plan.stageOff + 1
+		for i := p.plan.stageOff; i <= last; i++ {
 			widths[i] += max(min(spare/n, planMaxStage+6-widths[i]), 0)
 		}
 	}
 	// The header: each stage's number, and what is out of view.
 	var head strings.Builder
 	head.WriteString(" ")
-	for i := p.stageOff; i <= last; i++ {
+	for i := p.plan.stageOff; i <= last; i++ {
 		label := fmt.Sprintf("stage %d", i+1)
-		if i == p.stageOff && i > 0 {
+		if i == p.plan.stageOff && i > 0 {
 			label = fmt.Sprintf("◂ %d more · stage %d", i, i+1)
 		}
 		if i == last && last < len(g.stages)-1 {
 			more := fmt.Sprintf(" · %d more ▸", len(g.stages)-1-last)
-			label = truncateTo(label, widths[i]-ansi.StringWidth(more)) + more
+			label = truncateTo(label, widths[i]-lineWidth(more)) + more
 		}
 		head.WriteString(st.Muted.Render(fitLine(truncateTo(label, widths[i]), widths[i])))
 		if i < last {
@@ -400,9 +400,9 @@ func (p *plansPane) dagView(d *planDoc, w, h int) []string {
 		sel   int
 	}
 	layout := func(withDesc, gaps bool) ([]column, bool) {
-		cols := make([]column, 0, last-p.stageOff+1)
+		cols := make([]column, 0, last-p.plan.stageOff+1)
 		fitsAll := true
-		for i := p.stageOff; i <= last; i++ {
+		for i := p.plan.stageOff; i <= last; i++ {
 			c := column{sel: -1}
 			height := 0
 			for r, s := range g.stages[i] {
@@ -430,14 +430,14 @@ func (p *plansPane) dagView(d *planDoc, w, h int) []string {
 	}
 	cols := make([][]string, 0, len(laid))
 	for i, c := range laid {
-		cols = append(cols, scrollColumn(c.boxes, rows, c.sel, widths[p.stageOff+i], st.Muted.Render))
+		cols = append(cols, scrollColumn(c.boxes, rows, c.sel, widths[p.plan.stageOff+i], st.Muted.Render))
 	}
 	for r := 0; r < rows; r++ {
 		var b strings.Builder
 		b.WriteString(" ")
 		empty := true
 		for c, col := range cols {
-			cell := strings.Repeat(" ", widths[p.stageOff+c])
+			cell := strings.Repeat(" ", widths[p.plan.stageOff+c])
 			if r < len(col) {
 				cell, empty = col[r], false
 			}

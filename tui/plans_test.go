@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/engram-console/engram/core/conn"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
@@ -47,7 +50,7 @@ func (g *planGate) waitEntered(t *testing.T) {
 // clock, and two test actions for plan subtasks: test.work {ms} takes ms
 // of the engine clock (it advances it, so that times are the same every
 // run when subtasks run one at a time), and test.gate waits at the gate.
-func newPlanEngine(t *testing.T) (*core.Engine, *clock.Fixed, *planGate) {
+func newPlanEngine(t *testing.T) (conn.Conn, *clock.Fixed, *planGate) {
 	t.Helper()
 	clk := clock.NewFixed(goldenTime)
 	opts := core.Options{InMemory: true, Clock: clk, IDSeed: "golden"}
@@ -56,7 +59,7 @@ func newPlanEngine(t *testing.T) (*core.Engine, *clock.Fixed, *planGate) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { engine.Close() })
+	t.Cleanup(func() { closeEngine(t, engine) })
 	gate := &planGate{entered: make(chan struct{}, 16), open: make(chan struct{})}
 	reg := engine.Env().Actions
 	type workArgs struct {
@@ -82,8 +85,8 @@ func newPlanEngine(t *testing.T) (*core.Engine, *clock.Fixed, *planGate) {
 		gate.release()
 		deadline := time.Now().Add(waitLimit)
 		for time.Now().Before(deadline) {
-			res, err := engine.Do(context.Background(), core.Request{Action: "plan.list"})
-			if err != nil || !strings.Contains(string(res), `"status":"running"`) {
+			res, err := conn.Call[planner.ListResult](context.Background(), engine, "plan.list", planner.ListArgs{})
+			if err != nil || !slices.ContainsFunc(res.Plans, func(s planner.PlanSummary) bool { return s.Status == planner.PlanRunning }) {
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -99,7 +102,7 @@ func work(ms int) string { return fmt.Sprintf(`{"name": "test.work", "args": {"m
 // createReport makes the diamond-plus plan of the frames: fetch, then parse
 // and enrich side by side, merged, then published; notify on its own.
 // enrich runs the given action (work, the gate, a failure).
-func createReport(t *testing.T, engine *core.Engine, enrich string) {
+func createReport(t *testing.T, engine conn.Conn, enrich string) {
 	t.Helper()
 	do(t, engine, "plan.create", "", `{"id": "report", "goal": "Publish the weekly report", "subtasks": [
 		{"id": "fetch", "description": "Fetch the week's numbers", "action": `+work(1000)+`},
@@ -112,7 +115,7 @@ func createReport(t *testing.T, engine *core.Engine, enrich string) {
 
 // seedPlans makes an earlier plan, run to completion, then the report
 // plan (newest, so first in the list).
-func seedPlans(t *testing.T, engine *core.Engine, clk *clock.Fixed, enrich string) {
+func seedPlans(t *testing.T, engine conn.Conn, clk *clock.Fixed, enrich string) {
 	t.Helper()
 	clk.Set(goldenTime.Add(-time.Hour))
 	do(t, engine, "plan.create", "", `{"id": "breakfast", "goal": "Prepare breakfast", "subtasks": [
@@ -127,7 +130,7 @@ func plansOf(m *Model) *plansPane { return m.panes[tabPlans].(*plansPane) }
 
 // startPlans opens the console on the Plans tab. Its spinners keep their
 // first frame, so that a frame taken mid-run is the same every time.
-func startPlans(t *testing.T, engine *core.Engine, width, height int) *teatest.TestModel {
+func startPlans(t *testing.T, engine conn.Conn, width, height int) *teatest.TestModel {
 	t.Helper()
 	m := New(engine, Options{StatusFade: time.Hour})
 	plansOf(m).still = true
@@ -138,19 +141,17 @@ func startPlans(t *testing.T, engine *core.Engine, width, height int) *teatest.T
 }
 
 // getPlan reads a plan through the engine.
-func getPlan(t *testing.T, engine *core.Engine, id string) *planDoc {
+func getPlan(t *testing.T, engine conn.Conn, id string) *planner.Plan {
 	t.Helper()
-	var res struct {
-		Plan *planDoc `json:"plan"`
-	}
-	if err := json.Unmarshal(do(t, engine, "plan.get", "", fmt.Sprintf(`{"plan_id": %q}`, id)), &res); err != nil {
+	res, err := conn.Call[planner.PlanResult](context.Background(), engine, "plan.get", planner.PlanArgs{PlanID: id})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return res.Plan
 }
 
 // statuses lists a plan's subtasks as id:Status.
-func statuses(d *planDoc) string {
+func statuses(d *planner.Plan) string {
 	var out []string
 	for _, s := range d.Subtasks {
 		out = append(out, s.ID+":"+s.Status)
@@ -177,7 +178,7 @@ func TestGoldenPlansEmpty(t *testing.T) {
 	engine, _, _ := newPlanEngine(t)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "[4 Plans]", "No plans yet.")
-	requireGolden(t, "plans_empty", finish(t, tm))
+	requireGolden(t, finish(t, tm))
 }
 
 func TestGoldenPlansBefore(t *testing.T) {
@@ -186,7 +187,7 @@ func TestGoldenPlansBefore(t *testing.T) {
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "[4 Plans]", "2 plans, newest first", "Publish the weekly report", "stage 4", "← parse, enrich")
 	m := finish(t, tm)
-	requireGolden(t, "plans_before", m)
+	requireGolden(t, m)
 	p := plansOf(m)
 	g := p.dagFor(p.shown())
 	var got []string
@@ -215,7 +216,7 @@ func TestGoldenPlansDuring(t *testing.T) {
 	waitFor(t, tm, "2 of 6 completed · 1 running · 3 pending", "running    2/6")
 	clk.Advance(1250 * time.Millisecond) // enrich has been running this long
 	m := finish(t, tm)
-	requireGolden(t, "plans_during", m)
+	requireGolden(t, m)
 	if d := plansOf(m).shown(); d == nil || statuses(d) != "fetch:Completed parse:Completed enrich:InProgress merge:Pending publish:Pending notify:Pending" {
 		t.Errorf("the frame shows %v", d)
 	}
@@ -231,7 +232,7 @@ func TestGoldenPlansAfterFailure(t *testing.T) {
 	execute(t, tm, 1, "1") // skip
 	waitFor(t, tm, "Plan report partial: 3 of 6 completed, 3 skipped in 3.3s.", "partial    3/6")
 	m := finish(t, tm)
-	requireGolden(t, "plans_after_failure", m)
+	requireGolden(t, m)
 	want := "fetch:Completed parse:Completed enrich:Skipped merge:Skipped publish:Skipped notify:Completed"
 	if got := statuses(getPlan(t, engine, "report")); got != want {
 		t.Errorf("the plan is %s, want %s", got, want)
@@ -258,11 +259,11 @@ func TestPlansListSelection(t *testing.T) {
 	waitFor(t, tm, "▸ coffee · ✓ Completed", "after toast")
 	m := finish(t, tm)
 	p := plansOf(m)
-	if p.currentID() != "breakfast" || p.shown() == nil || p.shown().ID != "breakfast" || !p.walking || p.selStep != "coffee" {
-		t.Errorf("on %q showing %v, walking %v at %q: want breakfast's coffee", p.currentID(), p.shown(), p.walking, p.selStep)
+	if p.currentID() != "breakfast" || p.shown() == nil || p.shown().ID != "breakfast" || !p.plan.walking || p.plan.step != "coffee" {
+		t.Errorf("on %q showing %v, walking %v at %q: want breakfast's coffee", p.currentID(), p.shown(), p.plan.walking, p.plan.step)
 	}
 	press(m, "esc")
-	if p.walking {
+	if p.plan.walking {
 		t.Error("esc did not leave the subtasks")
 	}
 }
@@ -353,8 +354,8 @@ func TestPlansDecomposeWithoutModel(t *testing.T) {
 	m := finish(t, tm)
 	p := plansOf(m)
 	want := "start engram with --llm ollama or --llm openai (and --model NAME), or write the plan yourself with plan.create"
-	if !strings.Contains(p.promptErr, want) || p.prompt != promptGoal || !p.Capturing() {
-		t.Errorf("prompt %d, error %q: want the goal line open with the LLMError", p.prompt, p.promptErr)
+	if !strings.Contains(p.prompt.err, want) || p.prompt.kind != promptGoal || !p.Capturing() {
+		t.Errorf("prompt %d, error %q: want the goal line open with the LLMError", p.prompt.kind, p.prompt.err)
 	}
 	if view := m.View(); !strings.Contains(strings.Join(strings.Fields(view), " "), "write the plan yourself with plan.create") {
 		t.Errorf("the whole message does not show:\n%s", view)
@@ -401,8 +402,8 @@ subtasks:
 	waitFor(t, tm, "Created plan garden: 3 subtasks; x executes it.", "garden · Plant the garden", "← sow")
 	m := finish(t, tm)
 	p := plansOf(m)
-	if p.currentID() != "garden" || p.prompt != promptNone {
-		t.Errorf("on %q with prompt %d, want garden and no prompt", p.currentID(), p.prompt)
+	if p.currentID() != "garden" || p.prompt.kind != promptNone {
+		t.Errorf("on %q with prompt %d, want garden and no prompt", p.currentID(), p.prompt.kind)
 	}
 	if d := getPlan(t, engine, "garden"); d.Goal != "Plant the garden" || len(d.Subtasks) != 3 {
 		t.Errorf("stored %+v", d)
@@ -417,8 +418,8 @@ func TestPlansReplanWithoutModel(t *testing.T) {
 	tm.Type("p")
 	waitFor(t, tm, "✗ replan report: LLMError: plan.decompose needs a language model")
 	m := finish(t, tm)
-	if p := plansOf(m); !p.noticeErr || !strings.Contains(p.notice, "write the plan yourself with plan.create") {
-		t.Errorf("notice %q", p.notice)
+	if p := plansOf(m); !p.notice.isErr || !strings.Contains(p.notice.text, "write the plan yourself with plan.create") {
+		t.Errorf("notice %q", p.notice.text)
 	}
 	if d := getPlan(t, engine, "report"); d.ReplanCount != 0 || len(d.Subtasks) != 6 {
 		t.Errorf("the plan changed: %+v", d)
@@ -435,7 +436,7 @@ func TestPlansFollowOtherRuns(t *testing.T) {
 	waitFor(t, tm, "1 plan", "report · Publish the weekly report")
 	done := make(chan error, 1)
 	go func() {
-		_, err := engine.Do(context.Background(), core.Request{Action: "plan.execute", Args: json.RawMessage(`{"plan_id": "report", "max_concurrent": 1}`)})
+		_, err := conn.Call[planner.ExecuteResult](context.Background(), engine, "plan.execute", planner.ExecuteArgs{PlanID: "report", MaxConcurrent: 1})
 		done <- err
 	}()
 	gate.waitEntered(t)
@@ -491,7 +492,7 @@ func TestPlansFitsEveryState(t *testing.T) {
 		check("run choices")
 		press(m, "esc", "d", "Plan the offsite")
 		check("goal line")
-		p.promptErr = "LLMError: plan.decompose needs a language model: start engram with --llm ollama or --llm openai (and --model NAME), or write the plan yourself with plan.create"
+		p.prompt.err = "LLMError: plan.decompose needs a language model: start engram with --llm ollama or --llm openai (and --model NAME), or write the plan yourself with plan.create"
 		check("goal line with an error")
 		press(m, "esc", "f", "/tmp/nowhere.yaml")
 		check("file line")
@@ -508,7 +509,7 @@ func TestPlansFitsEveryState(t *testing.T) {
 // TestPlanDAGStages: a subtask's stage is its longest chain of
 // dependencies, whatever the plan's order; within a stage, plan order.
 func TestPlanDAGStages(t *testing.T) {
-	d := &planDoc{ID: "x", Subtasks: []*planStep{
+	d := &planner.Plan{ID: "x", Subtasks: []*planner.Subtask{
 		{ID: "e", Dependencies: []string{"d", "a"}},
 		{ID: "a"},
 		{ID: "d", Dependencies: []string{"b", "c"}},
@@ -533,7 +534,7 @@ func TestPlanDAGStages(t *testing.T) {
 		t.Errorf("dependents of a: %v", g.dependents["a"])
 	}
 	// A cycle (which the planner refuses) is drawn, not looped on.
-	cyc := newPlanDAG(&planDoc{Subtasks: []*planStep{{ID: "p", Dependencies: []string{"q"}}, {ID: "q", Dependencies: []string{"p"}}}})
+	cyc := newPlanDAG(&planner.Plan{Subtasks: []*planner.Subtask{{ID: "p", Dependencies: []string{"q"}}, {ID: "q", Dependencies: []string{"p"}}}})
 	if len(cyc.stages) == 0 {
 		t.Error("a cyclic plan has no stages")
 	}
@@ -579,15 +580,16 @@ func TestPlansNeutralisesControlCharacters(t *testing.T) {
 	p.SetSize(goldenWidth, 20)
 	hostile := "x\x1b]0;PWNED\x07\x1b[2Jy\nz"
 	now := goldenTime
-	p.loaded = true
-	p.plans = []planSummary{{ID: "evil" + hostile, Goal: hostile, Status: "aborted", Progress: planCounts{Total: 1}}}
-	p.docs["evil"+hostile] = &planDoc{ID: "evil" + hostile, Goal: hostile, Status: "aborted", Subtasks: []*planStep{
-		{ID: "s" + hostile, Status: stepFailed, Error: hostile, Dependencies: []string{hostile}, StartedAt: &now, FinishedAt: &now,
-			Action: &planStepAction{Name: "task.fail", Args: json.RawMessage(`{"message": "` + strings.ReplaceAll(hostile, "\x1b", `\u001b`) + `"}`)}},
+	p.list.loaded = true
+	p.list.plans = []planner.PlanSummary{{ID: "evil" + hostile, Goal: hostile, Status: "aborted", Progress: planner.Counts{Total: 1}}}
+	p.list.cursor.setLen(len(p.list.plans))
+	p.plan.docs["evil"+hostile] = &planner.Plan{ID: "evil" + hostile, Goal: hostile, Status: "aborted", Subtasks: []*planner.Subtask{
+		{ID: "s" + hostile, Status: planner.Failed, Error: hostile, Dependencies: []string{hostile}, StartedAt: &now, FinishedAt: &now,
+			Action: &planner.ActionSpec{Name: "task.fail", Args: json.RawMessage(`{"message": "` + strings.ReplaceAll(hostile, "\x1b", `\u001b`) + `"}`)}},
 	}}
 	p.setNotice("evil"+hostile, hostile, true)
 	for _, walking := range []bool{false, true} {
-		p.walking, p.selStep = walking, "s"+hostile
+		p.plan.walking, p.plan.step = walking, "s"+hostile
 		view := p.View()
 		checkScreen(t, "hostile plan", view, goldenWidth, 20)
 		for _, r := range view {

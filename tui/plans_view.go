@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
+	"github.com/engram-console/engram/planner"
 )
 
 // View renders the pane: the list above the selected plan, or beside it on
@@ -46,20 +46,7 @@ func (p *plansPane) listRows() int {
 		return max(p.height-len(p.promptLines(p.width))-1, 1)
 	}
 	// Above the plan: a few rows, so that the DAG keeps most of the screen.
-	return max(min(len(p.plans), p.height/5, 8), 1)
-}
-
-// scrolled is the first plan shown, keeping the cursor in view.
-func (p *plansPane) scrolled() int {
-	rows := p.listRows()
-	if p.cursor < p.offset {
-		p.offset = p.cursor
-	}
-	if p.cursor >= p.offset+rows {
-		p.offset = p.cursor - rows + 1
-	}
-	p.offset = max(min(p.offset, len(p.plans)-rows), 0)
-	return p.offset
+	return max(min(len(p.list.plans), p.height/5, 8), 1)
 }
 
 // listView is the title line and the plans (none when there are none:
@@ -67,46 +54,48 @@ func (p *plansPane) scrolled() int {
 func (p *plansPane) listView(w, h int) []string {
 	s := p.styles
 	title := " " + s.Emphasis.Render("Plans")
-	if !p.loaded || p.listErr != "" {
+	if !p.list.loaded || p.list.err != "" {
 		return []string{title}
 	}
 	running := 0
-	for _, pl := range p.plans {
-		if pl.Status == planRunning {
+	for _, pl := range p.list.plans {
+		if pl.Status == planner.PlanRunning {
 			running++
 		}
 	}
-	title += s.Muted.Render(" · " + plural(len(p.plans), "plan", "plans"))
-	if len(p.plans) > 1 {
+	title += s.Muted.Render(" · " + plural(len(p.list.plans), "plan", "plans"))
+	if len(p.list.plans) > 1 {
 		title += s.Muted.Render(", newest first")
 	}
 	if running > 0 {
 		title += s.Muted.Render(fmt.Sprintf(" · %d running", running))
 	}
-	start := p.scrolled()
+	p.list.cursor.setHeight(p.listRows())
+	start, _ := p.list.cursor.visible()
+	selected := p.list.cursor.Index()
 	rows := min(p.listRows(), max(h-1, 0))
-	if len(p.plans) > rows {
-		title += s.Muted.Render(fmt.Sprintf(" · %d-%d of %d", start+1, min(start+rows, len(p.plans)), len(p.plans)))
+	if len(p.list.plans) > rows {
+		title += s.Muted.Render(fmt.Sprintf(" · %d-%d of %d", start+1, min(start+rows, len(p.list.plans)), len(p.list.plans)))
 	}
 	lines := []string{title}
 	idW := len("plan") + 2
-	for _, pl := range p.plans {
-		idW = max(idW, min(ansi.StringWidth(oneLine(pl.ID))+2, 24))
+	for _, pl := range p.list.plans {
+		idW = max(idW, min(lineWidth(oneLine(pl.ID))+2, 24))
 	}
 	const statusW, doneW = 11, 8
 	goalW := max(w-5-idW-statusW-doneW, 8)
-	for i := start; i < min(start+rows, len(p.plans)); i++ {
-		pl := p.plans[i]
+	for i := start; i < min(start+rows, len(p.list.plans)); i++ {
+		pl := p.list.plans[i]
 		cursor := "   "
-		if i == p.cursor && p.walking {
+		if i == selected && p.plan.walking {
 			cursor = " " + s.Muted.Render("▸ ")
-		} else if i == p.cursor {
+		} else if i == selected {
 			cursor = " " + s.Selected.Render("▸ ")
 		}
 		mark := p.planStyle(pl.Status, p.planMark(pl.Status))
 		id := fitLine(truncateTo(oneLine(pl.ID), idW-2), idW)
 		goal := fitLine(truncateTo(oneLine(pl.Goal), goalW-2), goalW)
-		if i == p.cursor && !p.walking {
+		if i == selected && !p.plan.walking {
 			id, goal = s.Selected.Render(id), s.Selected.Render(goal)
 		}
 		status := p.planStyle(pl.Status, fitLine(pl.Status, statusW))
@@ -124,13 +113,13 @@ func (p *plansPane) planView(w, h int) []string {
 		return nil
 	}
 	switch {
-	case p.absent:
-		return append([]string{""}, p.wrapped(s.Failed.Render("✗ This engram has no planner: "+oneLine(p.listErr)), w, 6)...)
-	case p.listErr != "":
-		return append([]string{""}, p.wrapped(s.Failed.Render("✗ Could not list the plans: "+oneLine(p.listErr)), w, 6)...)
-	case !p.loaded:
+	case p.list.absent:
+		return append([]string{""}, p.wrapped(s.Failed.Render("✗ This engram has no planner: "+oneLine(p.list.err)), w, 6)...)
+	case p.list.err != "":
+		return append([]string{""}, p.wrapped(s.Failed.Render("✗ Could not list the plans: "+oneLine(p.list.err)), w, 6)...)
+	case !p.list.loaded:
 		return []string{"", s.Muted.Render(" Loading…")}
-	case len(p.plans) == 0:
+	case len(p.list.plans) == 0:
 		lines := append([]string{"", s.Muted.Render(" No plans yet.")},
 			p.wrapped(s.Muted.Render("d decomposes a goal into one (with a language model), f reads one from a YAML file, or write one from the palette:"), w, 3)...)
 		return append(lines, p.wrapped(`:plan.create {"goal": "Prepare breakfast", "subtasks": [{"id": "toast", "action": {"name": "sleep", "args": {"ms": 1500}}}, {"id": "coffee", "dependencies": ["toast"], "action": {"name": "sleep", "args": {"ms": 1000}}}]}`, w, 4)...)
@@ -141,15 +130,15 @@ func (p *plansPane) planView(w, h int) []string {
 		return []string{p.planRule(sum.ID, sum.Goal, w), s.Muted.Render(" Loading " + oneLine(sum.ID) + "…")}
 	}
 	lines := []string{p.planRule(d.ID, d.Goal, w), p.planMeta(d), p.progressLine(d, w)}
-	if p.notice != "" && p.noticeFor == d.ID {
-		text := "✓ " + oneLine(p.notice)
-		if p.noticeErr {
-			text = s.Failed.Render("✗ " + oneLine(p.notice))
+	if p.notice.text != "" && p.notice.plan == d.ID {
+		text := "✓ " + oneLine(p.notice.text)
+		if p.notice.isErr {
+			text = s.Failed.Render("✗ " + oneLine(p.notice.text))
 		}
 		lines = append(lines, p.wrapped(text, w, 4)...)
 	}
 	var detail []string
-	if p.walking {
+	if p.plan.walking {
 		detail = p.stepDetail(d, w)
 	}
 	lines = append(lines, "")
@@ -175,7 +164,7 @@ func (p *plansPane) planRule(id, goal string, w int) string {
 }
 
 // planMeta says how the plan stands and how it was made and run.
-func (p *plansPane) planMeta(d *planDoc) string {
+func (p *plansPane) planMeta(d *planner.Plan) string {
 	s := p.styles
 	parts := []string{p.planStyle(d.Status, p.planMark(d.Status)+" "+d.Status)}
 	strategy := "written by hand"
@@ -201,9 +190,9 @@ func (p *plansPane) planMeta(d *planDoc) string {
 }
 
 // progressLine is the bar of completed subtasks, and the counts.
-func (p *plansPane) progressLine(d *planDoc, w int) string {
+func (p *plansPane) progressLine(d *planner.Plan, w int) string {
 	s := p.styles
-	c := d.counts()
+	c := d.Count()
 	var parts []string
 	parts = append(parts, fmt.Sprintf("%d of %d completed", c.Completed, c.Total))
 	for _, n := range []struct {
@@ -214,7 +203,7 @@ func (p *plansPane) progressLine(d *planDoc, w int) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
 		}
 	}
-	if el, ok := planElapsed(d, p.engine.Clock().Now()); ok {
+	if el, ok := planElapsed(d, p.conn.Now()); ok {
 		parts = append(parts, formatPlanDuration(el))
 	}
 	p.bar.Width = max(min(w/3, 40), 12)
@@ -228,15 +217,15 @@ func (p *plansPane) progressLine(d *planDoc, w int) string {
 // stepDetail is the walked subtask: status, attempts and times; its
 // description and action; what it waits for and what waits for it; its
 // result or error.
-func (p *plansPane) stepDetail(d *planDoc, w int) []string {
+func (p *plansPane) stepDetail(d *planner.Plan, w int) []string {
 	s := p.styles
-	st := d.step(p.selStep)
+	st := d.SubtaskByID(p.plan.step)
 	if st == nil {
 		return nil
 	}
 	g := p.dagFor(d)
 	status := st.Status
-	if st.Status != stepPending {
+	if st.Status != planner.Pending {
 		status = p.stepMark(st.Status) + " " + status
 	}
 	head := s.Selected.Render("▸ "+oneLine(st.ID)) + s.Muted.Render(" · ") + p.stepStyle(st.Status, status)
@@ -250,7 +239,7 @@ func (p *plansPane) stepDetail(d *planDoc, w int) []string {
 		}
 		head += s.Muted.Render(" · " + span)
 	}
-	if el, ok := stepElapsed(st, p.engine.Clock().Now()); ok {
+	if el, ok := stepElapsed(st, p.conn.Now()); ok {
 		head += s.Muted.Render(" · " + formatPlanDuration(el))
 	}
 	lines := []string{s.Rule.Render(strings.Repeat("─", w)), " " + head}
@@ -302,43 +291,43 @@ func (p *plansPane) promptLines(w int) []string {
 		return head + s.Rule.Render(strings.Repeat("─", max(w-lineWidth(head)-1, 0)))
 	}
 	var lines []string
-	switch p.prompt {
+	switch p.prompt.kind {
 	case promptNone:
 		return nil
 	case promptExecute:
 		id := oneLine(p.currentID())
 		var opts []string
-		for i, pol := range planPolicies {
-			if i == p.policy {
+		for i, pol := range planner.Policies {
+			if i == p.prompt.policy {
 				opts = append(opts, s.Selected.Render("["+pol+"]"))
 			} else {
 				opts = append(opts, " "+pol+" ")
 			}
 		}
 		lines = append(lines, rule("Execute "+id),
-			" "+s.Muted.Render("if a subtask fails: ")+strings.Join(opts, " ")+s.Muted.Render("   at once: ")+s.Selected.Render(fmt.Sprint(p.atOnce)),
-			" "+s.Muted.Render(planPolicies[p.policy]+": "+planPolicyHelp[planPolicies[p.policy]]))
+			" "+s.Muted.Render("if a subtask fails: ")+strings.Join(opts, " ")+s.Muted.Render("   at once: ")+s.Selected.Render(fmt.Sprint(p.prompt.atOnce)),
+			" "+s.Muted.Render(planner.Policies[p.prompt.policy]+": "+planPolicyHelp[planner.Policies[p.prompt.policy]]))
 		return lines
 	case promptGoal:
 		var opts []string
-		for i, st := range planStrategies {
-			if i == p.strategy {
+		for i, st := range planner.Strategies {
+			if i == p.prompt.strategy {
 				opts = append(opts, s.Selected.Render("["+st+"]"))
 			} else {
 				opts = append(opts, " "+st+" ")
 			}
 		}
-		lines = append(lines, rule("Decompose a goal into a plan"), strings.TrimRight(" "+p.input.View(), " "),
+		lines = append(lines, rule("Decompose a goal into a plan"), strings.TrimRight(" "+p.prompt.input.View(), " "),
 			" "+s.Muted.Render("strategy: ")+strings.Join(opts, " ")+s.Muted.Render("  (tab changes; the model breaks the goal into subtasks)"))
 	case promptFile:
-		lines = append(lines, rule("Create a plan from a YAML file"), strings.TrimRight(" "+p.input.View(), " "),
+		lines = append(lines, rule("Create a plan from a YAML file"), strings.TrimRight(" "+p.prompt.input.View(), " "),
 			" "+s.Muted.Render("the file holds plan.create's fields: goal, subtasks (id, description, dependencies, action), state"))
 	}
 	switch {
-	case p.busyReq != 0:
-		lines = append(lines, " "+p.spinner.View()+s.Muted.Render(" "+oneLine(p.busyWhat)+" (esc stops waiting)"))
-	case p.promptErr != "":
-		lines = append(lines, p.wrapped(s.Failed.Render("✗ "+oneLine(p.promptErr)), w, 4)...)
+	case p.prompt.waiting():
+		lines = append(lines, " "+p.spinner.View()+s.Muted.Render(" "+oneLine(p.prompt.busyWhat)+" (esc stops waiting)"))
+	case p.prompt.err != "":
+		lines = append(lines, p.wrapped(s.Failed.Render("✗ "+oneLine(p.prompt.err)), w, 4)...)
 	}
 	return lines
 }

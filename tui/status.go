@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -65,23 +64,3 @@ func (s *status) view(st *Styles, width int) string {
 	}
 	return style.Render(ansi.Truncate(" "+s.text, width, "…"))
 }
-
-// plural says "1 match", "3 matches".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-func lineCount(s string) int {
-	n := 1
-	for _, r := range s {
-		if r == '\n' {
-			n++
-		}
-	}
-	return n
-}
-
-func lineWidth(s string) int { return ansi.StringWidth(s) }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,7 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -31,6 +30,9 @@ const (
 
 var threadsSectionNames = [secCount]string{"turns", "decisions", "compaction", "tuning"}
 
+// threadsKeys are the tab's own keys, for the footer and for what only
+// this tab does; moving and scrolling match nav, answering questions is
+// confirm's.
 type threadsKeys struct {
 	Move    key.Binding
 	Section key.Binding
@@ -40,9 +42,6 @@ type threadsKeys struct {
 	Outcome key.Binding
 	Tune    key.Binding
 	Compact key.Binding
-	Yes     key.Binding
-	No      key.Binding
-	Cancel  key.Binding
 }
 
 func newThreadsKeys() threadsKeys {
@@ -55,16 +54,7 @@ func newThreadsKeys() threadsKeys {
 		Outcome: key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "mark outcome")),
 		Tune:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "tune threshold")),
 		Compact: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compact thread")),
-		Yes:     key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
-		No:      key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "no")),
-		Cancel:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 	}
-}
-
-// threadEpisodes is a thread's episode.list.
-type threadEpisodes struct {
-	episodes []*episodic.Episode
-	crosses  []*episodic.CrossEpisode
 }
 
 // threadsKept is how many threads besides the selected one keep their
@@ -116,12 +106,67 @@ func (c *recentCache[V]) remove(id string) {
 	delete(c.m, id)
 }
 
-// threadsConfirm is a question before an action that changes things: tune
-// the threshold, or compact a thread.
-type threadsConfirm struct {
-	action string // "tune" or "compact"
+// threadList is the upper part: every thread, most recently active first,
+// and the cursor on one.
+type threadList struct {
+	load    loader
+	threads []*episodic.Thread
+	loaded  bool
+	err     string
+	cursor  listCursor
+	sel     string // the selected thread's id
+	// want is a new thread to select once the list has it: the cursor
+	// follows the newest thread while it is on top (or the tab is away).
+	want string
+}
+
+// perThread is something loaded for the selected thread (its turns and
+// decisions, or its episodes): asked is the thread the request in flight
+// is for; the threads selected last keep theirs, to show at once when the
+// cursor comes back while they reload.
+type perThread[V any] struct {
+	load  loader
+	asked string
+	cache *recentCache[V]
+	err   string
+}
+
+// tuningState is the linking threshold's tuning: the current one, how many
+// decisions are marked (what tuning learns from), and a tuning under way
+// (run.busy).
+type tuningState struct {
+	load        loader
+	tuning      *episodic.Tuning
+	marks       loader
+	marked      int
+	markedKnown bool
+	run         loader
+	err         string
+}
+
+// lowerState is the lower part: which view, whether it has the arrows (a
+// decision to choose, lines to scroll), the chosen decision and the lines.
+type lowerState struct {
+	section threadsSection
+	inside  bool
+	decID   string
+	scroll  scrollView
+}
+
+// judgeState is the model judging new threads' links: how many judgings
+// are under way (link.judging counts up, link.judged down), and how many
+// threads they judge against.
+type judgeState struct {
+	count   int
+	threads int
+	spinner spinner.Model
+}
+
+// tuneOrCompact is what the question before a change is about: tuning, or
+// compacting a thread.
+type tuneOrCompact struct {
+	tune   bool
 	thread string // the thread to compact
-	text   string // the question
 }
 
 // threadsPane is the Threads tab: the episodic layer's threads, most
@@ -138,71 +183,34 @@ type threadsPane struct {
 	width, height int
 	shown         bool // the tab is the one on screen (the spinner ticks)
 
-	// The list.
-	list    loader
-	threads []*episodic.Thread
-	loaded  bool
-	listErr string
-	cursor  int
-	offset  int
-	sel     string // the selected thread's id
-	// want is a new thread to select once the list has it: the cursor
-	// follows the newest thread while it is on top (or the tab is away).
-	want string
+	list   threadList
+	detail perThread[*episodic.ThreadView]
+	eps    perThread[*episodic.EpisodesResult]
+	tune   tuningState
+	lower  lowerState
+	judge  judgeState
 
-	// The selected thread's turns and decisions, and its episodes (asked:
-	// the id the request in flight is for). The threads selected last show
-	// at once when the cursor comes back to them, while they reload.
-	detailLoad  loader
-	detailAsked string
-	details     *recentCache[*episodic.ThreadView]
-	detailErr   string
-
-	epLoad  loader
-	epAsked string
-	eps     *recentCache[*threadEpisodes]
-	epErr   string
-
-	tuneLoad loader
-	tuning   *episodic.Tuning
-	// How many linking decisions are marked (what tuning learns from).
-	markLoad    loader
-	marked      int
-	markedKnown bool
-
-	// The lower part.
-	section threadsSection
-	inside  bool // the section has the arrows (a decision to choose, lines to scroll)
-	decID   string
-	scroll  int // the first line of the section shown, when inside
-
-	// The model judging new threads' links: how many judgings are under way
-	// (link.judging counts up, link.judged down), and how many threads
-	// they judge against.
-	judging    int
-	judgeCount int
-	spinner    spinner.Model
-
-	// The outcome question, the question before tuning or compacting, the
-	// tuning and the compaction in flight.
-	asking     *episodic.Decision
-	confirm    *threadsConfirm
-	outcomeReq int
-	tuneReq    int
-	tuneBusy   bool
-	tuneErr    string
-	compactReq int
-	compactFor string
+	// ask is the outcome question about a decision; confirm the question
+	// before tuning or compacting.
+	ask     confirm[*episodic.Decision]
+	confirm confirm[tuneOrCompact]
+	// outcome is the marking of a decision in flight; compact the
+	// compaction, and compacting the thread it compacts.
+	outcome    loader
+	compact    loader
+	compacting string
 }
 
-func newThreadsPane(engine *core.Engine, styles *Styles) *threadsPane {
+func newThreadsPane(engine conn.Conn, styles *Styles) *threadsPane {
 	return &threadsPane{
-		requests: requests{engine: engine, pane: threadsPaneID},
+		requests: requests{conn: engine, pane: threadsPaneID},
 		styles:   styles,
 		keys:     newThreadsKeys(),
-		details:  newRecentCache[*episodic.ThreadView](),
-		eps:      newRecentCache[*threadEpisodes](),
-		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
+		detail:   perThread[*episodic.ThreadView]{cache: newRecentCache[*episodic.ThreadView]()},
+		eps:      perThread[*episodic.EpisodesResult]{cache: newRecentCache[*episodic.EpisodesResult]()},
+		lower:    lowerState{scroll: scrollView{Above: countNote(" ↑ %s above"), Below: countNote(" ↓ %s below")}},
+		judge:    judgeState{spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt))},
+		ask:      confirm[*episodic.Decision]{Yes: "correct", No: "incorrect", YesHelp: "it was correct", NoHelp: "it was incorrect"},
 	}
 }
 
@@ -211,8 +219,8 @@ func (p *threadsPane) Title() string { return "Threads" }
 // Init loads the threads and the linking configuration, unless this engram
 // has no episodic layer.
 func (p *threadsPane) Init() tea.Cmd {
-	if _, err := p.engine.Env().Actions.Lookup("thread.list"); err != nil {
-		p.loaded, p.listErr = true, errs.As(err).Message
+	if err := p.conn.CheckAction("thread.list"); err != nil {
+		p.list.loaded, p.list.err = true, errs.As(err).Message
 		return nil
 	}
 	return tea.Batch(p.loadList(), p.loadTuning(), p.loadMarked())
@@ -225,42 +233,43 @@ func (p *threadsPane) Focus() tea.Cmd {
 	if !p.available() {
 		return nil
 	}
-	return tea.Batch(p.reload(), p.refresh(&p.tuneLoad, p.loadTuning), p.refresh(&p.markLoad, p.loadMarked), p.tick())
+	return tea.Batch(p.reload(), p.refresh(&p.tune.load, p.loadTuning), p.refresh(&p.tune.marks, p.loadMarked), p.tick())
 }
 
 func (p *threadsPane) Blur() {
 	p.shown = false
-	p.asking, p.confirm = nil, nil
+	p.ask.close()
+	p.confirm.close()
 }
 
 // Capturing: the questions take every key (y and n, and q must not quit
 // under them).
-func (p *threadsPane) Capturing() bool { return p.asking != nil || p.confirm != nil }
+func (p *threadsPane) Capturing() bool { return p.ask.Active() || p.confirm.Active() }
 
 func (p *threadsPane) Keys() []key.Binding {
 	k := p.keys
-	if p.asking != nil {
-		return []key.Binding{withHelp(k.Yes, "y", "it was correct"), withHelp(k.No, "n", "it was incorrect"), k.Cancel}
+	if p.ask.Active() {
+		return p.ask.Keys()
 	}
-	if c := p.confirm; c != nil {
-		return []key.Binding{withHelp(k.Yes, "y", c.action), withHelp(k.No, "n/esc", "cancel")}
+	if p.confirm.Active() {
+		return p.confirm.Keys()
 	}
-	if len(p.threads) == 0 {
+	if len(p.list.threads) == 0 {
 		return nil
 	}
 	section := withHelp(k.Section, "←/→", "views")
-	if p.inside {
+	if p.lower.inside {
 		back := withHelp(k.Back, "esc", "back to the threads")
-		if p.section == secDecisions {
+		if p.lower.section == secDecisions {
 			return []key.Binding{withHelp(k.Move, "↑/↓", "decision"), back, withHelp(k.Outcome, "o", "mark its outcome"), section, k.Tune, k.Compact}
 		}
 		return []key.Binding{withHelp(k.Move, "↑/↓", "scroll"), back, k.Page, section, k.Outcome, k.Tune, k.Compact}
 	}
-	enter := withHelp(k.Enter, "enter", "scroll "+threadsSectionNames[p.section])
-	if p.section == secDecisions {
+	enter := withHelp(k.Enter, "enter", "scroll "+threadsSectionNames[p.lower.section])
+	if p.lower.section == secDecisions {
 		enter = withHelp(k.Enter, "enter", "choose a decision")
 	}
-	switch p.section {
+	switch p.lower.section {
 	case secDecisions:
 		return []key.Binding{k.Outcome, k.Tune, k.Move, section, enter, k.Compact}
 	case secCompaction:
@@ -271,87 +280,111 @@ func (p *threadsPane) Keys() []key.Binding {
 	return []key.Binding{k.Move, section, enter, k.Outcome, k.Tune, k.Compact}
 }
 
-func (p *threadsPane) SetSize(w, h int) { p.width, p.height = w, h }
+func (p *threadsPane) SetSize(w, h int) {
+	p.width, p.height = w, h
+	p.list.cursor.setHeight(p.listRows())
+}
 
 // available reports whether this engram has the episodic layer.
 func (p *threadsPane) available() bool {
-	_, err := p.engine.Env().Actions.Lookup("thread.list")
+	err := p.conn.CheckAction("thread.list")
 	return err == nil
 }
 
 // --- loading ---
 
-func (p *threadsPane) loadList() tea.Cmd { return p.run(&p.list, "thread.list", struct{}{}) }
+func (p *threadsPane) loadList() tea.Cmd {
+	return request[episodic.ListResult](&p.requests, &p.list.load, "thread.list", conn.None{})
+}
 
-func (p *threadsPane) loadTuning() tea.Cmd { return p.run(&p.tuneLoad, "episode.tuning", struct{}{}) }
+func (p *threadsPane) loadTuning() tea.Cmd {
+	return request[*episodic.Tuning](&p.requests, &p.tune.load, "episode.tuning", conn.None{})
+}
 
 // loadMarked counts the marked decisions (every thread's).
 func (p *threadsPane) loadMarked() tea.Cmd {
-	return p.run(&p.markLoad, "episode.decisions", struct{}{})
+	return request[episodic.DecisionsResult](&p.requests, &p.tune.marks, "episode.decisions", episodic.DecisionsArgs{})
 }
 
 func (p *threadsPane) loadDetail() tea.Cmd {
-	if p.sel == "" {
+	if p.list.sel == "" {
 		return nil
 	}
-	p.detailAsked = p.sel
-	return p.run(&p.detailLoad, "thread.get", map[string]any{"thread_id": p.sel, "include_archived": true})
+	p.detail.asked = p.list.sel
+	return request[episodic.GetResult](&p.requests, &p.detail.load, "thread.get", episodic.GetArgs{ThreadID: p.list.sel, IncludeArchived: true})
 }
 
 func (p *threadsPane) loadEpisodes() tea.Cmd {
-	if p.sel == "" {
+	if p.list.sel == "" {
 		return nil
 	}
-	p.epAsked = p.sel
-	return p.run(&p.epLoad, "episode.list", map[string]any{"thread_id": p.sel})
+	p.eps.asked = p.list.sel
+	return request[episodic.EpisodesResult](&p.requests, &p.eps.load, "episode.list", episodic.EpisodesArgs{ThreadID: p.list.sel})
 }
 
 // reload refreshes the list and the selected thread, once per burst of
 // events.
 func (p *threadsPane) reload() tea.Cmd {
-	return tea.Batch(p.refresh(&p.list, p.loadList), p.refresh(&p.detailLoad, p.loadDetail), p.refresh(&p.epLoad, p.loadEpisodes))
+	return tea.Batch(p.refresh(&p.list.load, p.loadList), p.refresh(&p.detail.load, p.loadDetail), p.refresh(&p.eps.load, p.loadEpisodes))
 }
 
 // selectThread shows the thread at i.
 func (p *threadsPane) selectThread(i int) tea.Cmd {
-	if len(p.threads) == 0 {
+	if len(p.list.threads) == 0 {
 		return nil
 	}
-	i = max(min(i, len(p.threads)-1), 0)
-	p.cursor = i
-	id := p.threads[i].ID
-	if id == p.sel {
+	p.list.cursor.set(i)
+	id := p.list.threads[p.list.cursor.Index()].ID
+	if id == p.list.sel {
 		return nil
 	}
-	p.sel, p.decID, p.scroll, p.inside = id, "", 0, false
-	p.detailErr, p.epErr = "", ""
-	p.details.touch(id)
-	p.eps.touch(id)
+	p.list.sel = id
+	p.lower.decID, p.lower.inside = "", false
+	p.lower.scroll.home()
+	p.detail.err, p.eps.err = "", ""
+	p.detail.cache.touch(id)
+	p.eps.cache.touch(id)
 	// The requests for the thread shown before are stale now.
 	return tea.Batch(p.loadDetail(), p.loadEpisodes())
 }
 
 func (p *threadsPane) Update(msg tea.Msg) tea.Cmd {
+	if a, ok := msg.(addressed); ok && a.addressee() != p.ID() {
+		return nil // another pane's answer
+	}
 	cmd := p.update(msg)
-	p.offset = p.scrolled() // the list keeps the cursor in view
+	// The list keeps the cursor in view, whatever changed its length.
+	p.list.cursor.setLen(len(p.list.threads))
+	p.list.cursor.setHeight(p.listRows())
 	return cmd
 }
 
 func (p *threadsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case actionResultMsg:
-		if msg.pane != threadsPaneID {
-			return nil
-		}
-		return p.result(msg)
+	case resultMsg[episodic.ListResult]:
+		return p.listResult(msg)
+	case resultMsg[episodic.GetResult]:
+		return p.detailResult(msg)
+	case resultMsg[episodic.EpisodesResult]:
+		return p.episodesResult(msg)
+	case resultMsg[*episodic.Tuning]:
+		return p.tuningResult(msg)
+	case resultMsg[episodic.DecisionsResult]:
+		return p.marksResult(msg)
+	case resultMsg[episodic.OutcomeResult]:
+		return p.outcomeResult(msg)
+	case resultMsg[episodic.TuningRecord]:
+		return p.tuneResult(msg)
+	case resultMsg[episodic.CompactResult]:
+		return p.compactResult(msg)
 	case events.Event:
 		return p.event(msg)
 	case spinner.TickMsg:
-		if p.judging == 0 {
+		if p.judge.count == 0 {
 			return nil // nothing to wait for: let the spinner stop
 		}
 		var cmd tea.Cmd
-		p.spinner, cmd = p.spinner.Update(msg)
+		p.judge.spinner, cmd = p.judge.spinner.Update(msg)
 		return cmd
 	case tea.KeyMsg:
 		return p.handleKey(msg)
@@ -361,50 +394,47 @@ func (p *threadsPane) update(msg tea.Msg) tea.Cmd {
 
 // tick starts the spinner when the model judges and the tab shows.
 func (p *threadsPane) tick() tea.Cmd {
-	if p.judging == 0 || !p.shown {
+	if p.judge.count == 0 || !p.shown {
 		return nil
 	}
-	return p.spinner.Tick
+	return p.judge.spinner.Tick
 }
 
 // event follows the episodic layer.
 func (p *threadsPane) event(ev events.Event) tea.Cmd {
 	switch ev.Name {
-	case episodic.EventJudging:
-		p.judging++
-		if d, ok := ev.Data.(map[string]any); ok {
-			if ids, ok := d["candidates"].([]string); ok {
-				p.judgeCount += len(ids)
-			}
+	case episodic.EventJudging.Name():
+		p.judge.count++
+		if j, ok := episodic.EventJudging.Of(ev); ok {
+			p.judge.threads += len(j.Candidates)
 		}
-		if p.judging == 1 {
+		if p.judge.count == 1 {
 			return p.tick()
 		}
 		return nil
-	case episodic.EventJudged:
+	case episodic.EventJudged.Name():
 		// One judging is over (each link.judging is followed by one
 		// link.judged, decided or not); others may still be under way.
-		p.judging = max(p.judging-1, 0)
-		if d, ok := ev.Data.(map[string]any); ok {
-			if n, ok := d["candidates"].(int); ok {
-				p.judgeCount = max(p.judgeCount-n, 0)
-			}
+		p.judge.count = max(p.judge.count-1, 0)
+		if j, ok := episodic.EventJudged.Of(ev); ok {
+			p.judge.threads = max(p.judge.threads-j.Candidates, 0)
 		}
-		if p.judging == 0 {
-			p.judgeCount = 0
+		if p.judge.count == 0 {
+			p.judge.threads = 0
 		}
 		return nil
-	case episodic.EventThreadCreated, episodic.EventTurnAdded, episodic.EventLinkDecided:
-		if t, ok := ev.Data.(*episodic.Thread); ok && t != nil && p.following(t.ID) {
-			p.want = t.ID
+	case episodic.EventThreadCreated.Name():
+		if t, ok := episodic.EventThreadCreated.Of(ev); ok && p.following(t.ID) {
+			p.list.want = t.ID
 		}
-	case episodic.EventCompacted, episodic.EventCompactFailed, episodic.EventConfigured:
-	case episodic.EventOutcome:
+	case episodic.EventTurnAdded.Name(), episodic.EventLinkDecided.Name(),
+		episodic.EventCompacted.Name(), episodic.EventCompactFailed.Name(), episodic.EventConfigured.Name():
+	case episodic.EventOutcome.Name():
 		// A decision is marked: tuning has something to learn from now.
-		p.tuneErr = ""
-		return tea.Batch(p.reload(), p.refresh(&p.markLoad, p.loadMarked))
-	case episodic.EventTuned:
-		return tea.Batch(p.reload(), p.refresh(&p.tuneLoad, p.loadTuning))
+		p.tune.err = ""
+		return tea.Batch(p.reload(), p.refresh(&p.tune.marks, p.loadMarked))
+	case episodic.EventTuned.Name():
+		return tea.Batch(p.reload(), p.refresh(&p.tune.load, p.loadTuning))
 	default:
 		return nil
 	}
@@ -415,151 +445,186 @@ func (p *threadsPane) event(ev events.Event) tea.Cmd {
 // away, or the cursor is on the newest thread but the new one (the list
 // may have it already) and the user is doing nothing else.
 func (p *threadsPane) following(newID string) bool {
-	if p.inside || p.asking != nil || p.confirm != nil {
+	if p.lower.inside || p.ask.Active() || p.confirm.Active() {
 		return false
 	}
-	if !p.shown || p.sel == "" {
+	if !p.shown || p.list.sel == "" {
 		return true
 	}
-	for _, t := range p.threads {
+	for _, t := range p.list.threads {
 		if t.ID != newID {
-			return t.ID == p.sel
+			return t.ID == p.list.sel
 		}
 	}
 	return true
 }
 
-// result applies the answer to one of the pane's requests.
-func (p *threadsPane) result(msg actionResultMsg) tea.Cmd {
-	switch msg.req {
-	case p.list.req:
-		return p.listResult(msg)
-	case p.detailLoad.req:
-		p.detailLoad.busy = false
-		var res struct {
-			Thread episodic.ThreadView `json:"thread"`
-		}
-		switch {
-		case msg.err != nil:
-			p.details.remove(p.detailAsked)
-			p.detailErr = errs.As(msg.err).Message
-		case json.Unmarshal(msg.result, &res) != nil || res.Thread.Thread == nil:
-			p.detailErr = "unexpected thread.get result"
-		default:
-			p.details.put(p.detailAsked, &res.Thread, p.sel)
-			p.detailErr = ""
-			p.keepDecision()
-		}
-		if p.detailLoad.dirty || p.detailAsked != p.sel {
-			return p.loadDetail()
-		}
+// --- results ---
+
+func (p *threadsPane) listResult(msg resultMsg[episodic.ListResult]) tea.Cmd {
+	latest, again := p.list.load.answer(msg.req)
+	if !latest {
 		return nil
-	case p.epLoad.req:
-		p.epLoad.busy = false
-		var res struct {
-			Episodes []*episodic.Episode      `json:"episodes"`
-			Crosses  []*episodic.CrossEpisode `json:"cross_thread_episodes"`
-		}
-		switch {
-		case msg.err != nil:
-			p.epErr = errs.As(msg.err).Message
-		case json.Unmarshal(msg.result, &res) != nil:
-			p.epErr = "unexpected episode.list result"
-		default:
-			p.epErr = ""
-			p.eps.put(p.epAsked, &threadEpisodes{episodes: res.Episodes, crosses: res.Crosses}, p.sel)
-		}
-		if p.epLoad.dirty || p.epAsked != p.sel {
-			return p.loadEpisodes()
-		}
-		return nil
-	case p.tuneLoad.req:
-		p.tuneLoad.busy = false
-		var t episodic.Tuning
-		if msg.err == nil && json.Unmarshal(msg.result, &t) == nil {
-			p.tuning = &t
-		}
-		if p.tuneLoad.dirty {
-			return p.loadTuning()
-		}
-		return nil
-	case p.markLoad.req:
-		p.markLoad.busy = false
-		var res struct {
-			Decisions []*episodic.Decision `json:"decisions"`
-		}
-		if msg.err == nil && json.Unmarshal(msg.result, &res) == nil {
-			p.marked, p.markedKnown = 0, true
-			for _, d := range res.Decisions {
-				if d != nil && d.Outcome != "" {
-					p.marked++
-				}
-			}
-			if p.marked > 0 {
-				p.tuneErr = ""
-			}
-		}
-		if p.markLoad.dirty {
-			return p.loadMarked()
-		}
-		return nil
-	case p.outcomeReq:
-		p.outcomeReq = 0
-		if msg.err != nil {
-			return nil // the root shows the error
-		}
-		var res struct {
-			Decision *episodic.Decision `json:"decision"`
-		}
-		if json.Unmarshal(msg.result, &res) != nil || res.Decision == nil {
-			return showStatus("unexpected episode.outcome result", true)
-		}
-		d := res.Decision
-		other := d.Candidate
-		if other == p.sel {
-			other = d.ThreadID
-		}
-		return showStatus(withTitle("Marked "+d.Decision+" with “%s” "+d.Outcome+" (t tunes).", p.titleOf(other)), false)
-	case p.tuneReq:
-		p.tuneReq, p.tuneBusy = 0, false
-		if msg.err != nil {
-			p.tuneErr = tuneError(msg.err)
-			return nil
-		}
-		var rec episodic.TuningRecord
-		if json.Unmarshal(msg.result, &rec) != nil {
-			p.tuneErr = "unexpected episode.tune result"
-			return nil
-		}
-		p.tuneErr = ""
-		from := plural(rec.Decisions, "marked decision", "marked decisions")
-		text := fmt.Sprintf("Link threshold %.2f → %.2f, from %s (the report is above).", rec.PreviousThreshold, rec.NewThreshold, from)
-		if rec.NewThreshold == rec.PreviousThreshold {
-			text = fmt.Sprintf("Link threshold stays %.2f, from %s (the report is above).", rec.NewThreshold, from)
-		}
-		return tea.Batch(p.refresh(&p.tuneLoad, p.loadTuning), showStatus(text, false))
-	case p.compactReq:
-		p.compactReq = 0
-		id := p.compactFor
-		if msg.err != nil {
-			return nil
-		}
-		var res struct {
-			Episodes []*episodic.Episode `json:"episodes"`
-		}
-		json.Unmarshal(msg.result, &res)
-		text := withTitle("Compacted "+plural(len(res.Episodes), "episode", "episodes")+" of “%s”; turns archived.", p.titleOf(id))
-		if len(res.Episodes) == 0 {
-			text = withTitle(nothingToCompact, p.titleOf(id))
-		}
-		if id == p.sel && p.section == secCompaction {
-			// The compaction view lists the newest episode first: the
-			// one just compacted is at the top, under the new open one.
-			p.inside, p.scroll = false, 0
-		}
-		return tea.Batch(showStatus(text, false), p.reload())
 	}
-	return nil // stale
+	if msg.err != nil {
+		p.list.err = errs.As(msg.err).Message
+	} else {
+		p.list.err = ""
+		p.list.threads = slices.DeleteFunc(msg.value.Threads, func(t *episodic.Thread) bool { return t == nil })
+	}
+	p.list.loaded = true
+	p.list.cursor.setLen(len(p.list.threads))
+	var cmds []tea.Cmd
+	if again {
+		cmds = append(cmds, p.loadList())
+	}
+	// The cursor stays on its thread as the list reorders around it (unless
+	// a new thread is to be followed); the first answer selects the most
+	// recent thread.
+	ts, l := p.list.threads, &p.list
+	switch i := slices.IndexFunc(ts, func(t *episodic.Thread) bool { return t.ID == l.want }); {
+	case i >= 0 && l.want != "":
+		l.want = ""
+		cmds = append(cmds, p.selectThread(i))
+	case l.cursor.keep(func(i int) bool { return ts[i].ID == l.sel }):
+		// The cursor stays on its thread.
+	case len(ts) > 0:
+		l.sel = ""
+		cmds = append(cmds, p.selectThread(l.cursor.Index()))
+	default:
+		l.sel = ""
+		l.cursor.reset()
+	}
+	return tea.Batch(cmds...)
+}
+
+func (p *threadsPane) detailResult(msg resultMsg[episodic.GetResult]) tea.Cmd {
+	latest, again := p.detail.load.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	switch {
+	case msg.err != nil:
+		p.detail.cache.remove(p.detail.asked)
+		p.detail.err = errs.As(msg.err).Message
+	case msg.value.Thread.Thread == nil:
+		p.detail.err = "unexpected thread.get result"
+	default:
+		v := msg.value.Thread
+		p.detail.cache.put(p.detail.asked, &v, p.list.sel)
+		p.detail.err = ""
+		p.keepDecision()
+	}
+	if again || p.detail.asked != p.list.sel {
+		return p.loadDetail()
+	}
+	return nil
+}
+
+func (p *threadsPane) episodesResult(msg resultMsg[episodic.EpisodesResult]) tea.Cmd {
+	latest, again := p.eps.load.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	if msg.err != nil {
+		p.eps.err = errs.As(msg.err).Message
+	} else {
+		v := msg.value
+		p.eps.err = ""
+		p.eps.cache.put(p.eps.asked, &v, p.list.sel)
+	}
+	if again || p.eps.asked != p.list.sel {
+		return p.loadEpisodes()
+	}
+	return nil
+}
+
+func (p *threadsPane) tuningResult(msg resultMsg[*episodic.Tuning]) tea.Cmd {
+	latest, again := p.tune.load.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	if msg.err == nil && msg.value != nil {
+		p.tune.tuning = msg.value
+	}
+	if again {
+		return p.loadTuning()
+	}
+	return nil
+}
+
+func (p *threadsPane) marksResult(msg resultMsg[episodic.DecisionsResult]) tea.Cmd {
+	latest, again := p.tune.marks.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	if msg.err == nil {
+		p.tune.marked, p.tune.markedKnown = 0, true
+		for _, d := range msg.value.Decisions {
+			if d != nil && d.Outcome != "" {
+				p.tune.marked++
+			}
+		}
+		if p.tune.marked > 0 {
+			p.tune.err = ""
+		}
+	}
+	if again {
+		return p.loadMarked()
+	}
+	return nil
+}
+
+func (p *threadsPane) outcomeResult(msg resultMsg[episodic.OutcomeResult]) tea.Cmd {
+	if latest, _ := p.outcome.answer(msg.req); !latest || msg.err != nil {
+		return nil // stale, or failed: the root shows the error
+	}
+	d := msg.value.Decision
+	if d == nil {
+		return showStatus("unexpected episode.outcome result", true)
+	}
+	other := d.Candidate
+	if other == p.list.sel {
+		other = d.ThreadID
+	}
+	return showStatus(withTitle("Marked "+d.Decision+" with “%s” "+d.Outcome+" (t tunes).", p.titleOf(other)), false)
+}
+
+func (p *threadsPane) tuneResult(msg resultMsg[episodic.TuningRecord]) tea.Cmd {
+	if latest, _ := p.tune.run.answer(msg.req); !latest {
+		return nil
+	}
+	if msg.err != nil {
+		p.tune.err = tuneError(msg.err)
+		return nil
+	}
+	rec := msg.value
+	p.tune.err = ""
+	from := plural(rec.Decisions, "marked decision", "marked decisions")
+	text := fmt.Sprintf("Link threshold %.2f → %.2f, from %s (the report is above).", rec.PreviousThreshold, rec.NewThreshold, from)
+	if rec.NewThreshold == rec.PreviousThreshold {
+		text = fmt.Sprintf("Link threshold stays %.2f, from %s (the report is above).", rec.NewThreshold, from)
+	}
+	return tea.Batch(p.refresh(&p.tune.load, p.loadTuning), showStatus(text, false))
+}
+
+func (p *threadsPane) compactResult(msg resultMsg[episodic.CompactResult]) tea.Cmd {
+	if latest, _ := p.compact.answer(msg.req); !latest || msg.err != nil {
+		return nil
+	}
+	id := p.compacting
+	n := len(msg.value.Episodes)
+	text := withTitle("Compacted "+plural(n, "episode", "episodes")+" of “%s”; turns archived.", p.titleOf(id))
+	if n == 0 {
+		text = withTitle(nothingToCompact, p.titleOf(id))
+	}
+	if id == p.list.sel && p.lower.section == secCompaction {
+		// The compaction view lists the newest episode first: the
+		// one just compacted is at the top, under the new open one.
+		p.lower.inside = false
+		p.lower.scroll.home()
+	}
+	return tea.Batch(showStatus(text, false), p.reload())
 }
 
 // statusWidth is what a status line holds on an 80-column terminal (it is
@@ -579,7 +644,7 @@ const nothingToCompact = "Nothing to compact in “%s”: no new turn."
 // that nothing is marked yet.
 func tuneError(err error) string {
 	e := errs.As(err)
-	if e.Kind == errs.Validation && strings.HasPrefix(e.Message, "no linking decision has an outcome") {
+	if e.Details["reason"] == episodic.ReasonNoOutcomes {
 		return noMarkedDecision
 	}
 	return e.Message
@@ -587,53 +652,22 @@ func tuneError(err error) string {
 
 const noMarkedDecision = "No decision is marked yet. Mark a decision first: o in the decisions view, then t."
 
-func (p *threadsPane) listResult(msg actionResultMsg) tea.Cmd {
-	p.list.busy = false
-	var res struct {
-		Threads []*episodic.Thread `json:"threads"`
-	}
-	switch {
-	case msg.err != nil:
-		p.listErr = errs.As(msg.err).Message
-	case json.Unmarshal(msg.result, &res) != nil:
-		p.listErr = "unexpected thread.list result"
-	default:
-		p.listErr = ""
-		p.threads = slices.DeleteFunc(res.Threads, func(t *episodic.Thread) bool { return t == nil })
-	}
-	p.loaded = true
-	var cmds []tea.Cmd
-	if p.list.dirty {
-		cmds = append(cmds, p.loadList())
-	}
-	// The cursor stays on its thread as the list reorders around it (unless
-	// a new thread is to be followed); the first answer selects the most
-	// recent thread.
-	if i := slices.IndexFunc(p.threads, func(t *episodic.Thread) bool { return t.ID == p.want }); i >= 0 && p.want != "" {
-		p.want = ""
-		cmds = append(cmds, p.selectThread(i))
-	} else if i := slices.IndexFunc(p.threads, func(t *episodic.Thread) bool { return t.ID == p.sel }); i >= 0 {
-		p.cursor = i
-	} else if len(p.threads) > 0 {
-		p.sel = ""
-		cmds = append(cmds, p.selectThread(min(p.cursor, len(p.threads)-1)))
-	} else {
-		p.sel, p.cursor = "", 0
-	}
-	return tea.Batch(cmds...)
-}
+// --- what is selected ---
 
 // current is the selected thread.
 func (p *threadsPane) current() *episodic.Thread {
-	if p.cursor < len(p.threads) && p.threads[p.cursor].ID == p.sel {
-		return p.threads[p.cursor]
+	if i := p.list.cursor.Index(); i < len(p.list.threads) && p.list.threads[i].ID == p.list.sel {
+		return p.list.threads[i]
 	}
 	return nil
 }
 
 // shownDetail is the selected thread's turns and decisions, once they have
 // come.
-func (p *threadsPane) shownDetail() *episodic.ThreadView { return p.details.get(p.sel) }
+func (p *threadsPane) shownDetail() *episodic.ThreadView { return p.detail.cache.get(p.list.sel) }
+
+// shownEpisodes is the selected thread's episodes, once they have come.
+func (p *threadsPane) shownEpisodes() *episodic.EpisodesResult { return p.eps.cache.get(p.list.sel) }
 
 // decisions are the selected thread's linking decisions (as the new thread
 // or as the earlier one).
@@ -647,7 +681,7 @@ func (p *threadsPane) decisions() []*episodic.Decision {
 // decIndex is the chosen decision's row (the first when none is chosen).
 func (p *threadsPane) decIndex() int {
 	ds := p.decisions()
-	if i := slices.IndexFunc(ds, func(d *episodic.Decision) bool { return d.ID == p.decID }); i >= 0 {
+	if i := slices.IndexFunc(ds, func(d *episodic.Decision) bool { return d.ID == p.lower.decID }); i >= 0 {
 		return i
 	}
 	return 0
@@ -657,15 +691,15 @@ func (p *threadsPane) decIndex() int {
 func (p *threadsPane) keepDecision() {
 	ds := p.decisions()
 	if len(ds) == 0 {
-		p.decID = ""
+		p.lower.decID = ""
 		return
 	}
-	p.decID = ds[p.decIndex()].ID
+	p.lower.decID = ds[p.decIndex()].ID
 }
 
 // titleOf is a thread's title, as the list knows it.
 func (p *threadsPane) titleOf(id string) string {
-	for _, t := range p.threads {
+	for _, t := range p.list.threads {
 		if t.ID == id {
 			return oneLine(t.Title)
 		}
@@ -673,124 +707,101 @@ func (p *threadsPane) titleOf(id string) string {
 	return shortID(id)
 }
 
-// shortID is the end of a UUIDv7 id: what tells ids made in one run apart.
-func shortID(id string) string {
-	if len(id) > 8 {
-		return "…" + id[len(id)-8:]
-	}
-	return id
-}
-
 // --- keys ---
 
 func (p *threadsPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
-	if p.asking != nil {
+	if p.ask.Active() {
 		return p.askKey(msg)
 	}
-	if p.confirm != nil {
+	if p.confirm.Active() {
 		return p.confirmKey(msg)
 	}
 	switch {
-	case len(p.threads) == 0:
+	case len(p.list.threads) == 0:
 		return nil
 	case key.Matches(msg, k.Tune):
 		return p.askTune()
 	case key.Matches(msg, k.Section):
-		if msg.String() == "right" || msg.String() == "l" {
-			p.section = (p.section + 1) % secCount
+		if key.Matches(msg, nav.Right) {
+			p.showSection((p.lower.section + 1) % secCount)
 		} else {
-			p.section = (p.section + secCount - 1) % secCount
+			p.showSection((p.lower.section + secCount - 1) % secCount)
 		}
-		p.inside, p.scroll = false, 0
 		return nil
 	case key.Matches(msg, k.Outcome):
-		return p.ask()
+		return p.askOutcome()
 	case key.Matches(msg, k.Compact):
 		return p.askCompact()
-	case key.Matches(msg, k.Enter) && !p.inside:
-		p.inside, p.scroll = true, 0
-		if p.section == secTurns {
-			// From the newest turns, as they show (clamped, so that the
-			// first ↑ scrolls).
-			p.scroll = p.maxSectionScroll()
+	case key.Matches(msg, k.Enter) && !p.lower.inside:
+		p.lower.inside = true
+		p.syncScroll()
+		p.lower.scroll.home()
+		if p.lower.section == secTurns {
+			// From the newest turns, as they show, so that the first ↑
+			// scrolls.
+			p.lower.scroll.end()
 		}
 		return nil
-	case key.Matches(msg, k.Back) && p.inside:
-		p.inside = false
+	case key.Matches(msg, k.Back) && p.lower.inside:
+		p.lower.inside = false
 		return nil
 	}
-	if p.inside {
-		p.insideKey(msg.String())
+	if p.lower.inside {
+		p.insideKey(msg)
 		return nil
 	}
 	if key.Matches(msg, k.Move, k.Page) {
-		p.want = "" // the user moves: the cursor no longer follows a new thread
+		p.list.want = "" // the user moves: the cursor no longer follows a new thread
 	}
-	switch msg.String() {
-	case "up", "k":
-		return p.selectThread(p.cursor - 1)
-	case "down", "j":
-		return p.selectThread(p.cursor + 1)
-	case "home", "g":
-		return p.selectThread(0)
-	case "end", "G":
-		return p.selectThread(len(p.threads) - 1)
-	case "pgup":
-		return p.selectThread(p.cursor - p.listRows())
-	case "pgdown":
-		return p.selectThread(p.cursor + p.listRows())
+	p.list.cursor.setHeight(p.listRows())
+	if p.list.cursor.handleKey(msg) {
+		return p.selectThread(p.list.cursor.Index())
 	}
 	return nil
 }
 
-// maxScroll scrolls as far down as there is (the view clamps it).
-const maxScroll = 1 << 30
+// showSection shows a view, from its start, outside it.
+func (p *threadsPane) showSection(s threadsSection) {
+	p.lower.section, p.lower.inside = s, false
+	p.lower.scroll.home()
+}
+
+// syncScroll gives the section's scroll its lines and height as they are
+// now (they change with the data, the size and going inside).
+func (p *threadsPane) syncScroll() {
+	rows := p.sectionRows()
+	v := &p.lower.scroll
+	v.Page = max(rows-1, 1)
+	v.setLines(p.sectionContent(p.width))
+	v.setHeight(rows)
+}
 
 // insideKey moves within the section: the chosen decision, or the lines.
-func (p *threadsPane) insideKey(k string) {
-	if p.section == secDecisions {
+func (p *threadsPane) insideKey(msg tea.KeyMsg) {
+	if p.lower.section == secDecisions {
 		ds := p.decisions()
 		if len(ds) == 0 {
 			return
 		}
-		i := p.decIndex()
-		switch k {
-		case "up", "k":
-			i--
-		case "down", "j":
-			i++
-		case "home", "g":
-			i = 0
-		case "end", "G":
-			i = len(ds) - 1
+		var c listCursor
+		c.setLen(len(ds))
+		c.setHeight(max(p.sectionRows()-3, 1))
+		c.set(p.decIndex())
+		if c.handleKey(msg) {
+			p.lower.decID = ds[c.Index()].ID
 		}
-		p.decID = ds[max(min(i, len(ds)-1), 0)].ID
 		return
 	}
-	page := max(p.sectionRows()-1, 1)
-	switch k {
-	case "up", "k":
-		p.scroll--
-	case "down", "j":
-		p.scroll++
-	case "pgup":
-		p.scroll -= page
-	case "pgdown":
-		p.scroll += page
-	case "home", "g":
-		p.scroll = 0
-	case "end", "G":
-		p.scroll = maxScroll
-	}
-	p.scroll = max(min(p.scroll, p.maxSectionScroll()), 0)
+	p.syncScroll()
+	p.lower.scroll.handleKey(msg)
 }
 
-// ask opens the outcome question for the chosen decision.
-func (p *threadsPane) ask() tea.Cmd {
+// askOutcome opens the outcome question for the chosen decision.
+func (p *threadsPane) askOutcome() tea.Cmd {
 	ds := p.decisions()
-	if p.section != secDecisions {
-		p.section, p.inside, p.scroll = secDecisions, false, 0
+	if p.lower.section != secDecisions {
+		p.showSection(secDecisions)
 	}
 	if len(ds) == 0 {
 		if p.shownDetail() == nil {
@@ -798,58 +809,49 @@ func (p *threadsPane) ask() tea.Cmd {
 		}
 		return showStatus("No linking decision about this thread to mark: decisions are made when a new thread starts.", false)
 	}
-	p.asking = ds[p.decIndex()]
+	d := ds[p.decIndex()]
+	p.ask.open(fmt.Sprintf("Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate)), d)
 	return nil
 }
 
+// askKey answers the outcome question: y correct, n incorrect, esc cancels.
 func (p *threadsPane) askKey(msg tea.KeyMsg) tea.Cmd {
-	k := p.keys
-	var outcome string
-	switch {
-	case key.Matches(msg, k.Yes):
-		outcome = episodic.OutcomeCorrect
-	case key.Matches(msg, k.No):
-		outcome = episodic.OutcomeIncorrect
-	case key.Matches(msg, k.Cancel):
-		p.asking = nil
-		return nil
-	default:
+	ans, d := p.ask.handleKey(msg)
+	outcome := map[answer]string{answerYes: episodic.OutcomeCorrect, answerNo: episodic.OutcomeIncorrect}[ans]
+	if outcome == "" || d == nil {
 		return nil
 	}
-	d := p.asking
-	p.asking = nil
-	cmd := p.run(nil, "episode.outcome", map[string]any{"decision_id": d.ID, "outcome": outcome})
-	p.outcomeReq = p.seq
-	return cmd
+	return request[episodic.OutcomeResult](&p.requests, &p.outcome, "episode.outcome", episodic.OutcomeArgs{DecisionID: d.ID, Outcome: outcome})
 }
 
 // askTune shows the tuning view and asks before tuning, unless nothing is
 // marked to tune from.
 func (p *threadsPane) askTune() tea.Cmd {
-	if p.tuneBusy {
+	if p.tune.run.busy {
 		return nil
 	}
-	p.section, p.inside, p.scroll = secTuning, false, 0
-	if p.markedKnown && p.marked == 0 {
-		p.tuneErr = noMarkedDecision
+	p.showSection(secTuning)
+	if p.tune.markedKnown && p.tune.marked == 0 {
+		p.tune.err = noMarkedDecision
 		return nil
 	}
 	q := "Tune the link threshold from the marked decisions?"
-	if p.markedKnown {
-		q = fmt.Sprintf("Tune the link threshold from %s?", plural(p.marked, "marked decision", "marked decisions"))
+	if p.tune.markedKnown {
+		q = fmt.Sprintf("Tune the link threshold from %s?", plural(p.tune.marked, "marked decision", "marked decisions"))
 	}
-	p.confirm = &threadsConfirm{action: "tune", text: q}
+	p.confirm.Yes = "tune"
+	p.confirm.open(q, tuneOrCompact{tune: true})
 	return nil
 }
 
 // askCompact shows the compaction view and asks before compacting the
 // selected thread, unless it has nothing to compact.
 func (p *threadsPane) askCompact() tea.Cmd {
-	if p.sel == "" || p.compactReq != 0 {
+	if p.list.sel == "" || p.compact.busy {
 		return nil
 	}
-	p.section, p.inside, p.scroll = secCompaction, false, 0
-	title := p.titleOf(p.sel)
+	p.showSection(secCompaction)
+	title := p.titleOf(p.list.sel)
 	q := fmt.Sprintf("Compact “%s”?", title)
 	if n, ok := p.uncompacted(); ok {
 		if n == 0 {
@@ -857,19 +859,20 @@ func (p *threadsPane) askCompact() tea.Cmd {
 		}
 		q = fmt.Sprintf("Compact %s of “%s”?", plural(n, "turn", "turns"), title)
 	}
-	p.confirm = &threadsConfirm{action: "compact", thread: p.sel, text: q}
+	p.confirm.Yes = "compact"
+	p.confirm.open(q, tuneOrCompact{thread: p.list.sel})
 	return nil
 }
 
 // uncompacted is how many of the selected thread's turns are in episodes
 // not compacted yet, once its episodes have come.
 func (p *threadsPane) uncompacted() (int, bool) {
-	eps := p.eps.get(p.sel)
+	eps := p.shownEpisodes()
 	if eps == nil {
 		return 0, false
 	}
 	n := 0
-	for _, ep := range eps.episodes {
+	for _, ep := range eps.Episodes {
 		if ep != nil && ep.Status != episodic.EpisodeCompacted {
 			n += ep.TurnCount
 		}
@@ -879,40 +882,32 @@ func (p *threadsPane) uncompacted() (int, bool) {
 
 // confirmKey answers the question before tuning or compacting.
 func (p *threadsPane) confirmKey(msg tea.KeyMsg) tea.Cmd {
-	k := p.keys
-	c := p.confirm
+	ans, c := p.confirm.handleKey(msg)
 	switch {
-	case key.Matches(msg, k.Yes):
-		p.confirm = nil
-		if c.action == "tune" {
-			return p.tune()
-		}
-		return p.compact(c.thread)
-	case key.Matches(msg, k.No, k.Cancel):
-		p.confirm = nil
+	case ans != answerYes:
+		return nil
+	case c.tune:
+		return p.runTune()
 	}
-	return nil
+	return p.runCompact(c.thread)
 }
 
-// tune runs episode.tune and shows its report.
-func (p *threadsPane) tune() tea.Cmd {
-	if p.tuneBusy {
+// runTune runs episode.tune and shows its report.
+func (p *threadsPane) runTune() tea.Cmd {
+	if p.tune.run.busy {
 		return nil
 	}
-	p.section, p.inside, p.scroll = secTuning, false, 0
-	p.tuneBusy, p.tuneErr = true, ""
-	cmd := p.run(nil, "episode.tune", struct{}{})
-	p.tuneReq = p.seq
-	return cmd
+	p.showSection(secTuning)
+	p.tune.err = ""
+	return request[episodic.TuningRecord](&p.requests, &p.tune.run, "episode.tune", conn.None{})
 }
 
-// compact runs episode.compact on a thread.
-func (p *threadsPane) compact(id string) tea.Cmd {
-	if id == "" || p.compactReq != 0 {
+// runCompact runs episode.compact on a thread.
+func (p *threadsPane) runCompact(id string) tea.Cmd {
+	if id == "" || p.compact.busy {
 		return nil
 	}
-	p.compactFor = id
-	cmd := p.run(nil, "episode.compact", map[string]any{"thread_id": id})
-	p.compactReq = p.seq
+	p.compacting = id
+	cmd := request[episodic.CompactResult](&p.requests, &p.compact, "episode.compact", episodic.CompactArgs{ThreadID: id})
 	return tea.Batch(cmd, showStatus(withTitle("Compacting “%s”…", p.titleOf(id)), false))
 }

@@ -1,12 +1,13 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/engram-console/engram/core/conn"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
@@ -20,12 +21,17 @@ import (
 
 // threadMessage routes a message through thread.message at the engine's
 // clock and returns where it went.
-func threadMessage(t *testing.T, engine *core.Engine, channel, threadID, speaker, text string) episodic.MessageResult {
+func threadMessage(t *testing.T, engine conn.Conn, channel, threadID, speaker, text string) episodic.MessageResult {
 	t.Helper()
-	args, _ := json.Marshal(map[string]string{"channel": channel, "thread_id": threadID, "speaker": speaker, "text": text})
-	var res episodic.MessageResult
-	if err := json.Unmarshal(do(t, engine, "thread.message", "", string(args)), &res); err != nil {
-		t.Fatal(err)
+	return call[episodic.MessageResult](t, engine, "thread.message", episodic.MessageRequest{Channel: channel, ThreadID: threadID, Speaker: speaker, Text: text})
+}
+
+// call runs an action that must succeed, its result decoded as an R.
+func call[R, A any](t *testing.T, engine conn.Conn, name string, args A) R {
+	t.Helper()
+	res, err := conn.Call[R](t.Context(), engine, name, args)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 	return res
 }
@@ -35,7 +41,7 @@ func threadMessage(t *testing.T, engine *core.Engine, channel, threadID, speaker
 // timeout, which starts a thread linked to the first (whose episode is
 // compacted); a request on the web at 11:00 about something else. The
 // clock ends at 11:05.
-func seedThreads(t *testing.T, engine *core.Engine, clk *clock.Fixed) (ny, thursday, paris string) {
+func seedThreads(t *testing.T, engine conn.Conn, clk *clock.Fixed) (ny, thursday, paris string) {
 	t.Helper()
 	ny = threadMessage(t, engine, "sms", "", "user", "What's the weather in New York?").ThreadID
 	clk.Advance(time.Minute)
@@ -62,7 +68,7 @@ func seedThreads(t *testing.T, engine *core.Engine, clk *clock.Fixed) (ny, thurs
 func threadsOf(m *Model) *threadsPane { return m.panes[tabThreads].(*threadsPane) }
 
 // startThreads seeds the threads and opens the Threads tab.
-func startThreads(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel) {
+func startThreads(t *testing.T) (conn.Conn, *clock.Fixed, *teatest.TestModel) {
 	t.Helper()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk)
@@ -73,39 +79,21 @@ func startThreads(t *testing.T) (*core.Engine, *clock.Fixed, *teatest.TestModel)
 }
 
 // listThreads is thread.list, as the engine answers it.
-func listThreads(t *testing.T, engine *core.Engine) []*episodic.Thread {
+func listThreads(t *testing.T, engine conn.Conn) []*episodic.Thread {
 	t.Helper()
-	var res struct {
-		Threads []*episodic.Thread `json:"threads"`
-	}
-	if err := json.Unmarshal(do(t, engine, "thread.list", "", ""), &res); err != nil {
-		t.Fatal(err)
-	}
-	return res.Threads
+	return call[episodic.ListResult](t, engine, "thread.list", conn.None{}).Threads
 }
 
 // getThread is thread.get with the archived turns.
-func getThread(t *testing.T, engine *core.Engine, id string) episodic.ThreadView {
+func getThread(t *testing.T, engine conn.Conn, id string) episodic.ThreadView {
 	t.Helper()
-	var res struct {
-		Thread episodic.ThreadView `json:"thread"`
-	}
-	if err := json.Unmarshal(do(t, engine, "thread.get", "", fmt.Sprintf(`{"thread_id": %q, "include_archived": true}`, id)), &res); err != nil {
-		t.Fatal(err)
-	}
-	return res.Thread
+	return call[episodic.GetResult](t, engine, "thread.get", episodic.GetArgs{ThreadID: id, IncludeArchived: true}).Thread
 }
 
-// decisionsOf is episode.decisions about a thread.
-func decisionsOf(t *testing.T, engine *core.Engine, id string) []*episodic.Decision {
+// decisionsOf is episode.decisions about a thread ("": every thread).
+func decisionsOf(t *testing.T, engine conn.Conn, id string) []*episodic.Decision {
 	t.Helper()
-	var res struct {
-		Decisions []*episodic.Decision `json:"decisions"`
-	}
-	if err := json.Unmarshal(do(t, engine, "episode.decisions", "", fmt.Sprintf(`{"thread_id": %q}`, id)), &res); err != nil {
-		t.Fatal(err)
-	}
-	return res.Decisions
+	return call[episodic.DecisionsResult](t, engine, "episode.decisions", episodic.DecisionsArgs{ThreadID: id}).Decisions
 }
 
 func threadIDs(ts []*episodic.Thread) string {
@@ -121,9 +109,9 @@ func threadIDs(ts []*episodic.Thread) string {
 func TestGoldenThreadsList(t *testing.T) {
 	engine, _, tm := startThreads(t)
 	m := finish(t, tm)
-	requireGolden(t, "threads_list", m)
+	requireGolden(t, m)
 	p := threadsOf(m)
-	if got, want := threadIDs(p.threads), threadIDs(listThreads(t, engine)); got != want {
+	if got, want := threadIDs(p.list.threads), threadIDs(listThreads(t, engine)); got != want {
 		t.Errorf("the list is %s, thread.list says %s", got, want)
 	}
 	view := m.View()
@@ -146,9 +134,9 @@ func TestGoldenThreadsDecisions(t *testing.T) {
 	tm.Type("y")
 	waitFor(t, tm, "✓ correct", "Marked LINK with “Weather in New York” correct")
 	m := finish(t, tm)
-	requireGolden(t, "threads_decisions", m)
+	requireGolden(t, m)
 	p := threadsOf(m)
-	ds := decisionsOf(t, engine, p.sel)
+	ds := decisionsOf(t, engine, p.list.sel)
 	if len(ds) != 2 || len(p.decisions()) != 2 {
 		t.Fatalf("%d decisions shown, episode.decisions says %d", len(p.decisions()), len(ds))
 	}
@@ -176,7 +164,7 @@ func TestGoldenThreadsCompaction(t *testing.T) {
 	tm.Type("ll")
 	waitFor(t, tm, "[compaction]", "macro", "meso", "micro", "skills")
 	m := finish(t, tm)
-	requireGolden(t, "threads_compaction", m)
+	requireGolden(t, m)
 	view := m.View()
 	for _, want := range []string{"Episode 1 · compacted 10:45 · turns #1-4", "cross-thread episode with “Weather in New York (cont.)”",
 		"preference · I prefer Celsius, by the way", "├─ macro", "└─ meso", "└─ micro · turns #1-4"} {
@@ -187,7 +175,7 @@ func TestGoldenThreadsCompaction(t *testing.T) {
 	// enter shows every line of the summaries, to scroll.
 	p := threadsOf(m)
 	press(m, "enter")
-	if !p.inside || !strings.Contains(m.View(), "[4] Weather in New York · assistant: Noted: that is 22°C.") {
+	if !p.lower.inside || !strings.Contains(m.View(), "[4] Weather in New York · assistant: Noted: that is 22°C.") {
 		t.Errorf("enter does not expand the summaries:\n%s", m.View())
 	}
 	press(m, "G")
@@ -199,7 +187,9 @@ func TestGoldenThreadsCompaction(t *testing.T) {
 
 // --- keys ---
 
-func TestThreadsTune(t *testing.T) {
+// TestThreadsTuneAsksFirstAndReports: t says to mark decisions first when
+// none is; once some are, it asks, and y tunes and shows the report.
+func TestThreadsTuneAsksFirstAndReports(t *testing.T) {
 	engine, _, tm := startThreads(t)
 	// Nothing marked: tuning says what to do first, and asks nothing.
 	tm.Type("t")
@@ -227,10 +217,7 @@ func TestThreadsTune(t *testing.T) {
 	// says what they suggest.
 	waitFor(t, tm, "Last tuning", "Link threshold stays 0.70, from 2 marked decisions")
 	m := finish(t, tm)
-	var tuning episodic.Tuning
-	if err := json.Unmarshal(do(t, engine, "episode.tuning", "", ""), &tuning); err != nil {
-		t.Fatal(err)
-	}
+	tuning := call[episodic.Tuning](t, engine, "episode.tuning", conn.None{})
 	if len(tuning.History) != 1 || tuning.Threshold != 0.70 {
 		t.Fatalf("tuning %+v, want one run, staying at 0.70", tuning)
 	}
@@ -244,7 +231,10 @@ func TestThreadsTune(t *testing.T) {
 	}
 }
 
-func TestThreadsCompact(t *testing.T) {
+// TestThreadsCompactAsksFirstAndArchivesTurns: c asks how many turns it
+// compacts, esc leaves them, y compacts and archives them; with nothing new
+// it asks nothing.
+func TestThreadsCompactAsksFirstAndArchivesTurns(t *testing.T) {
 	engine, _, tm := startThreads(t)
 	paris := listThreads(t, engine)[0]
 	tm.Type("ll") // the compaction view, which knows what is left to compact
@@ -265,7 +255,7 @@ func TestThreadsCompact(t *testing.T) {
 	m := finish(t, tm)
 	// The compaction view lists the newest episode first: the one just
 	// compacted shows at once, under the new open one.
-	threadsOf(m).section = secCompaction
+	threadsOf(m).lower.section = secCompaction
 	if view := m.View(); strings.Index(view, "Episode 2 · open") > strings.Index(view, "Episode 1 · compacted") {
 		t.Errorf("the episodes are not newest first:\n%s", view)
 	}
@@ -284,8 +274,8 @@ func TestThreadsCompact(t *testing.T) {
 	tm.Type("c")
 	waitFor(t, tm, "Nothing to compact in “Book flights to Paris for March 3”")
 	m = finish(t, tm)
-	if p := threadsOf(m); p.confirm != nil {
-		t.Errorf("asked %q with nothing to compact", p.confirm.text)
+	if p := threadsOf(m); p.confirm.Active() {
+		t.Errorf("asked %q with nothing to compact", p.confirm.Question())
 	}
 }
 
@@ -301,10 +291,10 @@ func TestThreadsOutcomeQuestionTakesTheKeys(t *testing.T) {
 	keys(tm, tea.KeyEsc)
 	waitFor(t, tm, "o mark outcome")
 	m := finish(t, tm)
-	if m.quitting && m.active != tabThreads || threadsOf(m).asking != nil {
-		t.Errorf("tab %d, asking %v: want the question closed on Threads", m.active, threadsOf(m).asking)
+	if m.quitting && m.active != tabThreads || threadsOf(m).ask.Active() {
+		t.Errorf("tab %d, asking %v: want the question closed on Threads", m.active, threadsOf(m).ask.Question())
 	}
-	for _, d := range decisionsOf(t, engine, threadsOf(m).sel) {
+	for _, d := range decisionsOf(t, engine, threadsOf(m).list.sel) {
 		if d.Outcome != "" {
 			t.Errorf("%s was marked %s", d.ID, d.Outcome)
 		}
@@ -340,7 +330,7 @@ func TestThreadsShowLiveMessages(t *testing.T) {
 	waitFor(t, tm, "3 threads", "← Book flights to Paris")
 	m := finish(t, tm)
 	p := threadsOf(m)
-	if got := p.titleOf(p.sel); got != "Weather in New York" {
+	if got := p.titleOf(p.list.sel); got != "Weather in New York" {
 		t.Errorf("the cursor moved to %q", got)
 	}
 }
@@ -360,7 +350,7 @@ func TestThreadsJudgingSpinner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { engine.Close() })
+	t.Cleanup(func() { closeEngine(t, engine) })
 	threadMessage(t, engine, "sms", "", "user", "What's the weather in New York?") // nothing to judge against
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("2")
@@ -368,8 +358,7 @@ func TestThreadsJudgingSpinner(t *testing.T) {
 	clk.Advance(time.Hour)
 	done := make(chan error, 1)
 	go func() {
-		args := `{"channel": "sms", "text": "Oh, and what is it on Thursday?"}`
-		_, err := engine.Do(t.Context(), core.Request{Action: "thread.message", Args: json.RawMessage(args)})
+		_, err := conn.Call[episodic.MessageResult](t.Context(), engine, "thread.message", episodic.MessageRequest{Channel: "sms", Text: "Oh, and what is it on Thursday?"})
 		done <- err
 	}()
 	waitFor(t, tm, "judging links with 1 thread…")
@@ -380,7 +369,7 @@ func TestThreadsJudgingSpinner(t *testing.T) {
 	tm.Type("l")
 	waitFor(t, tm, "[decisions]", "HIGH", "0.80", "related, 80% sure")
 	m := finish(t, tm)
-	if p := threadsOf(m); p.judging != 0 || strings.Contains(m.View(), "judging links") {
+	if p := threadsOf(m); p.judge.count != 0 || strings.Contains(m.View(), "judging links") {
 		t.Error("the spinner still shows after the decision")
 	}
 }
@@ -394,23 +383,24 @@ func TestThreadsReloadOncePerBurst(t *testing.T) {
 	p := newThreadsPane(engine, &styles)
 	p.SetSize(goldenWidth, 25)
 	drain(p, p.Init())
-	if len(p.threads) != 3 || p.shownDetail() == nil {
-		t.Fatalf("%d threads, detail %v after the first loads", len(p.threads), p.shownDetail())
+	if len(p.list.threads) != 3 || p.shownDetail() == nil {
+		t.Fatalf("%d threads, detail %v after the first loads", len(p.list.threads), p.shownDetail())
 	}
 	p.loadList()
-	first := p.list.req
+	first := p.list.load.req
 	for range 5 {
-		p.Update(events.Event{Name: episodic.EventTurnAdded})
+		p.Update(events.Event{Name: episodic.EventTurnAdded.Name()})
 	}
-	if p.list.req != first || !p.list.dirty {
-		t.Fatalf("req %d (first %d), dirty %v: want the first load current and a reload owed", p.list.req, first, p.list.dirty)
+	if p.list.load.req != first || !p.list.load.dirty {
+		t.Fatalf("req %d (first %d), dirty %v: want the first load current and a reload owed", p.list.load.req, first, p.list.load.dirty)
 	}
-	if cmd := p.Update(actionResultMsg{pane: threadsPaneID, req: first, action: "thread.list", result: json.RawMessage(`{"threads": []}`)}); cmd == nil || p.list.dirty {
+	none := episodic.ListResult{Threads: []*episodic.Thread{}}
+	if cmd := p.Update(resultMsg[episodic.ListResult]{pane: threadsPaneID, req: first, action: "thread.list", value: none}); cmd == nil || p.list.load.dirty {
 		t.Fatal("no single reload after the burst")
 	}
 	// Other panes' answers are no business of this one.
-	p.Update(actionResultMsg{pane: chatPaneID, req: p.list.req, action: "thread.list", result: json.RawMessage(`{"threads": []}`)})
-	if p.list.busy == false {
+	p.Update(resultMsg[episodic.ListResult]{pane: chatPaneID, req: p.list.load.req, action: "thread.list", value: none})
+	if p.list.load.busy == false {
 		t.Error("another pane's answer was applied")
 	}
 }
@@ -445,7 +435,7 @@ func TestThreadsFitEveryState(t *testing.T) {
 			}
 		}
 		for sec := range secCount {
-			p.section, p.inside = sec, false
+			p.lower.section, p.lower.inside = sec, false
 			check(threadsSectionNames[sec], "q quit")
 			press(m, "enter")
 			check(threadsSectionNames[sec]+" inside", "esc back")
@@ -454,7 +444,7 @@ func TestThreadsFitEveryState(t *testing.T) {
 			check(threadsSectionNames[sec]+" full help", "")
 			press(m, "?")
 		}
-		p.section = secDecisions
+		p.lower.section = secDecisions
 		press(m, "o")
 		check("question", "y it was correct")
 		press(m, "esc")
@@ -464,12 +454,12 @@ func TestThreadsFitEveryState(t *testing.T) {
 		press(m, "t")
 		check("tune question", "y tune")
 		press(m, "esc")
-		if p.confirm != nil {
+		if p.confirm.Active() {
 			t.Fatalf("%s: esc left the question open", name("tune question"))
 		}
-		p.judging = 1
+		p.judge.count = 1
 		check("judging", "q quit")
-		p.judging = 0
+		p.judge.count = 0
 	}
 	_ = engine
 	// The empty tab.
@@ -524,21 +514,21 @@ func TestThreadsTuneErrorClearsOnOutcome(t *testing.T) {
 	p := newThreadsPane(engine, &styles)
 	p.SetSize(80, 20)
 	drain(p, p.Init())
-	if !p.markedKnown || p.marked != 0 {
-		t.Fatalf("marked %d (known %v), want 0", p.marked, p.markedKnown)
+	if !p.tune.markedKnown || p.tune.marked != 0 {
+		t.Fatalf("marked %d (known %v), want 0", p.tune.marked, p.tune.markedKnown)
 	}
 	p.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("t")})
-	if p.confirm != nil || p.tuneErr != noMarkedDecision || !strings.Contains(p.View(), "Mark a decision first: o in the decisions view") {
-		t.Fatalf("confirm %v, error %q: want the error, no question", p.confirm, p.tuneErr)
+	if p.confirm.Active() || p.tune.err != noMarkedDecision || !strings.Contains(p.View(), "Mark a decision first: o in the decisions view") {
+		t.Fatalf("confirm %v, error %q: want the error, no question", p.confirm, p.tune.err)
 	}
 	d := decisionsOf(t, engine, "")[0]
-	do(t, engine, "episode.outcome", "", fmt.Sprintf(`{"decision_id": %q, "outcome": "correct"}`, d.ID))
-	drain(p, p.Update(events.Event{Name: episodic.EventOutcome, Data: d}))
-	if p.tuneErr != "" || strings.Contains(p.View(), "Mark a decision first") {
-		t.Errorf("the error stays after a decision was marked: %q", p.tuneErr)
+	call[episodic.OutcomeResult](t, engine, "episode.outcome", episodic.OutcomeArgs{DecisionID: d.ID, Outcome: episodic.OutcomeCorrect})
+	drain(p, p.Update(events.Event{Name: episodic.EventOutcome.Name(), Data: *d}))
+	if p.tune.err != "" || strings.Contains(p.View(), "Mark a decision first") {
+		t.Errorf("the error stays after a decision was marked: %q", p.tune.err)
 	}
 	p.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("t")})
-	if p.confirm == nil || p.confirm.text != "Tune the link threshold from 1 marked decision?" {
+	if !p.confirm.Active() || p.confirm.Question() != "Tune the link threshold from 1 marked decision?" {
 		t.Errorf("t asks %+v", p.confirm)
 	}
 }
@@ -553,13 +543,13 @@ func TestThreadsTurnsFirstUpScrolls(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	p := threadsOf(m)
 	press(m, "enter")
-	if p.scroll != p.maxSectionScroll() || p.scroll == 0 {
-		t.Fatalf("scroll %d after enter, want the last (%d)", p.scroll, p.maxSectionScroll())
+	if p.lower.scroll.Offset() != p.maxSectionScroll() || p.lower.scroll.Offset() == 0 {
+		t.Fatalf("scroll %d after enter, want the last (%d)", p.lower.scroll.Offset(), p.maxSectionScroll())
 	}
 	before := m.View()
 	press(m, "k")
-	if p.scroll != p.maxSectionScroll()-1 || m.View() == before {
-		t.Errorf("the first ↑ did not scroll (scroll %d of %d)", p.scroll, p.maxSectionScroll())
+	if p.lower.scroll.Offset() != p.maxSectionScroll()-1 || m.View() == before {
+		t.Errorf("the first ↑ did not scroll (scroll %d of %d)", p.lower.scroll.Offset(), p.maxSectionScroll())
 	}
 }
 
@@ -574,7 +564,7 @@ func TestThreadsQuietThread(t *testing.T) {
 	p.SetSize(100, 25)
 	drain(p, p.Init())
 	drain(p, p.selectThread(1))
-	if got := p.titleOf(p.sel); got != "Weather in New York (cont.)" {
+	if got := p.titleOf(p.list.sel); got != "Weather in New York (cont.)" {
 		t.Fatalf("selected %q", got)
 	}
 	if view := p.View(); !strings.Contains(view, "active · started 10:45 · last 10:46 · silence ends it after 30 min") {
@@ -611,16 +601,16 @@ func TestThreadsManualMoveStopsFollowing(t *testing.T) {
 	clk.Advance(time.Hour)
 	res := threadMessage(t, engine, "web", "", "user", "Order a birthday cake for Sam.")
 	// The event comes before the list has the thread: it is to follow...
-	p.Update(events.Event{Name: episodic.EventThreadCreated, Data: &episodic.Thread{ID: res.ThreadID}})
-	if p.want != res.ThreadID {
-		t.Fatalf("want %q, not the new thread", p.want)
+	p.Update(events.Event{Name: episodic.EventThreadCreated.Name(), Data: episodic.Thread{ID: res.ThreadID}})
+	if p.list.want != res.ThreadID {
+		t.Fatalf("want %q, not the new thread", p.list.want)
 	}
 	// ...but the user moves first.
 	p.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("j")})
-	moved := p.sel
+	moved := p.list.sel
 	drain(p, p.reload())
-	if p.want != "" || p.sel != moved || p.sel == res.ThreadID {
-		t.Errorf("the cursor went back to the new thread (want %q, selected %q)", p.want, p.titleOf(p.sel))
+	if p.list.want != "" || p.list.sel != moved || p.list.sel == res.ThreadID {
+		t.Errorf("the cursor went back to the new thread (want %q, selected %q)", p.list.want, p.titleOf(p.list.sel))
 	}
 }
 
@@ -636,17 +626,17 @@ func TestThreadsKeepFewThreads(t *testing.T) {
 	p := newThreadsPane(engine, &styles)
 	p.SetSize(100, 25)
 	drain(p, p.Init())
-	for i := range len(p.threads) {
+	for i := range len(p.list.threads) {
 		drain(p, p.selectThread(i))
-		if p.shownDetail() == nil || p.eps.get(p.sel) == nil {
+		if p.shownDetail() == nil || p.shownEpisodes() == nil {
 			t.Fatalf("thread %d: not loaded", i)
 		}
 	}
-	if p.details.len() > threadsKept+1 || p.eps.len() > threadsKept+1 {
-		t.Errorf("%d details, %d episode lists kept, want at most %d", p.details.len(), p.eps.len(), threadsKept+1)
+	if p.detail.cache.len() > threadsKept+1 || p.eps.cache.len() > threadsKept+1 {
+		t.Errorf("%d details, %d episode lists kept, want at most %d", p.detail.cache.len(), p.eps.cache.len(), threadsKept+1)
 	}
 	// The thread selected last before this one is kept; the first is not.
-	if p.details.get(p.threads[len(p.threads)-2].ID) == nil || p.details.get(p.threads[0].ID) != nil {
+	if p.detail.cache.get(p.list.threads[len(p.list.threads)-2].ID) == nil || p.detail.cache.get(p.list.threads[0].ID) != nil {
 		t.Error("the cache keeps the wrong threads")
 	}
 }
@@ -659,24 +649,24 @@ func TestThreadsJudgingCounts(t *testing.T) {
 	p := newThreadsPane(engine, &styles)
 	p.SetSize(100, 25)
 	p.shown = true
-	judging := events.Event{Name: episodic.EventJudging, Data: map[string]any{"candidates": []string{"a", "b"}}}
-	judged := events.Event{Name: episodic.EventJudged, Data: map[string]any{"candidates": 2}}
+	judging := events.Event{Name: episodic.EventJudging.Name(), Data: episodic.JudgingEvent{Candidates: []string{"a", "b"}}}
+	judged := events.Event{Name: episodic.EventJudged.Name(), Data: episodic.JudgedEvent{Candidates: 2}}
 	if p.Update(judging) == nil {
 		t.Error("the spinner did not start")
 	}
 	p.Update(judging)
-	p.Update(events.Event{Name: episodic.EventThreadCreated, Data: &episodic.Thread{ID: "x"}})
-	p.Update(events.Event{Name: episodic.EventLinkDecided})
+	p.Update(events.Event{Name: episodic.EventThreadCreated.Name(), Data: episodic.Thread{ID: "x"}})
+	p.Update(events.Event{Name: episodic.EventLinkDecided.Name()})
 	p.Update(judged)
-	if p.judging != 1 || p.judgeCount != 2 {
-		t.Errorf("judging %d with %d threads, want one judging of 2", p.judging, p.judgeCount)
+	if p.judge.count != 1 || p.judge.threads != 2 {
+		t.Errorf("judging %d with %d threads, want one judging of 2", p.judge.count, p.judge.threads)
 	}
 	p.Update(judged)
 	p.Update(judged) // never below 0
-	if p.judging != 0 || p.judgeCount != 0 {
-		t.Errorf("judging %d with %d threads after the last judged", p.judging, p.judgeCount)
+	if p.judge.count != 0 || p.judge.threads != 0 {
+		t.Errorf("judging %d with %d threads after the last judged", p.judge.count, p.judge.threads)
 	}
-	if p.Update(judging) == nil || p.judging != 1 {
+	if p.Update(judging) == nil || p.judge.count != 1 {
 		t.Error("a judging after the count went back to 0 does not start the spinner")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/engram-console/engram/core/episodic"
 )
 
@@ -19,13 +18,13 @@ func (p *threadsPane) View() string {
 	}
 	lines := []string{p.titleLine()}
 	switch {
-	case p.listErr != "" && len(p.threads) == 0:
+	case p.list.err != "" && len(p.list.threads) == 0:
 		lines = append(lines, "")
-		lines = append(lines, styleLines(p.styles.Failed, wrapText("✗ "+p.listErr, p.width-2, " "))...)
+		lines = append(lines, styleLines(p.styles.Failed, wrapText("✗ "+p.list.err, p.width-2, " "))...)
 		return fit(joinLines(lines), p.width, p.height)
-	case !p.loaded:
+	case !p.list.loaded:
 		return fit(joinLines(append(lines, "", p.styles.Muted.Render(" Loading…"))), p.width, p.height)
-	case len(p.threads) == 0:
+	case len(p.list.threads) == 0:
 		lines = append(lines, p.emptyLines()...)
 		return fit(joinLines(lines), p.width, p.height)
 	}
@@ -48,7 +47,7 @@ func (p *threadsPane) View() string {
 // listRows is how many threads show at once: a few, so that the selected
 // thread keeps most of the screen.
 func (p *threadsPane) listRows() int {
-	return max(min(len(p.threads), max(p.height/4+1, 2), 10), 1)
+	return max(min(len(p.list.threads), max(p.height/4+1, 2), 10), 1)
 }
 
 // threadsHeadRows: a gap, the rule, the facts line and the links line.
@@ -65,28 +64,28 @@ func (p *threadsPane) titleLine() string {
 	s := p.styles
 	line := " " + s.Emphasis.Render("Threads")
 	switch {
-	case p.listErr != "" && len(p.threads) == 0:
-	case !p.loaded:
+	case p.list.err != "" && len(p.list.threads) == 0:
+	case !p.list.loaded:
 		line += s.Muted.Render(" · loading…")
-	case len(p.threads) > 0:
-		line += s.Muted.Render(" · " + plural(len(p.threads), "thread", "threads"))
-		if len(p.threads) > 1 {
+	case len(p.list.threads) > 0:
+		line += s.Muted.Render(" · " + plural(len(p.list.threads), "thread", "threads"))
+		if len(p.list.threads) > 1 {
 			line += s.Muted.Render(", most recently active first")
 		}
-		if rows := p.listRows(); len(p.threads) > rows {
-			start := p.scrolled()
-			line += s.Muted.Render(fmt.Sprintf(" · %d-%d", start+1, min(start+rows, len(p.threads))))
+		if c := p.shownCursor(); len(p.list.threads) > c.Height() {
+			start, end := c.visible()
+			line += s.Muted.Render(fmt.Sprintf(" · %d-%d", start+1, end))
 		}
-		if t := p.tuning; t != nil {
+		if t := p.tune.tuning; t != nil {
 			line += s.Muted.Render(fmt.Sprintf(" · link threshold %.2f", t.Threshold))
 		}
 	}
-	if p.judging > 0 {
+	if p.judge.count > 0 {
 		what := "judging links…"
-		if p.judgeCount > 0 {
-			what = fmt.Sprintf("judging links with %s…", plural(p.judgeCount, "thread", "threads"))
+		if p.judge.threads > 0 {
+			what = fmt.Sprintf("judging links with %s…", plural(p.judge.threads, "thread", "threads"))
 		}
-		judging := p.spinner.View() + " " + s.Prompt.Render(what)
+		judging := p.judge.spinner.View() + " " + s.Prompt.Render(what)
 		if gap := p.width - lineWidth(line) - lineWidth(judging) - 1; gap >= 2 {
 			line += strings.Repeat(" ", gap) + judging
 		} else {
@@ -112,88 +111,24 @@ func implicitChannels(conj string) string {
 	return listWords(episodic.ImplicitChannels, conj)
 }
 
-// listWords joins words as a sentence does: "a, b and c".
-func listWords(words []string, conj string) string {
-	switch n := len(words); n {
-	case 0:
-		return ""
-	case 1:
-		return words[0]
-	default:
-		return strings.Join(words[:n-1], ", ") + " " + conj + " " + words[n-1]
-	}
-}
-
-// scrolled is the first thread shown: the list's offset, moved as little
-// as keeps the cursor in view (Update keeps it).
-func (p *threadsPane) scrolled() int {
-	rows := p.listRows()
-	offset := p.offset
-	if p.cursor < offset {
-		offset = p.cursor
-	}
-	if p.cursor >= offset+rows {
-		offset = p.cursor - rows + 1
-	}
-	return max(min(offset, len(p.threads)-rows), 0)
-}
-
-// tableColumn is one column of a table: its title and width (two columns of
-// it between cells), numbers aligned right.
-type tableColumn struct {
-	title string
-	width int
-	right bool
-}
-
-// tableCell fits text in c's width, cut with an ellipsis, right-aligned
-// when c is.
-func tableCell(c tableColumn, text string) string {
-	room := max(c.width-2, 1)
-	if lineWidth(text) > room {
-		text = ansi.Truncate(text, room, "…")
-	}
-	if c.right {
-		text = strings.Repeat(" ", max(room-lineWidth(text), 0)) + text
-	}
-	return fitLine(text, c.width)
-}
-
-// dropColumns removes the named columns, in order, until the flexible one
-// gets at least minFlex of w.
-func dropColumns(cols []tableColumn, flex string, w, minFlex int, order ...string) []tableColumn {
-	used := func() int {
-		n := 3 // the cursor
-		for _, c := range cols {
-			if c.title != flex {
-				n += c.width
-			}
-		}
-		return n
-	}
-	for _, drop := range order {
-		if w-used() >= minFlex {
-			break
-		}
-		cols = slices.DeleteFunc(cols, func(c tableColumn) bool { return c.title == drop })
-	}
-	for i := range cols {
-		if cols[i].title == flex {
-			cols[i].width = max(w-used(), 8)
-		}
-	}
-	return cols
+// shownCursor is the list's cursor at the height the list has now (the
+// layout may have changed since the last key).
+func (p *threadsPane) shownCursor() listCursor {
+	c := p.list.cursor
+	c.setLen(len(p.list.threads))
+	c.setHeight(p.listRows())
+	return c
 }
 
 func (p *threadsPane) lastActive(t *episodic.Thread) string {
-	return ago(p.engine.Clock().Now(), t.LastActivityAt)
+	return ago(p.conn.Now(), t.LastActivityAt)
 }
 
 // listLines are the header and the threads that fit.
 func (p *threadsPane) listLines() []string {
 	s := p.styles
 	chanW, lastW := len("channels")+2, len("last")+2
-	for _, t := range p.threads {
+	for _, t := range p.list.threads {
 		chanW = max(chanW, min(lineWidth(oneLine(strings.Join(t.Channels, ",")))+2, 22))
 		lastW = max(lastW, lineWidth(p.lastActive(t))+2)
 	}
@@ -211,11 +146,12 @@ func (p *threadsPane) listLines() []string {
 		head.WriteString(tableCell(c, c.title))
 	}
 	lines := []string{s.Muted.Render(strings.TrimRight(head.String(), " "))}
-	start := p.scrolled()
-	for i := start; i < min(start+p.listRows(), len(p.threads)); i++ {
-		t := p.threads[i]
+	c := p.shownCursor()
+	start, end := c.visible()
+	for i := start; i < end; i++ {
+		t := p.list.threads[i]
 		var b strings.Builder
-		selected := t.ID == p.sel
+		selected := t.ID == p.list.sel
 		if selected {
 			b.WriteString(" " + s.Selected.Render("▸ "))
 		} else {
@@ -275,10 +211,10 @@ func (p *threadsPane) headLines() []string {
 	if t == nil {
 		return make([]string, threadsHeadRows)
 	}
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	var tabs []string
 	for i, name := range threadsSectionNames {
-		if threadsSection(i) == p.section {
+		if threadsSection(i) == p.lower.section {
 			tabs = append(tabs, s.Selected.Render("["+name+"]"))
 		} else {
 			tabs = append(tabs, s.Muted.Render(" "+name+" "))
@@ -367,41 +303,32 @@ func (p *threadsPane) factsLine(t *episodic.Thread, now time.Time, w int) string
 
 // --- the views ---
 
-// sectionView is the selected view, in sectionRows lines.
+// sectionView is the selected view, in sectionRows lines: outside it, the
+// start of it (the newest turns for the turns), and where the lines it
+// scrolls to are, inside.
 func (p *threadsPane) sectionView() []string {
 	rows := p.sectionRows()
-	if p.section == secDecisions {
+	if p.lower.section == secDecisions {
 		return p.decisionLines(p.width, rows)
 	}
 	content := p.sectionContent(p.width)
 	if len(content) <= rows {
 		return content
 	}
-	start := 0
-	switch {
-	case p.inside:
-		start = min(p.scroll, len(content)-rows)
-	case p.section == secTurns:
-		start = len(content) - rows // the newest turns
-	}
-	start = max(start, 0)
-	out := slices.Clone(content[start : start+rows])
-	s := p.styles
-	if start > 0 && rows > 1 {
-		note := fmt.Sprintf(" ↑ %s above", plural(start+1, "line", "lines"))
-		if !p.inside {
-			note += " (enter, then ↑)"
+	v := p.lower.scroll // a copy: drawing moves nothing
+	v.setHeight(rows)
+	v.setLines(content)
+	if !p.lower.inside {
+		v.home()
+		if p.lower.section == secTurns {
+			v.end() // the newest turns
 		}
-		out[0] = s.Muted.Render(note)
+		// Outside, the notes say how to scroll.
+		above, below := v.Above, v.Below
+		v.Above = func(n int) string { return above(n) + " (enter, then ↑)" }
+		v.Below = func(n int) string { return below(n) + " (enter, then ↓)" }
 	}
-	if more := len(content) - start - rows; more > 0 && rows > 1 {
-		note := fmt.Sprintf(" ↓ %s below", plural(more+1, "line", "lines"))
-		if !p.inside {
-			note += " (enter, then ↓)"
-		}
-		out[rows-1] = s.Muted.Render(note)
-	}
-	return out
+	return v.viewLines(p.styles)
 }
 
 // maxSectionScroll is the last first line the view can start at.
@@ -413,12 +340,12 @@ func (p *threadsPane) maxSectionScroll() int {
 // or the tuning report); the view shows a window of it.
 func (p *threadsPane) sectionContent(w int) []string {
 	s := p.styles
-	switch p.section {
+	switch p.lower.section {
 	case secTurns:
 		d := p.shownDetail()
 		switch {
-		case d == nil && p.detailErr != "":
-			return styleLines(s.Failed, wrapText("✗ "+p.detailErr, w-2, " "))
+		case d == nil && p.detail.err != "":
+			return styleLines(s.Failed, wrapText("✗ "+p.detail.err, w-2, " "))
 		case d == nil:
 			return []string{s.Muted.Render(" Loading…")}
 		}
@@ -438,7 +365,7 @@ func (p *threadsPane) turnLines(d *episodic.ThreadView, w int) []string {
 	if len(d.Turns) == 0 {
 		return []string{s.Muted.Render(" No turns.")}
 	}
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	var lines []string
 	archived := 0
 	for _, u := range d.Turns {
@@ -479,15 +406,15 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 	s := p.styles
 	d := p.shownDetail()
 	switch {
-	case d == nil && p.detailErr != "":
-		return styleLines(s.Failed, wrapText("✗ "+p.detailErr, w-2, " "))
+	case d == nil && p.detail.err != "":
+		return styleLines(s.Failed, wrapText("✗ "+p.detail.err, w-2, " "))
 	case d == nil:
 		return []string{s.Muted.Render(" Loading…")}
 	}
 	ds := d.Decisions
 	threshold := ""
-	if p.tuning != nil {
-		threshold = fmt.Sprintf(" · current threshold %.2f", p.tuning.Threshold)
+	if p.tune.tuning != nil {
+		threshold = fmt.Sprintf(" · current threshold %.2f", p.tune.tuning.Threshold)
 	}
 	if len(ds) == 0 {
 		lines := []string{s.Muted.Render(" No linking decision about this thread" + threshold + ".")}
@@ -510,7 +437,7 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 	}
 	want := min(len(ds), 3)
 	withDetail := tableFor(rows-head-1-len(detail)) >= want
-	compact := !withDetail && p.inside
+	compact := !withDetail && p.lower.inside
 	var tableRows int
 	switch {
 	case withDetail:
@@ -546,7 +473,7 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 	}
 	if len(ds) > tableRows && !compact {
 		pager := fmt.Sprintf("   %d-%d of %d", start+1, min(start+tableRows, len(ds)), len(ds))
-		if !p.inside {
+		if !p.lower.inside {
 			pager += " (enter, then ↑/↓)"
 		}
 		lines = append(lines, s.Muted.Render(pager))
@@ -557,9 +484,9 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 	}
 	hint := " o marks the chosen decision correct or incorrect · t tunes the threshold"
 	switch {
-	case !p.inside && !withDetail:
+	case !p.lower.inside && !withDetail:
 		hint = " enter chooses a decision and shows its signals · o marks it · t tunes"
-	case !p.inside && len(ds) > 1:
+	case !p.lower.inside && len(ds) > 1:
 		hint = " enter chooses a decision · o marks it correct/incorrect · t tunes the threshold"
 	}
 	if len(lines)+2 <= rows {
@@ -573,7 +500,7 @@ func (p *threadsPane) decisionRow(d *episodic.Decision, cols []tableColumn, chos
 	s := p.styles
 	var b strings.Builder
 	switch {
-	case chosen && p.inside:
+	case chosen && p.lower.inside:
 		b.WriteString(" " + s.Selected.Render("▸ "))
 	case chosen:
 		b.WriteString(" " + s.Muted.Render("▸ "))
@@ -585,12 +512,12 @@ func (p *threadsPane) decisionRow(d *episodic.Decision, cols []tableColumn, chos
 		style := func(t ...string) string { return strings.Join(t, "") }
 		switch c.title {
 		case "with":
-			if d.ThreadID == p.sel {
+			if d.ThreadID == p.list.sel {
 				text = "→ " + p.titleOf(d.Candidate)
 			} else {
 				text = "← " + p.titleOf(d.ThreadID)
 			}
-			if chosen && p.inside {
+			if chosen && p.lower.inside {
 				style = s.Selected.Render
 			}
 		case "alg":
@@ -734,30 +661,9 @@ func (p *threadsPane) decisionDetail(w int) []string {
 	}
 	lines = append(lines, field("decided", decided))
 	if d.OutcomeAt != nil {
-		lines = append(lines, field("marked", d.Outcome+s.Muted.Render(" at "+minuteTime(*d.OutcomeAt, p.engine.Clock().Now()))))
+		lines = append(lines, field("marked", d.Outcome+s.Muted.Render(" at "+minuteTime(*d.OutcomeAt, p.conn.Now()))))
 	}
 	return lines
-}
-
-// minuteTime is a time to the minute, with the date when it is not today.
-func minuteTime(t, now time.Time) string {
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
-		return t.Format("15:04")
-	}
-	return t.Format("2006-01-02 15:04")
-}
-
-// gapMinutes says a gap the way a person would.
-func gapMinutes(m int) string {
-	switch {
-	case m < 1:
-		return "moments"
-	case m < 120:
-		return fmt.Sprintf("%d min", m)
-	case m < 48*60:
-		return fmt.Sprintf("%d h", m/60)
-	}
-	return fmt.Sprintf("%d days", m/(24*60))
 }
 
 // --- compaction ---
@@ -798,7 +704,7 @@ func (p *threadsPane) renderTree(nodes []treeNode, prefix string, w int) []strin
 		}
 		// The overview shows the tree's shape: two lines of each summary,
 		// all of them once enter has the view scroll.
-		if more := len(text) - threadsTreeLines; more > 0 && !p.inside {
+		if more := len(text) - threadsTreeLines; more > 0 && !p.lower.inside {
 			note := s.Muted.Render(fmt.Sprintf(" … +%s", plural(more, "line", "lines")))
 			last := truncateTo(text[threadsTreeLines-1], max(w-lineWidth(textPrefix)-lineWidth(note), 1))
 			text = append(text[:threadsTreeLines-1], last+note)
@@ -817,19 +723,19 @@ func (p *threadsPane) renderTree(nodes []treeNode, prefix string, w int) []strin
 // episode taught.
 func (p *threadsPane) compactionLines(w int) []string {
 	s := p.styles
-	eps := p.eps.get(p.sel)
+	eps := p.shownEpisodes()
 	if eps == nil {
-		if p.epErr != "" {
-			return styleLines(s.Failed, wrapText("✗ "+p.epErr, w-2, " "))
+		if p.eps.err != "" {
+			return styleLines(s.Failed, wrapText("✗ "+p.eps.err, w-2, " "))
 		}
 		return []string{s.Muted.Render(" Loading…")}
 	}
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	var lines []string
-	for _, x := range eps.crosses {
+	for _, x := range eps.CrossThreadEpisodes {
 		var others []string
 		for _, id := range x.LinkedThreads {
-			if id != p.sel {
+			if id != p.list.sel {
 				others = append(others, "“"+p.titleOf(id)+"”")
 			}
 		}
@@ -838,11 +744,11 @@ func (p *threadsPane) compactionLines(w int) []string {
 				s.Muted.Render(" · the macro summaries span them"), w))
 		}
 	}
-	if len(eps.episodes) == 0 {
+	if len(eps.Episodes) == 0 {
 		return append(lines, s.Muted.Render(" No episodes."))
 	}
-	for i, ep := range slices.Backward(eps.episodes) {
-		if i < len(eps.episodes)-1 {
+	for i, ep := range slices.Backward(eps.Episodes) {
+		if i < len(eps.Episodes)-1 {
 			lines = append(lines, "")
 		}
 		head := " " + s.Emphasis.Render(fmt.Sprintf("Episode %d", ep.Number)) + s.Muted.Render(" · ") + p.episodeStatus(ep.Status)
@@ -924,13 +830,13 @@ func episodeReason(reason string) string {
 // tuning: the threshold, accuracy and error rates before and after.
 func (p *threadsPane) tuningLines(w int) []string {
 	s := p.styles
-	t := p.tuning
+	t := p.tune.tuning
 	var lines []string
 	switch {
-	case p.tuneBusy:
+	case p.tune.run.busy:
 		lines = append(lines, s.Muted.Render(" Tuning…"))
-	case p.tuneErr != "":
-		lines = append(lines, styleLines(s.Failed, wrapText("✗ "+p.tuneErr, w-2, " "))...)
+	case p.tune.err != "":
+		lines = append(lines, styleLines(s.Failed, wrapText("✗ "+p.tune.err, w-2, " "))...)
 	}
 	if t == nil {
 		return append(lines, s.Muted.Render(" Loading…"))
@@ -948,7 +854,7 @@ func (p *threadsPane) tuningLines(w int) []string {
 			"errors, and adds guidance to the model's prompt for the mistakes it keeps making.", w-2, " "))...)
 	}
 	rec := t.History[len(t.History)-1]
-	now := p.engine.Clock().Now()
+	now := p.conn.Now()
 	lines = append(lines, "", truncateTo(" "+s.Emphasis.Render("Last tuning")+s.Muted.Render(fmt.Sprintf(" · %s · from %s · ",
 		minuteTime(rec.TunedAt, now), plural(rec.Decisions, "marked decision", "marked decisions")))+oneLine(rec.Reason), w))
 	pct := func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
@@ -989,25 +895,11 @@ func (p *threadsPane) tuningLines(w int) []string {
 	return lines
 }
 
-// --- the questions ---
-
-// askLines are the question asked, if any: the outcome of a decision, or
-// whether to tune or compact.
+// askLines are the question asked, if any, under a rule: the outcome of
+// a decision, or whether to tune or compact.
 func (p *threadsPane) askLines() []string {
-	s := p.styles
-	var q, keys string
-	switch {
-	case p.asking != nil:
-		d := p.asking
-		q = fmt.Sprintf(" Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate))
-		keys = "  y correct · n incorrect · esc cancel"
-	case p.confirm != nil:
-		q, keys = " "+p.confirm.text, "  y "+p.confirm.action+" · n/esc cancel"
-	default:
-		return nil
+	if p.ask.Active() {
+		return p.ask.ViewRuled(p.styles, p.width)
 	}
-	return []string{
-		s.Rule.Render(strings.Repeat("─", p.width)),
-		truncateTo(s.Prompt.Render(q)+s.Muted.Render(keys), p.width),
-	}
+	return p.confirm.ViewRuled(p.styles, p.width)
 }

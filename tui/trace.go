@@ -1,17 +1,16 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/engram-console/engram/core/conn"
+
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
@@ -31,6 +30,8 @@ type traceKeys struct {
 	Filter key.Binding
 	Clear  key.Binding
 	Apply  key.Binding
+	// Scroll, Page and Ends are the navigation keys the list scrolls with
+	// (nav), named for the footer.
 	Scroll key.Binding
 	Page   key.Binding
 	Ends   key.Binding
@@ -38,14 +39,14 @@ type traceKeys struct {
 
 // tracePane lists trace entries live, optionally for one turn.
 type tracePane struct {
-	engine *core.Engine
+	requests
 	styles *Styles
 	keys   traceKeys
 
 	entries []trace.Entry
 	turn    string          // the filter: "" shows every turn
 	turns   map[string]bool // every turn id seen, to complete a partial one
-	req     int             // the number of the latest load
+	lists   loader          // trace.list, for the current filter
 	loaded  bool
 	loadErr string
 	// ambiguous is how many known turns the typed filter is part of, when
@@ -54,7 +55,7 @@ type tracePane struct {
 
 	editing bool
 	input   textinput.Model
-	view    viewport.Model
+	view    scrollView
 	width   int
 	height  int
 	// the widths of the turn and kind columns: as wide as what they show,
@@ -62,24 +63,25 @@ type tracePane struct {
 	turnW, kindW int
 }
 
-func newTracePane(engine *core.Engine, styles *Styles) *tracePane {
+func newTracePane(engine conn.Conn, styles *Styles) *tracePane {
 	in := textinput.New()
 	in.Prompt = "turn: "
 	in.Placeholder = "a turn id, or its end as shown (enter applies, esc cancels)"
 	in.CharLimit = 200
+	none := func(int) string { return "" } // a log: no notes over its lines
 	return &tracePane{
-		engine: engine,
-		styles: styles,
-		input:  in,
-		view:   viewport.New(0, 0),
-		turns:  map[string]bool{},
+		requests: requests{conn: engine, pane: tracePaneID},
+		styles:   styles,
+		input:    in,
+		view:     scrollView{Above: none, Below: none, Follow: true},
+		turns:    map[string]bool{},
 		keys: traceKeys{
 			Filter: key.NewBinding(key.WithKeys("f", "/"), key.WithHelp("f", "filter by turn")),
 			Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 			Apply:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
-			Scroll: key.NewBinding(key.WithKeys("up", "down", "k", "j"), key.WithHelp("↑/↓", "scroll")),
-			Page:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
-			Ends:   key.NewBinding(key.WithKeys("home", "end", "g", "G"), key.WithHelp("g/G", "first/last")),
+			Scroll: withHelp(nav.Move, "↑/↓", "scroll"),
+			Page:   nav.Pages,
+			Ends:   nav.Ends,
 		},
 	}
 }
@@ -90,9 +92,7 @@ func (p *tracePane) Init() tea.Cmd { return p.load() }
 
 // load asks the engine for the entries of the current filter.
 func (p *tracePane) load() tea.Cmd {
-	args, _ := json.Marshal(map[string]any{"turn": p.turn, "limit": traceKeep})
-	p.req++
-	return runAction(p.engine, tracePaneID, p.req, "trace.list", args)
+	return request[trace.ListResult](&p.requests, &p.lists, "trace.list", trace.ListArgs{Turn: p.turn, Limit: traceKeep})
 }
 
 func (p *tracePane) Focus() tea.Cmd { return nil }
@@ -117,39 +117,28 @@ func (p *tracePane) Keys() []key.Binding {
 
 func (p *tracePane) SetSize(w, h int) {
 	p.width, p.height = w, h
-	p.view.Width = w
-	p.view.Height = max(h-2, 1)
+	p.view.setHeight(max(h-2, 1))
 	p.input.Width = max(w-len(p.input.Prompt)-2, 1)
 	p.refresh()
 }
 
 func (p *tracePane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case actionResultMsg:
+	case resultMsg[trace.ListResult]:
 		// A load for an earlier filter may answer after the filter changed:
 		// its entries belong to another turn.
-		if msg.pane != tracePaneID || msg.req != p.req {
+		if latest, _ := p.lists.answer(msg.req); !latest {
 			return nil
 		}
 		p.loaded = true
-		var res struct {
-			Entries []trace.Entry `json:"entries"`
-		}
-		switch {
-		case msg.err != nil:
+		p.loadErr = ""
+		if msg.err != nil {
 			p.loadErr = msg.err.Error()
-		case json.Unmarshal(msg.result, &res) != nil:
-			p.loadErr = "unexpected trace.list result"
-		default:
-			p.loadErr = ""
 		}
-		p.merge(res.Entries...)
+		p.merge(msg.value.Entries...)
 		return nil
 	case events.Event:
-		if msg.Name != kit.EventTraceRecorded {
-			return nil
-		}
-		if e, ok := msg.Data.(trace.Entry); ok && (p.turn == "" || e.TurnID == p.turn) {
+		if e, ok := kit.EventTraceRecorded.Of(msg); ok && (p.turn == "" || e.TurnID == p.turn) {
 			p.merge(e)
 		}
 		return nil
@@ -190,16 +179,9 @@ func (p *tracePane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		p.input.SetValue("")
 		p.ambiguous = 0
 		return p.setFilter("")
-	case msg.String() == "g" || msg.String() == "home":
-		p.view.GotoTop()
-		return nil
-	case msg.String() == "G" || msg.String() == "end":
-		p.view.GotoBottom()
-		return nil
 	}
-	var cmd tea.Cmd
-	p.view, cmd = p.view.Update(msg)
-	return cmd
+	p.view.handleKey(msg)
+	return nil
 }
 
 // resolve completes part of a turn id (the column shows only the end of a
@@ -260,25 +242,19 @@ func (p *tracePane) merge(entries ...trace.Entry) {
 	p.refresh()
 }
 
-// refresh re-renders the list into the viewport.
+// refresh re-renders the list into its scrollable section, which keeps
+// the newest in view if it showed.
 func (p *tracePane) refresh() {
-	follow := p.view.AtBottom()
 	p.turnW, p.kindW = len("turn"), len("kind")
 	for _, e := range p.entries {
 		p.turnW = max(p.turnW, ansi.StringWidth(shortenLeft(e.TurnID, maxTurnColumn)))
-		p.kindW = max(p.kindW, ansi.StringWidth(shorten(e.Kind, maxKindColumn)))
+		p.kindW = max(p.kindW, ansi.StringWidth(truncateTo(e.Kind, maxKindColumn)))
 	}
-	var b strings.Builder
+	lines := make([]string, len(p.entries))
 	for i, e := range p.entries {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(p.renderEntry(e))
+		lines[i] = p.renderEntry(e)
 	}
-	p.view.SetContent(b.String())
-	if follow {
-		p.view.GotoBottom()
-	}
+	p.view.setLines(lines)
 }
 
 func (p *tracePane) renderEntry(e trace.Entry) string {
@@ -290,7 +266,7 @@ func (p *tracePane) renderEntry(e trace.Entry) string {
 		p.styles.Muted.Render(fmt.Sprintf("%5d", e.Seq)),
 		p.styles.Muted.Render(e.At.Format("15:04:05.000")),
 		fitLine(shortenLeft(turn, maxTurnColumn), p.turnW),
-		p.styles.Emphasis.Render(fitLine(shorten(e.Kind, maxKindColumn), p.kindW)),
+		p.styles.Emphasis.Render(fitLine(truncateTo(e.Kind, maxKindColumn), p.kindW)),
 		oneLine(e.Message))
 	if p.width > 0 && ansi.StringWidth(line) > p.width {
 		line = ansi.Truncate(line, p.width, "…")
@@ -311,7 +287,7 @@ func (p *tracePane) View() string {
 			p.styles.Muted.Render("· "+plural(len(p.entries), "entry", "entries")+", all turns"))
 	}
 	header := p.styles.Muted.Render(fmt.Sprintf("%5s %-12s %-*s %-*s %s", "#", "time", p.turnW, "turn", p.kindW, "kind", "message"))
-	body := p.view.View()
+	body := p.view.View(p.styles)
 	switch {
 	case p.loadErr != "":
 		body = p.styles.Failed.Render(" Could not read the trace: " + p.loadErr)
@@ -325,23 +301,4 @@ func (p *tracePane) View() string {
 		body = p.styles.Muted.Render(" No trace entries yet. Turns and the changes they make appear here as they happen;\n try :turn.start {\"input\": \"hello\"}")
 	}
 	return fit(joinLines([]string{top, header, body}), p.width, p.height)
-}
-
-// shorten cuts s to n columns with an ellipsis.
-func shorten(s string, n int) string {
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
-// shortenLeft keeps the end of s within n columns: turn ids are UUIDv7,
-// whose beginning is a timestamp shared by turns started together, so their
-// end is what tells them apart.
-func shortenLeft(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return "…" + strings.TrimLeft(string(r[len(r)-n+1:]), "-")
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/engram-console/engram/core/conn"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -33,7 +35,7 @@ import (
 // read as the screen does; the exact size of every frame is checked apart.
 // `go test ./tui -update` rewrites them (teatest's golden package owns the
 // -update flag; these tests read it rather than define a second one).
-var goldenDir = filepath.Join("..", "testdata", "tui")
+var goldenDir = "testdata"
 
 const (
 	goldenWidth  = 100
@@ -54,20 +56,28 @@ func TestMain(m *testing.M) {
 
 // newEngine opens an in-memory engine on a fixed clock and id seed, so that
 // ids and times repeat from run to run.
-func newEngine(t *testing.T) (*core.Engine, *clock.Fixed) {
+func newEngine(t *testing.T) (conn.Conn, *clock.Fixed) {
 	t.Helper()
 	clk := clock.NewFixed(goldenTime)
 	engine, err := core.Open(core.Options{InMemory: true, Clock: clk, IDSeed: "golden"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { engine.Close() })
+	t.Cleanup(func() { closeEngine(t, engine) })
 	return engine, clk
+}
+
+// closeEngine closes an engine at the end of a test; a failure to close
+// (a flush that did not happen) fails the test.
+func closeEngine(t *testing.T, engine *core.Engine) {
+	if err := engine.Close(); err != nil {
+		t.Errorf("closing the engine: %v", err)
+	}
 }
 
 // do runs an action through the engine (not the console) and fails the test
 // if it fails.
-func do(t *testing.T, engine *core.Engine, name, turn, args string) json.RawMessage {
+func do(t *testing.T, engine conn.Conn, name, turn, args string) json.RawMessage {
 	t.Helper()
 	var raw json.RawMessage
 	if args != "" {
@@ -81,7 +91,7 @@ func do(t *testing.T, engine *core.Engine, name, turn, args string) json.RawMess
 }
 
 // turn records a whole turn: start, then end a moment later.
-func turn(t *testing.T, engine *core.Engine, clk *clock.Fixed, id, input string) {
+func turn(t *testing.T, engine conn.Conn, clk *clock.Fixed, id, input string) {
 	t.Helper()
 	do(t, engine, "turn.start", id, fmt.Sprintf(`{"input": %q}`, input))
 	clk.Advance(1250 * time.Millisecond)
@@ -92,7 +102,7 @@ func turn(t *testing.T, engine *core.Engine, clk *clock.Fixed, id, input string)
 // start runs the console over engine in a teatest program of the given size.
 // The status line's fade is an hour away, so that frames do not depend on
 // how fast the test runs.
-func start(t *testing.T, engine *core.Engine, width, height int) *teatest.TestModel {
+func start(t *testing.T, engine conn.Conn, width, height int) *teatest.TestModel {
 	t.Helper()
 	tm := teatest.NewTestModel(t, New(engine, Options{StatusFade: time.Hour}),
 		teatest.WithInitialTermSize(width, height))
@@ -192,10 +202,11 @@ func screenText(view string) string {
 }
 
 // requireGolden checks a full frame: its size, then its text against
-// testdata/tui/<name>.golden.
-func requireGolden(t *testing.T, name string, m *Model) {
+// testdata/<the test's name>.golden (a subtest's "/" becomes "_").
+func requireGolden(t *testing.T, m *Model) {
 	t.Helper()
 	view := m.View()
+	name := strings.ReplaceAll(t.Name(), "/", "_")
 	checkScreen(t, name, view, goldenWidth, goldenHeight)
 	got := screenText(view)
 	path := filepath.Join(goldenDir, name+".golden")
@@ -252,7 +263,7 @@ func TestGoldenTabs(t *testing.T) {
 			tm := start(t, engine, goldenWidth, goldenHeight)
 			tm.Type(tc.key)
 			waitFor(t, tm, tc.tab, tc.shows)
-			requireGolden(t, tc.name, finish(t, tm))
+			requireGolden(t, finish(t, tm))
 		})
 	}
 }
@@ -267,7 +278,7 @@ func TestGoldenTrace(t *testing.T) {
 	tm.Type("6")
 	waitFor(t, tm, "[6 Trace]", allTurnsLine(t, engine), "turn-3")
 	m := finish(t, tm)
-	requireGolden(t, "trace", m)
+	requireGolden(t, m)
 	if got, want := len(m.panes[tabTrace].(*tracePane).entries), traceCount(t, engine, ""); got != want {
 		t.Errorf("the trace pane holds %d entries, want %d", got, want)
 	}
@@ -281,7 +292,7 @@ func TestGoldenPaletteEngineInfo(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "✓ engine.info ok", `"version"`)
 	m := finish(t, tm)
-	requireGolden(t, "palette_engine_info", m)
+	requireGolden(t, m)
 	if !m.paletteOpen {
 		t.Error("the palette closed")
 	}
@@ -295,7 +306,7 @@ func TestGoldenPaletteError(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "✗ no.such.action failed", "UnknownAction:")
 	m := finish(t, tm)
-	requireGolden(t, "palette_error", m)
+	requireGolden(t, m)
 	if !m.status.isError || m.status.faded {
 		t.Errorf("status = %+v, want a bright error", m.status)
 	}
@@ -420,21 +431,22 @@ func TestHelpToggle(t *testing.T) {
 // --- trace ---
 
 // traceCount is how many trace entries the engine holds (of one turn, or all).
-func traceCount(t *testing.T, engine *core.Engine, turn string) int {
+func traceCount(t *testing.T, engine conn.Conn, turn string) int {
 	t.Helper()
-	args, _ := json.Marshal(map[string]any{"turn": turn, "limit": 100000})
-	var res struct{ Count int }
-	json.Unmarshal(do(t, engine, "trace.list", "", string(args)), &res)
+	res, err := conn.Call[trace.ListResult](context.Background(), engine, "trace.list", trace.ListArgs{Turn: turn, Limit: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return res.Count
 }
 
 // allTurnsLine is the trace pane's title for the engine's whole trace.
-func allTurnsLine(t *testing.T, engine *core.Engine) string {
+func allTurnsLine(t *testing.T, engine conn.Conn) string {
 	return plural(traceCount(t, engine, ""), "entry", "entries") + ", all turns"
 }
 
 // turnLine is the trace pane's title for one turn's entries.
-func turnLine(t *testing.T, engine *core.Engine, turn string) string {
+func turnLine(t *testing.T, engine conn.Conn, turn string) string {
 	return plural(traceCount(t, engine, turn), "entry", "entries") + " of turn " + turn
 }
 
@@ -567,19 +579,19 @@ func TestTraceIgnoresStaleLoad(t *testing.T) {
 	p.SetSize(goldenWidth, 20)
 	p.Init()              // load 1: every turn
 	p.setFilter("turn-a") // load 2: turn-a only
-	all, _ := json.Marshal(map[string]any{"entries": []trace.Entry{
+	all := trace.ListResult{Entries: []trace.Entry{
 		{Seq: 1, TurnID: "turn-b", Kind: "turn.start", At: goldenTime},
-	}})
-	p.Update(actionResultMsg{pane: tracePaneID, req: 1, action: "trace.list", result: all})
+	}}
+	p.Update(resultMsg[trace.ListResult]{pane: tracePaneID, req: 1, action: "trace.list", value: all})
 	if len(p.entries) != 0 || p.loaded {
 		t.Errorf("a stale load was applied: %+v", p.entries)
 	}
-	p.Update(actionResultMsg{pane: tracePaneID, req: 2, action: "trace.list", result: json.RawMessage(`{"entries": []}`)})
+	p.Update(resultMsg[trace.ListResult]{pane: tracePaneID, req: 2, action: "trace.list", value: trace.ListResult{Entries: []trace.Entry{}}})
 	if !p.loaded {
 		t.Error("the current load was not applied")
 	}
 	// A live entry of another turn stays out too.
-	p.Update(events.Event{Name: kit.EventTraceRecorded, Data: trace.Entry{Seq: 2, TurnID: "turn-b", Kind: "turn.end"}})
+	p.Update(events.Event{Name: kit.EventTraceRecorded.Name(), Data: trace.Entry{Seq: 2, TurnID: "turn-b", Kind: "turn.end"}})
 	if len(p.entries) != 0 {
 		t.Errorf("another turn's live entry was shown: %+v", p.entries)
 	}
@@ -641,7 +653,11 @@ func TestPaletteHistory(t *testing.T) {
 	// (Each wait follows a change of the screen: a key undone within one
 	// frame renders nothing to wait for.)
 	keys(tm, tea.KeyCtrlU)
-	waitFor(t, tm, fmt.Sprintf("%d matches", len(engine.Actions())))
+	all, err := conn.Call[conn.ListActionsResult](context.Background(), engine, "actions.list", conn.ListActionsArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tm, fmt.Sprintf("%d matches", len(all.Actions)))
 	keys(tm, tea.KeyUp)
 	waitFor(t, tm, `: trace.list {"limit": 5}`)
 	keys(tm, tea.KeyUp, tea.KeyUp) // the oldest stays
@@ -785,7 +801,7 @@ func TestUpdateNeverBlocks(t *testing.T) {
 	select {
 	case msg := <-next:
 		ev, ok := msg.(eventMsg)
-		if !ok || ev.Name != kit.EventTraceRecorded {
+		if !ok || ev.Name != kit.EventTraceRecorded.Name() {
 			t.Errorf("the subscription delivered %#v, want a trace.recorded event", msg)
 		}
 	case <-time.After(waitLimit):
@@ -845,7 +861,7 @@ func TestPaletteShowsSpinnerWhileAModelAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { engine.Close() })
+	t.Cleanup(func() { closeEngine(t, engine) })
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "llm scripted · tiny") // the header names provider and model
 	tm.Type(`:llm.complete {"prompt": "hi"}`)
@@ -895,7 +911,7 @@ func TestClosingThePaletteCancelsItsAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { engine.Close() })
+	t.Cleanup(func() { closeEngine(t, engine) })
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(`:llm.complete {"prompt": "take your time"}`)
 	keys(tm, tea.KeyEnter)

@@ -172,9 +172,13 @@ func (a *Action) Invoke(ctx context.Context, call Call, raw json.RawMessage) (js
 // Skeleton is a JSON object with every argument field (or, with
 // requiredOnly, every required one) set to a placeholder of its type: a
 // starting point for typing args by hand.
-func (a *Action) Skeleton(requiredOnly bool) string {
+func (a *Action) Skeleton(requiredOnly bool) string { return SkeletonOf(a.Fields, requiredOnly) }
+
+// SkeletonOf is Skeleton for an action known only by its fields, as
+// actions.list describes it (a console over a connection has no *Action).
+func SkeletonOf(fields []Field, requiredOnly bool) string {
 	var parts []string
-	for _, f := range a.Fields {
+	for _, f := range fields {
 		if f.Required || !requiredOnly {
 			parts = append(parts, fmt.Sprintf("%q: %s", f.Name, placeholder(f.Type)))
 		}

@@ -24,25 +24,26 @@ type Common struct {
 }
 
 type testArgs struct {
-	Limit    int               `json:"limit,omitempty" help:"at most this many"`
-	Query    string            `json:"query" arg:"required" help:"what to look for"`
-	Tags     []string          `json:"tags,omitempty"`
-	Due      time.Time         `json:"due,omitempty"`
-	DueP     *time.Time        `json:"due_ptr,omitempty"`
-	Ratio    float64           `json:"ratio,omitempty"`
-	On       bool              `json:"on,omitempty"`
-	Item     *inner            `json:"item,omitempty"`
-	Items    []inner           `json:"items,omitempty"`
-	Updates  map[string]inner  `json:"updates,omitempty"`
-	Extra    map[string]any    `json:"extra,omitempty"`
-	Raw      json.RawMessage   `json:"raw,omitempty"`
-	Any      any               `json:"any,omitempty"`
-	Bytes    []byte            `json:"bytes,omitempty"`
-	Matrix   [][]int           `json:"matrix,omitempty"`
-	Meta     map[string]string `json:"meta,omitempty"`
-	NoTag    string
-	Skipped  string `json:"-"`
-	internal string //nolint:unused
+	Limit   int               `json:"limit,omitempty" help:"at most this many"`
+	Query   string            `json:"query" arg:"required" help:"what to look for"`
+	Tags    []string          `json:"tags,omitempty"`
+	Due     time.Time         `json:"due,omitempty"`
+	DueP    *time.Time        `json:"due_ptr,omitempty"`
+	Ratio   float64           `json:"ratio,omitempty"`
+	On      bool              `json:"on,omitempty"`
+	Item    *inner            `json:"item,omitempty"`
+	Items   []inner           `json:"items,omitempty"`
+	Updates map[string]inner  `json:"updates,omitempty"`
+	Extra   map[string]any    `json:"extra,omitempty"`
+	Raw     json.RawMessage   `json:"raw,omitempty"`
+	Any     any               `json:"any,omitempty"`
+	Bytes   []byte            `json:"bytes,omitempty"`
+	Matrix  [][]int           `json:"matrix,omitempty"`
+	Meta    map[string]string `json:"meta,omitempty"`
+	NoTag   string
+	Skipped string `json:"-"`
+	//lint:ignore U1000 never set: it is here to show that unexported fields are skipped
+	internal string
 	Common
 }
 
@@ -100,7 +101,13 @@ func decodeEcho(t *testing.T, out json.RawMessage) echo {
 }
 
 // wantErr checks err's kind and that its message contains every fragment.
-func wantErr(t *testing.T, err error, kind errs.Kind, fragments ...string) *errs.Error {
+func wantErr(t *testing.T, err error, kind errs.Kind, fragments ...string) {
+	t.Helper()
+	_ = wantErrAs(t, err, kind, fragments...) // it fails t itself; the error is for a closer look
+}
+
+// wantErrAs is wantErr that also returns the *errs.Error, for a closer look.
+func wantErrAs(t *testing.T, err error, kind errs.Kind, fragments ...string) *errs.Error {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error; want %s containing %q", kind, fragments)
@@ -159,13 +166,13 @@ func TestEmptyArgs(t *testing.T) {
 func TestUnknownField(t *testing.T) {
 	r := newRegistry(t)
 	_, err := invoke(t, r, "test.echo", `{"query": "q", "limmit": 5}`)
-	e := wantErr(t, err, errs.Validation, `unknown field "limmit"`, `did you mean "limit"?`, "the fields are limit, query")
+	e := wantErrAs(t, err, errs.Validation, `unknown field "limmit"`, `did you mean "limit"?`, "the fields are limit, query")
 	if e.Details["field"] != "limmit" {
 		t.Fatalf("details %v", e.Details)
 	}
 	// Far from everything: no suggestion.
 	_, err = invoke(t, r, "test.echo", `{"query": "q", "zzzzzzzzzzzz": 5}`)
-	e = wantErr(t, err, errs.Validation, `unknown field "zzzzzzzzzzzz"`)
+	e = wantErrAs(t, err, errs.Validation, `unknown field "zzzzzzzzzzzz"`)
 	if strings.Contains(e.Message, "did you mean") {
 		t.Fatalf("suggested something for a far-off name: %q", e.Message)
 	}
@@ -196,7 +203,7 @@ func TestCaseMismatch(t *testing.T) {
 	wantErr(t, err, errs.Validation, `unknown field "QUERY"`, `did you mean "query"?`)
 	// Nested objects are as strict as the top level.
 	_, err = invoke(t, r, "test.echo", `{"query": "q", "item": {"TAG": "x", "need": "y"}}`)
-	e := wantErr(t, err, errs.Validation, `args.item: unknown field "TAG"`, `did you mean "tag"?`, "the fields are tag, n, need")
+	e := wantErrAs(t, err, errs.Validation, `args.item: unknown field "TAG"`, `did you mean "tag"?`, "the fields are tag, n, need")
 	if e.Details["field"] != "item.TAG" {
 		t.Fatalf("details %v", e.Details)
 	}
@@ -240,7 +247,7 @@ func TestWrongType(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := invoke(t, r, "test.echo", c.args)
-		e := wantErr(t, err, errs.Validation, c.msg)
+		e := wantErrAs(t, err, errs.Validation, c.msg)
 		if e.Details["field"] != c.field {
 			t.Errorf("%s: field detail %v, want %q", c.args, e.Details["field"], c.field)
 		}
@@ -251,7 +258,7 @@ func TestRequired(t *testing.T) {
 	r := newRegistry(t)
 	for _, args := range []string{`{}`, `{"limit": 1}`, `{"query": null}`, `{"query": "q", "query": null}`} {
 		_, err := invoke(t, r, "test.echo", args)
-		e := wantErr(t, err, errs.Validation, "args.query is required (string): what to look for")
+		e := wantErrAs(t, err, errs.Validation, "args.query is required (string): what to look for")
 		if e.Details["field"] != "query" {
 			t.Errorf("%s: details %v", args, e.Details)
 		}
@@ -302,7 +309,7 @@ func TestLookup(t *testing.T) {
 		t.Fatalf("Lookup(engine.info) = %v, %v", a, err)
 	}
 	_, err := r.Lookup("engine.inf")
-	e := wantErr(t, err, errs.UnknownAction, `"engine.inf"`, `did you mean "engine.info"?`)
+	e := wantErrAs(t, err, errs.UnknownAction, `"engine.inf"`, `did you mean "engine.info"?`)
 	if e.Details["nearest"] != "engine.info" {
 		t.Fatalf("details %v", e.Details)
 	}
@@ -311,13 +318,13 @@ func TestLookup(t *testing.T) {
 	wantErr(t, err, errs.UnknownAction, `did you mean "engine.info"?`)
 	// Nothing close at all.
 	_, err = r.Lookup("zzzzzzzzzzzzzzzzzzzz.qqqqqqqqqqqqq")
-	e = wantErr(t, err, errs.UnknownAction, "zzzzzzzzzzzzzzzzzzzz.qqqqqqqqqqqqq", "actions.list")
+	e = wantErrAs(t, err, errs.UnknownAction, "zzzzzzzzzzzzzzzzzzzz.qqqqqqqqqqqqq", "actions.list")
 	if strings.Contains(e.Message, "did you mean") {
 		t.Fatalf("suggested a far-off action: %q", e.Message)
 	}
 	// An empty registry suggests nothing.
 	_, err = NewRegistry().Lookup("engine.info")
-	e = wantErr(t, err, errs.UnknownAction, "engine.info")
+	e = wantErrAs(t, err, errs.UnknownAction, "engine.info")
 	if strings.Contains(e.Message, "did you mean") {
 		t.Fatalf("empty registry suggested: %q", e.Message)
 	}
@@ -327,7 +334,7 @@ func TestRemovedNamespace(t *testing.T) {
 	r := newRegistry(t)
 	r.Removed("plan", "the planner is not in this build (built with -tags noplanning)")
 	_, err := r.Lookup("plan.create")
-	e := wantErr(t, err, errs.UnknownAction, `"plan.create"`, "-tags noplanning")
+	e := wantErrAs(t, err, errs.UnknownAction, `"plan.create"`, "-tags noplanning")
 	if strings.Contains(e.Message, "did you mean") {
 		t.Fatalf("removed namespace guessed a neighbour: %q", e.Message)
 	}

@@ -37,7 +37,11 @@ func openEngine(t testing.TB, subsystems []core.Subsystem) *core.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return e
 }
 
@@ -229,7 +233,9 @@ func info(t *testing.T, engine *core.Engine) json.RawMessage {
 		t.Fatal(err)
 	}
 	var v struct{ Counts json.RawMessage }
-	json.Unmarshal(res, &v)
+	if err := json.Unmarshal(res, &v); err != nil {
+		t.Fatal(err)
+	}
 	return v.Counts
 }
 
@@ -305,7 +311,9 @@ func TestReproducibleByteForByte(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, outputs[i] = run(t, e, script, false, batch.Options{Events: true})
-		e.Close()
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if outputs[0] != outputs[1] {
 		t.Errorf("two runs differ:\n%s\n%s", outputs[0], outputs[1])
@@ -493,7 +501,7 @@ func TestSmokeScripts(t *testing.T) {
 		}
 		var out bytes.Buffer
 		summary, err := batch.NewRunner(newFullEngine(t), &out, batch.Options{}).Run(context.Background(), f, batch.IsYAML(path))
-		f.Close()
+		_ = f.Close() // read-only: nothing to lose
 		if err != nil || !summary.OK() || summary.Steps != 5 {
 			t.Fatalf("%s: %v %+v\n%s", path, err, summary, out.String())
 		}
@@ -505,7 +513,9 @@ func TestSmokeScripts(t *testing.T) {
 		var rs []result
 		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 			var r result
-			json.Unmarshal([]byte(line), &r)
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("%s: result line %s: %v", path, line, err)
+			}
 			r.Line = 0
 			rs = append(rs, r)
 		}

@@ -1,5 +1,5 @@
 // Package batch is engram's headless face: it reads a script of steps (JSON
-// Lines or YAML, see BATCH.md), runs each through the engine in order, and
+// Lines or YAML, see docs/batch.md), runs each through the engine in order, and
 // writes one JSON result line per step as soon as it finishes.
 package batch
 

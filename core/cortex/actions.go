@@ -34,94 +34,137 @@ func Register(env *kit.Env) *Cortex {
 	return c
 }
 
-type createArgs struct {
-	Type   string                     `json:"type" arg:"required" help:"goal, action or question"`
-	ID     string                     `json:"id,omitempty" help:"the item's id (default: a new UUID)"`
+// CreateArgs is cortex.create's arguments.
+type CreateArgs struct {
+	// Type is goal, action or question.
+	Type string `json:"type" arg:"required" help:"goal, action or question"`
+	// ID is the new item's id; empty for a new UUID.
+	ID string `json:"id,omitempty" help:"the item's id (default: a new UUID)"`
+	// Fields are the item's fields as JSON values; title is required.
 	Fields map[string]json.RawMessage `json:"fields" arg:"required" help:"title (required), description, progress, priority, status, due_at, blocking, tags, org, parent, custom"`
 }
 
-func (c *Cortex) actCreate(ctx context.Context, call action.Call, a createArgs) (map[string]*Item, error) {
+// ItemResult is the result of the actions answering with one item:
+// cortex.create, get, delete, version and revert.
+type ItemResult struct {
+	// Item is the item as it stands after the action (or, for
+	// cortex.version, as it was at the version asked for).
+	Item *Item `json:"item"`
+}
+
+func (c *Cortex) actCreate(ctx context.Context, call action.Call, a CreateArgs) (ItemResult, error) {
 	it, err := c.Create(ctx, call, a.Type, a.ID, a.Fields)
-	return map[string]*Item{"item": it}, err
+	return ItemResult{Item: it}, err
 }
 
-type getArgs struct {
-	ID             string `json:"id" arg:"required" help:"the item"`
-	IncludeDeleted bool   `json:"include_deleted,omitempty" help:"also a soft-deleted item"`
+// GetArgs is cortex.get's arguments.
+type GetArgs struct {
+	// ID is the item to read.
+	ID string `json:"id" arg:"required" help:"the item"`
+	// IncludeDeleted also returns a soft-deleted item.
+	IncludeDeleted bool `json:"include_deleted,omitempty" help:"also a soft-deleted item"`
 }
 
-func (c *Cortex) actGet(ctx context.Context, call action.Call, a getArgs) (map[string]*Item, error) {
+func (c *Cortex) actGet(ctx context.Context, call action.Call, a GetArgs) (ItemResult, error) {
 	it, err := c.Get(ctx, call, a.ID, a.IncludeDeleted)
-	return map[string]*Item{"item": it}, err
+	return ItemResult{Item: it}, err
 }
 
-type updateArgs struct {
-	ID              string                     `json:"id" arg:"required" help:"the item"`
-	Updates         map[string]json.RawMessage `json:"updates" arg:"required" help:"fields to set, e.g. {\"progress\": 75}"`
-	ExpectedVersion *int                       `json:"expected_version,omitempty" help:"the version you read: a conflict if a field you write changed since"`
-	MaxRetries      int                        `json:"max_retries,omitempty" help:"on a conflict, re-read and re-apply up to this many times (default 0)"`
+// UpdateArgs is cortex.update's arguments.
+type UpdateArgs struct {
+	// ID is the item to update.
+	ID string `json:"id" arg:"required" help:"the item"`
+	// Updates are the fields to set, as JSON values.
+	Updates map[string]json.RawMessage `json:"updates" arg:"required" help:"fields to set, e.g. {\"progress\": 75}"`
+	// ExpectedVersion is the version the caller read; nil skips the check.
+	ExpectedVersion *int `json:"expected_version,omitempty" help:"the version you read: a conflict if a field you write changed since"`
+	// MaxRetries is how often a conflicting update is re-applied.
+	MaxRetries int `json:"max_retries,omitempty" help:"on a conflict, re-read and re-apply up to this many times (default 0)"`
 }
 
-func (c *Cortex) actUpdate(ctx context.Context, call action.Call, a updateArgs) (UpdateResult, error) {
+func (c *Cortex) actUpdate(ctx context.Context, call action.Call, a UpdateArgs) (UpdateResult, error) {
 	return c.Update(ctx, call, a.ID, a.Updates, a.ExpectedVersion, a.MaxRetries)
 }
 
-type idArgs struct {
+// IDArgs is the arguments of the actions naming only an item:
+// cortex.delete and cortex.history.
+type IDArgs struct {
+	// ID is the item.
 	ID string `json:"id" arg:"required" help:"the item"`
 }
 
-func (c *Cortex) actDelete(ctx context.Context, call action.Call, a idArgs) (map[string]*Item, error) {
+func (c *Cortex) actDelete(ctx context.Context, call action.Call, a IDArgs) (ItemResult, error) {
 	it, err := c.Delete(ctx, call, a.ID)
-	return map[string]*Item{"item": it}, err
+	return ItemResult{Item: it}, err
 }
 
-type historyResult struct {
+// HistoryResult is cortex.history's result: the audit trail and whether
+// its hash chain verifies.
+type HistoryResult struct {
+	// Mutations are the item's audit entries, oldest first (never null).
 	Mutations []Mutation `json:"mutations"`
 	ChainCheck
 }
 
-func (c *Cortex) actHistory(ctx context.Context, call action.Call, a idArgs) (historyResult, error) {
+func (c *Cortex) actHistory(ctx context.Context, call action.Call, a IDArgs) (HistoryResult, error) {
 	ms, check, err := c.History(ctx, call, a.ID)
 	if ms == nil {
 		ms = []Mutation{}
 	}
-	return historyResult{Mutations: ms, ChainCheck: check}, err
+	return HistoryResult{Mutations: ms, ChainCheck: check}, err
 }
 
-type versionArgs struct {
-	ID      string `json:"id" arg:"required" help:"the item"`
-	Version int    `json:"version" arg:"required" help:"the version"`
+// VersionArgs is the arguments of cortex.version and cortex.revert.
+type VersionArgs struct {
+	// ID is the item.
+	ID string `json:"id" arg:"required" help:"the item"`
+	// Version is the version to show or to revert to.
+	Version int `json:"version" arg:"required" help:"the version"`
 }
 
-func (c *Cortex) actVersion(ctx context.Context, call action.Call, a versionArgs) (map[string]*Item, error) {
+func (c *Cortex) actVersion(ctx context.Context, call action.Call, a VersionArgs) (ItemResult, error) {
 	it, err := c.Version(ctx, call, a.ID, a.Version)
-	return map[string]*Item{"item": it}, err
+	return ItemResult{Item: it}, err
 }
 
-func (c *Cortex) actRevert(ctx context.Context, call action.Call, a versionArgs) (map[string]*Item, error) {
+func (c *Cortex) actRevert(ctx context.Context, call action.Call, a VersionArgs) (ItemResult, error) {
 	it, err := c.Revert(ctx, call, a.ID, a.Version)
-	return map[string]*Item{"item": it}, err
+	return ItemResult{Item: it}, err
 }
 
-type shareArgs struct {
-	ID          string   `json:"id" arg:"required" help:"the item"`
-	Principal   string   `json:"principal" arg:"required" help:"the agent to share with"`
+// ShareArgs is cortex.share's arguments.
+type ShareArgs struct {
+	// ID is the item.
+	ID string `json:"id" arg:"required" help:"the item"`
+	// Principal is the agent to share with.
+	Principal string `json:"principal" arg:"required" help:"the agent to share with"`
+	// Permissions replace any the agent had: read, write, delete, share.
 	Permissions []string `json:"permissions" arg:"required" help:"any of read, write, delete, share"`
 }
 
-func (c *Cortex) actShare(ctx context.Context, call action.Call, a shareArgs) (map[string][]ACLEntry, error) {
-	acl, err := c.Share(ctx, call, a.ID, a.Principal, a.Permissions)
-	return map[string][]ACLEntry{"acl": acl}, err
+// ACLResult is the result of cortex.share and cortex.revoke: the item's
+// access list after the change.
+type ACLResult struct {
+	// ACL is the item's access list, the owner first.
+	ACL []ACLEntry `json:"acl"`
 }
 
-type revokeArgs struct {
-	ID        string `json:"id" arg:"required" help:"the item"`
+func (c *Cortex) actShare(ctx context.Context, call action.Call, a ShareArgs) (ACLResult, error) {
+	acl, err := c.Share(ctx, call, a.ID, a.Principal, a.Permissions)
+	return ACLResult{ACL: acl}, err
+}
+
+// RevokeArgs is cortex.revoke's arguments.
+type RevokeArgs struct {
+	// ID is the item.
+	ID string `json:"id" arg:"required" help:"the item"`
+	// Principal is the agent whose access to remove.
 	Principal string `json:"principal" arg:"required" help:"the agent whose access to remove"`
 }
 
-func (c *Cortex) actRevoke(ctx context.Context, call action.Call, a revokeArgs) (map[string][]ACLEntry, error) {
+func (c *Cortex) actRevoke(ctx context.Context, call action.Call, a RevokeArgs) (ACLResult, error) {
 	acl, err := c.Revoke(ctx, call, a.ID, a.Principal)
-	return map[string][]ACLEntry{"acl": acl}, err
+	return ACLResult{ACL: acl}, err
 }
 
 func (c *Cortex) actQuery(ctx context.Context, call action.Call, q Query) (QueryResult, error) {
@@ -132,36 +175,50 @@ func (c *Cortex) actActive(ctx context.Context, call action.Call, q Query) (Quer
 	return c.Active(ctx, call, q)
 }
 
-type batchQueryArgs struct {
+// BatchQueryArgs is cortex.batch_query's arguments.
+type BatchQueryArgs struct {
+	// Queries are run in order, each like cortex.query.
 	Queries []Query `json:"queries" arg:"required" help:"queries, each with the fields of cortex.query"`
 }
 
-func (c *Cortex) actBatchQuery(ctx context.Context, call action.Call, a batchQueryArgs) (map[string][]QueryResult, error) {
+// BatchQueryResult is cortex.batch_query's result.
+type BatchQueryResult struct {
+	// Results are the queries' results, in query order.
+	Results []QueryResult `json:"results"`
+}
+
+func (c *Cortex) actBatchQuery(ctx context.Context, call action.Call, a BatchQueryArgs) (BatchQueryResult, error) {
 	out := make([]QueryResult, len(a.Queries))
 	for i, q := range a.Queries {
 		res, err := c.Query(ctx, call, q)
 		if err != nil {
-			return nil, fmt.Errorf("queries[%d]: %w", i, err)
+			return BatchQueryResult{}, fmt.Errorf("queries[%d]: %w", i, err)
 		}
 		out[i] = res
 	}
-	return map[string][]QueryResult{"results": out}, nil
+	return BatchQueryResult{Results: out}, nil
 }
 
-type batchUpdateArgs struct {
+// BatchUpdateArgs is cortex.batch_update's arguments.
+type BatchUpdateArgs struct {
+	// Updates are applied in one transaction: all or none.
 	Updates []ItemUpdate `json:"updates" arg:"required" help:"[{id, updates, expected_version?}], applied all or none"`
 }
 
-func (c *Cortex) actBatchUpdate(ctx context.Context, call action.Call, a batchUpdateArgs) (BatchResult, error) {
+func (c *Cortex) actBatchUpdate(ctx context.Context, call action.Call, a BatchUpdateArgs) (BatchResult, error) {
 	return c.BatchUpdate(ctx, call, a.Updates)
 }
 
-type commitArgs struct {
-	Updates    []ItemUpdate `json:"updates" arg:"required" help:"[{id, updates, expected_version?}], applied all or none"`
-	MaxRetries int          `json:"max_retries,omitempty" help:"on a conflict, re-apply on the current version up to this many times (default 0; turn.end uses 3)"`
+// CommitArgs is cortex.commit's arguments.
+type CommitArgs struct {
+	// Updates are a turn's updates, applied all or none.
+	Updates []ItemUpdate `json:"updates" arg:"required" help:"[{id, updates, expected_version?}], applied all or none"`
+	// MaxRetries is how often a conflicting update is re-applied on the
+	// current version.
+	MaxRetries int `json:"max_retries,omitempty" help:"on a conflict, re-apply on the current version up to this many times (default 0; turn.end uses 3)"`
 }
 
-func (c *Cortex) actCommit(ctx context.Context, call action.Call, a commitArgs) (BatchResult, error) {
+func (c *Cortex) actCommit(ctx context.Context, call action.Call, a CommitArgs) (BatchResult, error) {
 	return c.Commit(ctx, call, a.Updates, a.MaxRetries)
 }
 
@@ -189,9 +246,39 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 		msg += fmt.Sprintf(", %d questions", n["question"])
 	}
 	return kit.Section{
-		Data:  map[string]any{"items": res.Items, "count": res.Count},
-		Notes: []kit.Note{{Kind: "cortex.retrieved", Message: msg, Data: map[string]any{"goals": n["goal"], "actions": n["action"], "questions": n["question"]}}},
+		Data:  ContextSection{Count: res.Count, Items: res.Items},
+		Notes: []kit.Note{{Kind: "cortex.retrieved", Message: msg, Data: retrievedNote{Actions: n["action"], Goals: n["goal"], Questions: n["question"]}}},
 	}, nil
+}
+
+// ContextSection is the cortex's section of a turn's working memory.
+type ContextSection struct {
+	// Count is how many items are active, not only those in Items.
+	Count int `json:"count"`
+	// Items are the most urgent active items, at most 20.
+	Items []*Item `json:"items"`
+}
+
+// retrievedNote is the data of the cortex.retrieved trace entry: how many
+// active items of each type there are.
+type retrievedNote struct {
+	Actions   int `json:"actions"`
+	Goals     int `json:"goals"`
+	Questions int `json:"questions"`
+}
+
+// TurnCommit is the cortex's part of turn.end's committed result.
+type TurnCommit struct {
+	// Items are the updated items, in update order.
+	Items []*Item `json:"items"`
+	// TransactionID is the one transaction all the updates were applied in.
+	TransactionID string `json:"transaction_id"`
+}
+
+// commitNote is the data of a successful cortex.commit trace entry.
+type commitNote struct {
+	Count         int    `json:"count"`
+	TransactionID string `json:"transaction_id"`
 }
 
 // Commit applies a turn's cortex updates ([{id, updates, expected_version?}])
@@ -225,11 +312,11 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 		}
 		items = append(items, r.Item)
 	}
-	if _, err := tx.Trace(call, "cortex.commit", "FC commit succeeded", map[string]any{"transaction_id": txID, "count": len(items)}); err != nil {
+	if _, err := tx.Trace(call, "cortex.commit", "FC commit succeeded", commitNote{Count: len(items), TransactionID: txID}); err != nil {
 		return nil, err
 	}
-	tx.Publish(EventCommit, map[string]any{"turn_id": end.TurnID, "message": "FC commit succeeded", "ok": true})
-	return map[string]any{"transaction_id": txID, "items": items}, nil
+	EventCommit.Publish(tx, CommitEvent{TurnID: end.TurnID, Message: "FC commit succeeded", OK: true})
+	return TurnCommit{Items: items, TransactionID: txID}, nil
 }
 
 // CommitFailed records a failed turn.end commit the way cortex.commit does:

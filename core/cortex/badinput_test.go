@@ -9,7 +9,7 @@ import (
 // Bad input is a clear error of the right kind, and writes nothing: every
 // key and value in the store is unchanged (the trace aside: a denied call
 // records access_denied by design, seed 3.2).
-func TestCortex_BadInputChangesNothing(t *testing.T) {
+func TestBadInputChangesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "target", "progress": 10})
 	e.update(agentA, "goal_1", obj{"progress": 20}, -1)
@@ -73,7 +73,7 @@ func TestCortex_BadInputChangesNothing(t *testing.T) {
 		{"revoke owner", agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_a"}, errs.Validation, "cannot be revoked"},
 		{"revoke nobody", agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_z"}, errs.NotFound, "agent_z has no access"},
 		{"delete without permission", agentB, "cortex.delete", obj{"id": "goal_1"}, errs.Permission, "may not delete"},
-		{"parent unreadable", call{as: "agent_c"}, "cortex.create", obj{"type": "question", "fields": obj{"title": "x", "parent": "goal_1"}}, errs.Permission, "may not read"},
+		{"parent unreadable", call{As: "agent_c"}, "cortex.create", obj{"type": "question", "fields": obj{"title": "x", "parent": "goal_1"}}, errs.Permission, "may not read"},
 		{"batch empty", agentA, "cortex.batch_update", obj{"updates": []obj{}}, errs.Validation, "at least one"},
 		{"batch bad value", agentA, "cortex.batch_update", obj{"updates": []obj{{"id": "goal_1", "updates": obj{"progress": 1}}, {"id": "goal_1", "updates": obj{"status": "x"}}}}, errs.Validation, "updates[1]"},
 		{"batch stale version", agentA, "cortex.batch_update", obj{"updates": []obj{{"id": "child", "updates": obj{"progress": 1}}, {"id": "goal_1", "updates": obj{"progress": 1}, "expected_version": 1}}}, errs.Conflict, "rolled back"},
@@ -84,8 +84,8 @@ func TestCortex_BadInputChangesNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := e.dump()
-			e.t = t
-			err := e.fail(c.who, c.action, c.args, c.kind, c.fragment)
+			e.T = t
+			err := e.Fail(c.who, c.action, c.args, c.kind, c.fragment)
 			if err.Message == "" {
 				t.Fatal("no message")
 			}

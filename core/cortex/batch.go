@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
@@ -102,7 +103,7 @@ func (c *Cortex) applyAll(ctx context.Context, call action.Call, updates []ItemU
 		}
 		res.Committed, res.Succeeded = true, len(updates)
 		_, err := tx.Trace(call, "cortex.batch", fmt.Sprintf("FC batch of %d updates committed, transaction %s (%d merged)", len(updates), txID, res.MergeApplied),
-			map[string]any{"transaction_id": txID, "count": len(updates), "merge_applied": res.MergeApplied})
+			batchNote{Count: len(updates), MergeApplied: res.MergeApplied, TransactionID: txID})
 		return err
 	})
 	switch {
@@ -173,8 +174,7 @@ func (c *Cortex) Commit(ctx context.Context, call action.Call, updates []ItemUpd
 	for i, it := range res.Items {
 		ids[i] = it.ID
 	}
-	c.traceAndPublish(ctx, call, "cortex.commit", "FC commit succeeded", map[string]any{
-		"transaction_id": res.TransactionID, "items": ids})
+	c.traceAndPublish(ctx, call, "cortex.commit", "FC commit succeeded", committedNote{Items: ids, TransactionID: res.TransactionID})
 	return res, nil
 }
 
@@ -183,26 +183,58 @@ func (c *Cortex) Commit(ctx context.Context, call action.Call, updates []ItemUpd
 func (c *Cortex) reportCommitFailure(ctx context.Context, call action.Call, err error) {
 	kind := errs.KindOf(err)
 	msg := "FC commit failed: " + string(kind)
-	data := map[string]any{"error": string(kind)}
+	data := commitFailedNote{Error: string(kind)}
 	e := errs.As(err)
 	failures, _ := e.Details["errors"].([]ItemError)
 	if i := slices.IndexFunc(failures, func(f ItemError) bool { return f.Kind == errs.Conflict }); i >= 0 {
 		msg += fmt.Sprintf(", item_id=%s, current_version=%d", failures[i].ID, failures[i].current)
-		data["item_id"], data["current_version"] = failures[i].ID, failures[i].current
+		data.ItemID, data.CurrentVersion = &failures[i].ID, &failures[i].current
 	} else if cur, ok := e.Details["current"].(*Item); ok && kind == errs.Conflict {
 		msg += fmt.Sprintf(", item_id=%s, current_version=%d", cur.ID, cur.GlobalVersion)
-		data["item_id"], data["current_version"] = cur.ID, cur.GlobalVersion
+		data.ItemID, data.CurrentVersion = &cur.ID, &cur.GlobalVersion
 	}
 	c.traceAndPublish(ctx, call, "cortex.commit.failed", msg, data)
 }
 
-// EventCommit is published after every commit at turn end, successful or not.
-const EventCommit = "cortex.commit"
+// CommitEvent is the payload of EventCommit.
+type CommitEvent struct {
+	// Message is the trace message: "FC commit succeeded" or "FC commit failed: <kind>…".
+	Message string `json:"message"`
+	// OK says whether the commit succeeded.
+	OK bool `json:"ok"`
+	// TurnID is the turn whose updates were committed.
+	TurnID string `json:"turn_id"`
+}
 
-func (c *Cortex) traceAndPublish(ctx context.Context, call action.Call, kind, msg string, data map[string]any) {
+// EventCommit is published after every commit at turn end, successful or not.
+var EventCommit = events.Define[CommitEvent]("cortex.commit", "after every commit of a turn's cortex updates at turn end, successful or not")
+
+// batchNote is the data of the cortex.batch trace entry.
+type batchNote struct {
+	Count         int    `json:"count"`
+	MergeApplied  int    `json:"merge_applied"`
+	TransactionID string `json:"transaction_id"`
+}
+
+// committedNote is the data of cortex.commit's "FC commit succeeded" entry.
+type committedNote struct {
+	Items         []string `json:"items"`
+	TransactionID string   `json:"transaction_id"`
+}
+
+// commitFailedNote is the data of the cortex.commit.failed trace entry;
+// a conflict also names the item and its current version (pointers: absent
+// otherwise, as the entry has always had them).
+type commitFailedNote struct {
+	CurrentVersion *int    `json:"current_version,omitempty"`
+	Error          string  `json:"error"`
+	ItemID         *string `json:"item_id,omitempty"`
+}
+
+func (c *Cortex) traceAndPublish(ctx context.Context, call action.Call, kind, msg string, data any) {
 	err := c.env.Update(ctx, func(tx *kit.Txn) error {
 		_, err := tx.Trace(call, kind, msg, data)
-		tx.Publish(EventCommit, map[string]any{"turn_id": call.Turn, "message": msg, "ok": !strings.Contains(kind, "failed")})
+		EventCommit.Publish(tx, CommitEvent{TurnID: call.Turn, Message: msg, OK: !strings.Contains(kind, "failed")})
 		return err
 	})
 	if err != nil {

@@ -45,7 +45,7 @@ func benchmarkQuery(b *testing.B, n int) {
 	var l latencies
 	for b.Loop() {
 		l.time(func() {
-			if _, err := e.try(agentA, "cortex.query", benchQuery); err != nil {
+			if _, err := e.Try(agentA, "cortex.query", benchQuery); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -64,7 +64,7 @@ func BenchmarkCortexActive10k(b *testing.B) {
 	var l latencies
 	for b.Loop() {
 		l.time(func() {
-			if _, err := e.try(agentA, "cortex.active", obj{"limit": 20}); err != nil {
+			if _, err := e.Try(agentA, "cortex.active", obj{"limit": 20}); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -84,7 +84,7 @@ func BenchmarkCortexBatchUpdate100(b *testing.B) {
 		}
 		round++
 		l.time(func() {
-			if _, err := e.try(agentA, "cortex.batch_update", obj{"updates": ups}); err != nil {
+			if _, err := e.Try(agentA, "cortex.batch_update", obj{"updates": ups}); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -97,7 +97,11 @@ func benchmarkUpdate(b *testing.B, sync bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { store.Close() })
+	b.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			b.Errorf("closing the store: %v", err)
+		}
+	})
 	e := newEnvOn(b, store)
 	e.bulkCreate(ownedBy(itemSpecs(1000, 7), "agent_a"), 250)
 	var l latencies
@@ -106,7 +110,7 @@ func benchmarkUpdate(b *testing.B, sync bool) {
 		id := fmt.Sprintf("item_%06d", i%1000)
 		i++
 		l.time(func() {
-			if _, err := e.try(call{as: "agent_a", turn: "turn_bench"}, "cortex.update", obj{"id": id, "updates": obj{"progress": i % 101}}); err != nil {
+			if _, err := e.Try(call{As: "agent_a", Turn: "turn_bench"}, "cortex.update", obj{"id": id, "updates": obj{"progress": i % 101}}); err != nil {
 				b.Fatal(err)
 			}
 		})

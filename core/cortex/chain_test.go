@@ -25,9 +25,9 @@ func chained(t *testing.T) *testEnv {
 }
 
 func (e *testEnv) rawUpdate(fn func(tx *storage.Tx) error) {
-	e.t.Helper()
+	e.T.Helper()
 	if err := e.env.Store.Update(context.Background(), fn); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 }
 
@@ -39,7 +39,7 @@ func expectBroken(t *testing.T, e *testEnv, at int, fragment string) {
 	}
 }
 
-func TestCortex_ChainDetectsChangedByte(t *testing.T) {
+func TestChainDetectsChangedByte(t *testing.T) {
 	for _, target := range []string{`"mutated_by":"agent_a`, `"new":80`, `"mutation_timestamp":"2025`} {
 		t.Run(target, func(t *testing.T) {
 			e := chained(t)
@@ -56,7 +56,7 @@ func TestCortex_ChainDetectsChangedByte(t *testing.T) {
 	}
 }
 
-func TestCortex_ChainDetectsDeletedEntry(t *testing.T) {
+func TestChainDetectsDeletedEntry(t *testing.T) {
 	e := chained(t)
 	e.rawUpdate(func(tx *storage.Tx) error { return tx.Delete(auditKey("goal_1", 3)) })
 	expectBroken(t, e, 3, "v3 is missing")
@@ -67,7 +67,7 @@ func TestCortex_ChainDetectsDeletedEntry(t *testing.T) {
 	expectBroken(t, e, 5, "v5 is missing")
 }
 
-func TestCortex_ChainDetectsSwappedEntries(t *testing.T) {
+func TestChainDetectsSwappedEntries(t *testing.T) {
 	e := chained(t)
 	v2, v3 := e.auditRaw("goal_1", 2), e.auditRaw("goal_1", 3)
 	e.rawUpdate(func(tx *storage.Tx) error {
@@ -95,7 +95,7 @@ func TestCortex_ChainDetectsSwappedEntries(t *testing.T) {
 	expectBroken(t, e, 2, "altered")
 }
 
-func TestCortex_ChainDetectsReplacedEntry(t *testing.T) {
+func TestChainDetectsReplacedEntry(t *testing.T) {
 	// An entry from another item's trail, put in place of one of this one's.
 	e := chained(t)
 	e.clock.Advance(time.Hour)
@@ -105,10 +105,10 @@ func TestCortex_ChainDetectsReplacedEntry(t *testing.T) {
 	expectBroken(t, e, 3, "belongs to goal_2")
 }
 
-// TestCortex_ChainDetectsRewrittenEnd: an altered last entry whose hash was
+// TestChainDetectsRewrittenEnd: an altered last entry whose hash was
 // recomputed to match its new contents still breaks the chain, because the
 // item's head records the hash the trail must end with.
-func TestCortex_ChainDetectsRewrittenEnd(t *testing.T) {
+func TestChainDetectsRewrittenEnd(t *testing.T) {
 	e := chained(t)
 	raw := e.auditRaw("goal_1", 5)
 	var m Mutation

@@ -11,13 +11,13 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
 
-// EventItemMutated is published after every committed mutation; its data
-// is an ItemEvent.
-const EventItemMutated = "item.mutated"
+// EventItemMutated is published after every committed mutation of an item.
+var EventItemMutated = events.Define[ItemEvent]("item.mutated", "after every committed create, update, delete, revert, share or revoke of a cortex item")
 
 // ItemEvent says which item changed, how, and to which version.
 type ItemEvent struct {
@@ -114,7 +114,7 @@ func (c *Cortex) commitMutation(tx *kit.Txn, before, after *Item, m mutation) (*
 	if err := writeIndexDiff(tx.Tx, before, after); err != nil {
 		return nil, err
 	}
-	tx.Publish(EventItemMutated, ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: m.kind, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
+	EventItemMutated.Publish(tx, ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: m.kind, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
 	return entry, nil
 }
 
@@ -433,7 +433,7 @@ func (c *Cortex) Update(ctx context.Context, call action.Call, id string, update
 		if !retryable || attempt >= maxRetries {
 			if retryable && maxRetries > 0 {
 				c.trace(ctx, call, "cortex.update.failed", fmt.Sprintf("FC update failed after %d retries, item_id=%s, field=%s",
-					maxRetries, id, strings.Join(conflictFields(conflict), ",")), map[string]any{"item_id": id, "retries": maxRetries})
+					maxRetries, id, strings.Join(conflictFields(conflict), ",")), updateFailedNote{ItemID: id, Retries: maxRetries})
 			}
 			return UpdateResult{}, c.afterFailure(ctx, call, err)
 		}
@@ -441,6 +441,19 @@ func (c *Cortex) Update(ctx context.Context, call action.Call, id string, update
 		current := conflict.Details["current"].(*Item).GlobalVersion
 		expected = &current
 	}
+}
+
+// updateFailedNote is the data of the cortex.update.failed trace entry.
+type updateFailedNote struct {
+	ItemID  string `json:"item_id"`
+	Retries int    `json:"retries"`
+}
+
+// updateNote is the data of the cortex.update trace entry.
+type updateNote struct {
+	Fields       []string `json:"fields"`
+	ItemID       string   `json:"item_id"`
+	MergeApplied bool     `json:"merge_applied"`
 }
 
 func conflictFields(e *errs.Error) []string {
@@ -501,7 +514,7 @@ func (c *Cortex) applyUpdate(tx *kit.Txn, call action.Call, txID, id string, cha
 	if merge {
 		msg += ", merge_applied=true"
 	}
-	if _, err := tx.Trace(call, "cortex.update", msg, map[string]any{"item_id": id, "fields": changed, "merge_applied": merge}); err != nil {
+	if _, err := tx.Trace(call, "cortex.update", msg, updateNote{Fields: changed, ItemID: id, MergeApplied: merge}); err != nil {
 		return UpdateResult{}, err
 	}
 	return UpdateResult{Item: next, MergeApplied: merge}, nil

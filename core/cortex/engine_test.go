@@ -11,6 +11,7 @@ import (
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/trace"
 )
@@ -20,8 +21,9 @@ import (
 
 var t0 = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
 
+// engine is an engine with the shared rig over it: en.Do, en.Try, en.Fail.
 type engine struct {
-	t     *testing.T
+	enginetest.Rig
 	e     *core.Engine
 	clock *clock.Fixed
 }
@@ -33,36 +35,21 @@ func open(t *testing.T) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
-	return &engine{t: t, e: e, clock: c}
-}
-
-func (en *engine) do(as, turn, action string, args any, out any) error {
-	en.t.Helper()
-	b, err := json.Marshal(args)
-	if err != nil {
-		en.t.Fatal(err)
-	}
-	res, err := en.e.Do(context.Background(), core.Request{Action: action, Args: b, Principal: as, Turn: turn})
-	if err == nil && out != nil {
-		if err := json.Unmarshal(res, out); err != nil {
-			en.t.Fatalf("%s: %v", action, err)
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
 		}
-	}
-	return err
+	})
+	return &engine{Rig: enginetest.ForConn(t, e), e: e, clock: c}
 }
 
-func (en *engine) must(as, turn, action string, args any, out any) {
-	en.t.Helper()
-	if err := en.do(as, turn, action, args, out); err != nil {
-		en.t.Fatalf("%s: %v", action, err)
-	}
-}
+// as is who acts: a principal, in a turn ("" for none).
+func as(principal, turn string) enginetest.Who { return enginetest.Who{As: principal, Turn: turn} }
 
 func (en *engine) trace(turn string) []string {
-	en.t.Helper()
+	en.T.Helper()
 	var out struct{ Entries []trace.Entry }
-	en.must("agent_a", "", "trace.list", map[string]any{"turn": turn}, &out)
+	en.Do(as("agent_a", ""), "trace.list", map[string]any{"turn": turn}, &out)
 	var msgs []string
 	for _, e := range out.Entries {
 		msgs = append(msgs, e.Message)
@@ -72,16 +59,17 @@ func (en *engine) trace(turn string) []string {
 
 type obj = map[string]any
 
-func TestCortex_5_1_TurnStartThroughEngine(t *testing.T) {
+// Seed 000, scenario 5.1.
+func TestTurnStartInjectsActiveItemsThroughEngine(t *testing.T) {
 	en := open(t)
 	for i := range 5 {
-		en.must("agent_a", "", "cortex.create", obj{"type": "goal", "fields": obj{"title": fmt.Sprintf("goal %d", i)}}, nil)
+		en.Do(as("agent_a", ""), "cortex.create", obj{"type": "goal", "fields": obj{"title": fmt.Sprintf("goal %d", i)}}, nil)
 	}
 	for i := range 3 {
-		en.must("agent_a", "", "cortex.create", obj{"type": "action", "fields": obj{"title": fmt.Sprintf("action %d", i)}}, nil)
+		en.Do(as("agent_a", ""), "cortex.create", obj{"type": "action", "fields": obj{"title": fmt.Sprintf("action %d", i)}}, nil)
 	}
-	en.must("agent_a", "", "cortex.create", obj{"type": "goal", "fields": obj{"title": "done", "status": "completed"}}, nil)
-	en.must("agent_b", "", "cortex.create", obj{"type": "goal", "fields": obj{"title": "not mine"}}, nil)
+	en.Do(as("agent_a", ""), "cortex.create", obj{"type": "goal", "fields": obj{"title": "done", "status": "completed"}}, nil)
+	en.Do(as("agent_b", ""), "cortex.create", obj{"type": "goal", "fields": obj{"title": "not mine"}}, nil)
 
 	var out struct {
 		Context struct {
@@ -91,7 +79,7 @@ func TestCortex_5_1_TurnStartThroughEngine(t *testing.T) {
 			} `json:"sections"`
 		} `json:"context"`
 	}
-	en.must("agent_a", "turn_1", "turn.start", obj{"input": "what next?"}, &out)
+	en.Do(as("agent_a", "turn_1"), "turn.start", obj{"input": "what next?"}, &out)
 	sec, ok := out.Context.Sections["cortex"]
 	if !ok || sec.Count != 8 || len(sec.Items) != 8 {
 		t.Fatalf("cortex section: %+v", out.Context.Sections)
@@ -101,18 +89,19 @@ func TestCortex_5_1_TurnStartThroughEngine(t *testing.T) {
 	}
 }
 
-func TestCortex_5_2_TurnEndCommitThroughEngine(t *testing.T) {
+// Seed 000, scenario 5.2.
+func TestTurnEndCommitAppliesUpdatesThroughEngine(t *testing.T) {
 	en := open(t)
-	en.must("agent_a", "", "cortex.create", obj{"type": "goal", "id": "goal_1", "fields": obj{"title": "g", "progress": 10}}, nil)
+	en.Do(as("agent_a", ""), "cortex.create", obj{"type": "goal", "id": "goal_1", "fields": obj{"title": "g", "progress": 10}}, nil)
 	for i, p := range []int{20, 30, 40, 50} {
-		en.must("agent_a", "", "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": p}, "expected_version": i + 1}, nil)
+		en.Do(as("agent_a", ""), "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": p}, "expected_version": i + 1}, nil)
 	}
-	en.must("agent_a", "turn_1", "turn.start", obj{}, nil)
+	en.Do(as("agent_a", "turn_1"), "turn.start", obj{}, nil)
 	// Another turn moves the goal on to v6 before turn_1 ends.
-	en.must("agent_a", "turn_2", "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 60}, "expected_version": 5}, nil)
+	en.Do(as("agent_a", "turn_2"), "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 60}, "expected_version": 5}, nil)
 
 	// A plain cortex.commit with the stale version conflicts...
-	err := en.do("agent_a", "turn_x", "cortex.commit", obj{"updates": []obj{{"id": "goal_1", "updates": obj{"progress": 75}, "expected_version": 5}}}, nil)
+	_, err := en.Try(as("agent_a", "turn_x"), "cortex.commit", obj{"updates": []obj{{"id": "goal_1", "updates": obj{"progress": 75}, "expected_version": 5}}})
 	if errs.KindOf(err) != errs.Conflict {
 		t.Fatalf("cortex.commit: %v", err)
 	}
@@ -123,12 +112,12 @@ func TestCortex_5_2_TurnEndCommitThroughEngine(t *testing.T) {
 	var end struct {
 		Committed map[string]json.RawMessage `json:"committed"`
 	}
-	en.must("agent_a", "turn_1", "turn.end", obj{"updates": obj{"cortex": []obj{{"id": "goal_1", "updates": obj{"progress": 75}, "expected_version": 5}}}}, &end)
+	en.Do(as("agent_a", "turn_1"), "turn.end", obj{"updates": obj{"cortex": []obj{{"id": "goal_1", "updates": obj{"progress": 75}, "expected_version": 5}}}}, &end)
 	if _, ok := end.Committed["cortex"]; !ok {
 		t.Fatalf("turn.end committed %v", end.Committed)
 	}
-	var got struct{ Item cortex.Item }
-	en.must("agent_a", "", "cortex.get", obj{"id": "goal_1"}, &got)
+	var got cortex.ItemResult
+	en.Do(as("agent_a", ""), "cortex.get", obj{"id": "goal_1"}, &got)
 	if got.Item.GlobalVersion != 7 || got.Item.Progress != 75 {
 		t.Fatalf("goal v%d %d%%", got.Item.GlobalVersion, got.Item.Progress)
 	}
@@ -136,31 +125,31 @@ func TestCortex_5_2_TurnEndCommitThroughEngine(t *testing.T) {
 		t.Fatalf("trace of turn_1: %q", msgs)
 	}
 	var h struct{ Mutations []cortex.Mutation }
-	en.must("agent_a", "", "cortex.history", obj{"id": "goal_1"}, &h)
+	en.Do(as("agent_a", ""), "cortex.history", obj{"id": "goal_1"}, &h)
 	if m := h.Mutations[6]; m.TurnID != "turn_1" || m.MutatedBy != "turn_1" {
 		t.Fatalf("last mutation %+v", m)
 	}
 }
 
-// Seed 1.1b through engine.Do, with the engine clock pinned per step as the
-// batch runner does.
-func TestCortex_1_1b_ThroughEngine(t *testing.T) {
+// Seed 000, scenario 1.1b through engine.Do, with the engine clock pinned
+// per step as the batch runner does.
+func TestStaleUpdateOfAnotherFieldMergesThroughEngine(t *testing.T) {
 	en := open(t)
 	at := func(ms int) { en.e.Clock().Pin(t0.Add(time.Duration(ms) * time.Millisecond)) }
 	at(-100)
-	en.must("agent_a", "", "cortex.create", obj{"type": "goal", "id": "goal_123", "fields": obj{"title": "g", "progress": 10, "priority": "medium"}}, nil)
-	en.must("agent_a", "", "cortex.update", obj{"id": "goal_123", "updates": obj{"progress": 25}}, nil)
-	en.must("agent_a", "", "cortex.update", obj{"id": "goal_123", "updates": obj{"progress": 50}}, nil)
-	en.must("agent_a", "", "cortex.update", obj{"id": "goal_123", "updates": obj{"priority": "high"}}, nil)
-	en.must("agent_a", "", "cortex.update", obj{"id": "goal_123", "updates": obj{"description": "v5"}}, nil)
+	en.Do(as("agent_a", ""), "cortex.create", obj{"type": "goal", "id": "goal_123", "fields": obj{"title": "g", "progress": 10, "priority": "medium"}}, nil)
+	en.Do(as("agent_a", ""), "cortex.update", obj{"id": "goal_123", "updates": obj{"progress": 25}}, nil)
+	en.Do(as("agent_a", ""), "cortex.update", obj{"id": "goal_123", "updates": obj{"progress": 50}}, nil)
+	en.Do(as("agent_a", ""), "cortex.update", obj{"id": "goal_123", "updates": obj{"priority": "high"}}, nil)
+	en.Do(as("agent_a", ""), "cortex.update", obj{"id": "goal_123", "updates": obj{"description": "v5"}}, nil)
 	at(10)
-	en.must("agent_a", "turn_A_001", "cortex.update", obj{"id": "goal_123", "updates": obj{"progress": 75}, "expected_version": 5}, nil)
+	en.Do(as("agent_a", "turn_A_001"), "cortex.update", obj{"id": "goal_123", "updates": obj{"progress": 75}, "expected_version": 5}, nil)
 	at(12)
 	var b struct {
 		Item         cortex.Item
 		MergeApplied bool `json:"merge_applied"`
 	}
-	en.must("agent_a", "turn_B_001", "cortex.update", obj{"id": "goal_123", "updates": obj{"priority": "critical"}, "expected_version": 5}, &b)
+	en.Do(as("agent_a", "turn_B_001"), "cortex.update", obj{"id": "goal_123", "updates": obj{"priority": "critical"}, "expected_version": 5}, &b)
 	if b.Item.GlobalVersion != 7 || !b.MergeApplied || b.Item.FieldVersions["progress"] != 4 || b.Item.FieldVersions["priority"] != 3 || b.Item.FieldVersions["status"] != 1 {
 		t.Fatalf("%+v", b)
 	}
@@ -174,7 +163,7 @@ func TestCortex_1_1b_ThroughEngine(t *testing.T) {
 		Mutations     []cortex.Mutation
 		ChainVerified bool `json:"chain_verified"`
 	}
-	en.must("agent_a", "", "cortex.history", obj{"id": "goal_123"}, &h)
+	en.Do(as("agent_a", ""), "cortex.history", obj{"id": "goal_123"}, &h)
 	if !h.ChainVerified || len(h.Mutations) != 7 || !h.Mutations[5].MutationTimestamp.Equal(t0.Add(10*time.Millisecond)) ||
 		!h.Mutations[6].MutationTimestamp.Equal(t0.Add(12*time.Millisecond)) {
 		t.Fatalf("history: %+v", h)

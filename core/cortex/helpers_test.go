@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/enginetest"
-	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/ids"
 	"github.com/engram-console/engram/core/kit"
@@ -32,9 +30,12 @@ var t0 = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
 func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 
 // testEnv is a cortex over its own in-memory store, built the way core.Open
-// builds it (this package cannot import core: core imports it).
+// builds it (this package cannot import core: core imports it). Its Rig
+// runs actions through the registry, the path engine.Do and the batch
+// runner take: e.Try, e.Do and e.Fail, args given as a Go value or a JSON
+// string.
 type testEnv struct {
-	t     testing.TB
+	enginetest.Rig
 	env   *kit.Env
 	c     *Cortex
 	clock *clock.Fixed
@@ -46,7 +47,11 @@ func newEnv(t testing.TB) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
 	return newEnvOn(t, store)
 }
 
@@ -67,147 +72,77 @@ func newEnvOn(t testing.TB, store *storage.Store) *testEnv {
 		LLM:     llm.Offline{},
 		Log:     slog.New(slog.DiscardHandler),
 	}
-	return &testEnv{t: t, env: env, c: Register(env), clock: clk}
+	c := Register(env)
+	return &testEnv{Rig: enginetest.ForRegistry(t, env.Actions, clk), env: env, c: c, clock: clk}
 }
 
 // call is who acts: a principal, and a turn when the action belongs to one.
-type call struct{ as, turn string }
+type call = enginetest.Who
 
 var (
-	agentA = call{as: "agent_a"}
-	agentB = call{as: "agent_b"}
+	agentA = call{As: "agent_a"}
+	agentB = call{As: "agent_b"}
 )
 
-func (c call) inTurn(turn string) call { c.turn = turn; return c }
+// inTurn is who acting in turn.
+func inTurn(who call, turn string) call { who.Turn = turn; return who }
 
 func (e *testEnv) actionCall(who call) action.Call {
-	return action.Call{Principal: who.as, Turn: who.turn, Clock: e.clock}
-}
-
-// try runs an action through the registry (the path engine.Do and the batch
-// runner take), args given as a Go value or a JSON string.
-func (e *testEnv) try(who call, name string, args any) (json.RawMessage, error) {
-	e.t.Helper()
-	raw := enginetest.Args(e.t, args)
-	a, err := e.env.Actions.Lookup(name)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return a.Invoke(context.Background(), e.actionCall(who), raw)
-}
-
-// do runs an action that must succeed and decodes its result into out (if
-// not nil).
-func (e *testEnv) do(who call, name string, args any, out any) json.RawMessage {
-	e.t.Helper()
-	res, err := e.try(who, name, args)
-	if err != nil {
-		e.t.Fatalf("%s %s by %s: %s", name, short(args), who.as, short(err))
-	}
-	if out != nil {
-		if err := json.Unmarshal(res, out); err != nil {
-			e.t.Fatalf("%s: decoding %s: %v", name, res, err)
-		}
-	}
-	return res
-}
-
-// fail runs an action that must fail with kind, its message containing every
-// fragment.
-func (e *testEnv) fail(who call, name string, args any, kind errs.Kind, fragments ...string) *errs.Error {
-	e.t.Helper()
-	res, err := e.try(who, name, args)
-	if err == nil {
-		e.t.Fatalf("%s %s by %s: succeeded with %s; want %s", name, short(args), who.as, short(string(res)), kind)
-	}
-	var ee *errs.Error
-	if !errors.As(err, &ee) {
-		e.t.Fatalf("%s: error %q (%T) has no *errs.Error", name, err, err)
-	}
-	got := errs.As(err)
-	if got.Kind != kind {
-		e.t.Fatalf("%s %s: %s (%s), want %s", name, short(args), got.Kind, short(got.Message), kind)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(got.Message, f) {
-			e.t.Errorf("%s: message %q lacks %q", name, got.Message, f)
-		}
-	}
-	return got
-}
-
-// short is v printed, cut to a readable length.
-func short(v any) string {
-	s := fmt.Sprint(v)
-	if len(s) > 400 {
-		return s[:400] + "..."
-	}
-	return s
+	return action.Call{Principal: who.As, Turn: who.Turn, Clock: e.clock}
 }
 
 // obj is a JSON object literal.
 type obj = map[string]any
 
 func (e *testEnv) create(who call, typ, id string, fields obj) *Item {
-	e.t.Helper()
-	var out struct{ Item *Item }
-	e.do(who, "cortex.create", obj{"type": typ, "id": id, "fields": fields}, &out)
-	return out.Item
+	e.T.Helper()
+	return enginetest.Call[ItemResult](e.Rig, who, "cortex.create", obj{"type": typ, "id": id, "fields": fields}).Item
 }
 
 func (e *testEnv) get(who call, id string) *Item {
-	e.t.Helper()
-	var out struct{ Item *Item }
-	e.do(who, "cortex.get", obj{"id": id, "include_deleted": true}, &out)
-	return out.Item
+	e.T.Helper()
+	return enginetest.Call[ItemResult](e.Rig, who, "cortex.get", GetArgs{ID: id, IncludeDeleted: true}).Item
 }
 
 // update runs cortex.update; expected < 0 leaves expected_version out.
 func (e *testEnv) update(who call, id string, updates obj, expected int) UpdateResult {
-	e.t.Helper()
+	e.T.Helper()
 	args := obj{"id": id, "updates": updates}
 	if expected >= 0 {
 		args["expected_version"] = expected
 	}
 	var out UpdateResult
-	e.do(who, "cortex.update", args, &out)
+	e.Do(who, "cortex.update", args, &out)
 	return out
 }
 
-type history struct {
-	Mutations []Mutation `json:"mutations"`
-	ChainCheck
-}
-
-func (e *testEnv) history(who call, id string) history {
-	e.t.Helper()
-	var h history
-	e.do(who, "cortex.history", obj{"id": id}, &h)
-	return h
+func (e *testEnv) history(who call, id string) HistoryResult {
+	e.T.Helper()
+	return enginetest.Call[HistoryResult](e.Rig, who, "cortex.history", IDArgs{ID: id})
 }
 
 func (e *testEnv) query(who call, name string, q any) QueryResult {
-	e.t.Helper()
+	e.T.Helper()
 	var res QueryResult
-	e.do(who, name, q, &res)
+	e.Do(who, name, q, &res)
 	return res
 }
 
 // traces are the trace entries of a turn (all entries when turn is "").
 func (e *testEnv) traces(turn string) []trace.Entry {
-	e.t.Helper()
+	e.T.Helper()
 	entries, _, err := e.env.Trace.List(trace.Filter{TurnID: turn})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return entries
 }
 
 func (e *testEnv) traceKind(kind string) []trace.Entry {
-	e.t.Helper()
+	e.T.Helper()
 	entries, _, err := e.env.Trace.List(trace.Filter{Kind: kind})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return entries
 }
@@ -222,14 +157,14 @@ func messages(entries []trace.Entry) []string {
 
 // mustTrace fails unless some entry of turn has exactly message msg.
 func (e *testEnv) mustTrace(turn, msg string) trace.Entry {
-	e.t.Helper()
+	e.T.Helper()
 	entries := e.traces(turn)
 	for _, en := range entries {
 		if en.Message == msg {
 			return en
 		}
 	}
-	e.t.Fatalf("trace of turn %q lacks %q; it has:\n  %s", turn, msg, strings.Join(messages(entries), "\n  "))
+	e.T.Fatalf("trace of turn %q lacks %q; it has:\n  %s", turn, msg, strings.Join(messages(entries), "\n  "))
 	return trace.Entry{}
 }
 
@@ -238,7 +173,7 @@ func (e *testEnv) mustTrace(turn, msg string) trace.Entry {
 // leave an access_denied (seed 3.2) or "FC ... failed" (1.4, 5.3) entry in
 // the trace by design, and appending one may lease sequence numbers.
 func (e *testEnv) dump() map[string]string {
-	e.t.Helper()
+	e.T.Helper()
 	out := map[string]string{}
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		return tx.Scan(storage.Range{}, func(k, v []byte) error {
@@ -252,7 +187,7 @@ func (e *testEnv) dump() map[string]string {
 		})
 	})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return out
 }
@@ -278,7 +213,7 @@ func sameDump(before, after map[string]string) string {
 
 // auditRaw is the stored bytes of an item's audit entry at version v.
 func (e *testEnv) auditRaw(id string, v int) []byte {
-	e.t.Helper()
+	e.T.Helper()
 	var b []byte
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
@@ -286,14 +221,14 @@ func (e *testEnv) auditRaw(id string, v int) []byte {
 		return err
 	})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return b
 }
 
 // count is how many keys start with prefix.
 func (e *testEnv) count(prefix []byte) int {
-	e.t.Helper()
+	e.T.Helper()
 	var n int
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
@@ -301,7 +236,7 @@ func (e *testEnv) count(prefix []byte) int {
 		return err
 	})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return n
 }
@@ -310,9 +245,9 @@ func (e *testEnv) count(prefix []byte) int {
 // progress 50 (progress_version 3), priority high (priority_version 2),
 // status active (status_version 1), ending at t=0.
 func (e *testEnv) goal123(id string) *Item {
-	e.t.Helper()
+	e.T.Helper()
 	e.clock.Set(t0.Add(-5 * time.Second))
-	owner := call{as: "agent_a", turn: "turn_setup"}
+	owner := call{As: "agent_a", Turn: "turn_setup"}
 	e.create(owner, "goal", id, obj{"title": "Ship the persistence layer", "progress": 10, "priority": "medium"}) // v1
 	e.clock.Advance(time.Second)
 	e.update(owner, id, obj{"progress": 25}, 1) // v2: progress_version 2
@@ -326,11 +261,11 @@ func (e *testEnv) goal123(id string) *Item {
 	it := e.get(agentA, id)
 	want := map[string]int{"progress": 3, "priority": 2, "status": 1}
 	if it.GlobalVersion != 5 || it.Progress != 50 || it.Priority != "high" || it.Status != "active" {
-		e.t.Fatalf("setup: goal is v%d %d%% %s %s, want v5 50%% high active", it.GlobalVersion, it.Progress, it.Priority, it.Status)
+		e.T.Fatalf("setup: goal is v%d %d%% %s %s, want v5 50%% high active", it.GlobalVersion, it.Progress, it.Priority, it.Status)
 	}
 	for f, v := range want {
 		if it.FieldVersions[f] != v {
-			e.t.Fatalf("setup: %s_version %d, want %d", f, it.FieldVersions[f], v)
+			e.T.Fatalf("setup: %s_version %d, want %d", f, it.FieldVersions[f], v)
 		}
 	}
 	return it
@@ -376,7 +311,7 @@ type spec struct {
 // cortex.create does) but many per transaction, for large data sets; each a
 // millisecond after the one before.
 func (e *testEnv) bulkCreate(specs []spec, perTx int) {
-	e.t.Helper()
+	e.T.Helper()
 	for start := 0; start < len(specs); start += perTx {
 		chunk := specs[start:min(start+perTx, len(specs))]
 		err := e.env.Update(context.Background(), func(tx *kit.Txn) error {
@@ -390,7 +325,7 @@ func (e *testEnv) bulkCreate(specs []spec, perTx int) {
 					fields[k] = b
 				}
 				e.clock.Advance(time.Millisecond)
-				who := e.actionCall(call{as: s.owner})
+				who := e.actionCall(call{As: s.owner})
 				it, err := e.c.newItem(who, s.typ, s.id, fields)
 				if err != nil {
 					return err
@@ -402,7 +337,7 @@ func (e *testEnv) bulkCreate(specs []spec, perTx int) {
 			return nil
 		})
 		if err != nil {
-			e.t.Fatalf("bulk create of items %d..: %v", start, err)
+			e.T.Fatalf("bulk create of items %d..: %v", start, err)
 		}
 	}
 }

@@ -210,10 +210,11 @@ func parseUpdates(raw map[string]json.RawMessage) ([]change, error) {
 				if key == "" || strings.ContainsAny(key, "./") {
 					return nil, kit.Validation("custom."+key, "a custom field's name must be non-empty, without '.' or '/'")
 				}
+				// Decoding cannot fail: custom[key] was just decoded from valid JSON.
 				var v any
 				dec := json.NewDecoder(bytes.NewReader(custom[key]))
 				dec.UseNumber() // whole numbers beyond 2^53 stay exact
-				dec.Decode(&v)
+				_ = dec.Decode(&v)
 				out = append(out, change{field: "custom." + key, value: v})
 			}
 			continue

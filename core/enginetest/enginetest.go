@@ -59,6 +59,15 @@ func CheckErr(t testing.TB, name string, args any, res json.RawMessage, err erro
 	return got
 }
 
+// Decode unmarshals raw into v, failing t (from the test's own goroutine)
+// when raw is not the JSON that v expects.
+func Decode(t testing.TB, raw []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("decoding %s into %T: %v", Short(string(raw)), v, err)
+	}
+}
+
 // Short renders v for a failure message (JSON for values that are not
 // already text), cut to 400 bytes.
 func Short(v any) string {
@@ -105,7 +114,7 @@ func Binary(t testing.TB) string {
 // RemoveBinary removes what Binary built (if it built anything).
 func RemoveBinary() {
 	if binDir != "" {
-		os.RemoveAll(binDir)
+		_ = os.RemoveAll(binDir) // best effort: a leftover temporary directory harms nothing
 	}
 }
 

@@ -22,96 +22,154 @@ func (e *Episodic) register() {
 	action.Register(reg, action.Spec{Name: "episode.tuning", Summary: "The linking threshold, the model's prompt versions and past tunings", ReadOnly: true}, e.actTuning)
 }
 
+// thread.message takes a MessageRequest and answers a MessageResult
+// (episodic.go).
+
 func (e *Episodic) actMessage(ctx context.Context, call action.Call, a MessageRequest) (MessageResult, error) {
 	return e.Message(ctx, call, a)
 }
 
-type configureArgs struct {
+// ConfigureArgs is thread.configure's arguments.
+type ConfigureArgs struct {
 	ThreadID string `json:"thread_id" arg:"required" help:"the thread"`
 	Minutes  int    `json:"inactivity_timeout_minutes" arg:"required" help:"minutes of inactivity after which a message on an implicit channel starts a new thread (default 30)"`
 }
 
-func (e *Episodic) actConfigure(ctx context.Context, call action.Call, a configureArgs) (map[string]*Thread, error) {
+// ThreadResult is thread.configure's result: the thread as it now is.
+type ThreadResult struct {
+	Thread *Thread `json:"thread"`
+}
+
+func (e *Episodic) actConfigure(ctx context.Context, call action.Call, a ConfigureArgs) (ThreadResult, error) {
 	t, err := e.Configure(ctx, call, a.ThreadID, a.Minutes)
-	return map[string]*Thread{"thread": t}, err
+	return ThreadResult{Thread: t}, err
 }
 
-func (e *Episodic) actList(ctx context.Context, call action.Call, _ struct{}) (map[string][]*Thread, error) {
+// ListResult is thread.list's result (it takes no arguments).
+type ListResult struct {
+	// Threads, most recently active first; never null.
+	Threads []*Thread `json:"threads"`
+}
+
+func (e *Episodic) actList(ctx context.Context, call action.Call, _ struct{}) (ListResult, error) {
 	ts, err := e.Threads(ctx)
-	return map[string][]*Thread{"threads": ts}, err
+	return ListResult{Threads: ts}, err
 }
 
-type threadArgs struct {
-	ThreadID string `json:"thread_id" arg:"required" help:"the thread"`
-	Archived bool   `json:"include_archived,omitempty" help:"also the turns compaction archived"`
+// GetArgs is thread.get's arguments.
+type GetArgs struct {
+	ThreadID        string `json:"thread_id" arg:"required" help:"the thread"`
+	IncludeArchived bool   `json:"include_archived,omitempty" help:"also the turns compaction archived"`
 }
 
-func (e *Episodic) actGet(ctx context.Context, call action.Call, a threadArgs) (map[string]ThreadView, error) {
-	v, err := e.Get(ctx, a.ThreadID, a.Archived)
-	return map[string]ThreadView{"thread": v}, err
+// GetResult is thread.get's result.
+type GetResult struct {
+	Thread ThreadView `json:"thread"`
 }
 
-type contextArgs struct {
+func (e *Episodic) actGet(ctx context.Context, call action.Call, a GetArgs) (GetResult, error) {
+	v, err := e.Get(ctx, a.ThreadID, a.IncludeArchived)
+	return GetResult{Thread: v}, err
+}
+
+// ContextArgs is episode.context's arguments.
+type ContextArgs struct {
 	ThreadID string `json:"thread_id" arg:"required" help:"the thread"`
 	Channel  string `json:"channel,omitempty" help:"the channel the next message comes on (default: the thread's last); explicit ones get the thread alone"`
 	Input    string `json:"input,omitempty" help:"the message about to be answered (default: the thread's last user message)"`
 }
 
-func (e *Episodic) actContext(ctx context.Context, call action.Call, a contextArgs) (map[string]Context, error) {
-	c, err := e.ContextFor(ctx, a.ThreadID, a.Channel, a.Input)
-	return map[string]Context{"context": c}, err
+// ContextResult is episode.context's result.
+type ContextResult struct {
+	Context Context `json:"context"`
 }
 
-type compactArgs struct {
+func (e *Episodic) actContext(ctx context.Context, call action.Call, a ContextArgs) (ContextResult, error) {
+	c, err := e.ContextFor(ctx, a.ThreadID, a.Channel, a.Input)
+	return ContextResult{Context: c}, err
+}
+
+// CompactArgs is episode.compact's arguments.
+type CompactArgs struct {
 	ThreadID string `json:"thread_id" arg:"required" help:"the thread"`
 }
 
-func (e *Episodic) actCompact(ctx context.Context, call action.Call, a compactArgs) (map[string][]*Episode, error) {
-	eps, err := e.Compact(ctx, call, a.ThreadID)
-	return map[string][]*Episode{"episodes": eps}, err
+// CompactResult is episode.compact's result: the episodes it compacted.
+type CompactResult struct {
+	Episodes []*Episode `json:"episodes"`
 }
 
-type episodesArgs struct {
+func (e *Episodic) actCompact(ctx context.Context, call action.Call, a CompactArgs) (CompactResult, error) {
+	eps, err := e.Compact(ctx, call, a.ThreadID)
+	return CompactResult{Episodes: eps}, err
+}
+
+// EpisodesArgs is episode.list's arguments.
+type EpisodesArgs struct {
 	ThreadID string `json:"thread_id,omitempty" help:"only this thread's episodes (default: every thread's)"`
 }
 
-type episodesResult struct {
+// EpisodesResult is episode.list's result. Its fields are not in
+// alphabetical order: it was always a struct, and its output stays as it was.
+type EpisodesResult struct {
 	Episodes            []*Episode      `json:"episodes"`
 	CrossThreadEpisodes []*CrossEpisode `json:"cross_thread_episodes"`
 }
 
-func (e *Episodic) actEpisodes(ctx context.Context, call action.Call, a episodesArgs) (episodesResult, error) {
+func (e *Episodic) actEpisodes(ctx context.Context, call action.Call, a EpisodesArgs) (EpisodesResult, error) {
 	eps, xs, err := e.Episodes(ctx, a.ThreadID)
-	return episodesResult{Episodes: eps, CrossThreadEpisodes: xs}, err
+	return EpisodesResult{Episodes: eps, CrossThreadEpisodes: xs}, err
 }
 
-type episodeArgs struct {
+// EpisodeArgs is episode.get's arguments.
+type EpisodeArgs struct {
 	EpisodeID string `json:"episode_id" arg:"required" help:"the episode (episode.list shows them)"`
 }
 
-func (e *Episodic) actEpisode(ctx context.Context, call action.Call, a episodeArgs) (map[string]EpisodeView, error) {
-	v, err := e.Episode(ctx, a.EpisodeID)
-	return map[string]EpisodeView{"episode": v}, err
+// EpisodeResult is episode.get's result.
+type EpisodeResult struct {
+	Episode EpisodeView `json:"episode"`
 }
 
-type decisionsArgs struct {
+func (e *Episodic) actEpisode(ctx context.Context, call action.Call, a EpisodeArgs) (EpisodeResult, error) {
+	v, err := e.Episode(ctx, a.EpisodeID)
+	return EpisodeResult{Episode: v}, err
+}
+
+// DecisionsArgs is episode.decisions' arguments.
+type DecisionsArgs struct {
 	ThreadID string `json:"thread_id,omitempty" help:"only decisions about this thread (default: all)"`
 }
 
-func (e *Episodic) actDecisions(ctx context.Context, call action.Call, a decisionsArgs) (map[string][]*Decision, error) {
-	ds, err := e.Decisions(a.ThreadID)
-	return map[string][]*Decision{"decisions": ds}, err
+// DecisionsResult is episode.decisions' result.
+type DecisionsResult struct {
+	// Decisions, oldest first.
+	Decisions []*Decision `json:"decisions"`
 }
 
-type outcomeArgs struct {
+func (e *Episodic) actDecisions(ctx context.Context, call action.Call, a DecisionsArgs) (DecisionsResult, error) {
+	ds, err := e.Decisions(a.ThreadID)
+	return DecisionsResult{Decisions: ds}, err
+}
+
+// OutcomeArgs is episode.outcome's arguments.
+type OutcomeArgs struct {
 	DecisionID string `json:"decision_id" arg:"required" help:"the decision (episode.decisions lists them)"`
 	Outcome    string `json:"outcome" arg:"required" help:"correct or incorrect"`
 }
 
-func (e *Episodic) actOutcome(ctx context.Context, call action.Call, a outcomeArgs) (map[string]*Decision, error) {
-	d, err := e.Outcome(ctx, call, a.DecisionID, a.Outcome)
-	return map[string]*Decision{"decision": d}, err
+// OutcomeResult is episode.outcome's result: the decision, marked.
+type OutcomeResult struct {
+	Decision *Decision `json:"decision"`
 }
+
+func (e *Episodic) actOutcome(ctx context.Context, call action.Call, a OutcomeArgs) (OutcomeResult, error) {
+	d, err := e.Outcome(ctx, call, a.DecisionID, a.Outcome)
+	return OutcomeResult{Decision: d}, err
+}
+
+// episode.tune takes no arguments and answers a TuningRecord; episode.tuning
+// takes none and answers the Tuning (tune.go).
 
 func (e *Episodic) actTune(ctx context.Context, call action.Call, _ struct{}) (TuningRecord, error) {
 	return e.Tune(ctx, call)

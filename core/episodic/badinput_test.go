@@ -31,11 +31,11 @@ func storeKeys(t testing.TB, st *storage.Store) map[string]string {
 	return out
 }
 
-// TestBadInput: every thread.* and episode.* action with wrong arguments
+// TestBadArgumentsFailWithoutWriting: every thread.* and episode.* action with wrong arguments
 // fails with the right kind, a message that names the field and says what
 // to do, and changes nothing stored (every key and value compared, the
 // trace and sequences aside).
-func TestBadInput(t *testing.T) {
+func TestBadArgumentsFailWithoutWriting(t *testing.T) {
 	r := newRig(t)
 	first := r.send("sms", "", "What's the weather in New York?")
 	r.answer("sms", first.ThreadID, "Sunny, 72°F.")
@@ -117,7 +117,7 @@ func TestBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := storeKeys(t, r.e.Env().Store)
-			res, err := r.try(c.action, c.args)
+			res, err := r.Try(agent, c.action, c.args)
 			after := storeKeys(t, r.e.Env().Store)
 			if err == nil {
 				t.Fatalf("%s %s succeeded: %s", c.action, c.args, res)

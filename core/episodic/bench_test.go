@@ -102,19 +102,19 @@ func linkRig(b *testing.B) *rig {
 			r.clock.Advance(time.Minute)
 			_, text := benchTurn(k, 0)
 			var res episodic.MessageResult
-			r.do("thread.message", map[string]string{"channel": "web", "text": text}, &res)
+			r.Do(agent, "thread.message", map[string]string{"channel": "web", "text": text}, &res)
 			if k == 0 {
 				linkFixture.last = r.clock.Now()
 			}
 			for i := 1; i < linkCandidateTurn; i++ {
 				r.clock.Advance(time.Second)
 				speaker, text := benchTurn(k, i)
-				r.do("thread.message", map[string]string{"channel": "web", "thread_id": res.ThreadID, "speaker": speaker, "text": text}, nil)
+				r.Do(agent, "thread.message", map[string]string{"channel": "web", "thread_id": res.ThreadID, "speaker": speaker, "text": text}, nil)
 			}
 		}
 		linkFixture.r = r
 	})
-	linkFixture.r.t = b
+	linkFixture.r.T = b
 	return linkFixture.r
 }
 
@@ -146,7 +146,9 @@ func BenchmarkNewThreadLinking(b *testing.B) {
 		times = append(times, time.Since(start))
 		if i == 0 {
 			var res episodic.MessageResult
-			json.Unmarshal(raw, &res)
+			if err := json.Unmarshal(raw, &res); err != nil {
+				b.Fatal(err)
+			}
 			if !res.NewThread || len(res.Decisions) < 5 {
 				b.Fatalf("the message did not start a thread scored against the candidates: %s", raw)
 			}
@@ -187,10 +189,10 @@ func BenchmarkCompact50(b *testing.B) {
 		r.clock.Advance(time.Minute)
 		_, text := benchTurn(n, 0)
 		var res episodic.MessageResult
-		r.do("thread.message", map[string]string{"channel": "web", "text": text, "title": fmt.Sprintf("Trip %d", n)}, &res)
+		r.Do(agent, "thread.message", map[string]string{"channel": "web", "text": text, "title": fmt.Sprintf("Trip %d", n)}, &res)
 		for i := 1; i < episodic.EpisodeMaxTurns; i++ {
 			speaker, text := benchTurn(n, i)
-			r.do("thread.message", map[string]string{"channel": "web", "thread_id": res.ThreadID, "speaker": speaker, "text": text}, nil)
+			r.Do(agent, "thread.message", map[string]string{"channel": "web", "thread_id": res.ThreadID, "speaker": speaker, "text": text}, nil)
 		}
 		args, _ := json.Marshal(map[string]string{"thread_id": res.ThreadID})
 		b.StartTimer()
@@ -202,7 +204,9 @@ func BenchmarkCompact50(b *testing.B) {
 			var out struct {
 				Episodes []*episodic.Episode `json:"episodes"`
 			}
-			json.Unmarshal(raw, &out)
+			if err := json.Unmarshal(raw, &out); err != nil {
+				b.Fatal(err)
+			}
 			if len(out.Episodes) != 1 || out.Episodes[0].TurnCount != episodic.EpisodeMaxTurns || out.Episodes[0].Status != episodic.EpisodeCompacted {
 				b.Fatalf("episode.compact: %s", raw)
 			}

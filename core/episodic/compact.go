@@ -43,7 +43,7 @@ func newCompactor(e *Episodic) *kit.Worker {
 		return err
 	}, func(id string, err error) {
 		e.env.Log.Warn("compaction failed", "episode", id, "err", err)
-		e.env.Events.Publish(EventCompactFailed, map[string]any{"episode_id": id, "error": err.Error()})
+		EventCompactFailed.Publish(e.env.Events, CompactFailedEvent{EpisodeID: id, Error: err.Error()})
 	})
 }
 
@@ -135,7 +135,7 @@ func (e *Episodic) compact(ctx context.Context, id string) (*Episode, error) {
 		if err := hook("commit"); err != nil {
 			return err
 		}
-		tx.Publish(EventCompacted, ep)
+		EventCompacted.Publish(tx, *ep)
 		done = ep
 		return nil
 	})
@@ -200,7 +200,7 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 				return err
 			}
 		}
-		_, err = tx.Trace(call, "episode.compact", fmt.Sprintf("compacting %d episode(s) of thread %s", len(closed), threadID), map[string]any{"episodes": closed})
+		_, err = tx.Trace(call, "episode.compact", fmt.Sprintf("compacting %d episode(s) of thread %s", len(closed), threadID), compactTrace{Episodes: closed})
 		return err
 	})
 	if err != nil {
@@ -220,6 +220,11 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 		}
 	}
 	return out, nil
+}
+
+// compactTrace is the data of an episode.compact trace entry.
+type compactTrace struct {
+	Episodes []string `json:"episodes"`
 }
 
 func lines(turns []*Turn) []text.Line {

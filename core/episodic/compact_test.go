@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,28 +74,28 @@ func countPrefix(dump map[string]string, prefix string) int {
 
 // pendingCompactions is engine.info's episodic.compactions_pending.
 func pendingCompactions(r *rig) int {
-	r.t.Helper()
+	r.T.Helper()
 	var info core.Info
-	r.do("engine.info", `{}`, &info)
+	r.Do(agent, "engine.info", `{}`, &info)
 	n, ok := info.Counts["episodic"]["compactions_pending"]
 	if !ok {
-		r.t.Fatalf("engine.info has no episodic.compactions_pending: %v", info.Counts)
+		r.T.Fatalf("engine.info has no episodic.compactions_pending: %v", info.Counts)
 	}
 	return n
 }
 
 // episodeView reads an episode with episode.get.
 func episodeView(r *rig, id string) (episodic.EpisodeView, json.RawMessage) {
-	r.t.Helper()
-	raw, err := r.try("episode.get", map[string]string{"episode_id": id})
+	r.T.Helper()
+	raw, err := r.Try(agent, "episode.get", map[string]string{"episode_id": id})
 	if err != nil {
-		r.t.Fatalf("episode.get %s: %v", id, err)
+		r.T.Fatalf("episode.get %s: %v", id, err)
 	}
 	var out struct {
 		Episode episodic.EpisodeView `json:"episode"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return out.Episode, raw
 }
@@ -107,7 +108,7 @@ type compactionScene struct {
 }
 
 func playCompactionScene(r *rig) compactionScene {
-	r.t.Helper()
+	r.T.Helper()
 	r.at("10:00")
 	first := r.send("sms", "", "What's the weather in New York?")
 	r.answer("sms", first.ThreadID, "Sunny, 72°F.")
@@ -117,7 +118,7 @@ func playCompactionScene(r *rig) compactionScene {
 	r.at("10:45")
 	second := r.send("sms", "", "Book me a table for two at Nopa on Friday.")
 	if !second.NewThread || second.EndedThread != first.ThreadID || len(second.Compacting) != 1 {
-		r.t.Fatalf("the message at 10:45 should end thread %s and queue its episode: %+v", first.ThreadID, second)
+		r.T.Fatalf("the message at 10:45 should end thread %s and queue its episode: %+v", first.ThreadID, second)
 	}
 	return compactionScene{thread: first.ThreadID, episode: second.Compacting[0], texts: []string{
 		"What's the weather in New York?", "Sunny, 72°F.", "What about next week? I prefer mornings for my runs.", "Mixed, 65-75°F, with rain on Wednesday.",
@@ -127,68 +128,68 @@ func playCompactionScene(r *rig) compactionScene {
 // checkUncompacted: the episode is closed and pending, every raw turn live,
 // none archived, no summaries.
 func checkUncompacted(r *rig, s compactionScene) {
-	r.t.Helper()
+	r.T.Helper()
 	if n := pendingCompactions(r); n != 1 {
-		r.t.Errorf("compactions_pending = %d, want 1", n)
+		r.T.Errorf("compactions_pending = %d, want 1", n)
 	}
 	ep, _ := episodeView(r, s.episode)
 	if ep.Status != episodic.EpisodeClosed || ep.Summaries != nil || len(ep.Skills) != 0 || ep.CompactedAt != nil {
-		r.t.Errorf("after the failure the episode is %s with summaries %+v, skills %v; want closed, none", ep.Status, ep.Summaries, ep.Skills)
+		r.T.Errorf("after the failure the episode is %s with summaries %+v, skills %v; want closed, none", ep.Status, ep.Summaries, ep.Skills)
 	}
 	th := r.thread(s.thread)
 	if th.Status != episodic.StatusEnded {
-		r.t.Errorf("thread status %s, want ended", th.Status)
+		r.T.Errorf("thread status %s, want ended", th.Status)
 	}
 	if len(th.Turns) != len(s.texts) {
-		r.t.Fatalf("thread has %d turns, want %d", len(th.Turns), len(s.texts))
+		r.T.Fatalf("thread has %d turns, want %d", len(th.Turns), len(s.texts))
 	}
 	for i, u := range th.Turns {
 		if u.Archived || u.Text != s.texts[i] {
-			r.t.Errorf("turn %d: archived=%v text %q; want live %q", u.Number, u.Archived, u.Text, s.texts[i])
+			r.T.Errorf("turn %d: archived=%v text %q; want live %q", u.Number, u.Archived, u.Text, s.texts[i])
 		}
 	}
-	keys := episodicKeys(r.t, r.e.Env().Store)
+	keys := episodicKeys(r.T, r.e.Env().Store)
 	if n := countPrefix(keys, "episodic/arch/"+s.thread+"/"); n != 0 {
-		r.t.Errorf("%d archived turns stored after the failure", n)
+		r.T.Errorf("%d archived turns stored after the failure", n)
 	}
 	if n := countPrefix(keys, "episodic/turn/"+s.thread+"/"); n != len(s.texts) {
-		r.t.Errorf("%d live turns stored after the failure, want %d", n, len(s.texts))
+		r.T.Errorf("%d live turns stored after the failure, want %d", n, len(s.texts))
 	}
 }
 
 // checkCompacted: the episode is compacted whole.
 func checkCompacted(r *rig, s compactionScene) {
-	r.t.Helper()
+	r.T.Helper()
 	if n := pendingCompactions(r); n != 0 {
-		r.t.Errorf("compactions_pending = %d, want 0", n)
+		r.T.Errorf("compactions_pending = %d, want 0", n)
 	}
 	ep, _ := episodeView(r, s.episode)
 	if ep.Status != episodic.EpisodeCompacted || ep.CompactedAt == nil {
-		r.t.Fatalf("episode %s, compacted_at %v: want compacted, with the time", ep.Status, ep.CompactedAt)
+		r.T.Fatalf("episode %s, compacted_at %v: want compacted, with the time", ep.Status, ep.CompactedAt)
 	}
 	if ep.Summaries == nil || len(ep.Summaries.Micro) == 0 || ep.Summaries.Meso == "" || ep.Summaries.Macro == "" {
-		r.t.Errorf("summaries %+v: want micro, meso and macro", ep.Summaries)
+		r.T.Errorf("summaries %+v: want micro, meso and macro", ep.Summaries)
 	}
 	if len(ep.Skills) == 0 {
-		r.t.Errorf("no skills extracted (the user said a preference)")
+		r.T.Errorf("no skills extracted (the user said a preference)")
 	}
 	if len(ep.Turns) != len(s.texts) {
-		r.t.Errorf("episode.get shows %d raw turns, want %d", len(ep.Turns), len(s.texts))
+		r.T.Errorf("episode.get shows %d raw turns, want %d", len(ep.Turns), len(s.texts))
 	}
 	for i, u := range ep.Turns {
 		if !u.Archived || u.Text != s.texts[i] {
-			r.t.Errorf("turn %d: archived=%v text %q; want archived %q", u.Number, u.Archived, u.Text, s.texts[i])
+			r.T.Errorf("turn %d: archived=%v text %q; want archived %q", u.Number, u.Archived, u.Text, s.texts[i])
 		}
 	}
 	if th := r.thread(s.thread); th.Status != episodic.StatusCompacted {
-		r.t.Errorf("thread status %s, want compacted", th.Status)
+		r.T.Errorf("thread status %s, want compacted", th.Status)
 	}
-	keys := episodicKeys(r.t, r.e.Env().Store)
+	keys := episodicKeys(r.T, r.e.Env().Store)
 	if n := countPrefix(keys, "episodic/arch/"+s.thread+"/"); n != len(s.texts) {
-		r.t.Errorf("%d archived turns stored, want %d", n, len(s.texts))
+		r.T.Errorf("%d archived turns stored, want %d", n, len(s.texts))
 	}
 	if n := countPrefix(keys, "episodic/turn/"+s.thread+"/"); n != 0 {
-		r.t.Errorf("%d live turns left after compaction", n)
+		r.T.Errorf("%d live turns left after compaction", n)
 	}
 }
 
@@ -216,7 +217,7 @@ func TestCompactInjectedFailure(t *testing.T) {
 				r := newRigWith(t, rigOptions{dir: dir, opts: opts})
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				evs := r.e.Subscribe(ctx, 64)
+				evs := r.e.SubscribeBuffer(ctx, 64)
 
 				s := playCompactionScene(r)
 				r.ep.Settle()
@@ -225,13 +226,13 @@ func TestCompactInjectedFailure(t *testing.T) {
 					t.Fatalf("the hook never reached %q (stages seen: %v)", stage, seen)
 				}
 				mu.Unlock()
-				waitEvent(t, evs, episodic.EventCompactFailed, "injected failure at "+stage)
+				waitEvent(t, evs, episodic.EventCompactFailed.Name(), "injected failure at "+stage)
 				checkUncompacted(r, s)
 
 				// Asking again while it still fails reports the failure and
 				// changes nothing.
 				before := episodicKeys(t, r.e.Env().Store)
-				if _, err := r.try("episode.compact", map[string]string{"thread_id": s.thread}); err == nil || !strings.Contains(err.Error(), "injected failure") {
+				if _, err := r.Try(agent, "episode.compact", map[string]string{"thread_id": s.thread}); err == nil || !strings.Contains(err.Error(), "injected failure") {
 					t.Errorf("episode.compact while failing: %v", err)
 				}
 				if d := diffKeys(before, episodicKeys(t, r.e.Env().Store)); len(d) > 0 {
@@ -246,7 +247,7 @@ func TestCompactInjectedFailure(t *testing.T) {
 					var out struct {
 						Episodes []*episodic.Episode `json:"episodes"`
 					}
-					r.do("episode.compact", map[string]string{"thread_id": s.thread}, &out)
+					r.Do(agent, "episode.compact", map[string]string{"thread_id": s.thread}, &out)
 					if len(out.Episodes) != 1 || out.Episodes[0].ID != s.episode || out.Episodes[0].Status != episodic.EpisodeCompacted {
 						t.Errorf("episode.compact compacted %+v, want episode %s", out.Episodes, s.episode)
 					}
@@ -265,7 +266,7 @@ func TestCompactInjectedFailure(t *testing.T) {
 				var again struct {
 					Episodes []*episodic.Episode `json:"episodes"`
 				}
-				r.do("episode.compact", map[string]string{"thread_id": s.thread}, &again)
+				r.Do(agent, "episode.compact", map[string]string{"thread_id": s.thread}, &again)
 				if len(again.Episodes) != 0 {
 					t.Errorf("compacting again compacted %d episode(s)", len(again.Episodes))
 				}
@@ -354,7 +355,7 @@ func TestCompactDoesNotBlockMessages(t *testing.T) {
 				m.thread = results[1].ThreadID
 			}
 			r.at(m.hhmm)
-			raw, err := r.try("thread.message", map[string]string{"channel": m.channel, "thread_id": m.thread, "speaker": m.speaker, "text": m.text})
+			raw, err := r.Try(agent, "thread.message", map[string]string{"channel": m.channel, "thread_id": m.thread, "speaker": m.speaker, "text": m.text})
 			var res episodic.MessageResult
 			if err == nil {
 				err = json.Unmarshal(raw, &res)
@@ -392,7 +393,10 @@ func TestCompactDoesNotBlockMessages(t *testing.T) {
 		var out listing
 		raw, err := r.e.Do(context.Background(), core.Request{Action: "thread.list", Args: json.RawMessage(`{}`)})
 		if err == nil {
-			json.Unmarshal(raw, &out)
+			err = json.Unmarshal(raw, &out)
+		}
+		if err != nil {
+			t.Errorf("thread.list: %v", err)
 		}
 		listed <- out
 	}()
@@ -493,7 +497,7 @@ func TestCompactKill9(t *testing.T) {
 		}
 	}
 	waitErr := cmd.Wait()
-	stdin.Close()
+	_ = stdin.Close() // Wait has closed the pipe already: nothing to report
 	var exitErr *exec.ExitError
 	if !killed || !errors.As(waitErr, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("engram was not killed (killed %v, %v)\nstderr:\n%s", killed, waitErr, stderr.Bytes())
@@ -510,7 +514,9 @@ func TestCompactKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := episodicKeys(t, st)
-	st.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
 	var ep episodic.Episode
 	if err := json.Unmarshal([]byte(raw["episodic/ep/"+episode]), &ep); err != nil {
 		t.Fatalf("episode %s after the kill: %v", episode, err)
@@ -559,5 +565,219 @@ func TestCompactKill9(t *testing.T) {
 	}
 	if len(got) != len(script) {
 		t.Errorf("%d turns after the restart, %d acknowledged", len(got), len(script))
+	}
+}
+
+// fiveWeatherTurns is Thread 1: five turns about the weather, 10:00-10:10.
+var fiveWeatherTurns = []struct{ speaker, text string }{
+	{"user", "What's the weather in New York?"},
+	{"assistant", "Sunny, 72°F in Manhattan."},
+	{"user", "What about next week?"},
+	{"assistant", "Mixed, 65-75°F with rain on Tuesday."},
+	{"user", "I prefer Celsius, by the way."},
+}
+
+// sendFiveWeatherTurns sends fiveWeatherTurns on sms and returns the thread.
+func sendFiveWeatherTurns(r *rig) string {
+	r.at("10:00")
+	id := r.send("sms", "", fiveWeatherTurns[0].text).ThreadID
+	for i, u := range fiveWeatherTurns[1:] {
+		r.clock.Set(clockAt("10:00").Add(time.Duration(2*(i+1)) * time.Minute))
+		if u.speaker == "assistant" {
+			r.answer("sms", id, u.text)
+		} else {
+			r.send("sms", "", u.text)
+		}
+	}
+	return id
+}
+
+// checkCompactedEpisode checks a compacted episode: summaries at three tiers,
+// skills, its raw turns archived and retrievable.
+func checkCompactedEpisode(t *testing.T, r *rig, epID, reason string, texts []string) episodic.EpisodeView {
+	t.Helper()
+	v := r.episode(epID)
+	if v.Status != episodic.EpisodeCompacted || v.Reason != reason || v.CompactedAt == nil || v.ClosedAt == nil {
+		t.Errorf("episode %s: status %s, reason %q, closed %v, compacted %v; want compacted, %s", epID, v.Status, v.Reason, v.ClosedAt, v.CompactedAt, reason)
+	}
+	if v.Summaries == nil || len(v.Summaries.Micro) == 0 || v.Summaries.Meso == "" || v.Summaries.Macro == "" {
+		t.Fatalf("summaries %+v; want micro, meso and macro", v.Summaries)
+	}
+	for _, m := range v.Summaries.Micro {
+		if m.Text == "" {
+			t.Errorf("empty micro summary of turns %v", m.Turns)
+		}
+	}
+	if first, last := v.Summaries.Micro[0].Turns[0], v.Summaries.Micro[len(v.Summaries.Micro)-1].Turns[1]; first != v.FirstTurn || last != v.LastTurn {
+		t.Errorf("micro summaries cover turns %d-%d, the episode %d-%d", first, last, v.FirstTurn, v.LastTurn)
+	}
+	if len(v.Skills) == 0 {
+		t.Error("no skills extracted")
+	}
+	if !slices.Equal(allTexts(v.Turns), texts) {
+		t.Errorf("episode.get turns %q, want the raw turns %q", allTexts(v.Turns), texts)
+	}
+	for _, u := range v.Turns {
+		if !u.Archived || u.EpisodeID != epID {
+			t.Errorf("turn %d: archived %v, episode %s", u.Number, u.Archived, u.EpisodeID)
+		}
+	}
+	return v
+}
+
+// TestThreadEndCompactsItsEpisode: a thread ended by a newer one has its
+// episode compacted into summaries and skills, its turns archived (seed
+// 5.1).
+func TestThreadEndCompactsItsEpisode(t *testing.T) {
+	r := newRig(t)
+	t1 := sendFiveWeatherTurns(r)
+	r.at("10:45") // 37 minutes after the last turn
+	res := r.send("sms", "", "Book me a flight to Tokyo")
+	if !res.NewThread || res.EndedThread != t1 {
+		t.Fatalf("Thread 2 should start and end Thread 1: %+v", res)
+	}
+	th := r.liveThread(t1) // reading settles the compaction
+	if len(th.Episodes) != 1 || !slices.Equal(res.Compacting, th.Episodes) {
+		t.Fatalf("Thread 1's episodes %q, compacting %q", th.Episodes, res.Compacting)
+	}
+	var texts []string
+	for _, u := range fiveWeatherTurns {
+		texts = append(texts, u.text)
+	}
+	v := checkCompactedEpisode(t, r, th.Episodes[0], "thread_end", texts)
+	if v.TurnCount != 5 || v.FirstTurn != 1 || v.LastTurn != 5 {
+		t.Errorf("episode turns %d (%d-%d), want 5 (1-5)", v.TurnCount, v.FirstTurn, v.LastTurn)
+	}
+	if !strings.Contains(v.Summaries.Meso, "New York") {
+		t.Errorf("the episode's summary should say what it was about: %q", v.Summaries.Meso)
+	}
+	var kinds []string
+	for _, s := range v.Skills {
+		kinds = append(kinds, s.Kind+": "+s.Text)
+	}
+	if !slices.Contains(kinds, "preference: I prefer Celsius, by the way") {
+		t.Errorf("skills %q should include the user's preference", kinds)
+	}
+	if th.Status != episodic.StatusCompacted || th.TurnCount != 5 || len(th.Turns) != 0 {
+		t.Errorf("Thread 1: status %s, turn_count %d, %d live turns; want compacted, 5, 0", th.Status, th.TurnCount, len(th.Turns))
+	}
+	all := r.thread(t1) // with the archived turns
+	if !slices.Equal(allTexts(all.Turns), texts) {
+		t.Errorf("archived turns %q", allTexts(all.Turns))
+	}
+	for _, u := range all.Turns {
+		if !u.Archived {
+			t.Errorf("turn %d not archived", u.Number)
+		}
+	}
+}
+
+// TestSizeThresholdClosesAndCompactsAnEpisode: an episode reaching its size
+// limit closes and is compacted; the thread goes on in a new episode (seed
+// 5.2).
+func TestSizeThresholdClosesAndCompactsAnEpisode(t *testing.T) {
+	r := newRig(t)
+	r.at("10:00")
+	var t1 string
+	var texts []string
+	for i := range 50 { // 25 questions and their answers, a minute apart
+		r.clock.Set(clockAt("10:00").Add(time.Duration(i) * time.Minute))
+		day := i/2 + 1
+		if i%2 == 0 {
+			text := fmt.Sprintf("What's the forecast for day %d in Chicago?", day)
+			res := r.send("sms", "", text)
+			if t1 == "" {
+				t1 = res.ThreadID
+			} else if res.ThreadID != t1 || res.NewThread {
+				t.Fatalf("turn %d left the thread", i+1)
+			}
+			texts = append(texts, text)
+		} else {
+			text := fmt.Sprintf("Day %d: %d°F and sunny.", day, 60+day)
+			r.answer("sms", t1, text)
+			texts = append(texts, text)
+		}
+	}
+	ep1 := r.thread(t1).Episodes
+	if len(ep1) != 1 {
+		t.Fatalf("after 50 turns: episodes %q, want one", ep1)
+	}
+
+	r.at("10:50")
+	res := r.send("sms", "", "And what about day 26?") // turn 51
+	if res.ThreadID != t1 || res.TurnCount != 51 || !slices.Equal(res.Compacting, ep1) {
+		t.Fatalf("turn 51: %+v; want thread 1, turn 51, compacting episode 1", res)
+	}
+	r.ep.Settle()
+
+	th := r.thread(t1)
+	if len(th.Episodes) != 2 || th.Episodes[0] != ep1[0] {
+		t.Fatalf("episodes %q; want episode 1 and a new one", th.Episodes)
+	}
+	v := checkCompactedEpisode(t, r, ep1[0], "size", texts)
+	if v.TurnCount != 50 || v.FirstTurn != 1 || v.LastTurn != 50 {
+		t.Errorf("episode 1: %d turns (%d-%d), want 50 (1-50)", v.TurnCount, v.FirstTurn, v.LastTurn)
+	}
+	ep2 := r.episode(th.Episodes[1])
+	if ep2.Number != 2 || ep2.Status != episodic.EpisodeOpen || ep2.TurnCount != 1 || ep2.FirstTurn != 51 ||
+		len(ep2.Turns) != 1 || ep2.Turns[0].Text != "And what about day 26?" || res.Turn.EpisodeID != ep2.ID {
+		t.Errorf("episode 2: %+v; want it open with turn 51", ep2)
+	}
+	if th.Status != episodic.StatusActive || th.TurnCount != 51 {
+		t.Errorf("thread: status %s, turn_count %d; want active, 51", th.Status, th.TurnCount)
+	}
+}
+
+// TestCompactedTurnsStayRetrievable: after compaction, archived turns and
+// summaries are still what context and thread.get draw on (seed 5.3).
+func TestCompactedTurnsStayRetrievable(t *testing.T) {
+	r := newRig(t)
+	t1 := sendFiveWeatherTurns(r)
+	r.at("10:45")
+	res := r.send("sms", "", "Oh, and what is it on Thursday?")
+	t2 := res.ThreadID
+	if !res.NewThread || !slices.Equal(res.LinkedThreads, []string{t1}) {
+		t.Fatalf("Thread 2 should be linked to Thread 1: %+v", res)
+	}
+	r.ep.Settle()
+	ep1 := r.episode(r.thread(t1).Episodes[0])
+	if ep1.Status != episodic.EpisodeCompacted {
+		t.Fatalf("episode 1 is %s", ep1.Status)
+	}
+	r.answer("sms", t2, "Thursday: 20°C and clear.")
+	r.at("10:50")
+	r.send("sms", "", "Should I bring an umbrella?") // a new turn in Thread 2
+
+	c := r.contextOf(t2, "", "")
+
+	if len(c.Threads) != 2 || c.Threads[0].ID != t1 || c.Threads[0].Compacted != 1 {
+		t.Fatalf("threads %+v; want Thread 1 with its compacted episode, then Thread 2", c.Threads)
+	}
+	if !slices.Contains(c.Summaries, ep1.Summaries.Meso) {
+		t.Errorf("episode 1's summary %q not among %q", ep1.Summaries.Meso, c.Summaries)
+	}
+	for _, s := range ep1.Skills {
+		if !slices.Contains(c.Skills, s) {
+			t.Errorf("episode 1's skill %+v not available: %+v", s, c.Skills)
+		}
+	}
+	for _, want := range []string{
+		"(preference) I prefer Celsius, by the way",
+		"- What's the weather in New York? (Sunny, 72°F in Manhattan)",
+		"- Oh, and what is it on Thursday? (Thursday: 20°C and clear)",
+		"Current question: Should I bring an umbrella?",
+		"(Continuing from previous thread after 37 min break)",
+	} {
+		if !strings.Contains(c.Text, want) {
+			t.Errorf("the prompt should include %q:\n%s", want, c.Text)
+		}
+	}
+	// The raw turns, if needed.
+	var texts []string
+	for _, u := range fiveWeatherTurns {
+		texts = append(texts, u.text)
+	}
+	if !slices.Equal(allTexts(ep1.Turns), texts) {
+		t.Errorf("episode.get turns %q, want %q", allTexts(ep1.Turns), texts)
 	}
 }

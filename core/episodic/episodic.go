@@ -16,22 +16,46 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
 
-// Events the episodic layer publishes after each commit.
-const (
-	EventConfigured    = "thread.configured"      // data: Thread
-	EventThreadCreated = "thread.created"         // data: Thread
-	EventTurnAdded     = "thread.turn"            // data: MessageResult
-	EventJudging       = "link.judging"           // data: {candidates, message}: the model is judging a new thread's links
-	EventJudged        = "link.judged"            // data: {candidates}: the model's judging is over (decided or not)
-	EventLinkDecided   = "link.decided"           // data: Decision
-	EventCompacted     = "episode.compacted"      // data: Episode
-	EventOutcome       = "episode.outcome"        // data: Decision
-	EventTuned         = "episode.tuned"          // data: TuningRecord
-	EventCompactFailed = "episode.compact_failed" // data: {episode_id, error}
+// JudgingEvent is the payload of EventJudging.
+type JudgingEvent struct {
+	// Candidates are the ids of the threads the model is judging.
+	Candidates []string `json:"candidates"`
+	// Message is the new thread's first message.
+	Message string `json:"message"`
+}
+
+// JudgedEvent is the payload of EventJudged.
+type JudgedEvent struct {
+	// Candidates is how many threads the model judged.
+	Candidates int `json:"candidates"`
+}
+
+// CompactFailedEvent is the payload of EventCompactFailed.
+type CompactFailedEvent struct {
+	// EpisodeID is the episode whose compaction failed.
+	EpisodeID string `json:"episode_id"`
+	// Error says why.
+	Error string `json:"error"`
+}
+
+// Events the episodic layer publishes (after each commit, except the
+// judging pair, which brackets the model's judgement).
+var (
+	EventConfigured    = events.Define[Thread]("thread.configured", "after thread.configure changes a thread's settings")
+	EventThreadCreated = events.Define[Thread]("thread.created", "after a message starts a new thread")
+	EventTurnAdded     = events.Define[MessageResult]("thread.turn", "after a message is added to a thread")
+	EventJudging       = events.Define[JudgingEvent]("link.judging", "when the model starts judging a new thread's links to earlier threads")
+	EventJudged        = events.Define[JudgedEvent]("link.judged", "when the model's judging is over (decided or not)")
+	EventLinkDecided   = events.Define[Decision]("link.decided", "after a linking decision for a new thread and one candidate is recorded")
+	EventCompacted     = events.Define[Episode]("episode.compacted", "after a closed episode is compacted into summaries and skills")
+	EventOutcome       = events.Define[Decision]("episode.outcome", "after episode.outcome marks a linking decision right or wrong")
+	EventTuned         = events.Define[TuningRecord]("episode.tuned", "after episode.tune records a tuning (whether or not it moved the threshold)")
+	EventCompactFailed = events.Define[CompactFailedEvent]("episode.compact_failed", "when a background compaction fails (it is retried on the next start)")
 )
 
 // Options configure the episodic layer.
@@ -362,7 +386,6 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 		if err := e.link(tx, call, t, decisions, ids, &res); err != nil {
 			return res, err
 		}
-		tx.Publish(EventThreadCreated, t)
 	}
 	ep, err := loadEpisode(tx.Tx, t.currentEpisode())
 	if err != nil {
@@ -399,16 +422,30 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	if err := saveThread(tx.Tx, t, was); err != nil {
 		return res, err
 	}
+	if res.NewThread {
+		// Published once the thread has its first turn: the payload is a
+		// copy, and says what the thread is after this message.
+		EventThreadCreated.Publish(tx, *t)
+	}
 	res.ThreadID, res.TurnCount, res.LastActivityAt, res.Turn = t.ID, t.TurnCount, t.LastActivityAt, turn
 	msg := fmt.Sprintf("%s message on %s → thread %s (turn %d)", req.Speaker, req.Channel, t.ID, t.TurnCount)
 	if res.NewThread {
 		msg = fmt.Sprintf("%s message on %s started thread %s", req.Speaker, req.Channel, t.ID)
 	}
-	if _, err := tx.Trace(call, "thread.message", msg, map[string]any{"thread_id": t.ID, "new_thread": res.NewThread, "turn": t.TurnCount, "channel": req.Channel}); err != nil {
+	if _, err := tx.Trace(call, "thread.message", msg, messageTrace{Channel: req.Channel, NewThread: res.NewThread, ThreadID: t.ID, Turn: t.TurnCount}); err != nil {
 		return res, err
 	}
-	tx.Publish(EventTurnAdded, res)
+	EventTurnAdded.Publish(tx, res)
 	return res, nil
+}
+
+// messageTrace is the data of a thread.message trace entry (fields in
+// alphabetical order, as the map it replaced marshalled).
+type messageTrace struct {
+	Channel   string `json:"channel"`
+	NewThread bool   `json:"new_thread"`
+	ThreadID  string `json:"thread_id"`
+	Turn      int    `json:"turn"`
 }
 
 // openEpisode starts t's next episode, with id.
@@ -491,7 +528,7 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 		if err := tx.SetJSON(decisionKey(d.ID), d); err != nil {
 			return err
 		}
-		tx.Publish(EventLinkDecided, d)
+		EventLinkDecided.Publish(tx, *d)
 		llmPart := "no model"
 		if d.LLM != nil {
 			llmPart = fmt.Sprintf("model %.2f", *d.LLM)
@@ -663,7 +700,7 @@ func (e *Episodic) Configure(ctx context.Context, call action.Call, id string, m
 		if err := tx.SetJSON(threadKey(id), t); err != nil {
 			return err
 		}
-		tx.Publish(EventConfigured, t)
+		EventConfigured.Publish(tx, *t)
 		_, err = tx.Trace(call, "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil)
 		return err
 	})

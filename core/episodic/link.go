@@ -74,7 +74,7 @@ func (e *Episodic) assess(ctx context.Context, message string, cands []candidate
 		for i := range judged {
 			ids[i] = cands[i].thread.ID
 		}
-		e.env.Events.Publish(EventJudging, map[string]any{"candidates": ids, "message": message})
+		EventJudging.Publish(e.env.Events, JudgingEvent{Candidates: ids, Message: message})
 	}
 	for i := range judged {
 		wg.Add(1)
@@ -94,7 +94,7 @@ func (e *Episodic) assess(ctx context.Context, message string, cands []candidate
 	}
 	wg.Wait()
 	if judged > 0 && llm.Available(e.env.LLM) {
-		e.env.Events.Publish(EventJudged, map[string]any{"candidates": judged})
+		EventJudged.Publish(e.env.Events, JudgedEvent{Candidates: judged})
 	}
 	for i, d := range decisions {
 		if i >= judged && llm.Available(e.env.LLM) {

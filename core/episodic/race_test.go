@@ -37,7 +37,7 @@ func TestConcurrentThreads(t *testing.T) {
 	}
 	send := func(args map[string]string) {
 		r.clock.Advance(time.Second)
-		raw, err := r.try("thread.message", args)
+		raw, err := r.Try(agent, "thread.message", args)
 		if err != nil {
 			fail(fmt.Errorf("thread.message %v: %w", args, err))
 			return
@@ -87,7 +87,7 @@ func TestConcurrentThreads(t *testing.T) {
 	wg.Go(func() {
 		for i := range 20 {
 			w := []episodic.MessageResult{w1, w2}[i%2]
-			if _, err := r.try("episode.compact", map[string]string{"thread_id": w.ThreadID}); err != nil {
+			if _, err := r.Try(agent, "episode.compact", map[string]string{"thread_id": w.ThreadID}); err != nil {
 				fail(fmt.Errorf("episode.compact: %w", err))
 			}
 		}
@@ -106,7 +106,7 @@ func TestConcurrentThreads(t *testing.T) {
 				{"thread.get", map[string]any{"thread_id": w1.ThreadID, "include_archived": true}},
 				{"episode.decisions", `{}`},
 			} {
-				if _, err := r.try(req.action, req.args); err != nil {
+				if _, err := r.Try(agent, req.action, req.args); err != nil {
 					fail(fmt.Errorf("%s: %w", req.action, err))
 				}
 			}
@@ -122,11 +122,11 @@ func TestConcurrentThreads(t *testing.T) {
 	var list struct {
 		Threads []*episodic.Thread `json:"threads"`
 	}
-	r.do("thread.list", `{}`, &list)
+	r.Do(agent, "thread.list", `{}`, &list)
 	var eps struct {
 		Episodes []*episodic.Episode `json:"episodes"`
 	}
-	r.do("episode.list", `{}`, &eps)
+	r.Do(agent, "episode.list", `{}`, &eps)
 	episodes := map[string]*episodic.Episode{}
 	for _, ep := range eps.Episodes {
 		episodes[ep.ID] = ep

@@ -17,7 +17,11 @@ func TestLastTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	}()
 	t0 := time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
 	// write stores turns 1..count of thread, those in archived under the
 	// archive keys; turn k is at t0 + k minutes.

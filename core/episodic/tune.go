@@ -73,6 +73,21 @@ const (
 	MinOutcomes = 10
 )
 
+// ReasonNoOutcomes is the "reason" detail of episode.tune's error when no
+// decision is marked yet: what a client tells the user to do first, without
+// reading the message.
+const ReasonNoOutcomes = "no_outcomes"
+
+// outcomeTrace is the data of an episode.outcome trace entry (fields in
+// alphabetical order, as the map it replaced marshalled).
+type outcomeTrace struct {
+	Algorithmic float64  `json:"algorithmic"`
+	Decision    string   `json:"decision"`
+	DecisionID  string   `json:"decision_id"`
+	LLM         *float64 `json:"llm"`
+	Outcome     string   `json:"outcome"`
+}
+
 // Outcome marks a decision correct or incorrect.
 func (e *Episodic) Outcome(ctx context.Context, call action.Call, id, outcome string) (*Decision, error) {
 	if outcome != OutcomeCorrect && outcome != OutcomeIncorrect {
@@ -90,8 +105,8 @@ func (e *Episodic) Outcome(ctx context.Context, call action.Call, id, outcome st
 			return err
 		}
 		_, err = tx.Trace(call, "episode.outcome", fmt.Sprintf("linking decision %s (%s, %s and %s) marked %s", id, d.Decision, d.ThreadID, d.Candidate, outcome),
-			map[string]any{"decision_id": id, "decision": d.Decision, "outcome": outcome, "algorithmic": d.Algorithmic, "llm": d.LLM})
-		tx.Publish(EventOutcome, d)
+			outcomeTrace{Algorithmic: d.Algorithmic, Decision: d.Decision, DecisionID: id, LLM: d.LLM, Outcome: outcome})
+		EventOutcome.Publish(tx, *d)
 		return err
 	})
 	return d, err
@@ -118,7 +133,8 @@ func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, er
 			return err
 		}
 		if len(marked) == 0 {
-			return errs.New(errs.Validation, "no linking decision has an outcome yet: mark some with episode.outcome {decision_id, outcome: correct|incorrect}, then tune")
+			return errs.New(errs.Validation, "no linking decision has an outcome yet: mark some with episode.outcome {decision_id, outcome: correct|incorrect}, then tune").
+				With("reason", ReasonNoOutcomes)
 		}
 		now := e.env.Clock.Now()
 		rec = tuneThreshold(marked, tuning.Threshold)
@@ -145,7 +161,7 @@ func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, er
 		if err := tx.SetJSON(tuningKey(), tuning); err != nil {
 			return err
 		}
-		tx.Publish(EventTuned, rec)
+		EventTuned.Publish(tx, rec)
 		_, err = tx.Trace(call, "episode.tune", fmt.Sprintf("linking threshold %.2f → %.2f: %s", rec.PreviousThreshold, rec.NewThreshold, rec.Reason), rec)
 		return err
 	})

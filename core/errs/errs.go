@@ -1,4 +1,4 @@
-// Package errs defines the error kinds of the batch contract (BATCH.md). Every
+// Package errs defines the error kinds of the batch contract (docs/batch.md). Every
 // error an action returns is, or wraps, an *Error of one kind; errors.Is with
 // the sentinels below (errors.Is(err, errs.ErrConflict)) and errors.As with
 // *Error both work through any amount of %w wrapping.
@@ -12,7 +12,7 @@ import (
 // Kind names a class of failure; its string is what batch results report.
 type Kind string
 
-// The error kinds of BATCH.md.
+// The error kinds of docs/batch.md.
 const (
 	Parse                  Kind = "ParseError"
 	Validation             Kind = "ValidationError"
@@ -29,7 +29,7 @@ const (
 	Internal               Kind = "Internal"
 )
 
-// Kinds lists every kind, in the order of BATCH.md.
+// Kinds lists every kind, in the order of docs/batch.md.
 func Kinds() []Kind {
 	return []Kind{Parse, Validation, NotFound, Conflict, Permission, UnknownAction,
 		UnsupportedInstruction, Budget, CyclicDependency, MaxReplansExceeded, Checkpoint, LLM, Internal}

@@ -22,7 +22,8 @@ type Event struct {
 	Seq  uint64    // broker-wide publication order, from 1
 	Name string    // e.g. "trace.recorded", "item.mutated"
 	At   time.Time // engine clock at publication
-	Data any       // the event's payload; JSON-encodable
+	// Data is the payload: always the type its Kind was defined with.
+	Data any
 	// Progress marks an event a slow subscriber may miss (a later one
 	// supersedes it).
 	Progress bool
@@ -63,6 +64,7 @@ func (b *Broker) Publish(name string, data any) { b.publish(name, data, false) }
 func (b *Broker) PublishProgress(name string, data any) { b.publish(name, data, true) }
 
 func (b *Broker) publish(name string, data any, progress bool) {
+	checkPayload(name, data)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++

@@ -39,7 +39,8 @@ func Register(env *kit.Env, opts Options) (*History, error) {
 	return h, nil
 }
 
-type convArgs struct {
+// StatsArgs is history.stats's arguments.
+type StatsArgs struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
 }
 
@@ -51,72 +52,97 @@ func (h *History) actWrite(ctx context.Context, call action.Call, a WriteRequest
 	return h.Write(ctx, call, a)
 }
 
-type readArgs struct {
+// ReadArgs is history.read's arguments.
+type ReadArgs struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
 	Speaker      string `json:"speaker,omitempty" help:"only this speaker's utterances"`
 }
 
-type utterances struct {
+// Utterances is the result of history.read and history.last: utterances,
+// oldest first (never null: an empty buffer is an empty list).
+type Utterances struct {
 	Utterances []*Utterance `json:"utterances"`
 }
 
-func (h *History) actRead(ctx context.Context, call action.Call, a readArgs) (utterances, error) {
+func (h *History) actRead(ctx context.Context, call action.Call, a ReadArgs) (Utterances, error) {
 	u, err := h.Read(a.Conversation, a.Speaker)
-	return utterances{u}, err
+	return Utterances{u}, err
 }
 
-type lastArgs struct {
+// LastArgs is history.last's arguments.
+type LastArgs struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
 	N            int    `json:"n" arg:"required" help:"how many"`
 }
 
-func (h *History) actLast(ctx context.Context, call action.Call, a lastArgs) (utterances, error) {
+func (h *History) actLast(ctx context.Context, call action.Call, a LastArgs) (Utterances, error) {
 	u, err := h.Last(a.Conversation, a.N)
-	return utterances{u}, err
+	return Utterances{u}, err
 }
 
-func (h *History) actSearch(ctx context.Context, call action.Call, a SearchRequest) (map[string][]Hit, error) {
+// SearchResult is history.search's result: the hits, most relevant first
+// (null when the conversation does not exist or nothing matches).
+type SearchResult struct {
+	Results []Hit `json:"results"`
+}
+
+func (h *History) actSearch(ctx context.Context, call action.Call, a SearchRequest) (SearchResult, error) {
 	hits, err := h.Search(ctx, a)
-	return map[string][]Hit{"results": hits}, err
+	return SearchResult{hits}, err
 }
 
-type summaryArgs struct {
+// SummaryArgs is history.summary's arguments.
+type SummaryArgs struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
 	TokenLimit   *int   `json:"token_limit,omitempty" help:"at most this many tokens (default: the conversation's summary_token_limit)"`
 }
 
-func (h *History) actSummary(ctx context.Context, call action.Call, a summaryArgs) (map[string]Summary, error) {
+// SummaryResult is history.summary's result.
+type SummaryResult struct {
+	Summary Summary `json:"summary"`
+}
+
+func (h *History) actSummary(ctx context.Context, call action.Call, a SummaryArgs) (SummaryResult, error) {
 	limit := 0
 	if a.TokenLimit != nil {
 		if *a.TokenLimit < 1 {
-			return nil, kit.Validation("token_limit", "must be 1 or more, got %d", *a.TokenLimit)
+			return SummaryResult{}, kit.Validation("token_limit", "must be 1 or more, got %d", *a.TokenLimit)
 		}
 		limit = *a.TokenLimit
 	}
 	s, err := h.ReadSummary(a.Conversation, limit)
-	return map[string]Summary{"summary": s}, err
+	return SummaryResult{s}, err
 }
 
-type deleteArgs struct {
-	Conversation   string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
-	UtteranceIndex *int   `json:"utterance_index" arg:"required" help:"the utterance to remove"`
+// DeleteArgs is history.delete's arguments.
+type DeleteArgs struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	// UtteranceIndex is a pointer so that a missing index is an error, not
+	// utterance 0.
+	UtteranceIndex *int `json:"utterance_index" arg:"required" help:"the utterance to remove"`
 }
 
-func (h *History) actDelete(ctx context.Context, call action.Call, a deleteArgs) (map[string]*Utterance, error) {
+// DeleteResult is history.delete's result: the utterance removed.
+type DeleteResult struct {
+	Deleted *Utterance `json:"deleted"`
+}
+
+func (h *History) actDelete(ctx context.Context, call action.Call, a DeleteArgs) (DeleteResult, error) {
 	u, err := h.Delete(ctx, call, a.Conversation, *a.UtteranceIndex)
-	return map[string]*Utterance{"deleted": u}, err
+	return DeleteResult{u}, err
 }
 
-func (h *History) actStats(ctx context.Context, call action.Call, a convArgs) (Stats, error) {
+func (h *History) actStats(ctx context.Context, call action.Call, a StatsArgs) (Stats, error) {
 	return h.StatsOf(a.Conversation)
 }
 
-type backendArgs struct {
+// BackendArgs is history.backend's arguments.
+type BackendArgs struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
 	Backend      string `json:"backend" arg:"required" help:"in-memory or durable"`
 }
 
-func (h *History) actBackend(ctx context.Context, call action.Call, a backendArgs) (Stats, error) {
+func (h *History) actBackend(ctx context.Context, call action.Call, a BackendArgs) (Stats, error) {
 	c, err := conversationName(a.Conversation)
 	if err != nil {
 		return Stats{}, err
@@ -127,21 +153,31 @@ func (h *History) actBackend(ctx context.Context, call action.Call, a backendArg
 	return h.StatsOf(c)
 }
 
-type conversationInfo struct {
+// ListArgs is history.list's arguments: none.
+type ListArgs struct{}
+
+// ConversationInfo is one conversation in history.list.
+type ConversationInfo struct {
 	Conversation string `json:"conversation"`
 	Backend      string `json:"backend"`
 }
 
-func (h *History) actList(ctx context.Context, call action.Call, _ struct{}) (map[string][]conversationInfo, error) {
-	convs, err := h.conversations()
-	out := []conversationInfo{}
-	for _, c := range slices.Sorted(maps.Keys(convs)) {
-		out = append(out, conversationInfo{Conversation: c, Backend: convs[c]})
-	}
-	return map[string][]conversationInfo{"conversations": out}, err
+// ListResult is history.list's result: every conversation, by name.
+type ListResult struct {
+	Conversations []ConversationInfo `json:"conversations"`
 }
 
-type queryArgs struct {
+func (h *History) actList(ctx context.Context, call action.Call, _ ListArgs) (ListResult, error) {
+	convs, err := h.conversations()
+	out := []ConversationInfo{}
+	for _, c := range slices.Sorted(maps.Keys(convs)) {
+		out = append(out, ConversationInfo{Conversation: c, Backend: convs[c]})
+	}
+	return ListResult{out}, err
+}
+
+// QueryArgs is history.query's arguments.
+type QueryArgs struct {
 	Query string         `json:"query" arg:"required" help:"the instruction, e.g. \"Get all utterances\", \"Get summary\", \"Get last 5 utterances\", \"Search for budget\", \"Add utterance\""`
 	Data  map[string]any `json:"data,omitempty" help:"what the instruction needs: {speaker, text, turn_number, metadata} to add, {token_limit} for the summary, {conversation, speaker, limit, n}"`
 }
@@ -165,14 +201,16 @@ var (
 	searchWords = regexp.MustCompile(`(?is)^\s*(?:search|find)(?:\s+for)?\s+(.+?)[\s.!?]*$`)
 )
 
-// queryResult says what history.query understood, and the outcome.
-type queryResult struct {
+// QueryResult says what history.query understood, and the outcome: the
+// result of the action it stands for (WriteResult, Utterances,
+// SummaryResult, Stats, SearchResult or DeleteResult, as Understood names).
+type QueryResult struct {
 	Understood string `json:"understood"`
 	Result     any    `json:"result"`
 }
 
 // actQuery is the seed's free-form entry point.
-func (h *History) actQuery(ctx context.Context, call action.Call, a queryArgs) (queryResult, error) {
+func (h *History) actQuery(ctx context.Context, call action.Call, a QueryArgs) (QueryResult, error) {
 	q := strings.ToLower(strings.Join(strings.Fields(strings.TrimSpace(a.Query)), " "))
 	q = strings.TrimRight(q, ".!?")
 	conv, _ := a.Data["conversation"].(string)
@@ -181,27 +219,27 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a queryArgs) (
 	case q == "add" || q == "add utterance" || q == "write" || q == "write utterance" || q == "record utterance" || strings.HasPrefix(q, "add utterance"):
 		var req WriteRequest
 		if err := decodeData(a.Data, &req); err != nil {
-			return queryResult{}, err
+			return QueryResult{}, err
 		}
 		res, err := h.Write(ctx, call, req)
-		return queryResult{"history.write", res}, err
+		return QueryResult{"history.write", res}, err
 	case q == "get all utterances" || q == "get utterances" || q == "read" || q == "all utterances" || q == "get all":
 		u, err := h.Read(conv, speaker)
-		return queryResult{"history.read", utterances{u}}, err
+		return QueryResult{"history.read", Utterances{u}}, err
 	case q == "get summary" || q == "summary" || q == "get the summary":
 		limit := 0
 		if v, ok := a.Data["token_limit"]; ok {
 			n, ok := v.(float64)
 			if !ok || n < 1 || n != float64(int(n)) {
-				return queryResult{}, kit.Validation("data.token_limit", "must be a whole number, 1 or more")
+				return QueryResult{}, kit.Validation("data.token_limit", "must be a whole number, 1 or more")
 			}
 			limit = int(n)
 		}
 		s, err := h.ReadSummary(conv, limit)
-		return queryResult{"history.summary", map[string]Summary{"summary": s}}, err
+		return QueryResult{"history.summary", SummaryResult{s}}, err
 	case q == "get stats" || q == "stats":
 		s, err := h.StatsOf(conv)
-		return queryResult{"history.stats", s}, err
+		return QueryResult{"history.stats", s}, err
 	}
 	if m := lastForm.FindStringSubmatch(q); m != nil {
 		n, _ := strconv.Atoi(m[1])
@@ -210,7 +248,7 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a queryArgs) (
 			n = int(v)
 		}
 		u, err := h.Last(conv, n)
-		return queryResult{"history.last", utterances{u}}, err
+		return QueryResult{"history.last", Utterances{u}}, err
 	}
 	if m := searchForm.FindStringSubmatch(q); m != nil {
 		limit := 0
@@ -224,14 +262,14 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a queryArgs) (
 			words = o[1]
 		}
 		hits, err := h.Search(ctx, SearchRequest{Conversation: conv, Query: words, Speaker: speaker, Limit: limit})
-		return queryResult{"history.search", map[string][]Hit{"results": hits}}, err
+		return QueryResult{"history.search", SearchResult{hits}}, err
 	}
 	if m := deleteForm.FindStringSubmatch(q); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		u, err := h.Delete(ctx, call, conv, n)
-		return queryResult{"history.delete", map[string]*Utterance{"deleted": u}}, err
+		return QueryResult{"history.delete", DeleteResult{u}}, err
 	}
-	return queryResult{}, errs.New(errs.UnsupportedInstruction, "history.query does not understand %q; it understands: %s", a.Query, strings.Join(queryForms, "; ")).
+	return QueryResult{}, errs.New(errs.UnsupportedInstruction, "history.query does not understand %q; it understands: %s", a.Query, strings.Join(queryForms, "; ")).
 		With("understood", queryForms)
 }
 
@@ -239,7 +277,7 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a queryArgs) (
 func decodeData(data map[string]any, v *WriteRequest) error {
 	raw, _ := json.Marshal(data)
 	var fields map[string]json.RawMessage
-	json.Unmarshal(raw, &fields)
+	_ = json.Unmarshal(raw, &fields) // cannot fail: raw was just marshalled from a map
 	known := []string{"conversation", "speaker", "text", "turn_number", "metadata"}
 	for k := range fields {
 		if !slices.Contains(known, k) {
@@ -270,6 +308,14 @@ func (h *History) counts() (map[string]int, error) {
 	return out, nil
 }
 
+// ContextData is the history's section of a turn's working memory: the
+// conversation's buffer and running summary.
+type ContextData struct {
+	Conversation string       `json:"conversation"`
+	Summary      Summary      `json:"summary"`
+	Utterances   []*Utterance `json:"utterances"`
+}
+
 // provider is the history's part in turns.
 type provider struct{ h *History }
 
@@ -296,7 +342,7 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 		msg += fmt.Sprintf(", and a summary of %d earlier ones (%d tokens)", len(summary.Covers), summary.TokenCount)
 	}
 	return kit.Section{
-		Data:  map[string]any{"conversation": c, "utterances": utts, "summary": summary},
+		Data:  ContextData{Conversation: c, Summary: summary, Utterances: utts},
 		Notes: []kit.Note{{Kind: "history.retrieved", Message: msg}},
 	}, nil
 }
@@ -356,5 +402,5 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 		}
 		written = append(written, res.Utterance)
 	}
-	return map[string]any{"utterances": written}, nil
+	return Utterances{written}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/history"
 )
@@ -73,7 +74,7 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 			res, err := r.tryIn(turn, c.action, c.args)
-			checkErr(t, c.action, c.args, res, err, c.kind, c.fragments...)
+			enginetest.CheckErr(t, c.action, c.args, res, err, c.kind, c.fragments...)
 			after := dump(t, r.e.Env().Store)
 			if c.action == "turn.end" {
 				for k := range after {

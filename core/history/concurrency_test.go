@@ -43,7 +43,9 @@ func TestConcurrentWriters(t *testing.T) {
 							var res struct {
 								Utterance utt `json:"utterance"`
 							}
-							json.Unmarshal(raw, &res)
+							if err := json.Unmarshal(raw, &res); err != nil {
+								errList = append(errList, err)
+							}
 							got = append(got, res.Utterance.UtteranceIndex)
 							texts[res.Utterance.UtteranceIndex] = s
 						}

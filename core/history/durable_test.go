@@ -35,7 +35,9 @@ func durableLine(i int) string {
 	return fmt.Sprintf(f, i, i%97+1, i%28+1)
 }
 
-func TestHistory_7_14_DurableBackend(t *testing.T) {
+// TestDurableBackendSurvivesRestart: a durable conversation survives a
+// restart and a kill -9 (seed 001, scenario 7.14).
+func TestDurableBackendSurvivesRestart(t *testing.T) {
 	t.Run("engine restart", func(t *testing.T) {
 		// The in-process part: an engine on a directory, the conversation in
 		// the durable backend, closed and opened again.
@@ -57,7 +59,9 @@ func TestHistory_7_14_DurableBackend(t *testing.T) {
 		if before.stats.Backend != history.BackendDurable {
 			t.Fatalf("backend %q", before.stats.Backend)
 		}
-		r.e.Close()
+		if err := r.e.Close(); err != nil {
+			t.Fatal(err)
+		}
 
 		r2 := newRigWith(t, rigOptions{dir: dir, historyBackend: history.BackendDurable})
 		after := r2.read("", "")
@@ -148,7 +152,9 @@ func testKill9(t *testing.T) {
 				return
 			}
 		}
-		stdin.Close()
+		// The end of the script. If engram was killed first, Wait may have
+		// closed the pipe already: nothing to report either way.
+		_ = stdin.Close()
 	}()
 
 	acked := map[int]string{} // index → text acknowledged
@@ -213,8 +219,12 @@ func testKill9(t *testing.T) {
 		Utterances []utt `json:"utterances"`
 	}
 	var stats statsOut
-	json.Unmarshal(results[0].Result, &read)
-	json.Unmarshal(results[1].Result, &stats)
+	if err := json.Unmarshal(results[0].Result, &read); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(results[1].Result, &stats); err != nil {
+		t.Fatal(err)
+	}
 	if stats.Backend != history.BackendDurable {
 		t.Errorf("after restart the conversation is in %q", stats.Backend)
 	}
@@ -243,7 +253,9 @@ func testKill9(t *testing.T) {
 	t.Logf("%d utterances after restart (%d acknowledged)", len(read.Utterances), len(acked))
 }
 
-func TestHistory_7_15_BackendSwitching(t *testing.T) {
+// TestBackendSwitchKeepsEverything: moving a live conversation between
+// backends keeps its buffer, summary and archive (seed 001, scenario 7.15).
+func TestBackendSwitchKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	r := newRigWith(t, rigOptions{dir: dir, historyBackend: history.BackendInMemory})
 	r.configure(map[string]any{"buffer_size": 4})
@@ -302,7 +314,9 @@ func TestHistory_7_15_BackendSwitching(t *testing.T) {
 	if got := r.read("default2", ""); len(got) != 1 || r.stats("default2").Backend != history.BackendDurable {
 		t.Errorf("Move: %+v", got)
 	}
-	r.e.Close()
+	if err := r.e.Close(); err != nil {
+		t.Fatal(err)
+	}
 	r2 := newRigWith(t, rigOptions{dir: dir, historyBackend: history.BackendInMemory})
 	if got := r2.read("", ""); len(got) != 4 || got[3].Text != "written after the switch" {
 		t.Errorf("after a restart the moved conversation reads %q", texts(got))

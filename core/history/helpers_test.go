@@ -2,7 +2,6 @@ package history_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -26,8 +25,11 @@ import (
 var t0 = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
 
 // rig is an engine with the history (and the cortex, as in a real engram)
-// registered, the *History at hand for the Go API, and a fixed clock.
+// registered, the *History at hand for the Go API, and a fixed clock. The
+// shared enginetest.Rig runs the actions; try, do and fail are its Try, Do
+// and Fail as the engine's agent, which every test here acts as.
 type rig struct {
+	enginetest.Rig
 	t     testing.TB
 	e     *core.Engine
 	h     *history.History
@@ -65,40 +67,37 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.e = e
-	t.Cleanup(func() { e.Close() })
+	r.Rig = enginetest.ForConn(t, e)
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return r
 }
 
-// try runs an action through engine.Do (args: a JSON string or a Go value).
+// try runs an action (args: a JSON string or a Go value).
 func (r *rig) try(name string, args any) (json.RawMessage, error) {
-	return r.tryIn("", name, args)
+	r.t.Helper()
+	return r.Try(enginetest.Who{}, name, args)
 }
 
+// tryIn runs an action as part of a turn.
 func (r *rig) tryIn(turn, name string, args any) (json.RawMessage, error) {
 	r.t.Helper()
-	return r.e.Do(context.Background(), core.Request{Action: name, Args: enginetest.Args(r.t, args), Turn: turn})
+	return r.Try(enginetest.Who{Turn: turn}, name, args)
 }
 
 // do runs an action that must succeed, decoding its result into out (if not nil).
 func (r *rig) do(name string, args any, out any) json.RawMessage {
 	r.t.Helper()
-	res, err := r.try(name, args)
-	if err != nil {
-		r.t.Fatalf("%s %s: %v", name, short(args), err)
-	}
-	if out != nil {
-		if err := json.Unmarshal(res, out); err != nil {
-			r.t.Fatalf("%s: decoding %s: %v", name, short(string(res)), err)
-		}
-	}
-	return res
+	return r.Do(enginetest.Who{}, name, args, out)
 }
 
 // fail runs an action that must fail with kind, its message holding every fragment.
 func (r *rig) fail(name string, args any, kind errs.Kind, fragments ...string) *errs.Error {
 	r.t.Helper()
-	res, err := r.try(name, args)
-	return checkErr(r.t, name, args, res, err, kind, fragments...)
+	return r.Fail(enginetest.Who{}, name, args, kind, fragments...)
 }
 
 var (

@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
@@ -18,11 +19,49 @@ import (
 	"github.com/engram-console/engram/storage"
 )
 
-// Events the history publishes after each commit.
-const (
-	EventWritten = "utterance.written" // data: Utterance
-	EventEvicted = "utterance.evicted" // data: {conversation, indexes, reason}
-	EventSummary = "summary.updated"   // data: {conversation, covered, token_count, writer}
+// EvictedEvent is the payload of EventEvicted.
+type EvictedEvent struct {
+	Conversation string `json:"conversation"`
+	// Indexes are the utterances that left the buffer, oldest first.
+	Indexes []int `json:"indexes"`
+	// Reason is the budget that was exceeded: "buffer_size" or "max_tokens".
+	Reason string `json:"reason"`
+}
+
+// SummaryEvent is the payload of EventSummary.
+type SummaryEvent struct {
+	Conversation string `json:"conversation"`
+	// Covered is how many utterances the summary covers.
+	Covered    int `json:"covered"`
+	TokenCount int `json:"token_count"`
+	// Writer is "extractive" or "model".
+	Writer string `json:"writer"`
+}
+
+// DeletedEvent is the payload of EventDeleted.
+type DeletedEvent struct {
+	Conversation   string `json:"conversation"`
+	UtteranceIndex int    `json:"utterance_index"`
+	// Evicted: the utterance was in the archive, not the buffer.
+	Evicted bool `json:"evicted"`
+}
+
+// MovedEvent is the payload of EventMoved.
+type MovedEvent struct {
+	Conversation string `json:"conversation"`
+	// From and To are the backends, "in-memory" or "durable".
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Events the history publishes after each commit. A view of a conversation
+// (the console's Chat tab) reloads on any of them that names it.
+var (
+	EventWritten = events.Define[Utterance]("utterance.written", "after an utterance is written to a conversation")
+	EventEvicted = events.Define[EvictedEvent]("utterance.evicted", "after a write pushes utterances out of a conversation's buffer")
+	EventSummary = events.Define[SummaryEvent]("summary.updated", "after evicted utterances are folded into a conversation's running summary (extractive, then the model's)")
+	EventDeleted = events.Define[DeletedEvent]("utterance.deleted", "after an utterance is deleted from a conversation (history.delete): from its buffer, or from the archive of evicted ones")
+	EventMoved   = events.Define[MovedEvent]("conversation.moved", "after a conversation is moved to the other backend (history.backend, or history.configure with a backend), once the new backend holds all of it")
 )
 
 // countTokens is llm.CountTokens, remembering the counts of the chunks of
@@ -187,7 +226,7 @@ func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req W
 	conv.Size++
 	conv.TotalTokens += tokens
 	conv.LastTurn = max(conv.LastTurn, turn)
-	tx.Publish(EventWritten, u)
+	EventWritten.Publish(tx, *u)
 	res := WriteResult{Utterance: u, Evicted: []int{}}
 	if err := h.evict(tx, call, conv, &res.Evicted); err != nil {
 		return WriteResult{}, err
@@ -256,7 +295,7 @@ func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evict
 		return nil
 	}
 	conv.LastEviction = &Eviction{Indexes: slices.Clone(*evicted), At: call.Clock.Now(), Reason: reason}
-	tx.Publish(EventEvicted, map[string]any{"conversation": conv.Conversation, "indexes": *evicted, "reason": reason})
+	EventEvicted.Publish(tx, EvictedEvent{Conversation: conv.Conversation, Indexes: *evicted, Reason: reason})
 	if err := markFold(tx, call, conv, out, conv.LastEviction.At); err != nil {
 		return err
 	}
@@ -266,7 +305,7 @@ func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evict
 	c := conv.Conversation
 	tx.AfterCommit(func(context.Context) { h.enqueueFolds(c) })
 	_, err := tx.Trace(call, "history.evicted", fmt.Sprintf("history %s: evicted [%s] (%s), folded into the summary", c, joinInts(*evicted), reason),
-		map[string]any{"conversation": c, "indexes": *evicted, "reason": reason})
+		EvictedEvent{Conversation: c, Indexes: *evicted, Reason: reason})
 	return err
 }
 
@@ -377,7 +416,7 @@ func (h *History) modelSummary(ctx context.Context, call action.Call, c, previou
 		if err := tx.SetJSON(sumKey(c), rec); err != nil {
 			return err
 		}
-		tx.Publish(EventSummary, map[string]any{"conversation": c, "covered": rec.Extractive.Covered(), "token_count": countTokens(summaryText), "writer": "model"})
+		EventSummary.Publish(tx, SummaryEvent{Conversation: c, Covered: rec.Extractive.Covered(), TokenCount: countTokens(summaryText), Writer: "model"})
 		return nil
 	})
 	if err != nil {
@@ -401,20 +440,26 @@ func (h *History) embedLater(conv *Conversation, u *Utterance) {
 		if err != nil {
 			return
 		}
-		st.Update(ctx, func(tx *storage.Tx) error {
+		err = st.Update(ctx, func(tx *storage.Tx) error {
 			if ok, _ := tx.Has(uttKey(u.Conversation, u.UtteranceIndex)); !ok {
 				return nil // deleted meanwhile
 			}
 			return tx.Set(vecKey(u.Conversation, u.UtteranceIndex), search.EncodeVector(resp.Vectors[0]))
 		})
+		if err != nil {
+			h.env.Log.Debug("storing an utterance's embedding failed; search stays lexical for it", "conversation", u.Conversation, "index", u.UtteranceIndex, "err", err)
+		}
 	})
 }
 
 func (h *History) traceAside(ctx context.Context, call action.Call, kind, msg string) {
-	h.env.Update(ctx, func(tx *kit.Txn) error {
+	err := h.env.Update(ctx, func(tx *kit.Txn) error {
 		_, err := tx.Trace(call, kind, msg, nil)
 		return err
 	})
+	if err != nil {
+		h.env.Log.Warn("writing a trace entry failed", "kind", kind, "err", err)
+	}
 }
 
 func joinInts(xs []int) string {
@@ -537,6 +582,7 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 			conv.TotalTokens -= u.TokenCount
 		}
 		out = u
+		EventDeleted.Publish(tx, DeletedEvent{Conversation: c, UtteranceIndex: index, Evicted: u.Evicted})
 		_, err = tx.Trace(call, "history.deleted", fmt.Sprintf("history %s: utterance %d deleted", c, index), nil)
 		return err
 	})
@@ -738,6 +784,9 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 		if err := tx.Set(whereKey(c), []byte(backend)); err != nil {
 			return err
 		}
+		// Published once the pointer commits: the conversation reads from
+		// its new backend from then on.
+		EventMoved.Publish(tx, MovedEvent{Conversation: c, From: current, To: backend})
 		_, err := tx.Trace(call, "history.backend", fmt.Sprintf("history %s: moved from %s to %s (%d keys)", c, current, backend, len(pairs)), nil)
 		return err
 	})

@@ -378,3 +378,95 @@ func TestSearchMissingEmbedding(t *testing.T) {
 		}
 	}
 }
+
+// hasTerm reports whether s contains word as written or a word with the same
+// search term (its stem): what search guarantees of each result.
+func hasTerm(s, word string) bool {
+	if strings.Contains(strings.ToLower(s), strings.ToLower(word)) {
+		return true
+	}
+	for _, w := range text.Words(s) {
+		if text.Term(w) == text.Term(word) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSearchFindsByContent: search finds utterances by their words, evicted
+// ones included (seed 001, scenario 7.11).
+func TestSearchFindsByContent(t *testing.T) {
+	r := newRig(t)
+	r.configure(map[string]any{"buffer_size": 4}) // most of it evicted: search covers the archive
+	lines := []string{
+		"We deployed the billing service to production on Monday.",
+		"The weather in Lisbon is lovely this week.",
+		"Deploying the search index takes about 20 minutes.",
+		"Can you order pizza for the team?",
+		"The deploy failed because of a missing deploy key; deploy again after fixing it.",
+		"Maria reviewed the pull request.",
+		"Let's schedule the next deployment for Friday.",
+		"Nothing to do with it at all.",
+	}
+	for i, s := range lines {
+		r.add("", speakerOf(i), s)
+	}
+	var got struct {
+		Results []utt `json:"results"`
+	}
+	if u := r.query("Search for deploy", nil, &got); u != "history.search" {
+		t.Fatalf("understood %q", u)
+	}
+	if len(got.Results) != 4 {
+		t.Errorf("search deploy found %d results %q, want the 4 about deploying", len(got.Results), texts(got.Results))
+	}
+	for i, h := range got.Results {
+		if !hasTerm(h.Text, "deploy") {
+			t.Errorf("result %q does not contain deploy", h.Text)
+		}
+		if i > 0 && h.RelevanceScore > got.Results[i-1].RelevanceScore {
+			t.Errorf("scores not descending: %v after %v", h.RelevanceScore, got.Results[i-1].RelevanceScore)
+		}
+	}
+	if len(got.Results) > 0 && got.Results[0].UtteranceIndex != 4 {
+		t.Errorf("best hit %q, want the one saying deploy three times", got.Results[0].Text)
+	}
+	// Evicted utterances are found and say so.
+	for _, h := range got.Results {
+		if wantEvicted := h.UtteranceIndex < 4; h.Evicted != wantEvicted {
+			t.Errorf("result %d: evicted %v, want %v", h.UtteranceIndex, h.Evicted, wantEvicted)
+		}
+	}
+}
+
+// TestSearchAndReadFilterBySpeaker: a speaker filter keeps only that
+// speaker's utterances (seed 001, scenario 7.12).
+func TestSearchAndReadFilterBySpeaker(t *testing.T) {
+	r := newRig(t)
+	for i := range 9 {
+		r.add("", history.Speakers[i%3], fmt.Sprintf("budget note %d from %s", i, history.Speakers[i%3]))
+	}
+	check := func(how string, us []utt, n int) {
+		t.Helper()
+		if len(us) != n {
+			t.Errorf("%s: %d results, want %d", how, len(us), n)
+		}
+		for _, u := range us {
+			if u.Speaker != "user" {
+				t.Errorf("%s: %q by %s", how, u.Text, u.Speaker)
+			}
+		}
+	}
+	check("read", r.read("", "user"), 3)
+	check("search", r.search(map[string]any{"query": "budget note", "speaker": "user"}), 3)
+	var q struct {
+		Utterances []utt `json:"utterances"`
+	}
+	r.query("Get all utterances", map[string]any{"speaker": "user"}, &q)
+	check("query", q.Utterances, 3)
+	var qs struct {
+		Results []utt `json:"results"`
+	}
+	r.query("Search for budget", map[string]any{"speaker": "user"}, &qs)
+	check("query search", qs.Results, 3)
+}

@@ -277,3 +277,169 @@ func TestSummaryTrace(t *testing.T) {
 		t.Errorf("summary = %+v", s)
 	}
 }
+
+// entitiesOf is the union of the key entities of each text.
+func entitiesOf(texts ...string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range texts {
+		for _, e := range text.Entities(s) {
+			if k := text.Normalize(e); !seen[k] {
+				seen[k] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// missing lists the entities a summary lost.
+func missing(entities []string, summary string) []string {
+	var out []string
+	for _, e := range entities {
+		if text.Coverage([]string{e}, summary) < 1 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+var seedConversation = []string{
+	"Hi, I'm Maria Lopez from Acme Corp. We need to book the Lisbon venue for the product launch on March 14th.",
+	"Sure, Maria. The budget is $40,000 and Tom Becker will send the contract by Friday.",
+	"Great. Please also invite 120 guests from the partner list.",
+	"I'll draft the invitation today.",
+	"Thanks, that's all for now.",
+}
+
+// TestEvictedUtterancesAreSummarized: the summary keeps the key entities of
+// what was evicted (seed 001, scenario 7.6).
+func TestEvictedUtterancesAreSummarized(t *testing.T) {
+	r := newRig(t)
+	r.configure(map[string]any{"buffer_size": 3})
+	for i, s := range seedConversation[:3] {
+		r.add("", speakerOf(i), s)
+	}
+	if s := r.summary("", 0); s.Text != "" || len(s.Covers) != 0 {
+		t.Fatalf("nothing was evicted yet, but the summary is %+v", s)
+	}
+	for i, s := range seedConversation[3:] {
+		r.add("", speakerOf(i+3), s)
+	}
+	var got struct {
+		Summary summaryOut `json:"summary"`
+	}
+	if u := r.query("Get summary", nil, &got); u != "history.summary" {
+		t.Fatalf("understood %q", u)
+	}
+	s := got.Summary
+	if len(s.Text) < 50 {
+		t.Errorf("summary %q is %d characters, want at least 50", s.Text, len(s.Text))
+	}
+	if !slices.Equal(s.Covers, []int{0, 1}) {
+		t.Errorf("summary covers %v, want the evicted utterances 1-2 [0 1]", s.Covers)
+	}
+	want := entitiesOf(seedConversation[:2]...)
+	if len(want) < 8 {
+		t.Fatalf("utterances 1-2 should have plenty of key entities, found %q", want)
+	}
+	cov := text.Coverage(want, s.Text)
+	t.Logf("coverage %.2f of %d entities %q", cov, len(want), want)
+	if cov < 0.8 {
+		t.Errorf("summary %q keeps %.0f%% of the key entities of utterances 1-2, want >= 80%%; lost %q", s.Text, 100*cov, missing(want, s.Text))
+	}
+}
+
+// richUtterances are varied, entity-heavy lines for tests that need a lot
+// to summarise.
+func richUtterances(n int) []string {
+	people := []string{"Maria Lopez", "Tom Becker", "Aisha Khan", "Jonas Weber", "Li Wei", "Sofia Rossi", "Pedro Alves"}
+	places := []string{"Lisbon", "Berlin", "Nairobi", "Osaka", "Toronto", "Madrid"}
+	verbs := []string{"send", "review", "book", "call", "approve", "ship"}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s will %s the %s order %d by %s; the cost is $%d,%03d and the ticket is OPS-%d.",
+			people[i%len(people)], verbs[i%len(verbs)], places[i%len(places)], 100+i,
+			[]string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday"}[i%5], 1+i%9, (i*137)%1000, 4000+i)
+	}
+	return out
+}
+
+// TestSummaryStaysWithinItsTokenLimit: the summary stays within
+// summary_token_limit and a smaller token_limit when read (seed 001,
+// scenario 7.7).
+func TestSummaryStaysWithinItsTokenLimit(t *testing.T) {
+	r := newRig(t)
+	r.configure(map[string]any{"summary_token_limit": 100, "buffer_size": 3})
+	for i, s := range richUtterances(30) {
+		r.add("", speakerOf(i), s)
+	}
+	var got struct {
+		Summary summaryOut `json:"summary"`
+	}
+	r.query("Get summary", map[string]any{"token_limit": 100}, &got)
+	s := got.Summary
+	if s.TokenCount > 100 || s.TokenCount == 0 {
+		t.Errorf("summary token_count %d, want 1..100", s.TokenCount)
+	}
+	if n := llm.CountTokens(s.Text); n != s.TokenCount {
+		t.Errorf("token_count says %d, the text has %d tokens", s.TokenCount, n)
+	}
+	if len(s.Covers) != 27 {
+		t.Errorf("summary covers %d utterances, want the 27 evicted", len(s.Covers))
+	}
+	// As stored (the conversation's limit), and a tighter limit at read time.
+	for _, limit := range []int{0, 60, 20, 1} {
+		s := r.summary("", limit)
+		max := 100
+		if limit > 0 {
+			max = limit
+		}
+		if s.TokenCount > max || llm.CountTokens(s.Text) != s.TokenCount {
+			t.Errorf("token_limit %d: token_count %d (text %d tokens), want <= %d", limit, s.TokenCount, llm.CountTokens(s.Text), max)
+		}
+	}
+	// A larger limit at read time does not lift the conversation's own.
+	if s := r.summary("", 1000); s.TokenCount > 100 {
+		t.Errorf("token_limit 1000: %d tokens, more than the summary_token_limit of 100", s.TokenCount)
+	}
+}
+
+// TestSummaryBuildsIncrementally: each eviction folds into the summary so
+// far without losing what it said (seed 001, scenario 7.8).
+func TestSummaryBuildsIncrementally(t *testing.T) {
+	r := newRig(t)
+	r.configure(map[string]any{"buffer_size": 2})
+	conv := []string{
+		"Let's plan the Berlin offsite for April 3rd with Jonas Weber.",
+		"Jonas confirmed the budget of €12,000 for 25 people.",
+		"Aisha Khan will book the Hotel Adlon and send the invoice to finance.",
+		"We decided to move the kickoff to 9:30am on Thursday.",
+		"Sounds good.",
+		"Anything else for the agenda?",
+	}
+	var summaries []summaryOut
+	for i, s := range conv {
+		r.add("", speakerOf(i), s)
+		if i == 3 || i == 5 {
+			summaries = append(summaries, r.summary("", 0))
+		}
+	}
+	if !slices.Equal(summaries[0].Covers, []int{0, 1}) {
+		t.Errorf("after utterances 3-4 the summary covers %v, want [0 1]", summaries[0].Covers)
+	}
+	final := summaries[1]
+	if !slices.Equal(final.Covers, []int{0, 1, 2, 3}) {
+		t.Errorf("the final summary covers %v, want [0 1 2 3]", final.Covers)
+	}
+	want := entitiesOf(conv[:4]...)
+	cov := text.Coverage(want, final.Text)
+	t.Logf("coverage %.2f of %q", cov, want)
+	if cov < 0.75 {
+		t.Errorf("final summary %q keeps %.0f%% of the entities of utterances 1-4, want >= 75%%; lost %q", final.Text, 100*cov, missing(want, final.Text))
+	}
+	// Merged, not replaced: what summary 1 kept is still there.
+	if c := text.Coverage(entitiesOf(conv[:2]...), final.Text); c < 0.75 {
+		t.Errorf("the final summary lost what summary 1 said (coverage of utterances 1-2 %.2f)", c)
+	}
+}

@@ -44,7 +44,9 @@ func TestTurnStartAndEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	json.Unmarshal(raw, &started)
+	if err := json.Unmarshal(raw, &started); err != nil {
+		t.Fatal(err)
+	}
 	h := started.Context.Sections.History
 	if h == nil {
 		t.Fatalf("turn.start has no history section: %s", raw)
@@ -73,7 +75,9 @@ func TestTurnStartAndEnd(t *testing.T) {
 			} `json:"history"`
 		} `json:"committed"`
 	}
-	json.Unmarshal(raw, &ended)
+	if err := json.Unmarshal(raw, &ended); err != nil {
+		t.Fatal(err)
+	}
 	if got := ended.Committed.History.Utterances; len(got) != 2 || got[0].UtteranceIndex != 3 || got[1].Text != "Lisbon on March 3rd." {
 		t.Errorf("committed: %s", raw)
 	}

@@ -28,9 +28,8 @@ import (
 	"github.com/engram-console/engram/storage"
 )
 
-// EventTraceRecorded is published for every trace entry after it commits;
-// its data is the trace.Entry.
-const EventTraceRecorded = "trace.recorded"
+// EventTraceRecorded is published for every trace entry after it commits.
+var EventTraceRecorded = events.Define[trace.Entry]("trace.recorded", "after every trace entry commits")
 
 // Env is what a subsystem gets to build on.
 type Env struct {
@@ -239,7 +238,7 @@ func (t *Txn) Trace(call action.Call, kind, message string, data any) (trace.Ent
 	if err != nil {
 		return trace.Entry{}, err
 	}
-	t.Publish(EventTraceRecorded, e)
+	EventTraceRecorded.Publish(t, e)
 	return e, nil
 }
 

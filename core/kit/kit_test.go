@@ -27,7 +27,11 @@ func newEnv(t *testing.T) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
 	tr, err := trace.Open(st)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +203,7 @@ func TestTxnTrace(t *testing.T) {
 		t.Fatalf("listed %s, returned %s", g, mustJSON(t, entry))
 	}
 	evs := tap.Drain()
-	if names(evs) != EventTraceRecorded+","+EventTraceRecorded {
+	if names(evs) != EventTraceRecorded.Name()+","+EventTraceRecorded.Name() {
 		t.Fatalf("events %q", names(evs))
 	}
 	if e, ok := evs[0].Data.(trace.Entry); !ok || e.Seq != entry.Seq {

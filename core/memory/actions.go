@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
@@ -85,7 +86,9 @@ func (m *Memory) Names() ([]string, error) {
 	return names, err
 }
 
-type configureArgs struct {
+// ConfigureArgs is memory.configure's arguments: a limit left out keeps
+// its value (pointers tell 0, no limit, from absent).
+type ConfigureArgs struct {
 	Store       string `json:"store" arg:"required" help:"the store's name (created if new)"`
 	Type        string `json:"type,omitempty" help:"working or episodic (required for a new store; cannot change)"`
 	MaxItems    *int   `json:"max_items,omitempty" help:"most live items (0: no limit)"`
@@ -93,7 +96,7 @@ type configureArgs struct {
 	OnFull      string `json:"on_full,omitempty" help:"evict (the least important, then oldest) or reject (BudgetError)"`
 }
 
-func (m *Memory) actConfigure(ctx context.Context, call action.Call, a configureArgs) (Capacity, error) {
+func (m *Memory) actConfigure(ctx context.Context, call action.Call, a ConfigureArgs) (Capacity, error) {
 	if err := kit.CheckName("store", a.Store, "/"); err != nil {
 		return Capacity{}, err
 	}
@@ -190,12 +193,14 @@ func (in ItemInput) Item() Item {
 	return it
 }
 
-type memorizeArgs struct {
+// MemorizeArgs is memory.memorize's arguments, and one entry of a turn's
+// updates.memory.
+type MemorizeArgs struct {
 	Store string    `json:"store" arg:"required" help:"the store"`
 	Item  ItemInput `json:"item" arg:"required" help:"{id?, type, text, tokens_estimate?, timestamp?, agent_id, tags?, metadata?, importance?}"`
 }
 
-func (m *Memory) actMemorize(ctx context.Context, call action.Call, a memorizeArgs) (MemorizeResult, error) {
+func (m *Memory) actMemorize(ctx context.Context, call action.Call, a MemorizeArgs) (MemorizeResult, error) {
 	p, err := m.Store(a.Store)
 	if err != nil {
 		return MemorizeResult{}, err
@@ -203,7 +208,8 @@ func (m *Memory) actMemorize(ctx context.Context, call action.Call, a memorizeAr
 	return p.Memorize(ctx, call, a.Item.Item())
 }
 
-type rememberArgs struct {
+// RememberArgs is memory.remember's arguments.
+type RememberArgs struct {
 	Store          string  `json:"store" arg:"required" help:"the store"`
 	Prompt         string  `json:"prompt" help:"what to remember about (empty: everything)"`
 	Filters        Filters `json:"filters,omitempty" help:"{agent_id?, tags?, type?, since?, until?, metadata?}"`
@@ -212,23 +218,31 @@ type rememberArgs struct {
 	IncludeDeleted bool    `json:"include_deleted,omitempty" help:"also soft-forgotten items"`
 }
 
-func (m *Memory) actRemember(ctx context.Context, call action.Call, a rememberArgs) (map[string][]Recalled, error) {
-	p, err := m.Store(a.Store)
-	if err != nil {
-		return nil, err
-	}
-	items, err := p.Remember(ctx, call, RememberRequest{Prompt: a.Prompt, Filters: a.Filters, Limit: a.Limit, Rank: a.Rank, IncludeDeleted: a.IncludeDeleted})
-	return map[string][]Recalled{"items": items}, err
+// RememberResult is memory.remember's result.
+type RememberResult struct {
+	// Items are the relevant items in the order asked: never null, [] when
+	// nothing matches.
+	Items []Recalled `json:"items"`
 }
 
-type forgetArgs struct {
+func (m *Memory) actRemember(ctx context.Context, call action.Call, a RememberArgs) (RememberResult, error) {
+	p, err := m.Store(a.Store)
+	if err != nil {
+		return RememberResult{}, err
+	}
+	items, err := p.Remember(ctx, call, RememberRequest{Prompt: a.Prompt, Filters: a.Filters, Limit: a.Limit, Rank: a.Rank, IncludeDeleted: a.IncludeDeleted})
+	return RememberResult{Items: items}, err
+}
+
+// ForgetArgs is memory.forget's arguments.
+type ForgetArgs struct {
 	Store       string `json:"store" arg:"required" help:"the store"`
 	Instruction string `json:"instruction" arg:"required" help:"what to forget: oldest, newest, least important, item <id>, items tagged <t>, older than <duration>, before <date>, from agent <id>, about <topic>, and per type: to fit <n> tokens (working), episode <id> (episodic)"`
 	Mode        string `json:"mode,omitempty" help:"soft (marked deleted, kept for audit; default) or hard (erased)"`
 	DryRun      bool   `json:"dry_run,omitempty" help:"only say what would be forgotten"`
 }
 
-func (m *Memory) actForget(ctx context.Context, call action.Call, a forgetArgs) (ForgetResult, error) {
+func (m *Memory) actForget(ctx context.Context, call action.Call, a ForgetArgs) (ForgetResult, error) {
 	p, err := m.Store(a.Store)
 	if err != nil {
 		return ForgetResult{}, err
@@ -236,26 +250,33 @@ func (m *Memory) actForget(ctx context.Context, call action.Call, a forgetArgs) 
 	return p.Forget(ctx, call, ForgetRequest{Instruction: a.Instruction, Mode: a.Mode, DryRun: a.DryRun})
 }
 
-type summarizeArgs struct {
+// SummarizeArgs is memory.summarize's arguments.
+type SummarizeArgs struct {
 	Store      string `json:"store" arg:"required" help:"the store"`
 	Scope      string `json:"scope,omitempty" help:"all (default), tag:<tag>, agent:<id> or since:<time>"`
 	TokenLimit int    `json:"token_limit" arg:"required" help:"at most this many tokens"`
 }
 
-func (m *Memory) actSummarize(ctx context.Context, call action.Call, a summarizeArgs) (map[string]Summary, error) {
-	p, err := m.Store(a.Store)
-	if err != nil {
-		return nil, err
-	}
-	s, err := p.Summarize(ctx, call, SummarizeRequest{Scope: a.Scope, TokenLimit: a.TokenLimit})
-	return map[string]Summary{"summary": s}, err
+// SummarizeResult is memory.summarize's result.
+type SummarizeResult struct {
+	Summary Summary `json:"summary"`
 }
 
-type storeArgs struct {
+func (m *Memory) actSummarize(ctx context.Context, call action.Call, a SummarizeArgs) (SummarizeResult, error) {
+	p, err := m.Store(a.Store)
+	if err != nil {
+		return SummarizeResult{}, err
+	}
+	s, err := p.Summarize(ctx, call, SummarizeRequest{Scope: a.Scope, TokenLimit: a.TokenLimit})
+	return SummarizeResult{Summary: s}, err
+}
+
+// CapacityArgs is memory.capacity's arguments.
+type CapacityArgs struct {
 	Store string `json:"store" arg:"required" help:"the store"`
 }
 
-func (m *Memory) actCapacity(ctx context.Context, call action.Call, a storeArgs) (Capacity, error) {
+func (m *Memory) actCapacity(ctx context.Context, call action.Call, a CapacityArgs) (Capacity, error) {
 	p, err := m.Store(a.Store)
 	if err != nil {
 		return Capacity{}, err
@@ -263,30 +284,42 @@ func (m *Memory) actCapacity(ctx context.Context, call action.Call, a storeArgs)
 	return p.CapacityInfo(ctx)
 }
 
-func (m *Memory) actStores(ctx context.Context, call action.Call, _ struct{}) (map[string][]Capacity, error) {
+// StoresResult is memory.stores's result.
+type StoresResult struct {
+	// Stores is every store's capacity, by name: never null.
+	Stores []Capacity `json:"stores"`
+}
+
+func (m *Memory) actStores(ctx context.Context, call action.Call, _ conn.None) (StoresResult, error) {
 	names, err := m.Names()
 	if err != nil {
-		return nil, err
+		return StoresResult{}, err
 	}
 	out := []Capacity{}
 	for _, n := range names {
 		c, err := (&store{env: m.env, name: n}).CapacityInfo(ctx)
 		if err != nil {
-			return nil, err
+			return StoresResult{}, err
 		}
 		out = append(out, c)
 	}
-	return map[string][]Capacity{"stores": out}, nil
+	return StoresResult{Stores: out}, nil
 }
 
-type getArgs struct {
+// GetArgs is memory.get's arguments.
+type GetArgs struct {
 	Store string `json:"store" arg:"required" help:"the store"`
 	ID    string `json:"id" arg:"required" help:"the item"`
 }
 
-func (m *Memory) actGet(ctx context.Context, call action.Call, a getArgs) (map[string]*Item, error) {
+// GetResult is memory.get's result.
+type GetResult struct {
+	Item *Item `json:"item"`
+}
+
+func (m *Memory) actGet(ctx context.Context, call action.Call, a GetArgs) (GetResult, error) {
 	if _, err := m.Store(a.Store); err != nil {
-		return nil, err
+		return GetResult{}, err
 	}
 	s := &store{env: m.env, name: a.Store}
 	var it *Item
@@ -295,7 +328,7 @@ func (m *Memory) actGet(ctx context.Context, call action.Call, a getArgs) (map[s
 		it, err = s.get(tx, a.ID)
 		return err
 	})
-	return map[string]*Item{"item": it}, err
+	return GetResult{Item: it}, err
 }
 
 // counts reports stores, items and tokens for engine.info.
@@ -353,6 +386,12 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	return kit.Section{Data: section, Notes: []kit.Note{{Kind: "memory.remembered", Message: "memory: remembered " + strings.Join(parts, ", ")}}}, nil
 }
 
+// CommitResult is what the memory provider adds to turn.end's result.
+type CommitResult struct {
+	// Memorized are the references ("<store>/<id>") of the items stored.
+	Memorized []string `json:"memorized"`
+}
+
 // Commit memorizes what a turn learnt: updates.memory is a list of
 // {store, item}, stored inside turn.end's transaction.
 func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (any, error) {
@@ -366,7 +405,7 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 	call := action.Call{Principal: end.Principal, Turn: end.TurnID, Clock: p.m.env.Clock}
 	var refs []string
 	for i, raw := range raws {
-		var a memorizeArgs
+		var a MemorizeArgs
 		if err := action.DecodeStrict(raw, &a); err != nil {
 			return nil, errs.New(errs.Validation, "updates.memory[%d]: %w", i, err)
 		}
@@ -384,5 +423,5 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 		}
 		refs = append(refs, res.Ref)
 	}
-	return map[string]any{"memorized": refs}, nil
+	return CommitResult{Memorized: refs}, nil
 }

@@ -55,7 +55,7 @@ func bigRig(b *testing.B) *rig {
 	if big.err != nil {
 		b.Fatal(big.err)
 	}
-	big.r.t = b
+	big.r.T = b
 	return big.r
 }
 
@@ -135,7 +135,9 @@ func BenchmarkMemoryMemorize(b *testing.B) {
 		var res struct {
 			Evicted []string `json:"evicted"`
 		}
-		json.Unmarshal(raw, &res)
+		if err := json.Unmarshal(raw, &res); err != nil {
+			b.Fatal(err)
+		}
 		evicted += len(res.Evicted)
 	}
 	b.StopTimer()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/memory"
 )
 
 // TestConcurrentMemorize: writers racing into a bounded store (with
@@ -38,13 +39,13 @@ func TestConcurrentMemorize(t *testing.T) {
 					for i := range each {
 						item := it(fmt.Sprintf("w%d-%02d", w, i), fmt.Sprintf("writer %d note %d about the race", w, i),
 							"importance", float64((w*7+i*3)%10)/10, "tokens_estimate", 10+(w*13+i*7)%50)
-						if _, err := r.try("memory.memorize", map[string]any{"store": "race", "item": item}); err != nil {
+						if _, err := r.Try(agent, "memory.memorize", map[string]any{"store": "race", "item": item}); err != nil {
 							report(fmt.Errorf("memorize %v: %w", item["id"], err))
 						}
 						switch i % 5 {
 						case 0:
-							var c capacity
-							raw, err := r.try("memory.capacity", map[string]any{"store": "race"})
+							var c memory.Capacity
+							raw, err := r.Try(agent, "memory.capacity", map[string]any{"store": "race"})
 							if err == nil {
 								err = jsonUnmarshal(raw, &c)
 							}
@@ -54,11 +55,11 @@ func TestConcurrentMemorize(t *testing.T) {
 								report(fmt.Errorf("over the limits: %+v", c))
 							}
 						case 2:
-							if _, err := r.try("memory.remember", map[string]any{"store": "race", "prompt": "race note"}); err != nil {
+							if _, err := r.Try(agent, "memory.remember", map[string]any{"store": "race", "prompt": "race note"}); err != nil {
 								report(err)
 							}
 						case 4:
-							_, err := r.try("memory.forget", map[string]any{"store": "race", "instruction": "least important", "mode": []string{"soft", "hard"}[w%2]})
+							_, err := r.Try(agent, "memory.forget", map[string]any{"store": "race", "instruction": "least important", "mode": []string{"soft", "hard"}[w%2]})
 							if err != nil && errs.KindOf(err) != errs.NotFound {
 								report(err)
 							}

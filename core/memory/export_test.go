@@ -94,7 +94,9 @@ func (m *Memory) Check(storeName string) error {
 				problems = append(problems, fmt.Sprintf("posting %s: attr %c for deleted=%v", k, attr, it.Deleted))
 			}
 			var n int
-			fmt.Sscan(last[j+1:], &n)
+			if _, err := fmt.Sscan(last[j+1:], &n); err != nil {
+				problems = append(problems, fmt.Sprintf("posting %s: length: %v", k, err))
+			}
 			seenLength[doc] = n
 			return nil
 		})

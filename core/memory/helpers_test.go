@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/enginetest"
-	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/memory"
 	"github.com/engram-console/engram/llm"
@@ -23,10 +21,11 @@ import (
 // t0 is the seed's date.
 var t0 = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
 
-// rig is an engine with the memory plugins registered, the *Memory at hand
-// for the Go API, and a fixed clock.
+// rig is the shared test rig (enginetest.Rig: Try, Do, Fail) over an
+// engine with the memory plugins registered, the *Memory at hand for the
+// Go API, and a fixed clock.
 type rig struct {
-	t     testing.TB
+	enginetest.Rig
 	e     *core.Engine
 	m     *memory.Memory
 	clock *clock.Fixed
@@ -41,7 +40,7 @@ func newRig(t testing.TB) *rig { return newRigWith(t, rigOptions{}) }
 
 func newRigWith(t testing.TB, o rigOptions) *rig {
 	t.Helper()
-	r := &rig{t: t, clock: clock.NewFixed(t0)}
+	r := &rig{clock: clock.NewFixed(t0)}
 	e, err := core.Open(core.Options{
 		InMemory: o.dir == "", DataDir: o.dir, Clock: r.clock, IDSeed: "memory test", LLM: o.llm,
 		Subsystems: []core.Subsystem{func(env *kit.Env) error {
@@ -53,8 +52,12 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.e = e
-	t.Cleanup(func() { e.Close() })
+	r.e, r.Rig = e, enginetest.ForConn(t, e)
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return r
 }
 
@@ -62,43 +65,11 @@ func (r *rig) call() action.Call {
 	return action.Call{Principal: "tester", Clock: r.e.Clock()}
 }
 
-// try runs an action through engine.Do (args: a JSON string or a Go value).
-func (r *rig) try(name string, args any) (json.RawMessage, error) {
-	return r.tryAs("", "", name, args)
-}
+// agent runs an action as the engine's agent, outside any turn.
+var agent = enginetest.Who{}
 
-func (r *rig) tryAs(as, turn, name string, args any) (json.RawMessage, error) {
-	r.t.Helper()
-	return r.e.Do(context.Background(), core.Request{Action: name, Args: enginetest.Args(r.t, args), Principal: as, Turn: turn})
-}
-
-// do runs an action that must succeed, decoding its result into out (if not nil).
-func (r *rig) do(name string, args any, out any) json.RawMessage {
-	r.t.Helper()
-	res, err := r.try(name, args)
-	if err != nil {
-		r.t.Fatalf("%s %s: %v", name, short(args), err)
-	}
-	if out != nil {
-		if err := json.Unmarshal(res, out); err != nil {
-			r.t.Fatalf("%s: decoding %s: %v", name, short(string(res)), err)
-		}
-	}
-	return res
-}
-
-// fail runs an action that must fail with kind, its message holding every
-// fragment, and returns the error.
-func (r *rig) fail(name string, args any, kind errs.Kind, fragments ...string) *errs.Error {
-	r.t.Helper()
-	res, err := r.try(name, args)
-	return checkErr(r.t, name, args, res, err, kind, fragments...)
-}
-
-var (
-	checkErr = enginetest.CheckErr
-	short    = enginetest.Short
-)
+// inTurn runs an action as the engine's agent, in turn id.
+func inTurn(id string) enginetest.Who { return enginetest.Who{Turn: id} }
 
 // item is a memory item as the actions return it (and, in remember
 // results, with its score and confidence).
@@ -134,28 +105,6 @@ type forgotten struct {
 	Matched   string `json:"matched"`
 }
 
-type summary struct {
-	Text        string   `json:"text"`
-	TokenCount  int      `json:"token_count"`
-	SourceItems []string `json:"source_items"`
-	Writer      string   `json:"writer"`
-}
-
-type capacity struct {
-	Store      string `json:"store"`
-	Type       string `json:"type"`
-	ItemCount  int    `json:"item_count"`
-	TokenUsage int    `json:"token_usage"`
-	MaxItems   int    `json:"max_items"`
-	MaxTokens  int    `json:"max_tokens"`
-	Available  struct {
-		Items  int `json:"items"`
-		Tokens int `json:"tokens"`
-	} `json:"available"`
-	OnFull  string `json:"on_full"`
-	Deleted int    `json:"deleted"`
-}
-
 // it is an item to memorize: id, text and the fields every item needs
 // (type fact, agent agent_a); more fields come as key/value pairs.
 func it(id, text string, kv ...any) map[string]any {
@@ -171,11 +120,11 @@ func it(id, text string, kv ...any) map[string]any {
 
 // memorize stores an item that must be accepted.
 func (r *rig) memorize(store string, item map[string]any) memorized {
-	r.t.Helper()
+	r.T.Helper()
 	var res memorized
-	r.do("memory.memorize", map[string]any{"store": store, "item": item}, &res)
+	r.Do(agent, "memory.memorize", map[string]any{"store": store, "item": item}, &res)
 	if !res.Success || res.Ref == "" {
-		r.t.Fatalf("memorize %v: %+v", item, res)
+		r.T.Fatalf("memorize %v: %+v", item, res)
 	}
 	return res
 }
@@ -183,7 +132,7 @@ func (r *rig) memorize(store string, item map[string]any) memorized {
 // remember runs memory.remember with store and prompt and more arguments
 // as key/value pairs.
 func (r *rig) remember(store, prompt string, kv ...any) []item {
-	r.t.Helper()
+	r.T.Helper()
 	args := map[string]any{"store": store, "prompt": prompt}
 	for i := 0; i+1 < len(kv); i += 2 {
 		args[kv[i].(string)] = kv[i+1]
@@ -191,57 +140,55 @@ func (r *rig) remember(store, prompt string, kv ...any) []item {
 	var res struct {
 		Items []item `json:"items"`
 	}
-	raw := r.do("memory.remember", args, &res)
+	raw := r.Do(agent, "memory.remember", args, &res)
 	if res.Items == nil {
-		r.t.Fatalf("remember %v: items is not a list: %s", args, raw)
+		r.T.Fatalf("remember %v: items is not a list: %s", args, raw)
 	}
 	return res.Items
 }
 
 func (r *rig) forget(store, instruction, mode string, kv ...any) forgotten {
-	r.t.Helper()
+	r.T.Helper()
 	args := map[string]any{"store": store, "instruction": instruction, "mode": mode}
 	for i := 0; i+1 < len(kv); i += 2 {
 		args[kv[i].(string)] = kv[i+1]
 	}
 	var res forgotten
-	r.do("memory.forget", args, &res)
+	r.Do(agent, "memory.forget", args, &res)
 	if !res.Success {
-		r.t.Fatalf("forget %v: %+v", args, res)
+		r.T.Fatalf("forget %v: %+v", args, res)
 	}
 	return res
 }
 
-func (r *rig) capacity(store string) capacity {
-	r.t.Helper()
-	var c capacity
-	r.do("memory.capacity", map[string]any{"store": store}, &c)
-	return c
+// capacity is memory.capacity's answer for store.
+func (r *rig) capacity(store string) memory.Capacity {
+	r.T.Helper()
+	return enginetest.Call[memory.Capacity](r.Rig, agent, "memory.capacity", memory.CapacityArgs{Store: store})
 }
 
-func (r *rig) configure(args map[string]any) capacity {
-	r.t.Helper()
-	var c capacity
-	r.do("memory.configure", args, &c)
-	return c
+// configure runs memory.configure, which must succeed (args: a map, to
+// leave out what the test leaves out).
+func (r *rig) configure(args map[string]any) memory.Capacity {
+	r.T.Helper()
+	return enginetest.Call[memory.Capacity](r.Rig, agent, "memory.configure", args)
 }
 
-func (r *rig) summarize(store, scope string, limit int) summary {
-	r.t.Helper()
-	var res struct {
-		Summary summary `json:"summary"`
-	}
-	r.do("memory.summarize", map[string]any{"store": store, "scope": scope, "token_limit": limit}, &res)
+// summarize is memory.summarize's summary of scope in store.
+func (r *rig) summarize(store, scope string, limit int) memory.Summary {
+	r.T.Helper()
+	res := enginetest.Call[memory.SummarizeResult](r.Rig, agent, "memory.summarize",
+		memory.SummarizeArgs{Store: store, Scope: scope, TokenLimit: limit})
 	return res.Summary
 }
 
 // get is memory.get's item (forgotten ones included).
 func (r *rig) get(store, id string) item {
-	r.t.Helper()
+	r.T.Helper()
 	var res struct {
 		Item item `json:"item"`
 	}
-	r.do("memory.get", map[string]any{"store": store, "id": id}, &res)
+	r.Do(agent, "memory.get", map[string]any{"store": store, "id": id}, &res)
 	return res.Item
 }
 
@@ -265,7 +212,7 @@ func sorted(s []string) []string {
 // dump is every key and value of the store but the trace and sequences
 // (which record failures too).
 func (r *rig) dump() map[string]string {
-	r.t.Helper()
+	r.T.Helper()
 	out := map[string]string{}
 	err := r.e.Env().Store.View(func(tx *storage.Tx) error {
 		return tx.Scan(storage.Range{}, func(k, v []byte) error {
@@ -280,7 +227,7 @@ func (r *rig) dump() map[string]string {
 		})
 	})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return out
 }
@@ -313,7 +260,7 @@ func sameDump(t testing.TB, what string, before, after map[string]string) {
 
 // keysUnder lists the keys with a prefix.
 func (r *rig) keysUnder(prefix string) []string {
-	r.t.Helper()
+	r.T.Helper()
 	var out []string
 	err := r.e.Env().Store.View(func(tx *storage.Tx) error {
 		return tx.Keys(storage.Prefix([]byte(prefix)), func(k []byte) error {
@@ -322,7 +269,7 @@ func (r *rig) keysUnder(prefix string) []string {
 		})
 	})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return out
 }
@@ -330,7 +277,7 @@ func (r *rig) keysUnder(prefix string) []string {
 // recount counts a store's live and soft-forgotten items and their tokens
 // from the items themselves.
 func (r *rig) recount(store string) (live, tokens, deleted int) {
-	r.t.Helper()
+	r.T.Helper()
 	err := r.e.Env().Store.View(func(tx *storage.Tx) error {
 		return tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "item", store)), func(_, v []byte) error {
 			var it memory.Item
@@ -347,28 +294,28 @@ func (r *rig) recount(store string) (live, tokens, deleted int) {
 		})
 	})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return live, tokens, deleted
 }
 
 // checkCounters compares a store's capacity with a recount of its items.
-func (r *rig) checkCounters(store string) capacity {
-	r.t.Helper()
+func (r *rig) checkCounters(store string) memory.Capacity {
+	r.T.Helper()
 	c := r.capacity(store)
 	live, tokens, deleted := r.recount(store)
 	if c.ItemCount != live || c.TokenUsage != tokens || c.Deleted != deleted {
-		r.t.Errorf("store %s: capacity says %d items, %d tokens, %d deleted; a recount %d, %d, %d",
+		r.T.Errorf("store %s: capacity says %d items, %d tokens, %d deleted; a recount %d, %d, %d",
 			store, c.ItemCount, c.TokenUsage, c.Deleted, live, tokens, deleted)
 	}
 	if err := r.m.Check(store); err != nil {
-		r.t.Error(err)
+		r.T.Error(err)
 	}
 	if c.MaxItems > 0 && c.ItemCount > c.MaxItems {
-		r.t.Errorf("store %s: %d items > max_items %d", store, c.ItemCount, c.MaxItems)
+		r.T.Errorf("store %s: %d items > max_items %d", store, c.ItemCount, c.MaxItems)
 	}
 	if c.MaxTokens > 0 && c.TokenUsage > c.MaxTokens {
-		r.t.Errorf("store %s: %d tokens > max_tokens %d", store, c.TokenUsage, c.MaxTokens)
+		r.T.Errorf("store %s: %d tokens > max_tokens %d", store, c.TokenUsage, c.MaxTokens)
 	}
 	return c
 }
@@ -377,3 +324,13 @@ func (r *rig) checkCounters(store string) capacity {
 func at(d time.Duration) string { return t0.Add(d).Format(time.RFC3339Nano) }
 
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+func jsonEq(a json.RawMessage, b string) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}

@@ -142,11 +142,15 @@ type Capacity struct {
 	TokenUsage int    `json:"token_usage"`
 	MaxItems   int    `json:"max_items"`
 	MaxTokens  int    `json:"max_tokens"`
-	// Available is what still fits; -1 where there is no limit.
-	Available struct {
-		Items  int `json:"items"`
-		Tokens int `json:"tokens"`
-	} `json:"available"`
-	OnFull  string `json:"on_full"`
-	Deleted int    `json:"deleted"` // soft-forgotten items kept for audit
+	// Available is what still fits.
+	Available Room   `json:"available"`
+	OnFull    string `json:"on_full"`
+	Deleted   int    `json:"deleted"` // soft-forgotten items kept for audit
+}
+
+// Room is how many more items and tokens fit in a store; -1 where there is
+// no limit.
+type Room struct {
+	Items  int `json:"items"`
+	Tokens int `json:"tokens"`
 }

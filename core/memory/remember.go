@@ -450,7 +450,7 @@ func (f Filters) match(it *Item, meta map[string]json.RawMessage) bool {
 	}
 	if len(meta) > 0 {
 		var have map[string]json.RawMessage
-		json.Unmarshal(it.Metadata, &have)
+		_ = json.Unmarshal(it.Metadata, &have) // metadata that is not an object matches no filter
 		for k, want := range meta {
 			if !jsonEqual(have[k], want) {
 				return false

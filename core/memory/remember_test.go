@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -113,7 +114,7 @@ func TestRememberRankAndLimit(t *testing.T) {
 		{map[string]any{"store": "attic", "prompt": "x"}, errs.NotFound, []string{"attic"}},
 		{map[string]any{"prompt": "x"}, errs.Validation, []string{"store"}},
 	} {
-		r.fail("memory.remember", c.args, c.kind, c.fragments...)
+		r.Fail(agent, "memory.remember", c.args, c.kind, c.fragments...)
 	}
 	sameDump(t, "failed remembers", before, r.dump())
 }
@@ -295,5 +296,115 @@ func TestRankingQuality(t *testing.T) {
 	// the embedding blend (with a model) is there for that.
 	if p < 0.85 {
 		t.Errorf("precision@1 = %.2f, want at least 0.85", p)
+	}
+}
+
+// TestRememberRanksRelevantFirst: remember returns the relevant items, best
+// first, with score and confidence and every original field.
+// (Seed 004, scenario 2.2.)
+func TestRememberRanksRelevantFirst(t *testing.T) {
+	r := newRig(t)
+	items := []map[string]any{
+		it("i1", "The budget review for the Lisbon office is on Thursday", "tags", []string{"finance"}, "metadata", map[string]any{"owner": "maria"}),
+		it("i2", "Maria approved the budget increase of $40,000", "tags", []string{"finance", "decision"}, "metadata", map[string]any{"owner": "maria"}),
+		it("i3", "The cat likes to sleep on the warm windowsill", "type", "observation", "tags", []string{"home"}),
+		it("i4", "Tom is allergic to peanuts", "type", "preference", "tags", []string{"health"}),
+		it("i5", "Flights to Osaka are cheaper in March", "tags", []string{"travel"}),
+	}
+	for _, in := range items {
+		r.memorize("working", in)
+	}
+	byID := map[string]map[string]any{}
+	for _, in := range items {
+		byID[in["id"].(string)] = in
+	}
+	for _, rank := range []string{"", "relevance"} {
+		got := r.remember("working", "budget review", "rank", rank)
+		if len(got) == 0 || got[0].ID != "i1" {
+			t.Fatalf("rank %q: remember = %v, want i1 (budget review) first", rank, ids(got))
+		}
+		if !slices.Equal(sorted(ids(got)), []string{"i1", "i2"}) {
+			t.Errorf("rank %q: remember = %v, want the budget items i1, i2", rank, ids(got))
+		}
+		for i, g := range got {
+			if g.Score == nil || g.Confidence == nil || *g.Score <= 0 || *g.Confidence <= 0 || *g.Confidence > 1 {
+				t.Errorf("%s: score %v, confidence %v", g.ID, g.Score, g.Confidence)
+				continue
+			}
+			if i > 0 && *g.Score > *got[i-1].Score {
+				t.Errorf("rank %q: not ranked by relevance: %s (%v) after %s (%v)", rank, g.ID, *g.Score, got[i-1].ID, *got[i-1].Score)
+			}
+			in := byID[g.ID]
+			if g.Text != in["text"] || g.Type != in["type"] || !slices.Equal(g.Tags, in["tags"].([]string)) {
+				t.Errorf("%s: original fields lost: %+v", g.ID, g)
+			}
+			want, _ := json.Marshal(in["metadata"])
+			if in["metadata"] == nil {
+				want = []byte("{}")
+			}
+			if !jsonEq(g.Metadata, string(want)) {
+				t.Errorf("%s: metadata %s, want %s", g.ID, g.Metadata, want)
+			}
+		}
+		if *got[0].Confidence != 1 {
+			t.Errorf("the best match's confidence = %v, want 1", *got[0].Confidence)
+		}
+	}
+}
+
+// TestRememberFiltersByAgentAndTags: filters keep one agent's items (and
+// tags, case-insensitively).
+// (Seed 004, scenario 2.8.)
+func TestRememberFiltersByAgentAndTags(t *testing.T) {
+	r := newRig(t)
+	for _, in := range []map[string]any{
+		it("a1", "the launch checklist is ready", "agent_id", "agent_a", "tags", []string{"launch"}),
+		it("a2", "launch date is the 20th", "agent_id", "agent_a", "tags", []string{"launch", "dates"}),
+		it("b1", "launch budget approved", "agent_id", "agent_b", "tags", []string{"launch"}),
+		it("b2", "launch party at the office", "agent_id", "agent_b", "tags", []string{"social"}),
+		it("c1", "launch postponed rumours", "agent_id", "agent_c", "tags", []string{"dates"}),
+	} {
+		r.memorize("episodic", in)
+	}
+	for agent, want := range map[string][]string{"agent_a": {"a1", "a2"}, "agent_b": {"b1", "b2"}, "agent_c": {"c1"}, "agent_z": {}} {
+		got := r.remember("episodic", "launch", "filters", map[string]any{"agent_id": agent})
+		if !slices.Equal(sorted(ids(got)), want) {
+			t.Errorf("agent %s: %v, want %v", agent, ids(got), want)
+		}
+		for _, g := range got {
+			if g.AgentID != agent {
+				t.Errorf("agent %s: got %s of %s", agent, g.ID, g.AgentID)
+			}
+		}
+	}
+	// Tags (any of), combined with the agent (all filters).
+	if got := sorted(ids(r.remember("episodic", "launch", "filters", map[string]any{"tags": []string{"DATES"}}))); !slices.Equal(got, []string{"a2", "c1"}) {
+		t.Errorf("tag dates: %v", got)
+	}
+	if got := sorted(ids(r.remember("episodic", "launch", "filters", map[string]any{"tags": []string{"dates", "social"}, "agent_id": "agent_b"}))); !slices.Equal(got, []string{"b2"}) {
+		t.Errorf("tags dates|social of agent_b: %v", got)
+	}
+}
+
+// TestRememberNoMatchIsEmptyList: a prompt that matches nothing answers an
+// empty list, not null or an error.
+// (Seed 004, scenario 2.10.)
+func TestRememberNoMatchIsEmptyList(t *testing.T) {
+	r := newRig(t)
+	r.memorize("working", it("x", "Maria booked the flight to Lisbon"))
+	r.memorize("episodic", it("y", "the team shipped version 2.4"))
+	for _, store := range []string{"working", "episodic"} {
+		raw := r.Do(agent, "memory.remember", map[string]any{"store": store, "prompt": "quantum chromodynamics lecture"}, nil)
+		if string(raw) != `{"items":[]}` {
+			t.Errorf("%s: %s, want {\"items\":[]}", store, raw)
+		}
+	}
+	// An empty store too, and a filter that excludes everything.
+	r.configure(map[string]any{"store": "empty", "type": "episodic"})
+	if raw := r.Do(agent, "memory.remember", map[string]any{"store": "empty", "prompt": "anything"}, nil); string(raw) != `{"items":[]}` {
+		t.Errorf("empty store: %s", raw)
+	}
+	if raw := r.Do(agent, "memory.remember", map[string]any{"store": "working", "prompt": "Lisbon", "filters": map[string]any{"agent_id": "nobody"}}, nil); string(raw) != `{"items":[]}` {
+		t.Errorf("filtered out: %s", raw)
 	}
 }

@@ -13,16 +13,43 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
 )
 
+// MemorizedEvent is the payload of EventMemorized.
+type MemorizedEvent struct {
+	ID    string `json:"id"`
+	Store string `json:"store"`
+}
+
+// ForgottenEvent is the payload of EventForgotten. Fields are in
+// alphabetical order, the order the --events lines have always had.
+type ForgottenEvent struct {
+	IDs []string `json:"ids"`
+	// Mode is "soft" or "hard".
+	Mode string `json:"mode"`
+	// Reason is set when the store evicted the items to make room.
+	Reason string `json:"reason,omitempty"`
+	Store  string `json:"store"`
+}
+
+// evictedTrace is the data of a memory.evicted trace entry (the
+// memory.forgotten entry's is a ForgottenEvent, the event's own payload).
+// Fields are in alphabetical order, the order trace.list has always shown.
+type evictedTrace struct {
+	IDs    []string `json:"ids"`
+	Reason string   `json:"reason"`
+	Store  string   `json:"store"`
+}
+
 // Events a store publishes after each commit.
-const (
-	EventMemorized = "memory.memorized" // data: {store, id}
-	EventForgotten = "memory.forgotten" // data: {store, ids, mode}
+var (
+	EventMemorized = events.Define[MemorizedEvent]("memory.memorized", "after an item is memorized in a store")
+	EventForgotten = events.Define[ForgottenEvent]("memory.forgotten", "after items are forgotten (by memory.forget, or evicted to make room)")
 )
 
 // state is what the store keeps about a store: its settings and counters.
@@ -75,7 +102,9 @@ func (s *store) load(tx *storage.Tx) (*state, error) {
 // Info is the store's configuration.
 func (s *store) Info() StoreConfig {
 	var cfg StoreConfig
-	s.env.Store.View(func(tx *storage.Tx) error {
+	// A store that cannot be read reports the zero config; the actions that
+	// need the reason load the store themselves.
+	_ = s.env.Store.View(func(tx *storage.Tx) error {
 		st, err := s.load(tx)
 		if err == nil {
 			cfg = st.StoreConfig
@@ -133,7 +162,7 @@ func episodeOf(it *Item) string {
 	var m struct {
 		Episode any `json:"episode"`
 	}
-	json.Unmarshal(it.Metadata, &m)
+	_ = json.Unmarshal(it.Metadata, &m) // metadata that is not an object has no episode
 	switch v := m.Episode.(type) {
 	case string:
 		return v
@@ -199,7 +228,7 @@ func (s *store) memorizeIn(tx *kit.Txn, call action.Call, item Item) (MemorizeRe
 		if err := tx.SetJSON(stateKey(s.name), st); err != nil {
 			return err
 		}
-		tx.Publish(EventMemorized, map[string]any{"store": s.name, "id": item.ID})
+		EventMemorized.Publish(tx, MemorizedEvent{Store: s.name, ID: item.ID})
 		s.embedAfterCommit(tx, &item)
 		res = MemorizeResult{Success: true, Ref: s.name + "/" + item.ID, Item: &item, Evicted: evicted}
 		return nil
@@ -331,9 +360,9 @@ func (s *store) evict(tx *kit.Txn, call action.Call, st *state, over func(count,
 		}
 	}
 	if len(ids) > 0 {
-		tx.Publish(EventForgotten, map[string]any{"store": s.name, "ids": ids, "mode": "soft", "reason": reason})
+		EventForgotten.Publish(tx, ForgottenEvent{Store: s.name, IDs: ids, Mode: "soft", Reason: reason})
 		if _, err := tx.Trace(call, "memory.evicted", fmt.Sprintf("memory %s: evicted %d item(s) to make room (least important first): %s",
-			s.name, len(ids), strings.Join(ids, ", ")), map[string]any{"store": s.name, "ids": ids, "reason": reason}); err != nil {
+			s.name, len(ids), strings.Join(ids, ", ")), evictedTrace{IDs: ids, Reason: reason, Store: s.name}); err != nil {
 			return nil, err
 		}
 	}
@@ -448,12 +477,15 @@ func (s *store) embedAfterCommit(tx *kit.Txn, it *Item) {
 			s.env.Log.Debug("embedding a memory failed; remember stays lexical for it", "store", s.name, "id", id, "err", err)
 			return
 		}
-		s.env.Store.Update(ctx, func(tx *storage.Tx) error {
+		err = s.env.Store.Update(ctx, func(tx *storage.Tx) error {
 			if ok, _ := tx.Has(itemKey(s.name, id)); !ok {
 				return nil
 			}
 			return tx.Set(vecKey(s.name, id), search.EncodeVector(resp.Vectors[0]))
 		})
+		if err != nil {
+			s.env.Log.Debug("storing a memory's embedding failed; remember stays lexical for it", "store", s.name, "id", id, "err", err)
+		}
 	})
 }
 

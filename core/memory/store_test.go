@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/memory"
 )
 
 // TestMemorizeBadInput: every invalid item is a clear error naming what is
@@ -49,7 +52,7 @@ func TestMemorizeBadInput(t *testing.T) {
 		{map[string]any{"store": "working", "item": "just text"}, errs.Validation, []string{"item"}},
 		{`{"store": "working", "item": {"type": "fact", "text": "x", "agent_id": "a"}`, errs.Parse, nil},
 	} {
-		r.fail("memory.memorize", c.args, c.kind, c.fragments...)
+		r.Fail(agent, "memory.memorize", c.args, c.kind, c.fragments...)
 	}
 	sameDump(t, "invalid memorizes", before, r.dump())
 	r.checkCounters("working")
@@ -77,7 +80,7 @@ func TestConfigure(t *testing.T) {
 		{map[string]any{"type": "working"}, errs.Validation, []string{"store"}},
 		{map[string]any{"store": "notes", "type": "working", "max_item": 3}, errs.Validation, []string{"max_item"}},
 	} {
-		r.fail("memory.configure", c.args, c.kind, c.fragments...)
+		r.Fail(agent, "memory.configure", c.args, c.kind, c.fragments...)
 	}
 	sameDump(t, "failed configures", before, r.dump())
 
@@ -97,10 +100,7 @@ func TestConfigure(t *testing.T) {
 	if c := r.configure(map[string]any{"store": "scratch", "max_items": 0}); c.MaxItems != 0 || c.Available.Items != -1 {
 		t.Errorf("no limit: %+v", c)
 	}
-	var stores struct {
-		Stores []capacity `json:"stores"`
-	}
-	r.do("memory.stores", map[string]any{}, &stores)
+	stores := enginetest.Call[memory.StoresResult](r.Rig, agent, "memory.stores", conn.None{})
 	var names []string
 	for _, s := range stores.Stores {
 		names = append(names, s.Store+":"+s.Type)
@@ -123,8 +123,8 @@ func TestConfigureLowerLimits(t *testing.T) {
 	}
 	r.configure(map[string]any{"store": "box", "on_full": "reject"})
 	before := r.dump()
-	r.fail("memory.configure", map[string]any{"store": "box", "max_items": 3}, errs.Budget, "more than the new limits", "on_full evict")
-	r.fail("memory.configure", map[string]any{"store": "box", "token_budget": 500}, errs.Budget)
+	r.Fail(agent, "memory.configure", map[string]any{"store": "box", "max_items": 3}, errs.Budget, "more than the new limits", "on_full evict")
+	r.Fail(agent, "memory.configure", map[string]any{"store": "box", "token_budget": 500}, errs.Budget)
 	sameDump(t, "a rejected configure", before, r.dump())
 
 	c := r.configure(map[string]any{"store": "box", "max_items": 4, "on_full": "evict"})
@@ -240,10 +240,10 @@ func TestGet(t *testing.T) {
 	if g := r.get("episodic", "g1"); !g.Deleted || g.Text != "something" {
 		t.Errorf("%+v", g)
 	}
-	r.fail("memory.get", map[string]any{"store": "episodic", "id": "g2"}, errs.NotFound, "g2")
-	r.fail("memory.get", map[string]any{"store": "working", "id": "g1"}, errs.NotFound, "g1")
-	r.fail("memory.get", map[string]any{"store": "cellar", "id": "g1"}, errs.NotFound, "cellar")
-	r.fail("memory.get", map[string]any{"store": "episodic"}, errs.Validation, "id")
+	r.Fail(agent, "memory.get", map[string]any{"store": "episodic", "id": "g2"}, errs.NotFound, "g2")
+	r.Fail(agent, "memory.get", map[string]any{"store": "working", "id": "g1"}, errs.NotFound, "g1")
+	r.Fail(agent, "memory.get", map[string]any{"store": "cellar", "id": "g1"}, errs.NotFound, "cellar")
+	r.Fail(agent, "memory.get", map[string]any{"store": "episodic"}, errs.Validation, "id")
 }
 
 // TestEngineInfoCounts: engine.info counts the memory stores.
@@ -256,7 +256,7 @@ func TestEngineInfoCounts(t *testing.T) {
 	var info struct {
 		Counts map[string]map[string]int `json:"counts"`
 	}
-	r.do("engine.info", map[string]any{}, &info)
+	r.Do(agent, "engine.info", map[string]any{}, &info)
 	if m := info.Counts["memory"]; m["stores"] != 2 || m["items"] != 2 || m["tokens"] != 12 || m["deleted"] != 1 {
 		t.Errorf("counts %v", info.Counts)
 	}
@@ -267,12 +267,12 @@ func TestEngineInfoCounts(t *testing.T) {
 func TestMemorizeSameID(t *testing.T) {
 	r := newRig(t)
 	r.memorize("episodic", it("id-1", "first version"))
-	e := r.fail("memory.memorize", map[string]any{"store": "episodic", "item": it("id-1", "second version")}, errs.Conflict, "id-1", "mode hard")
+	e := r.Fail(agent, "memory.memorize", map[string]any{"store": "episodic", "item": it("id-1", "second version")}, errs.Conflict, "id-1", "mode hard")
 	if cur, ok := e.Details["current"]; !ok || !strings.Contains(fmt.Sprint(cur), "first version") {
 		t.Errorf("details %v", e.Details)
 	}
 	r.forget("episodic", "item id-1", "soft")
-	r.fail("memory.memorize", map[string]any{"store": "episodic", "item": it("id-1", "second version")}, errs.Conflict, "forgotten", "erase it first")
+	r.Fail(agent, "memory.memorize", map[string]any{"store": "episodic", "item": it("id-1", "second version")}, errs.Conflict, "forgotten", "erase it first")
 	r.forget("episodic", "item id-1", "hard")
 	if got := r.memorize("episodic", it("id-1", "second version")); got.Item.Text != "second version" {
 		t.Errorf("%+v", got)
@@ -281,4 +281,87 @@ func TestMemorizeSameID(t *testing.T) {
 	r.memorize("working", it("id-1", "elsewhere"))
 	r.checkCounters("episodic")
 	r.checkCounters("working")
+}
+
+// TestCapacityCountsItemsAndTokens: capacity reports items, tokens, limits
+// and room left.
+// (Seed 004, scenario 2.5.)
+func TestCapacityCountsItemsAndTokens(t *testing.T) {
+	r := newRig(t)
+	tokens := 0
+	for i, n := range []int{10, 20, 30} {
+		r.memorize("working", it("", "a thing to remember", "tokens_estimate", n, "timestamp", at(time.Duration(i))))
+		tokens += n
+	}
+	c := r.capacity("working")
+	if c.ItemCount != 3 || c.TokenUsage != tokens {
+		t.Errorf("item_count %d, token_usage %d; want 3, %d", c.ItemCount, c.TokenUsage, tokens)
+	}
+	if c.MaxItems != 100 || c.MaxTokens != 4000 || c.Available.Items != 97 || c.Available.Tokens != 4000-tokens {
+		t.Errorf("limits %+v", c)
+	}
+	if c.OnFull != "evict" || c.Type != "working" || c.Store != "working" {
+		t.Errorf("policy %+v", c)
+	}
+	// The action's result has the seed's field names.
+	var raw map[string]any
+	r.Do(agent, "memory.capacity", map[string]any{"store": "working"}, &raw)
+	for _, f := range []string{"item_count", "token_usage", "max_items", "max_tokens", "available"} {
+		if _, ok := raw[f]; !ok {
+			t.Errorf("capacity lacks %q: %v", f, raw)
+		}
+	}
+	// An unbounded store says so.
+	e := r.capacity("episodic")
+	if e.ItemCount != 0 || e.MaxItems != 0 || e.MaxTokens != 0 || e.Available.Items != -1 || e.Available.Tokens != -1 {
+		t.Errorf("episodic %+v", e)
+	}
+	r.checkCounters("working")
+}
+
+// TestStoreTypesOrderDifferently: working memory recalls the most important
+// first, episodic the most recent.
+// (Seed 004, scenario 2.15.)
+func TestStoreTypesOrderDifferently(t *testing.T) {
+	r := newRig(t)
+	// Importance order: p2 > p3 > p1 > p4; recency order: p4 > p3 > p2 > p1.
+	items := []map[string]any{
+		it("p1", "Coffee order for the team: oat milk flat white", "importance", 0.4, "timestamp", at(0)),
+		it("p2", "Coffee allergy: Jonas cannot drink coffee with hazelnut", "importance", 0.95, "timestamp", at(time.Hour)),
+		it("p3", "Coffee machine on floor 3 is broken again", "importance", 0.6, "timestamp", at(2*time.Hour)),
+		it("p4", "Coffee beans delivery arrives on Tuesdays", "importance", 0.2, "timestamp", at(3*time.Hour)),
+		it("x", "Printer toner is low", "importance", 1, "timestamp", at(4*time.Hour)),
+	}
+	for _, in := range items {
+		r.memorize("working", in)
+		r.memorize("episodic", in)
+	}
+	working := ids(r.remember("working", "coffee"))
+	episodic := ids(r.remember("episodic", "coffee"))
+	if want := []string{"p2", "p3", "p1", "p4"}; !slices.Equal(working, want) {
+		t.Errorf("working memory: %v, want by importance %v", working, want)
+	}
+	if want := []string{"p4", "p3", "p2", "p1"}; !slices.Equal(episodic, want) {
+		t.Errorf("episodic memory: %v, want by recency %v", episodic, want)
+	}
+	if slices.Equal(working, episodic) {
+		t.Error("both types return the same order")
+	}
+	if !slices.Equal(sorted(working), sorted(episodic)) {
+		t.Errorf("both should return the same relevant items: %v vs %v", working, episodic)
+	}
+	// rank overrides the type's order.
+	if got := ids(r.remember("working", "coffee", "rank", "recency")); !slices.Equal(got, episodic) {
+		t.Errorf("working with rank recency: %v, want %v", got, episodic)
+	}
+	if got := ids(r.remember("episodic", "coffee", "rank", "importance")); !slices.Equal(got, working) {
+		t.Errorf("episodic with rank importance: %v, want %v", got, working)
+	}
+	// Without a prompt, each type lists everything in its own order.
+	if got := ids(r.remember("working", "")); !slices.Equal(got, []string{"x", "p2", "p3", "p1", "p4"}) {
+		t.Errorf("working, no prompt: %v", got)
+	}
+	if got := ids(r.remember("episodic", "")); !slices.Equal(got, []string{"x", "p4", "p3", "p2", "p1"}) {
+		t.Errorf("episodic, no prompt: %v", got)
+	}
 }

@@ -93,13 +93,56 @@ func TestSummarizeBadInput(t *testing.T) {
 		{map[string]any{"store": "episodic", "scope": "all"}, errs.Validation, []string{"token_limit"}},
 		{map[string]any{"store": "pantry", "scope": "all", "token_limit": 10}, errs.NotFound, []string{"pantry"}},
 	} {
-		r.fail("memory.summarize", c.args, c.kind, c.fragments...)
+		r.Fail(agent, "memory.summarize", c.args, c.kind, c.fragments...)
 	}
 	sameDump(t, "failed summaries", before, r.dump())
 	// An empty store has an empty summary.
 	r.configure(map[string]any{"store": "blank", "type": "working"})
-	raw := r.do("memory.summarize", map[string]any{"store": "blank", "scope": "all", "token_limit": 10}, nil)
+	raw := r.Do(agent, "memory.summarize", map[string]any{"store": "blank", "scope": "all", "token_limit": 10}, nil)
 	if !strings.Contains(string(raw), `"source_items":[]`) || !strings.Contains(string(raw), `"text":""`) {
 		t.Errorf("empty store: %s", raw)
+	}
+}
+
+// TestSummarizeStaysWithinTokenLimit: without a model, the summary is
+// extractive, within the token limit, from every item oldest first.
+// (Seed 004, scenario 2.4.)
+func TestSummarizeStaysWithinTokenLimit(t *testing.T) {
+	r := newRig(t)
+	texts := []string{
+		"Maria Lopez booked the flight to Lisbon for December 3rd at $420.",
+		"The team decided to ship version 2.4 on Friday after the security review.",
+		"Tom asked for the Q3 budget report by Monday; it must include the Berlin office.",
+		"Aisha prefers meetings after 10am and never on Wednesdays.",
+		"The Redis cluster ran out of memory twice last week; Jonas will add two nodes.",
+		"Dentist appointment moved to November 14 at 3pm.",
+		"The customer Acme Corp signed a $40,000 contract for the pilot.",
+		"Grace recommended the Osaka hotel near the station; breakfast is included.",
+		"Weekly standup now starts at 9:15 in room 4B.",
+		"Pedro will present the launch plan to the board on the 20th.",
+	}
+	var want []string
+	for i, s := range texts {
+		res := r.memorize("episodic", it("", s, "timestamp", at(time.Duration(i)*time.Minute)))
+		want = append(want, res.Item.ID)
+	}
+	sum := r.summarize("episodic", "all", 100)
+	if strings.TrimSpace(sum.Text) == "" {
+		t.Fatal("the summary is empty")
+	}
+	if sum.TokenCount > 100 || sum.TokenCount != llm.CountTokens(sum.Text) {
+		t.Errorf("token_count %d (counted %d), want <= 100", sum.TokenCount, llm.CountTokens(sum.Text))
+	}
+	if !slices.Equal(sum.SourceItems, want) {
+		t.Errorf("source_items = %v, want every item, oldest first: %v", sum.SourceItems, want)
+	}
+	if sum.Writer != "extractive" {
+		t.Errorf("writer = %q without a model", sum.Writer)
+	}
+	// Names and amounts survive compression where they fit.
+	for _, keep := range []string{"Maria", "Lisbon"} {
+		if !strings.Contains(sum.Text, keep) {
+			t.Logf("summary lacks %q: %s", keep, sum.Text)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 )
 
@@ -18,27 +19,27 @@ type turnContext struct {
 }
 
 func (r *rig) startTurn(turn, input string) turnContext {
-	r.t.Helper()
-	raw, err := r.tryAs("", turn, "turn.start", map[string]any{"input": input})
+	r.T.Helper()
+	raw, err := r.Try(inTurn(turn), "turn.start", map[string]any{"input": input})
 	if err != nil {
-		r.t.Fatalf("turn.start: %v", err)
+		r.T.Fatalf("turn.start: %v", err)
 	}
 	var out turnContext
 	if err := json.Unmarshal(raw, &out); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return out
 }
 
 func (r *rig) traceKinds(turn string) []string {
-	r.t.Helper()
+	r.T.Helper()
 	var res struct {
 		Entries []struct {
 			Kind    string `json:"kind"`
 			Message string `json:"message"`
 		} `json:"entries"`
 	}
-	r.do("trace.list", map[string]any{"turn": turn}, &res)
+	r.Do(agent, "trace.list", map[string]any{"turn": turn}, &res)
 	var out []string
 	for _, e := range res.Entries {
 		out = append(out, e.Kind+": "+e.Message)
@@ -103,7 +104,7 @@ func TestTurnContext(t *testing.T) {
 func TestTurnEndMemorizes(t *testing.T) {
 	r := newRig(t)
 	end := func(turn string, updates any) (json.RawMessage, error) {
-		return r.tryAs("", turn, "turn.end", map[string]any{"updates": map[string]any{"memory": updates}})
+		return r.Try(inTurn(turn), "turn.end", map[string]any{"updates": map[string]any{"memory": updates}})
 	}
 	r.startTurn("t1", "hello")
 	before := r.dump()
@@ -123,7 +124,7 @@ func TestTurnEndMemorizes(t *testing.T) {
 		{"remember this", errs.Validation, []string{"updates.memory"}},
 	} {
 		res, err := end("t1", c.updates)
-		checkErr(t, "turn.end", c.updates, res, err, c.kind, c.fragments...)
+		enginetest.CheckErr(t, "turn.end", c.updates, res, err, c.kind, c.fragments...)
 	}
 	sameDump(t, "failed turn.end", before, r.dump())
 
@@ -132,7 +133,7 @@ func TestTurnEndMemorizes(t *testing.T) {
 	r.memorize("tiny", it("full", "already full"))
 	before = r.dump()
 	res, err := end("t1", []any{map[string]any{"store": "episodic", "item": it("ok", "fine")}, map[string]any{"store": "tiny", "item": it("more", "no room")}})
-	checkErr(t, "turn.end", "tiny", res, err, errs.Budget, "updates.memory[1]")
+	enginetest.CheckErr(t, "turn.end", "tiny", res, err, errs.Budget, "updates.memory[1]")
 	sameDump(t, "a turn.end over budget", before, r.dump())
 
 	// Now a good one: both items land, in their stores, with the turn.
@@ -150,7 +151,9 @@ func TestTurnEndMemorizes(t *testing.T) {
 			} `json:"memory"`
 		} `json:"committed"`
 	}
-	json.Unmarshal(res, &out)
+	if err := json.Unmarshal(res, &out); err != nil {
+		t.Fatal(err)
+	}
 	if want := []string{"episodic/learnt-1", "working/learnt-2"}; !slices.Equal(out.Committed.Memory.Memorized, want) {
 		t.Errorf("committed %s, want %v", res, want)
 	}
@@ -164,7 +167,7 @@ func TestTurnEndMemorizes(t *testing.T) {
 	r.checkCounters("working")
 	// A turn without memory updates commits nothing of memory.
 	r.startTurn("t2", "")
-	res, err = r.tryAs("", "t2", "turn.end", map[string]any{})
+	res, err = r.Try(inTurn("t2"), "turn.end", map[string]any{})
 	if err != nil || strings.Contains(string(res), `"memory"`) {
 		t.Errorf("turn.end without updates: %s, %v", res, err)
 	}

@@ -18,7 +18,11 @@ func openStore(t *testing.T) *storage.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
 	return s
 }
 

@@ -31,6 +31,22 @@ type Filter struct {
 	Limit int
 }
 
+// ListArgs is the trace.list action's arguments.
+type ListArgs struct {
+	Turn  string `json:"turn,omitempty" help:"only this turn's entries"`
+	Kind  string `json:"kind,omitempty" help:"only entries of this kind, e.g. \"turn.start\""`
+	Limit int    `json:"limit,omitempty" help:"at most this many, the most recent (default 100, 0 for the default)"`
+}
+
+// ListResult is the trace.list action's result.
+type ListResult struct {
+	// Entries are the matching entries, oldest first.
+	Entries []Entry `json:"entries"`
+	Count   int     `json:"count"`
+	// More says older matching entries were left out by the limit.
+	More bool `json:"more"`
+}
+
 const indexSpace = "trace"
 
 // Log is the trace over a store.

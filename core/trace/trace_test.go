@@ -18,7 +18,11 @@ func openLog(t testing.TB) (*Log, *storage.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
 	l, err := Open(st)
 	if err != nil {
 		t.Fatal(err)

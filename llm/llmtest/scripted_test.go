@@ -34,7 +34,9 @@ func TestScriptedAnswersInOrder(t *testing.T) {
 func TestScriptedRunningOutNamesTheRequest(t *testing.T) {
 	s := llmtest.New("only")
 	ctx := context.Background()
-	s.Complete(ctx, llm.Prompt("", "one"))
+	if _, err := s.Complete(ctx, llm.Prompt("", "one")); err != nil {
+		t.Fatal(err)
+	}
 	_, err := s.Complete(ctx, llm.Prompt("", "Decompose: build a house"))
 	if err == nil {
 		t.Fatal("a third answer from a script of one")
@@ -102,8 +104,11 @@ func TestScriptedRecordsRequests(t *testing.T) {
 	ctx := context.Background()
 	r1 := llm.Prompt("system one", "first")
 	r2 := llm.Request{Messages: []llm.Message{{Role: "user", Content: "second"}}, JSON: true, Model: "m"}
-	s.Complete(ctx, r1)
-	s.Complete(ctx, r2)
+	for _, r := range []llm.Request{r1, r2} {
+		if _, err := s.Complete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got := s.Requests()
 	if !reflect.DeepEqual(got, []llm.Request{r1, r2}) {
 		t.Errorf("requests %+v", got)

@@ -11,7 +11,8 @@ import (
 
 // Seed 000, section 4: query patterns and retrieval.
 
-func TestCortex_4_1_ActiveItemsInPriorityOrder(t *testing.T) {
+// Seed 000, scenario 4.1.
+func TestActiveItemsInPriorityOrder(t *testing.T) {
 	e := newEnv(t)
 	day := func(n int) string { return t0.Add(time.Duration(n)*24*time.Hour + 7*time.Hour).Format(time.RFC3339) }
 	e.create(agentA, "goal", "goal_1", obj{"title": "Goal 1", "priority": "low", "due_at": day(1)})
@@ -33,7 +34,7 @@ func TestCortex_4_1_ActiveItemsInPriorityOrder(t *testing.T) {
 
 // The whole active order: priority, then due date ascending with none last,
 // then blocking first, then oldest first.
-func TestCortex_ActiveOrderTieBreaks(t *testing.T) {
+func TestActiveOrderTieBreaks(t *testing.T) {
 	e := newEnv(t)
 	due := func(h int) string { return t0.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
 	make := func(id string, fields obj) {
@@ -65,7 +66,8 @@ func TestCortex_ActiveOrderTieBreaks(t *testing.T) {
 	}
 }
 
-func TestCortex_4_2_FilterByStatus(t *testing.T) {
+// Seed 000, scenario 4.2.
+func TestQueryFiltersByStatus(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_a", obj{"title": "A", "status": "active"})
 	e.create(agentA, "goal", "goal_b", obj{"title": "B", "status": "completed"})
@@ -81,7 +83,8 @@ func TestCortex_4_2_FilterByStatus(t *testing.T) {
 	}
 }
 
-func TestCortex_4_3_FilterByTags(t *testing.T) {
+// Seed 000, scenario 4.3.
+func TestQueryFiltersByTags(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_a", obj{"title": "A", "tags": []string{"urgent", "security"}})
 	e.create(agentA, "goal", "goal_b", obj{"title": "B", "tags": []string{"security"}})
@@ -104,14 +107,15 @@ func TestCortex_4_3_FilterByTags(t *testing.T) {
 	}
 }
 
-func TestCortex_4_4_AuditTrailQueriesCompleteHistory(t *testing.T) {
+// Seed 000, scenario 4.4.
+func TestHistoryReturnsTheCompleteTrail(t *testing.T) {
 	e := newEnv(t)
-	e.create(agentA.inTurn("turn_0"), "goal", "goal_1", obj{"title": "ten"})
+	e.create(inTurn(agentA, "turn_0"), "goal", "goal_1", obj{"title": "ten"})
 	for i := 1; i < 10; i++ {
 		e.clock.Advance(time.Millisecond)
-		e.update(agentA.inTurn("turn_"+string(rune('0'+i))), "goal_1", obj{"progress": i * 10}, -1)
+		e.update(inTurn(agentA, "turn_"+string(rune('0'+i))), "goal_1", obj{"progress": i * 10}, -1)
 	}
-	raw := e.do(agentA, "cortex.history", obj{"id": "goal_1"}, nil)
+	raw := e.Do(agentA, "cortex.history", obj{"id": "goal_1"}, nil)
 	var h struct {
 		Mutations     []map[string]json.RawMessage `json:"mutations"`
 		ChainVerified bool                         `json:"chain_verified"`
@@ -156,7 +160,8 @@ func TestCortex_4_4_AuditTrailQueriesCompleteHistory(t *testing.T) {
 	}
 }
 
-func TestCortex_4_5_BatchQueryKeepsOrder(t *testing.T) {
+// Seed 000, scenario 4.5.
+func TestBatchQueryKeepsQueryOrder(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_x", obj{"title": "X", "priority": "critical"})
 	e.create(agentA, "goal", "goal_y", obj{"title": "Y", "priority": "high"})
@@ -167,8 +172,8 @@ func TestCortex_4_5_BatchQueryKeepsOrder(t *testing.T) {
 	e.create(agentA, "question", "q_2", obj{"title": "how?", "parent": "goal_x"})
 	e.create(agentA, "question", "q_3", obj{"title": "other", "parent": "goal_y"})
 
-	var out struct{ Results []QueryResult }
-	e.do(agentA, "cortex.batch_query", obj{"queries": []obj{
+	var out BatchQueryResult
+	e.Do(agentA, "cortex.batch_query", obj{"queries": []obj{
 		{"type": "goal", "priority": []string{"critical"}},
 		{"type": "action", "status": []string{"active"}},
 		{"type": "question", "parent": "goal_x"},
@@ -185,11 +190,11 @@ func TestCortex_4_5_BatchQueryKeepsOrder(t *testing.T) {
 		}
 	}
 	// A bad query names its index.
-	e.fail(agentA, "cortex.batch_query", obj{"queries": []obj{{}, {"status": []string{"open"}}}}, errs.Validation, "queries[1]")
+	e.Fail(agentA, "cortex.batch_query", obj{"queries": []obj{{}, {"status": []string{"open"}}}}, errs.Validation, "queries[1]")
 }
 
 // Every filter of cortex.query, one at a time and together.
-func TestCortex_QueryFilters(t *testing.T) {
+func TestQueryFilters(t *testing.T) {
 	e := newEnv(t)
 	at := func(h int) string { return t0.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
 	e.create(agentA, "goal", "g_mig", obj{"title": "Database migration", "description": "move to Badger", "priority": "high", "org": "acme", "due_at": at(10), "tags": []string{"infra"}})
@@ -198,11 +203,11 @@ func TestCortex_QueryFilters(t *testing.T) {
 	e.create(agentA, "question", "q_mig", obj{"title": "Which database?", "parent": "g_mig", "status": "blocked"})
 	e.create(agentB, "goal", "b_goal", obj{"title": "B's migration", "tags": []string{"infra"}})
 	share2 := func(id string) {
-		e.do(agentB, "cortex.share", obj{"id": id, "principal": "agent_a", "permissions": []string{"read"}}, nil)
+		e.Do(agentB, "cortex.share", obj{"id": id, "principal": "agent_a", "permissions": []string{"read"}}, nil)
 	}
 	share2("b_goal")
 	e.create(agentA, "goal", "g_gone", obj{"title": "Old migration"})
-	e.do(agentA, "cortex.delete", obj{"id": "g_gone"}, nil)
+	e.Do(agentA, "cortex.delete", obj{"id": "g_gone"}, nil)
 
 	cases := []struct {
 		q    obj
@@ -261,6 +266,6 @@ func TestCortex_QueryFilters(t *testing.T) {
 
 	for _, bad := range []obj{{"type": "task"}, {"status": []string{"open"}}, {"priority": []string{"urgent"}},
 		{"limit": -1}, {"limit": 1001}, {"cursor": "not a cursor!"}, {"colour": "red"}} {
-		e.fail(agentA, "cortex.query", bad, errs.Validation)
+		e.Fail(agentA, "cortex.query", bad, errs.Validation)
 	}
 }

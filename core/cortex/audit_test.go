@@ -13,7 +13,8 @@ import (
 
 // Seed 000, section 2: audit trail and versioning.
 
-func TestCortex_2_1_EveryMutationCreatesImmutableAuditEntry(t *testing.T) {
+// Seed 000, scenario 2.1.
+func TestEveryMutationWritesAnAuditEntry(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "audited"})
 	e.clock.Advance(time.Second)
@@ -21,7 +22,7 @@ func TestCortex_2_1_EveryMutationCreatesImmutableAuditEntry(t *testing.T) {
 	e.clock.Advance(time.Second)
 	e.update(agentA, "goal_1", obj{"priority": "high"}, -1)
 	e.clock.Advance(time.Second)
-	e.do(agentA, "cortex.delete", obj{"id": "goal_1"}, nil)
+	e.Do(agentA, "cortex.delete", obj{"id": "goal_1"}, nil)
 
 	h := e.history(agentA, "goal_1")
 	if len(h.Mutations) != 4 || !h.Verified {
@@ -54,7 +55,7 @@ func TestCortex_2_1_EveryMutationCreatesImmutableAuditEntry(t *testing.T) {
 	for v := 1; v <= 4; v++ {
 		stored = append(stored, e.auditRaw("goal_1", v))
 	}
-	e.do(agentA, "cortex.revert", obj{"id": "goal_1", "version": 3}, nil)
+	e.Do(agentA, "cortex.revert", obj{"id": "goal_1", "version": 3}, nil)
 	e.update(agentA, "goal_1", obj{"progress": 90}, -1)
 	for v := 1; v <= 4; v++ {
 		if !bytes.Equal(stored[v-1], e.auditRaw("goal_1", v)) {
@@ -81,7 +82,8 @@ func fiveMutations(e *testEnv, id string) {
 	}
 }
 
-func TestCortex_2_2_LineageCompleteAndOrdered(t *testing.T) {
+// Seed 000, scenario 2.2.
+func TestLineageIsCompleteAndOrdered(t *testing.T) {
 	e := newEnv(t)
 	fiveMutations(e, "goal_1")
 	h := e.history(agentA, "goal_1")
@@ -111,19 +113,20 @@ func TestCortex_2_2_LineageCompleteAndOrdered(t *testing.T) {
 	}
 }
 
-func TestCortex_2_3_RevertRestoresPreviousVersion(t *testing.T) {
+// Seed 000, scenario 2.3.
+func TestRevertRestoresAnEarlierVersion(t *testing.T) {
 	e := newEnv(t)
 	fiveMutations(e, "goal_1")
 	v5 := e.get(agentA, "goal_1")
 	if v5.GlobalVersion != 5 || v5.Progress != 80 || v5.Priority != "critical" {
 		t.Fatalf("setup: v%d %d%% %s", v5.GlobalVersion, v5.Progress, v5.Priority)
 	}
-	var v3 struct{ Item *Item }
-	e.do(agentA, "cortex.version", obj{"id": "goal_1", "version": 3}, &v3)
+	var v3 ItemResult
+	e.Do(agentA, "cortex.version", obj{"id": "goal_1", "version": 3}, &v3)
 
 	e.clock.Advance(time.Second)
-	var out struct{ Item *Item }
-	e.do(agentA.inTurn("turn_revert"), "cortex.revert", obj{"id": "goal_1", "version": 3}, &out)
+	var out ItemResult
+	e.Do(inTurn(agentA, "turn_revert"), "cortex.revert", obj{"id": "goal_1", "version": 3}, &out)
 	it := out.Item
 	if it.GlobalVersion != 6 || it.Progress != 30 || it.Priority != "high" {
 		t.Fatalf("reverted: v%d %d%% %s; want v6 30%% high", it.GlobalVersion, it.Progress, it.Priority)
@@ -154,11 +157,12 @@ func TestCortex_2_3_RevertRestoresPreviousVersion(t *testing.T) {
 	e.mustTrace("turn_revert", "FC goal goal_1: reverted from v5 to v3")
 }
 
-func TestCortex_2_4_SoftDeletedExcludedByDefault(t *testing.T) {
+// Seed 000, scenario 2.4.
+func TestSoftDeletedItemsLeaveQueries(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_a", obj{"title": "A"})
 	e.create(agentA, "goal", "goal_b", obj{"title": "B"})
-	e.do(agentA, "cortex.delete", obj{"id": "goal_b"}, nil)
+	e.Do(agentA, "cortex.delete", obj{"id": "goal_b"}, nil)
 	for _, name := range []string{"cortex.query", "cortex.active"} {
 		res := e.query(agentA, name, obj{"type": "goal"})
 		if got := ids0(res.Items); !slices.Equal(got, []string{"goal_a"}) || res.Count != 1 {
@@ -166,17 +170,18 @@ func TestCortex_2_4_SoftDeletedExcludedByDefault(t *testing.T) {
 		}
 	}
 	// Nor can it be read without asking for deleted items.
-	e.fail(agentA, "cortex.get", obj{"id": "goal_b"}, errs.NotFound, "deleted")
-	e.fail(agentA, "cortex.update", obj{"id": "goal_b", "updates": obj{"progress": 1}}, errs.NotFound)
+	e.Fail(agentA, "cortex.get", obj{"id": "goal_b"}, errs.NotFound, "deleted")
+	e.Fail(agentA, "cortex.update", obj{"id": "goal_b", "updates": obj{"progress": 1}}, errs.NotFound)
 }
 
-func TestCortex_2_5_SoftDeletedQueryableWithFlag(t *testing.T) {
+// Seed 000, scenario 2.5.
+func TestSoftDeletedItemsShownWithIncludeDeleted(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_a", obj{"title": "A"})
 	e.create(agentA, "goal", "goal_b", obj{"title": "B", "status": "in_progress"})
 	e.clock.Advance(time.Minute)
 	deletedAt := e.clock.Now()
-	e.do(agentA, "cortex.delete", obj{"id": "goal_b"}, nil)
+	e.Do(agentA, "cortex.delete", obj{"id": "goal_b"}, nil)
 	e.clock.Advance(time.Minute)
 
 	res := e.query(agentA, "cortex.query", obj{"include_deleted": true})
@@ -193,11 +198,13 @@ func TestCortex_2_5_SoftDeletedQueryableWithFlag(t *testing.T) {
 		t.Fatalf("goal B: deleted_at %v status %s; want %s archived", b.DeletedAt, b.Status, deletedAt)
 	}
 	// The raw JSON carries deleted_at as a timestamp.
-	raw := e.do(agentA, "cortex.get", obj{"id": "goal_b", "include_deleted": true}, nil)
+	raw := e.Do(agentA, "cortex.get", obj{"id": "goal_b", "include_deleted": true}, nil)
 	var m struct {
 		Item map[string]json.RawMessage `json:"item"`
 	}
-	json.Unmarshal(raw, &m)
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
 	if string(m.Item["deleted_at"]) != `"2025-11-05T10:01:00Z"` || string(m.Item["status"]) != `"archived"` {
 		t.Errorf("get: deleted_at %s status %s", m.Item["deleted_at"], m.Item["status"])
 	}
@@ -210,7 +217,7 @@ func TestCortex_2_5_SoftDeletedQueryableWithFlag(t *testing.T) {
 		t.Fatalf("archived: %v", got)
 	}
 	// A revert to a version before the delete brings it back.
-	e.do(agentA, "cortex.revert", obj{"id": "goal_b", "version": 1}, nil)
+	e.Do(agentA, "cortex.revert", obj{"id": "goal_b", "version": 1}, nil)
 	if it := e.get(agentA, "goal_b"); it.DeletedAt != nil || it.Status != "in_progress" || it.GlobalVersion != 3 {
 		t.Fatalf("restored: deleted_at %v status %s v%d", it.DeletedAt, it.Status, it.GlobalVersion)
 	}

@@ -11,10 +11,11 @@ import (
 
 // Seed 000, section 1: conflict resolution and versioning.
 
-func TestCortex_1_1_ConcurrentUpdatesDifferentFields(t *testing.T) {
+// Seed 000, scenario 1.1.
+func TestConcurrentUpdatesToDifferentFieldsBothApply(t *testing.T) {
 	e := newEnv(t)
 	e.goal123("goal_1")
-	turnA, turnB := agentA.inTurn("turn_A"), agentA.inTurn("turn_B")
+	turnA, turnB := inTurn(agentA, "turn_A"), inTurn(agentA, "turn_B")
 	// Both turns read v5.
 	if a, b := e.get(turnA, "goal_1"), e.get(turnB, "goal_1"); a.GlobalVersion != 5 || b.GlobalVersion != 5 {
 		t.Fatalf("reads: v%d, v%d; want v5", a.GlobalVersion, b.GlobalVersion)
@@ -33,11 +34,12 @@ func TestCortex_1_1_ConcurrentUpdatesDifferentFields(t *testing.T) {
 	}
 }
 
-func TestCortex_1_1b_MergeDifferentFields(t *testing.T) {
+// Seed 000, scenario 1.1b.
+func TestStaleUpdateOfAnotherFieldMerges(t *testing.T) {
 	e := newEnv(t)
 	e.goal123("goal_123")
-	turnA := call{as: "agent_a", turn: "turn_A_001"}
-	turnB := call{as: "agent_a", turn: "turn_B_001"}
+	turnA := call{As: "agent_a", Turn: "turn_A_001"}
+	turnB := call{As: "agent_a", Turn: "turn_B_001"}
 
 	e.clock.Set(ms(0))
 	if v := e.get(turnA, "goal_123").GlobalVersion; v != 5 {
@@ -125,17 +127,18 @@ func TestCortex_1_1b_MergeDifferentFields(t *testing.T) {
 	}
 }
 
-func TestCortex_1_2_ConcurrentUpdatesSameFieldConflict(t *testing.T) {
+// Seed 000, scenario 1.2.
+func TestStaleUpdateOfTheSameFieldConflicts(t *testing.T) {
 	e := newEnv(t)
 	e.goal123("goal_1")
-	turnA, turnB := agentA.inTurn("turn_A"), agentA.inTurn("turn_B")
+	turnA, turnB := inTurn(agentA, "turn_A"), inTurn(agentA, "turn_B")
 	e.get(turnA, "goal_1")
 	e.get(turnB, "goal_1")
 	if r := e.update(turnA, "goal_1", obj{"progress": 75}, 5); r.Item.GlobalVersion != 6 {
 		t.Fatalf("A: v%d, want v6", r.Item.GlobalVersion)
 	}
 	before := e.dump()
-	err := e.fail(turnB, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 80}, "expected_version": 5}, errs.Conflict, "progress")
+	err := e.Fail(turnB, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 80}, "expected_version": 5}, errs.Conflict, "progress")
 	cur, ok := err.Details["current"].(*Item)
 	if !ok || cur.GlobalVersion != 6 || cur.Progress != 75 {
 		t.Fatalf("ConflictError details.current = %#v; want the goal at v6 with progress 75", err.Details["current"])
@@ -151,12 +154,13 @@ func TestCortex_1_2_ConcurrentUpdatesSameFieldConflict(t *testing.T) {
 	}
 }
 
-func TestCortex_1_3_RetryAfterConflict(t *testing.T) {
+// Seed 000, scenario 1.3.
+func TestUpdateRetriedAfterAConflictApplies(t *testing.T) {
 	e := newEnv(t)
 	e.goal123("goal_1")
-	turnA, turnB := agentA.inTurn("turn_A"), agentA.inTurn("turn_B")
+	turnA, turnB := inTurn(agentA, "turn_A"), inTurn(agentA, "turn_B")
 	e.update(turnA, "goal_1", obj{"progress": 75}, 5)
-	e.fail(turnB, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 80}, "expected_version": 5}, errs.Conflict)
+	e.Fail(turnB, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 80}, "expected_version": 5}, errs.Conflict)
 
 	fresh := e.get(turnB, "goal_1")
 	if fresh.GlobalVersion != 6 || fresh.Progress != 75 {
@@ -194,19 +198,20 @@ func interfere(e *testEnv, id, field string, times int) *int {
 		busy = true // the interfering update runs through the same hook
 		defer func() { busy = false }()
 		n++
-		e.update(agentA.inTurn(fmt.Sprintf("turn_other_%d", n)), id, obj{field: n}, -1)
+		e.update(inTurn(agentA, fmt.Sprintf("turn_other_%d", n)), id, obj{field: n}, -1)
 	}
 	return &n
 }
 
-func TestCortex_1_4_MaxRetryExhaustion(t *testing.T) {
+// Seed 000, scenario 1.4.
+func TestUpdateFailsWhenRetriesRunOut(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_x", obj{"title": "contested", "progress": 0})
-	turnA := agentA.inTurn("turn_A")
+	turnA := inTurn(agentA, "turn_A")
 	read := e.get(turnA, "goal_x")
 	n := interfere(e, "goal_x", "progress", -1)
 
-	err := e.fail(turnA, "cortex.update", obj{"id": "goal_x", "updates": obj{"progress": 99},
+	err := e.Fail(turnA, "cortex.update", obj{"id": "goal_x", "updates": obj{"progress": 99},
 		"expected_version": read.GlobalVersion, "max_retries": 3}, errs.Conflict)
 	if *n != 4 {
 		t.Fatalf("%d attempts were interfered with; want 4 (the attempt and 3 retries)", *n)
@@ -232,9 +237,9 @@ func TestCortex_1_4_MaxRetryExhaustion(t *testing.T) {
 	// The raw action's default is no retry: one conflict fails at once,
 	// without the "after N retries" entry.
 	e.clock.Advance(time.Second)
-	read = e.get(agentA.inTurn("turn_C"), "goal_x")
+	read = e.get(inTurn(agentA, "turn_C"), "goal_x")
 	*n = 0
-	e.fail(agentA.inTurn("turn_C"), "cortex.update", obj{"id": "goal_x", "updates": obj{"progress": 99}, "expected_version": read.GlobalVersion}, errs.Conflict)
+	e.Fail(inTurn(agentA, "turn_C"), "cortex.update", obj{"id": "goal_x", "updates": obj{"progress": 99}, "expected_version": read.GlobalVersion}, errs.Conflict)
 	if *n != 1 {
 		t.Fatalf("%d attempts without max_retries; want 1", *n)
 	}
@@ -245,14 +250,15 @@ func TestCortex_1_4_MaxRetryExhaustion(t *testing.T) {
 	}
 }
 
-func TestCortex_1_4_RetrySucceedsAfterOneConflict(t *testing.T) {
+// Seed 000, scenario 1.4.
+func TestRetrySucceedsAfterOneConflict(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_x", obj{"title": "contested", "progress": 0})
-	turnA := agentA.inTurn("turn_A")
+	turnA := inTurn(agentA, "turn_A")
 	read := e.get(turnA, "goal_x")
 	n := interfere(e, "goal_x", "progress", 1)
 	var r UpdateResult
-	e.do(turnA, "cortex.update", obj{"id": "goal_x", "updates": obj{"progress": 99}, "expected_version": read.GlobalVersion, "max_retries": 1}, &r)
+	e.Do(turnA, "cortex.update", obj{"id": "goal_x", "updates": obj{"progress": 99}, "expected_version": read.GlobalVersion, "max_retries": 1}, &r)
 	if *n != 1 || r.Retries != 1 {
 		t.Fatalf("interfered %d times, retries %d; want 1, 1", *n, r.Retries)
 	}
@@ -262,7 +268,8 @@ func TestCortex_1_4_RetrySucceedsAfterOneConflict(t *testing.T) {
 	e.mustTrace("turn_A", "FC update succeeded: goal_x, fields=[progress], version: 2→3")
 }
 
-func TestCortex_1_5_VersionsIncrementSequentially(t *testing.T) {
+// Seed 000, scenario 1.5.
+func TestVersionsIncrementByOne(t *testing.T) {
 	e := newEnv(t)
 	it := e.create(agentA, "goal", "goal_1", obj{"title": "versions"})
 	if it.GlobalVersion != 1 {
@@ -302,7 +309,8 @@ func TestCortex_1_5_VersionsIncrementSequentially(t *testing.T) {
 	}
 }
 
-func TestCortex_1_6_FieldVersionsIndependent(t *testing.T) {
+// Seed 000, scenario 1.6.
+func TestFieldVersionsMoveIndependently(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "fields"})
 	e.update(agentA, "goal_1", obj{"progress": 20}, 1)
@@ -311,11 +319,11 @@ func TestCortex_1_6_FieldVersionsIndependent(t *testing.T) {
 		t.Fatalf("setup: %s; want %s", got, want)
 	}
 	// Both updates are based on the same read (v2): independent fields, no conflict.
-	r1 := e.update(agentA.inTurn("t1"), "goal_1", obj{"progress": 40}, it.GlobalVersion)
+	r1 := e.update(inTurn(agentA, "t1"), "goal_1", obj{"progress": 40}, it.GlobalVersion)
 	if got, want := versions(r1.Item, "progress", "priority", "status"), "progress_version=3 priority_version=1 status_version=1"; got != want {
 		t.Fatalf("after progress: %s; want %s", got, want)
 	}
-	r2 := e.update(agentA.inTurn("t2"), "goal_1", obj{"priority": "low"}, it.GlobalVersion)
+	r2 := e.update(inTurn(agentA, "t2"), "goal_1", obj{"priority": "low"}, it.GlobalVersion)
 	if got, want := versions(r2.Item, "progress", "priority", "status"), "progress_version=3 priority_version=2 status_version=1"; got != want {
 		t.Fatalf("after priority: %s; want %s", got, want)
 	}
@@ -325,7 +333,7 @@ func TestCortex_1_6_FieldVersionsIndependent(t *testing.T) {
 }
 
 // Not a seed scenario: an update that changes no value makes no version.
-func TestCortex_UpdateWithoutChangeMakesNoVersion(t *testing.T) {
+func TestUpdateWithoutChangeMakesNoVersion(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "g", obj{"title": "same", "progress": 5})
 	before := e.dump()

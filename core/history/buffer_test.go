@@ -9,14 +9,13 @@ import (
 
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/history"
-	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
-	"github.com/engram-console/engram/storage"
 )
 
-// The seed's tests (seed 001, 7.1–7.19), one Go test each, driven the way
-// the seed drives the daemon: through history.query where it says query(),
-// and through the history.* actions (engine.Do) otherwise.
+// The buffer: what it keeps, evicts and returns. The tests of seed 001's
+// scenarios (7.1–7.19, here and in the other files, each named in its doc
+// comment) drive the daemon the way the seed does: through history.query
+// where it says query(), and through the history.* actions otherwise.
 
 // numbered are seed utterances "utterance 1" … "utterance n", each with a
 // little content of its own.
@@ -30,7 +29,9 @@ func numbered(n int) []string {
 
 func speakerOf(i int) string { return []string{"user", "assistant"}[i%2] }
 
-func TestHistory_7_1_BufferKeepsLastN(t *testing.T) {
+// TestBufferKeepsTheLastN: the buffer keeps the last buffer_size utterances;
+// the evicted ones are summarised (seed 001, scenario 7.1).
+func TestBufferKeepsTheLastN(t *testing.T) {
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 5})
 	all := numbered(7)
@@ -58,7 +59,9 @@ func TestHistory_7_1_BufferKeepsLastN(t *testing.T) {
 	}
 }
 
-func TestHistory_7_2_FIFOEviction(t *testing.T) {
+// TestEvictionIsOldestFirst: each write into a full buffer evicts exactly
+// the oldest utterance (seed 001, scenario 7.2).
+func TestEvictionIsOldestFirst(t *testing.T) {
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 3})
 	var evictions [][]int
@@ -82,7 +85,10 @@ func TestHistory_7_2_FIFOEviction(t *testing.T) {
 	}
 }
 
-func TestHistory_7_3_UtteranceIndexing(t *testing.T) {
+// TestIndexesAreSequentialAndNeverReused: utterances are indexed 0, 1, 2 …
+// in writing order, and a deleted index is not given again (seed 001,
+// scenario 7.3).
+func TestIndexesAreSequentialAndNeverReused(t *testing.T) {
 	r := newRig(t)
 	var got []int
 	for i, s := range numbered(5) {
@@ -106,7 +112,9 @@ func TestHistory_7_3_UtteranceIndexing(t *testing.T) {
 	}
 }
 
-func TestHistory_7_4_SpeakerRecorded(t *testing.T) {
+// TestSpeakerIsRecorded: each utterance keeps its speaker (seed 001,
+// scenario 7.4).
+func TestSpeakerIsRecorded(t *testing.T) {
 	r := newRig(t)
 	for _, sp := range history.Speakers {
 		r.add("", sp, "said by the "+sp)
@@ -122,7 +130,9 @@ func TestHistory_7_4_SpeakerRecorded(t *testing.T) {
 	}
 }
 
-func TestHistory_7_5_TurnNumberTracked(t *testing.T) {
+// TestTurnNumberIsTracked: a user utterance starts the next turn, others
+// stay in it, and an explicit turn_number is kept (seed 001, scenario 7.5).
+func TestTurnNumberIsTracked(t *testing.T) {
 	// By default a user utterance starts the next turn and the others stay
 	// in it: user, assistant, user, assistant, user, assistant → 1,1,2,2,3,3.
 	r := newRig(t)
@@ -151,166 +161,9 @@ func TestHistory_7_5_TurnNumberTracked(t *testing.T) {
 	}
 }
 
-// entitiesOf is the union of the key entities of each text.
-func entitiesOf(texts ...string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, s := range texts {
-		for _, e := range text.Entities(s) {
-			if k := text.Normalize(e); !seen[k] {
-				seen[k] = true
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
-// missing lists the entities a summary lost.
-func missing(entities []string, summary string) []string {
-	var out []string
-	for _, e := range entities {
-		if text.Coverage([]string{e}, summary) < 1 {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-var seedConversation = []string{
-	"Hi, I'm Maria Lopez from Acme Corp. We need to book the Lisbon venue for the product launch on March 14th.",
-	"Sure, Maria. The budget is $40,000 and Tom Becker will send the contract by Friday.",
-	"Great. Please also invite 120 guests from the partner list.",
-	"I'll draft the invitation today.",
-	"Thanks, that's all for now.",
-}
-
-func TestHistory_7_6_EvictedSummarized(t *testing.T) {
-	r := newRig(t)
-	r.configure(map[string]any{"buffer_size": 3})
-	for i, s := range seedConversation[:3] {
-		r.add("", speakerOf(i), s)
-	}
-	if s := r.summary("", 0); s.Text != "" || len(s.Covers) != 0 {
-		t.Fatalf("nothing was evicted yet, but the summary is %+v", s)
-	}
-	for i, s := range seedConversation[3:] {
-		r.add("", speakerOf(i+3), s)
-	}
-	var got struct {
-		Summary summaryOut `json:"summary"`
-	}
-	if u := r.query("Get summary", nil, &got); u != "history.summary" {
-		t.Fatalf("understood %q", u)
-	}
-	s := got.Summary
-	if len(s.Text) < 50 {
-		t.Errorf("summary %q is %d characters, want at least 50", s.Text, len(s.Text))
-	}
-	if !slices.Equal(s.Covers, []int{0, 1}) {
-		t.Errorf("summary covers %v, want the evicted utterances 1-2 [0 1]", s.Covers)
-	}
-	want := entitiesOf(seedConversation[:2]...)
-	if len(want) < 8 {
-		t.Fatalf("utterances 1-2 should have plenty of key entities, found %q", want)
-	}
-	cov := text.Coverage(want, s.Text)
-	t.Logf("coverage %.2f of %d entities %q", cov, len(want), want)
-	if cov < 0.8 {
-		t.Errorf("summary %q keeps %.0f%% of the key entities of utterances 1-2, want >= 80%%; lost %q", s.Text, 100*cov, missing(want, s.Text))
-	}
-}
-
-// richUtterances are varied, entity-heavy lines for tests that need a lot
-// to summarise.
-func richUtterances(n int) []string {
-	people := []string{"Maria Lopez", "Tom Becker", "Aisha Khan", "Jonas Weber", "Li Wei", "Sofia Rossi", "Pedro Alves"}
-	places := []string{"Lisbon", "Berlin", "Nairobi", "Osaka", "Toronto", "Madrid"}
-	verbs := []string{"send", "review", "book", "call", "approve", "ship"}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s will %s the %s order %d by %s; the cost is $%d,%03d and the ticket is OPS-%d.",
-			people[i%len(people)], verbs[i%len(verbs)], places[i%len(places)], 100+i,
-			[]string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday"}[i%5], 1+i%9, (i*137)%1000, 4000+i)
-	}
-	return out
-}
-
-func TestHistory_7_7_SummaryTokenLimit(t *testing.T) {
-	r := newRig(t)
-	r.configure(map[string]any{"summary_token_limit": 100, "buffer_size": 3})
-	for i, s := range richUtterances(30) {
-		r.add("", speakerOf(i), s)
-	}
-	var got struct {
-		Summary summaryOut `json:"summary"`
-	}
-	r.query("Get summary", map[string]any{"token_limit": 100}, &got)
-	s := got.Summary
-	if s.TokenCount > 100 || s.TokenCount == 0 {
-		t.Errorf("summary token_count %d, want 1..100", s.TokenCount)
-	}
-	if n := llm.CountTokens(s.Text); n != s.TokenCount {
-		t.Errorf("token_count says %d, the text has %d tokens", s.TokenCount, n)
-	}
-	if len(s.Covers) != 27 {
-		t.Errorf("summary covers %d utterances, want the 27 evicted", len(s.Covers))
-	}
-	// As stored (the conversation's limit), and a tighter limit at read time.
-	for _, limit := range []int{0, 60, 20, 1} {
-		s := r.summary("", limit)
-		max := 100
-		if limit > 0 {
-			max = limit
-		}
-		if s.TokenCount > max || llm.CountTokens(s.Text) != s.TokenCount {
-			t.Errorf("token_limit %d: token_count %d (text %d tokens), want <= %d", limit, s.TokenCount, llm.CountTokens(s.Text), max)
-		}
-	}
-	// A larger limit at read time does not lift the conversation's own.
-	if s := r.summary("", 1000); s.TokenCount > 100 {
-		t.Errorf("token_limit 1000: %d tokens, more than the summary_token_limit of 100", s.TokenCount)
-	}
-}
-
-func TestHistory_7_8_IncrementalSummaries(t *testing.T) {
-	r := newRig(t)
-	r.configure(map[string]any{"buffer_size": 2})
-	conv := []string{
-		"Let's plan the Berlin offsite for April 3rd with Jonas Weber.",
-		"Jonas confirmed the budget of €12,000 for 25 people.",
-		"Aisha Khan will book the Hotel Adlon and send the invoice to finance.",
-		"We decided to move the kickoff to 9:30am on Thursday.",
-		"Sounds good.",
-		"Anything else for the agenda?",
-	}
-	var summaries []summaryOut
-	for i, s := range conv {
-		r.add("", speakerOf(i), s)
-		if i == 3 || i == 5 {
-			summaries = append(summaries, r.summary("", 0))
-		}
-	}
-	if !slices.Equal(summaries[0].Covers, []int{0, 1}) {
-		t.Errorf("after utterances 3-4 the summary covers %v, want [0 1]", summaries[0].Covers)
-	}
-	final := summaries[1]
-	if !slices.Equal(final.Covers, []int{0, 1, 2, 3}) {
-		t.Errorf("the final summary covers %v, want [0 1 2 3]", final.Covers)
-	}
-	want := entitiesOf(conv[:4]...)
-	cov := text.Coverage(want, final.Text)
-	t.Logf("coverage %.2f of %q", cov, want)
-	if cov < 0.75 {
-		t.Errorf("final summary %q keeps %.0f%% of the entities of utterances 1-4, want >= 75%%; lost %q", final.Text, 100*cov, missing(want, final.Text))
-	}
-	// Merged, not replaced: what summary 1 kept is still there.
-	if c := text.Coverage(entitiesOf(conv[:2]...), final.Text); c < 0.75 {
-		t.Errorf("the final summary lost what summary 1 said (coverage of utterances 1-2 %.2f)", c)
-	}
-}
-
-func TestHistory_7_9_LastN(t *testing.T) {
+// TestLastNIsTheMostRecentOldestFirst: last n returns the n most recent
+// utterances, oldest first (seed 001, scenario 7.9).
+func TestLastNIsTheMostRecentOldestFirst(t *testing.T) {
 	r := newRig(t)
 	all := numbered(10)
 	for i, s := range all {
@@ -334,7 +187,9 @@ func TestHistory_7_9_LastN(t *testing.T) {
 	}
 }
 
-func TestHistory_7_10_ReadChronological(t *testing.T) {
+// TestReadIsChronological: reading returns the buffer in the order it was
+// written (seed 001, scenario 7.10).
+func TestReadIsChronological(t *testing.T) {
 	r := newRig(t)
 	var want []time.Time
 	for i, gap := range []time.Duration{0, time.Millisecond, time.Second, 0, time.Hour} {
@@ -356,129 +211,9 @@ func TestHistory_7_10_ReadChronological(t *testing.T) {
 	}
 }
 
-// hasTerm reports whether s contains word as written or a word with the same
-// search term (its stem): what search guarantees of each result.
-func hasTerm(s, word string) bool {
-	if strings.Contains(strings.ToLower(s), strings.ToLower(word)) {
-		return true
-	}
-	for _, w := range text.Words(s) {
-		if text.Term(w) == text.Term(word) {
-			return true
-		}
-	}
-	return false
-}
-
-func TestHistory_7_11_SearchByContent(t *testing.T) {
-	r := newRig(t)
-	r.configure(map[string]any{"buffer_size": 4}) // most of it evicted: search covers the archive
-	lines := []string{
-		"We deployed the billing service to production on Monday.",
-		"The weather in Lisbon is lovely this week.",
-		"Deploying the search index takes about 20 minutes.",
-		"Can you order pizza for the team?",
-		"The deploy failed because of a missing deploy key; deploy again after fixing it.",
-		"Maria reviewed the pull request.",
-		"Let's schedule the next deployment for Friday.",
-		"Nothing to do with it at all.",
-	}
-	for i, s := range lines {
-		r.add("", speakerOf(i), s)
-	}
-	var got struct {
-		Results []utt `json:"results"`
-	}
-	if u := r.query("Search for deploy", nil, &got); u != "history.search" {
-		t.Fatalf("understood %q", u)
-	}
-	if len(got.Results) != 4 {
-		t.Errorf("search deploy found %d results %q, want the 4 about deploying", len(got.Results), texts(got.Results))
-	}
-	for i, h := range got.Results {
-		if !hasTerm(h.Text, "deploy") {
-			t.Errorf("result %q does not contain deploy", h.Text)
-		}
-		if i > 0 && h.RelevanceScore > got.Results[i-1].RelevanceScore {
-			t.Errorf("scores not descending: %v after %v", h.RelevanceScore, got.Results[i-1].RelevanceScore)
-		}
-	}
-	if len(got.Results) > 0 && got.Results[0].UtteranceIndex != 4 {
-		t.Errorf("best hit %q, want the one saying deploy three times", got.Results[0].Text)
-	}
-	// Evicted utterances are found and say so.
-	for _, h := range got.Results {
-		if wantEvicted := h.UtteranceIndex < 4; h.Evicted != wantEvicted {
-			t.Errorf("result %d: evicted %v, want %v", h.UtteranceIndex, h.Evicted, wantEvicted)
-		}
-	}
-}
-
-func TestHistory_7_12_FilterBySpeaker(t *testing.T) {
-	r := newRig(t)
-	for i := range 9 {
-		r.add("", history.Speakers[i%3], fmt.Sprintf("budget note %d from %s", i, history.Speakers[i%3]))
-	}
-	check := func(how string, us []utt, n int) {
-		t.Helper()
-		if len(us) != n {
-			t.Errorf("%s: %d results, want %d", how, len(us), n)
-		}
-		for _, u := range us {
-			if u.Speaker != "user" {
-				t.Errorf("%s: %q by %s", how, u.Text, u.Speaker)
-			}
-		}
-	}
-	check("read", r.read("", "user"), 3)
-	check("search", r.search(map[string]any{"query": "budget note", "speaker": "user"}), 3)
-	var q struct {
-		Utterances []utt `json:"utterances"`
-	}
-	r.query("Get all utterances", map[string]any{"speaker": "user"}, &q)
-	check("query", q.Utterances, 3)
-	var qs struct {
-		Results []utt `json:"results"`
-	}
-	r.query("Search for budget", map[string]any{"speaker": "user"}, &qs)
-	check("query search", qs.Results, 3)
-}
-
-func TestHistory_7_13_InMemoryBackend(t *testing.T) {
-	// An engine on disk with the history kept in memory: it works, and not
-	// a word of it reaches the disk store.
-	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
-	r.configure(map[string]any{"buffer_size": 3})
-	lines := numbered(5)
-	for i, s := range lines {
-		r.add("", speakerOf(i), s)
-	}
-	if got := r.read("", ""); !slices.Equal(texts(got), lines[2:]) {
-		t.Errorf("read = %q", texts(got))
-	}
-	if st := r.stats(""); st.Backend != history.BackendInMemory || st.Size != 3 || len(st.Summary.Covers) != 2 {
-		t.Errorf("stats = %+v", st)
-	}
-	if hits := r.search(map[string]any{"query": "topic1"}); len(hits) != 1 || !hits[0].Evicted {
-		t.Errorf("search topic1 = %+v", hits)
-	}
-	for k := range dump(t, r.e.Env().Store) {
-		if strings.HasPrefix(k, storage.PrefixHistory+"utt/") || strings.HasPrefix(k, storage.PrefixHistory+"sum/") ||
-			strings.HasPrefix(k, storage.PrefixIndex+"history/") {
-			t.Errorf("the durable store holds %s of an in-memory conversation", k)
-		}
-	}
-	// And an engine wholly in memory.
-	m := newRig(t)
-	for i, s := range lines {
-		m.add("", speakerOf(i), s)
-	}
-	if got := m.read("", ""); !slices.Equal(texts(got), lines) || m.stats("").Backend != history.BackendInMemory {
-		t.Errorf("in-memory engine: read %q", texts(got))
-	}
-}
-
-func TestHistory_7_16_TokenBudget(t *testing.T) {
+// TestTokenBudgetEvicts: max_tokens evicts the oldest utterances before the
+// buffer fills (seed 001, scenario 7.16).
+func TestTokenBudgetEvicts(t *testing.T) {
 	r := newRig(t)
 	r.configure(map[string]any{"max_tokens": 1000})
 	written := 0
@@ -511,7 +246,9 @@ func TestHistory_7_16_TokenBudget(t *testing.T) {
 	}
 }
 
-func TestHistory_7_17_EmptyBuffer(t *testing.T) {
+// TestEmptyConversationReadsEmpty: an empty conversation reads as empty
+// lists, never null (seed 001, scenario 7.17).
+func TestEmptyConversationReadsEmpty(t *testing.T) {
 	r := newRig(t)
 	if got := r.last("", 5); got == nil || len(got) != 0 {
 		t.Errorf("last 5 = %#v, want an empty list", got)
@@ -543,7 +280,9 @@ func TestHistory_7_17_EmptyBuffer(t *testing.T) {
 	}
 }
 
-func TestHistory_7_18_SingleUtterance(t *testing.T) {
+// TestSingleUtteranceConversation: a conversation of one utterance reads,
+// searches and deletes (seed 001, scenario 7.18).
+func TestSingleUtteranceConversation(t *testing.T) {
 	r := newRig(t)
 	r.add("", "user", "just one")
 	if got := r.last("", 1); len(got) != 1 || got[0].Text != "just one" {
@@ -600,7 +339,9 @@ func largeText(n int, seed int) string {
 	return b.String()
 }
 
-func TestHistory_7_19_LargeUtterances(t *testing.T) {
+// TestLargeUtterancesAreNeverTruncated: utterances of 10,000 tokens and more
+// are kept whole (seed 001, scenario 7.19).
+func TestLargeUtterancesAreNeverTruncated(t *testing.T) {
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 2})
 	var sent []utt
@@ -650,4 +391,61 @@ func TestHistory_7_19_LargeUtterances(t *testing.T) {
 		t.Errorf("the message %q does not say how large the utterance is", e.Message)
 	}
 	sameDump(t, "a write over max_tokens", before, dump(t, b.e.Env().Store))
+}
+
+// TestDeletingAnEvictedUtteranceKeepsTheSummary: deleting an archived utterance takes it out of search;
+// the summary it was folded into keeps what it said.
+func TestDeletingAnEvictedUtteranceKeepsTheSummary(t *testing.T) {
+	r := newRig(t)
+	r.configure(map[string]any{"buffer_size": 2})
+	r.write("", "user", "Maria Lopez booked the Lisbon flight.")
+	r.write("", "user", "second")
+	r.write("", "user", "third")
+	before := r.stats("")
+	r.do("history.delete", map[string]any{"utterance_index": 0}, nil)
+	if hits := r.search(map[string]any{"query": "Lisbon"}); len(hits) != 0 {
+		t.Errorf("the deleted utterance is still found: %+v", hits)
+	}
+	after := r.stats("")
+	if after.Size != before.Size || after.TotalTokens != before.TotalTokens || after.Archived != before.Archived-1 {
+		t.Errorf("stats before %+v after %+v", before, after)
+	}
+	if s := r.summary("", 0); !strings.Contains(s.Text, "Maria Lopez") {
+		t.Errorf("the summary forgot: %q", s.Text)
+	}
+	// Deleting the oldest buffered one: eviction goes on from the next.
+	r.do("history.delete", map[string]any{"utterance_index": 1}, nil)
+	r.write("", "user", "fourth")
+	r.write("", "user", "fifth")
+	if got := r.read("", ""); !slices.Equal(texts(got), []string{"fourth", "fifth"}) {
+		t.Errorf("buffer %q", texts(got))
+	}
+	if st := r.stats(""); st.Size != 2 || st.EvictedCount != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestConfigureSmallerBufferOrBudgetEvictsAtOnce: a smaller buffer or budget evicts at once.
+func TestConfigureSmallerBufferOrBudgetEvictsAtOnce(t *testing.T) {
+	r := newRig(t)
+	for i := range 10 {
+		r.write("", speakerOf(i), fmt.Sprintf("line %d about topic%d", i, i))
+	}
+	st := r.configure(map[string]any{"buffer_size": 4})
+	if st.Size != 4 || st.EvictedCount != 6 || st.LastEviction == nil || st.LastEviction.Reason != "buffer_size" ||
+		!slices.Equal(st.LastEviction.Indexes, []int{0, 1, 2, 3, 4, 5}) {
+		t.Errorf("after buffer_size 4: %+v %+v", st, st.LastEviction)
+	}
+	st = r.configure(map[string]any{"max_tokens": 12})
+	if st.TotalTokens > 12 || st.LastEviction.Reason != "max_tokens" || st.MaxTokens != 12 {
+		t.Errorf("after max_tokens 12: %+v", st)
+	}
+	st = r.configure(map[string]any{"summary_token_limit": 10})
+	if st.SummaryTokenLimit != 10 || r.summary("", 0).TokenCount > 10 {
+		t.Errorf("after summary_token_limit 10: %+v", st)
+	}
+	// 0 turns the budget off.
+	if st = r.configure(map[string]any{"max_tokens": 0}); st.MaxTokens != 0 {
+		t.Errorf("max_tokens 0: %+v", st)
+	}
 }

@@ -13,7 +13,8 @@ import (
 
 var ownerACL = []ACLEntry{{PrincipalType: "agent", PrincipalID: "agent_a", Permissions: []string{"read", "write", "delete", "share"}}}
 
-func TestCortex_3_1_OwnerHasFullPermissions(t *testing.T) {
+// Seed 000, scenario 3.1.
+func TestOwnerHasEveryPermission(t *testing.T) {
 	e := newEnv(t)
 	it := e.create(agentA, "goal", "goal_1", obj{"title": "mine"})
 	if it.Owner != "agent_a" || !jsonEq(it.ACL, ownerACL) {
@@ -23,8 +24,8 @@ func TestCortex_3_1_OwnerHasFullPermissions(t *testing.T) {
 		t.Fatalf("read ACL %+v", got.ACL)
 	}
 	e.update(agentA, "goal_1", obj{"progress": 10}, -1)
-	e.do(agentA, "cortex.share", obj{"id": "goal_1", "principal": "agent_b", "permissions": []string{"read"}}, nil)
-	e.do(agentA, "cortex.delete", obj{"id": "goal_1"}, nil)
+	e.Do(agentA, "cortex.share", obj{"id": "goal_1", "principal": "agent_b", "permissions": []string{"read"}}, nil)
+	e.Do(agentA, "cortex.delete", obj{"id": "goal_1"}, nil)
 	if got := e.traceKind("access_denied"); len(got) != 0 {
 		t.Fatalf("access denied: %v", messages(got))
 	}
@@ -33,14 +34,15 @@ func TestCortex_3_1_OwnerHasFullPermissions(t *testing.T) {
 	}
 }
 
-func TestCortex_3_2_NonOwnerWithoutACLDenied(t *testing.T) {
+// Seed 000, scenario 3.2.
+func TestNonOwnerWithoutACLIsDenied(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "private"})
 	before := e.dump()
 	e.clock.Set(ms(100))
-	e.fail(agentB.inTurn("turn_b"), "cortex.get", obj{"id": "goal_1"}, errs.Permission, "agent_b may not read goal")
+	e.Fail(inTurn(agentB, "turn_b"), "cortex.get", obj{"id": "goal_1"}, errs.Permission, "agent_b may not read goal")
 	e.clock.Set(ms(200))
-	e.fail(agentB.inTurn("turn_b"), "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 5}}, errs.Permission, "agent_b may not write goal")
+	e.Fail(inTurn(agentB, "turn_b"), "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 5}}, errs.Permission, "agent_b may not write goal")
 	if d := sameDump(before, e.dump()); d != "" {
 		t.Fatalf("denied calls changed the store:\n%s", d)
 	}
@@ -71,20 +73,21 @@ func TestCortex_3_2_NonOwnerWithoutACLDenied(t *testing.T) {
 	if res := e.query(agentB, "cortex.query", obj{}); res.Count != 0 {
 		t.Fatalf("B's query: %v", ids0(res.Items))
 	}
-	e.fail(agentB, "cortex.history", obj{"id": "goal_1"}, errs.Permission)
-	e.fail(agentB, "cortex.version", obj{"id": "goal_1", "version": 1}, errs.Permission)
-	e.fail(agentB, "cortex.delete", obj{"id": "goal_1"}, errs.Permission)
-	e.fail(agentB, "cortex.revert", obj{"id": "goal_1", "version": 1}, errs.Permission)
+	e.Fail(agentB, "cortex.history", obj{"id": "goal_1"}, errs.Permission)
+	e.Fail(agentB, "cortex.version", obj{"id": "goal_1", "version": 1}, errs.Permission)
+	e.Fail(agentB, "cortex.delete", obj{"id": "goal_1"}, errs.Permission)
+	e.Fail(agentB, "cortex.revert", obj{"id": "goal_1", "version": 1}, errs.Permission)
 }
 
 func share(e *testEnv, id string, perms ...string) []ACLEntry {
-	e.t.Helper()
-	var out struct{ ACL []ACLEntry }
-	e.do(agentA, "cortex.share", obj{"id": id, "principal": "agent_b", "permissions": perms}, &out)
+	e.T.Helper()
+	var out ACLResult
+	e.Do(agentA, "cortex.share", obj{"id": id, "principal": "agent_b", "permissions": perms}, &out)
 	return out.ACL
 }
 
-func TestCortex_3_3_SharedItemsReadableWritable(t *testing.T) {
+// Seed 000, scenario 3.3.
+func TestSharedItemIsReadableAndWritable(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "shared"})
 	share(e, "goal_1", "read", "write")
@@ -100,11 +103,12 @@ func TestCortex_3_3_SharedItemsReadableWritable(t *testing.T) {
 		t.Fatalf("mutated_by %q agent_id %q", m.MutatedBy, m.AgentID)
 	}
 	// read and write only: B may not delete or share on.
-	e.fail(agentB, "cortex.delete", obj{"id": "goal_1"}, errs.Permission)
-	e.fail(agentB, "cortex.share", obj{"id": "goal_1", "principal": "agent_c", "permissions": []string{"read"}}, errs.Permission)
+	e.Fail(agentB, "cortex.delete", obj{"id": "goal_1"}, errs.Permission)
+	e.Fail(agentB, "cortex.share", obj{"id": "goal_1", "principal": "agent_c", "permissions": []string{"read"}}, errs.Permission)
 }
 
-func TestCortex_3_4_ShareUpdatesACL(t *testing.T) {
+// Seed 000, scenario 3.4.
+func TestShareUpdatesTheACL(t *testing.T) {
 	e := newEnv(t)
 	it := e.create(agentA, "goal", "goal_1", obj{"title": "to share"})
 	if !jsonEq(it.ACL, ownerACL) {
@@ -124,18 +128,19 @@ func TestCortex_3_4_ShareUpdatesACL(t *testing.T) {
 	}
 }
 
-func TestCortex_3_5_RevokeRemovesAccess(t *testing.T) {
+// Seed 000, scenario 3.5.
+func TestRevokeRemovesAccess(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "revocable"})
 	share(e, "goal_1", "read", "write")
 	e.get(agentB, "goal_1")
-	var out struct{ ACL []ACLEntry }
-	e.do(agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_b"}, &out)
+	var out ACLResult
+	e.Do(agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_b"}, &out)
 	if !jsonEq(out.ACL, ownerACL) {
 		t.Fatalf("ACL after revoke: %+v", out.ACL)
 	}
-	e.fail(agentB, "cortex.get", obj{"id": "goal_1"}, errs.Permission)
-	e.fail(agentB, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 1}}, errs.Permission)
+	e.Fail(agentB, "cortex.get", obj{"id": "goal_1"}, errs.Permission)
+	e.Fail(agentB, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 1}}, errs.Permission)
 	if res := e.query(agentB, "cortex.query", obj{}); res.Count != 0 {
 		t.Fatalf("B still sees %v", ids0(res.Items))
 	}
@@ -144,11 +149,12 @@ func TestCortex_3_5_RevokeRemovesAccess(t *testing.T) {
 		t.Fatalf("revoke entry: %s %q", m.MutationType, m.Summary)
 	}
 	// The owner's access cannot be revoked, and revoking twice is NotFound.
-	e.fail(agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_a"}, errs.Validation, "cannot be revoked")
-	e.fail(agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_b"}, errs.NotFound)
+	e.Fail(agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_a"}, errs.Validation, "cannot be revoked")
+	e.Fail(agentA, "cortex.revoke", obj{"id": "goal_1", "principal": "agent_b"}, errs.NotFound)
 }
 
-func TestCortex_3_6_SharedAgentMutationsRecorded(t *testing.T) {
+// Seed 000, scenario 3.6.
+func TestSharedAgentsMutationsAreAudited(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "tracked", "progress": 20})
 	share(e, "goal_1", "read", "write")
@@ -168,16 +174,18 @@ func TestCortex_3_6_SharedAgentMutationsRecorded(t *testing.T) {
 	}
 	// The stored form names the timestamp in ISO 8601.
 	var raw map[string]any
-	json.Unmarshal(e.auditRaw("goal_1", 3), &raw)
+	if err := json.Unmarshal(e.auditRaw("goal_1", 3), &raw); err != nil {
+		t.Fatal(err)
+	}
 	if raw["mutation_timestamp"] != "2025-11-05T10:00:00.042Z" || raw["mutated_by"] != "agent_b" || raw["agent_permissions_verified"] != true {
 		t.Fatalf("stored entry: %v", raw)
 	}
 }
 
 // Queries never return what the caller cannot read, whatever the filters.
-func TestCortex_ACLQueriesOnlyReadable(t *testing.T) {
+func TestQueriesReturnOnlyReadableItems(t *testing.T) {
 	e := newEnv(t)
-	agentC := call{as: "agent_c"}
+	agentC := call{As: "agent_c"}
 	e.create(agentA, "goal", "a_private", obj{"title": "alpha plan", "tags": []string{"x"}})
 	e.create(agentA, "goal", "a_shared", obj{"title": "alpha shared", "tags": []string{"x"}})
 	e.create(agentA, "goal", "a_write_only", obj{"title": "alpha write", "tags": []string{"x"}})
@@ -204,18 +212,18 @@ func TestCortex_ACLQueriesOnlyReadable(t *testing.T) {
 	}
 	// Share by someone who may read but not share: denied, nothing written.
 	before := e.dump()
-	e.fail(agentB, "cortex.share", obj{"id": "a_shared", "principal": "agent_c", "permissions": []string{"read"}}, errs.Permission)
-	e.fail(agentB, "cortex.revoke", obj{"id": "a_shared", "principal": "agent_b"}, errs.Permission)
+	e.Fail(agentB, "cortex.share", obj{"id": "a_shared", "principal": "agent_c", "permissions": []string{"read"}}, errs.Permission)
+	e.Fail(agentB, "cortex.revoke", obj{"id": "a_shared", "principal": "agent_b"}, errs.Permission)
 	if d := sameDump(before, e.dump()); d != "" {
 		t.Fatalf("denied share wrote:\n%s", d)
 	}
 	// A share permission passes on: B may then share with C.
 	share(e, "a_shared", "read", "share")
-	e.do(agentB, "cortex.share", obj{"id": "a_shared", "principal": "agent_c", "permissions": []string{"read"}}, nil)
+	e.Do(agentB, "cortex.share", obj{"id": "a_shared", "principal": "agent_c", "permissions": []string{"read"}}, nil)
 	if got := ids0(e.query(agentC, "cortex.query", obj{"owner": "agent_a"}).Items); !slices.Equal(got, []string{"a_shared"}) {
 		t.Fatalf("C's owner=agent_a: %v", got)
 	}
 	// Nobody revokes the owner, not even a sharer.
-	e.fail(agentB, "cortex.revoke", obj{"id": "a_shared", "principal": "agent_a"}, errs.Validation)
-	e.fail(agentA, "cortex.share", obj{"id": "a_shared", "principal": "agent_a", "permissions": []string{"read"}}, errs.Validation)
+	e.Fail(agentB, "cortex.revoke", obj{"id": "a_shared", "principal": "agent_a"}, errs.Validation)
+	e.Fail(agentA, "cortex.share", obj{"id": "a_shared", "principal": "agent_a", "permissions": []string{"read"}}, errs.Validation)
 }

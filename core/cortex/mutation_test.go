@@ -9,17 +9,17 @@ import (
 
 // Behaviour the seed implies but does not spell out.
 
-func TestCortex_MutationEventsPublished(t *testing.T) {
+func TestEveryMutationIsPublished(t *testing.T) {
 	e := newEnv(t)
 	tap := e.env.Events.Tap(100)
 	defer tap.Close()
 	e.create(agentA, "goal", "g", obj{"title": "evented"})
-	e.update(agentA.inTurn("turn_1"), "g", obj{"progress": 5}, 1)
-	e.fail(agentA, "cortex.update", obj{"id": "g", "updates": obj{"progress": 6}, "expected_version": 1}, errs.Conflict)
-	e.do(agentA, "cortex.delete", obj{"id": "g"}, nil)
+	e.update(inTurn(agentA, "turn_1"), "g", obj{"progress": 5}, 1)
+	e.Fail(agentA, "cortex.update", obj{"id": "g", "updates": obj{"progress": 6}, "expected_version": 1}, errs.Conflict)
+	e.Do(agentA, "cortex.delete", obj{"id": "g"}, nil)
 	var got []ItemEvent
 	for _, ev := range tap.Drain() {
-		if ev.Name == EventItemMutated {
+		if ev.Name == EventItemMutated.Name() {
 			got = append(got, ev.Data.(ItemEvent))
 		}
 	}
@@ -33,7 +33,7 @@ func TestCortex_MutationEventsPublished(t *testing.T) {
 	}
 }
 
-func TestCortex_RevertKeepsParentsSound(t *testing.T) {
+func TestRevertKeepsParentsSound(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "a", obj{"title": "A"})
 	e.create(agentA, "goal", "b", obj{"title": "B"})
@@ -41,7 +41,7 @@ func TestCortex_RevertKeepsParentsSound(t *testing.T) {
 	e.update(agentA, "a", obj{"parent": ""}, -1)  // a v3
 	e.update(agentA, "b", obj{"parent": "a"}, -1) // b under a
 	before := e.dump()
-	e.fail(agentA, "cortex.revert", obj{"id": "a", "version": 2}, errs.Validation, "own ancestor")
+	e.Fail(agentA, "cortex.revert", obj{"id": "a", "version": 2}, errs.Validation, "own ancestor")
 	if d := sameDump(before, e.dump()); d != "" {
 		t.Fatalf("the refused revert wrote:\n%s", d)
 	}
@@ -49,11 +49,11 @@ func TestCortex_RevertKeepsParentsSound(t *testing.T) {
 	e.create(agentA, "goal", "c", obj{"title": "C"})
 	e.create(agentA, "question", "q", obj{"title": "Q", "parent": "c"})
 	e.update(agentA, "q", obj{"parent": ""}, -1)
-	e.do(agentA, "cortex.delete", obj{"id": "c"}, nil)
-	e.fail(agentA, "cortex.revert", obj{"id": "q", "version": 1}, errs.Validation, "parent")
+	e.Do(agentA, "cortex.delete", obj{"id": "c"}, nil)
+	e.Fail(agentA, "cortex.revert", obj{"id": "q", "version": 1}, errs.Validation, "parent")
 }
 
-func TestCortex_CustomFieldsVersioned(t *testing.T) {
+func TestCustomFieldsAreVersioned(t *testing.T) {
 	e := newEnv(t)
 	it := e.create(agentA, "goal", "g", obj{"title": "custom", "custom": obj{"sprint": 12}})
 	if it.Custom["sprint"] != float64(12) || it.FieldVersions["custom.sprint"] != 1 {
@@ -64,8 +64,8 @@ func TestCortex_CustomFieldsVersioned(t *testing.T) {
 		t.Fatalf("versions %v", r.Item.FieldVersions)
 	}
 	// Different custom fields merge; the same one conflicts.
-	e.update(agentA.inTurn("t1"), "g", obj{"custom": obj{"owner_note": "x"}}, 1)
-	e.fail(agentA, "cortex.update", obj{"id": "g", "updates": obj{"custom": obj{"sprint": 14}}, "expected_version": 1}, errs.Conflict, "custom.sprint")
+	e.update(inTurn(agentA, "t1"), "g", obj{"custom": obj{"owner_note": "x"}}, 1)
+	e.Fail(agentA, "cortex.update", obj{"id": "g", "updates": obj{"custom": obj{"sprint": 14}}, "expected_version": 1}, errs.Conflict, "custom.sprint")
 	// null removes one.
 	r = e.update(agentA, "g", obj{"custom": obj{"sprint": nil}}, -1)
 	if _, ok := r.Item.Custom["sprint"]; ok {
@@ -76,14 +76,14 @@ func TestCortex_CustomFieldsVersioned(t *testing.T) {
 		t.Fatalf("removal entry %+v", m)
 	}
 	// A revert brings it back.
-	var out struct{ Item *Item }
-	e.do(agentA, "cortex.revert", obj{"id": "g", "version": 2}, &out)
+	var out ItemResult
+	e.Do(agentA, "cortex.revert", obj{"id": "g", "version": 2}, &out)
 	if out.Item.Custom["sprint"] != float64(13) || out.Item.Custom["owner_note"] != nil {
 		t.Fatalf("reverted custom %v", out.Item.Custom)
 	}
 }
 
-func TestCortex_Counts(t *testing.T) {
+func TestCountsReportItemsAndAuditEntries(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "g", obj{"title": "counted"})
 	e.update(agentA, "g", obj{"progress": 1}, -1)

@@ -25,7 +25,8 @@ func cortexProvider(t *testing.T, e *testEnv) kit.ContextProvider {
 	return nil
 }
 
-func TestCortex_5_1_TurnStartRetrievalInjectsItems(t *testing.T) {
+// Seed 000, scenario 5.1.
+func TestTurnStartInjectsActiveItems(t *testing.T) {
 	e := newEnv(t)
 	for i := range 5 {
 		e.create(agentA, "goal", "goal_"+string(rune('1'+i)), obj{"title": "goal", "status": []string{"active", "in_progress"}[i%2]})
@@ -36,7 +37,7 @@ func TestCortex_5_1_TurnStartRetrievalInjectsItems(t *testing.T) {
 	// Not active, or not agent_a's: left out.
 	e.create(agentA, "goal", "done", obj{"title": "done", "status": "completed"})
 	e.create(agentA, "goal", "gone", obj{"title": "gone"})
-	e.do(agentA, "cortex.delete", obj{"id": "gone"}, nil)
+	e.Do(agentA, "cortex.delete", obj{"id": "gone"}, nil)
 	e.create(agentB, "goal", "theirs", obj{"title": "B's"})
 
 	section, err := cortexProvider(t, e).Context(context.Background(), kit.TurnStart{TurnID: "turn_1", Principal: "agent_a", At: t0})
@@ -48,7 +49,9 @@ func TestCortex_5_1_TurnStartRetrievalInjectsItems(t *testing.T) {
 		Count int
 	}
 	b, _ := json.Marshal(section.Data)
-	json.Unmarshal(b, &got)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
 	if got.Count != 8 || len(got.Items) != 8 {
 		t.Fatalf("section: count %d, %d items; want 8", got.Count, len(got.Items))
 	}
@@ -76,14 +79,15 @@ func goalAt5(e *testEnv, id string) {
 	}
 }
 
-func TestCortex_5_2_TurnEndCommitAppliesUpdates(t *testing.T) {
+// Seed 000, scenario 5.2.
+func TestTurnEndCommitAppliesUpdates(t *testing.T) {
 	e := newEnv(t)
 	goalAt5(e, "goal_1")
 	tap := e.env.Events.Tap(100)
 	defer tap.Close()
-	turn := agentA.inTurn("turn_42")
+	turn := inTurn(agentA, "turn_42")
 	var res BatchResult
-	e.do(turn, "cortex.commit", obj{"updates": []obj{{"id": "goal_1", "updates": obj{"progress": 75}}}}, &res)
+	e.Do(turn, "cortex.commit", obj{"updates": []obj{{"id": "goal_1", "updates": obj{"progress": 75}}}}, &res)
 	if !res.Committed || res.Succeeded != 1 || res.Failed != 0 || res.Items[0].GlobalVersion != 6 || res.Items[0].Progress != 75 {
 		t.Fatalf("result %+v", res)
 	}
@@ -93,31 +97,31 @@ func TestCortex_5_2_TurnEndCommitAppliesUpdates(t *testing.T) {
 		t.Fatalf("audit entry: %+v", m)
 	}
 	e.mustTrace("turn_42", "FC commit succeeded")
-	if !hasEvent(tap.Drain(), EventCommit, true) {
+	if !hasCommitEvent(tap.Drain(), true) {
 		t.Error("no successful cortex.commit event")
 	}
 }
 
-func hasEvent(evs []events.Event, name string, ok bool) bool {
+// hasCommitEvent reports whether evs hold a cortex.commit event with ok.
+func hasCommitEvent(evs []events.Event, ok bool) bool {
 	for _, ev := range evs {
-		if ev.Name == name {
-			if m, _ := ev.Data.(map[string]any); m["ok"] == ok {
-				return true
-			}
+		if c, is := EventCommit.Of(ev); is && c.OK == ok {
+			return true
 		}
 	}
 	return false
 }
 
-func TestCortex_5_3_CommitConflictRecordedInTrace(t *testing.T) {
+// Seed 000, scenario 5.3.
+func TestCommitConflictIsTracedAndWritesNothing(t *testing.T) {
 	e := newEnv(t)
 	goalAt5(e, "goal_1")
-	e.update(agentA.inTurn("turn_other"), "goal_1", obj{"progress": 60}, 5) // another turn: v6
+	e.update(inTurn(agentA, "turn_other"), "goal_1", obj{"progress": 60}, 5) // another turn: v6
 	tap := e.env.Events.Tap(100)
 	defer tap.Close()
 	before := e.dump()
-	turn := agentA.inTurn("turn_late")
-	err := e.fail(turn, "cortex.commit", obj{"updates": []obj{{"id": "goal_1", "updates": obj{"progress": 75}, "expected_version": 5}}}, errs.Conflict)
+	turn := inTurn(agentA, "turn_late")
+	err := e.Fail(turn, "cortex.commit", obj{"updates": []obj{{"id": "goal_1", "updates": obj{"progress": 75}, "expected_version": 5}}}, errs.Conflict)
 	if err.Details["committed"] != false || err.Details["succeeded"] != 0 || err.Details["failed"] != 1 {
 		t.Errorf("details %v", err.Details)
 	}
@@ -126,7 +130,7 @@ func TestCortex_5_3_CommitConflictRecordedInTrace(t *testing.T) {
 		t.Errorf("kind %s", en.Kind)
 	}
 	// The error handler learns of it through the cortex.commit event.
-	if !hasEvent(tap.Drain(), EventCommit, false) {
+	if !hasCommitEvent(tap.Drain(), false) {
 		t.Error("no failed cortex.commit event")
 	}
 	if d := sameDump(before, e.dump()); d != "" {
@@ -136,10 +140,12 @@ func TestCortex_5_3_CommitConflictRecordedInTrace(t *testing.T) {
 
 // The turn commit path (turn.end's updates.cortex) re-applies a stale update
 // on the current version, up to 3 times, inside turn.end's transaction.
-func TestCortex_5_3_TurnEndCommitRetriesStaleVersion(t *testing.T) {
+//
+// Seed 000, scenario 5.3.
+func TestTurnEndCommitRetriesAStaleVersion(t *testing.T) {
 	e := newEnv(t)
 	goalAt5(e, "goal_1")
-	e.update(agentA.inTurn("turn_other"), "goal_1", obj{"progress": 60}, 5) // v6
+	e.update(inTurn(agentA, "turn_other"), "goal_1", obj{"progress": 60}, 5) // v6
 	p := cortexProvider(t, e)
 	updates := json.RawMessage(`[{"id": "goal_1", "updates": {"progress": 75}, "expected_version": 5}]`)
 	var out any
@@ -161,7 +167,9 @@ func TestCortex_5_3_TurnEndCommitRetriesStaleVersion(t *testing.T) {
 		TransactionID string  `json:"transaction_id"`
 		Items         []*Item `json:"items"`
 	}
-	json.Unmarshal(b, &res)
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
 	if len(res.Items) != 1 || !isUUID(res.TransactionID) {
 		t.Fatalf("committed %s", b)
 	}

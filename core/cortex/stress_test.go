@@ -17,10 +17,11 @@ import (
 
 // Seed 000, section 6: edge cases and stress tests.
 
-func TestCortex_6_1_RapidSequentialUpdates(t *testing.T) {
+// Seed 000, scenario 6.1.
+func TestRapidSequentialUpdatesKeepEveryVersion(t *testing.T) {
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "rapid"})
-	turn := agentA.inTurn("turn_rapid")
+	turn := inTurn(agentA, "turn_rapid")
 	for i := 1; i <= 10; i++ {
 		r := e.update(turn, "goal_1", obj{"progress": i * 10}, i) // each based on the version just written
 		if r.Item.GlobalVersion != i+1 {
@@ -43,7 +44,8 @@ func TestCortex_6_1_RapidSequentialUpdates(t *testing.T) {
 	}
 }
 
-func TestCortex_6_2_ConcurrentUpdatesFromManyTurns(t *testing.T) {
+// Seed 000, scenario 6.2.
+func TestConcurrentTurnsLoseNoUpdate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.create(agentA, "goal", "goal_1", obj{"title": "contended", "progress": 0})
@@ -60,7 +62,7 @@ func TestCortex_6_2_ConcurrentUpdatesFromManyTurns(t *testing.T) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			turn := agentA.inTurn(fmt.Sprintf("turn_%02d", i))
+			turn := inTurn(agentA, fmt.Sprintf("turn_%02d", i))
 			fail := func(err error) { mu.Lock(); failures = append(failures, err); mu.Unlock() }
 			expected, err := e.version(turn, "goal_1")
 			read.Done()
@@ -70,7 +72,7 @@ func TestCortex_6_2_ConcurrentUpdatesFromManyTurns(t *testing.T) {
 			}
 			read.Wait() // all read v1 before any writes
 			for {
-				_, err := e.try(turn, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": i + 1}, "expected_version": expected})
+				_, err := e.Try(turn, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": i + 1}, "expected_version": expected})
 				if err == nil {
 					return
 				}
@@ -138,7 +140,8 @@ func makeGoals(e *testEnv, n int) []spec {
 	return specs
 }
 
-func TestCortex_6_3_LargeBatchOperations(t *testing.T) {
+// Seed 000, scenario 6.3.
+func TestLargeBatchIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	makeGoals(e, 100)
@@ -152,7 +155,7 @@ func TestCortex_6_3_LargeBatchOperations(t *testing.T) {
 	bad := slices.Clone(ups)
 	bad[57] = obj{"id": "goal_9999", "updates": obj{"progress": 50}}
 	before := e.dump()
-	err := e.fail(agentA.inTurn("turn_batch"), "cortex.batch_update", obj{"updates": bad}, errs.NotFound, "rolled back", "goal_9999")
+	err := e.Fail(inTurn(agentA, "turn_batch"), "cortex.batch_update", obj{"updates": bad}, errs.NotFound, "rolled back", "goal_9999")
 	d := err.Details
 	if d["committed"] != false || d["succeeded"] != 0 || d["failed"] != 1 || d["rolled_back"] != 99 {
 		t.Fatalf("details %v", d)
@@ -168,7 +171,7 @@ func TestCortex_6_3_LargeBatchOperations(t *testing.T) {
 	}
 	// A bad value is refused before the transaction, with the same details.
 	bad[57] = obj{"id": "goal_0057", "updates": obj{"progress": 500}}
-	err = e.fail(agentA, "cortex.batch_update", obj{"updates": bad}, errs.Validation, "updates[57]", "progress")
+	err = e.Fail(agentA, "cortex.batch_update", obj{"updates": bad}, errs.Validation, "updates[57]", "progress")
 	if d := err.Details; d["succeeded"] != 0 || d["failed"] != 1 || d["rolled_back"] != 99 {
 		t.Fatalf("details %v", d)
 	}
@@ -178,7 +181,7 @@ func TestCortex_6_3_LargeBatchOperations(t *testing.T) {
 
 	// All good: 100 updates, one transaction.
 	var res BatchResult
-	e.do(agentA.inTurn("turn_batch"), "cortex.batch_update", obj{"updates": ups}, &res)
+	e.Do(inTurn(agentA, "turn_batch"), "cortex.batch_update", obj{"updates": ups}, &res)
 	if !res.Committed || res.Succeeded != 100 || res.Failed != 0 || len(res.Items) != 100 || !isUUID(res.TransactionID) {
 		t.Fatalf("result: committed %v succeeded %d failed %d items %d tx %q", res.Committed, res.Succeeded, res.Failed, len(res.Items), res.TransactionID)
 	}
@@ -195,7 +198,8 @@ func TestCortex_6_3_LargeBatchOperations(t *testing.T) {
 	}
 }
 
-func TestCortex_6_3_TwoThousandUpdatesInOneBatch(t *testing.T) {
+// Seed 000, scenario 6.3.
+func TestTwoThousandUpdatesInOneBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	makeGoals(e, 2000)
@@ -205,7 +209,7 @@ func TestCortex_6_3_TwoThousandUpdatesInOneBatch(t *testing.T) {
 	}
 	audits := e.count(auditCountPrefix())
 	var res BatchResult
-	raw, err := e.try(agentA, "cortex.batch_update", obj{"updates": ups})
+	raw, err := e.Try(agentA, "cortex.batch_update", obj{"updates": ups})
 	if errs.KindOf(err) == errs.Budget {
 		// One update of these goals writes ~2.8 KB (item 0.9, version
 		// snapshot 0.9, audit entry 0.65, trace entry 0.33); Badger refuses a
@@ -216,7 +220,9 @@ func TestCortex_6_3_TwoThousandUpdatesInOneBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	json.Unmarshal(raw, &res)
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
 	if res.Succeeded != 2000 || e.count(auditCountPrefix()) != audits+2000 {
 		t.Fatalf("succeeded %d", res.Succeeded)
 	}
@@ -301,7 +307,8 @@ func matches(s spec, principal string, q Query) bool {
 	return true
 }
 
-func TestCortex_6_4_QueryLargeDataset(t *testing.T) {
+// Seed 000, scenario 6.4.
+func TestQueriesOverALargeDataSetMatchBruteForce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	specs := itemSpecs(10_000, 64)

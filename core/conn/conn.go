@@ -1,0 +1,122 @@
+// Package conn is the one boundary between engram's faces (the console,
+// the batch runner, and network clients) and an engine: a narrow Conn
+// interface and a typed Call over it. The engine implements Conn in
+// process; a remote implementation speaks the same interface over a wire,
+// so nothing here assumes shared memory: requests, results and events are
+// values that survive JSON.
+package conn
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
+)
+
+// Request is one action to run.
+type Request struct {
+	// Action is the action's name, e.g. "cortex.get".
+	Action string
+	// Args is the action's arguments as a JSON object (empty for none).
+	Args json.RawMessage
+	// Principal acting; the connection's agent when empty.
+	Principal string
+	// Turn the action belongs to; may be empty.
+	Turn string
+}
+
+// Conn is a connection to an engine: everything a face may do with it.
+type Conn interface {
+	// Do runs one action and returns its JSON result. Every error it
+	// returns has an *errs.Error in its chain.
+	Do(ctx context.Context, req Request) (json.RawMessage, error)
+	// Subscribe returns the engine's events of the given kinds (every kind
+	// when none is given) until ctx is cancelled, when the channel closes.
+	// Final events are never dropped; a subscriber that falls behind may
+	// miss progress events, never the newest.
+	Subscribe(ctx context.Context, kinds ...string) <-chan events.Event
+	// Info is what engine.info reports: version, store, model, counts.
+	Info(ctx context.Context) (Info, error)
+	// CheckAction returns nil if the engine has the named action, else an
+	// UnknownAction error saying why (a build may leave a subsystem out).
+	CheckAction(name string) error
+	// Agent is the principal acting when a request names none.
+	Agent() string
+	// Now is the engine clock's time, for showing how long ago things
+	// happened; a remote connection estimates it from the server's offset.
+	Now() time.Time
+}
+
+// Call runs the named action with args encoded as its JSON arguments and
+// decodes its result into an R. Encoding and decoding happen here, at the
+// edge, once: a result that does not decode into R is a clear error naming
+// the action and the type, never a zero value.
+func Call[R, A any](ctx context.Context, c Conn, name string, args A) (R, error) {
+	return CallAs[R](ctx, c, Request{Action: name}, args)
+}
+
+// CallAs is Call with the request's principal and turn given.
+func CallAs[R, A any](ctx context.Context, c Conn, req Request, args A) (R, error) {
+	var out R
+	raw, err := action.MarshalJSON(args)
+	if err != nil {
+		return out, errs.New(errs.Validation, "%s: encoding its arguments (%T): %v", req.Action, args, err)
+	}
+	req.Args = raw
+	res, err := c.Do(ctx, req)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(res, &out); err != nil {
+		return out, errs.New(errs.Internal, "%s: its result does not decode as %T: %v", req.Action, out, err)
+	}
+	return out, nil
+}
+
+// None is the arguments of an action that takes none.
+type None struct{}
+
+// Info is engine.info's result.
+type Info struct {
+	Version    string                    `json:"version"`
+	Store      string                    `json:"store"`
+	DataDir    string                    `json:"data_dir,omitempty"`
+	SyncWrites bool                      `json:"sync_writes"`
+	Agent      string                    `json:"agent"`
+	Provider   string                    `json:"provider"`
+	Model      string                    `json:"model,omitempty"`
+	EmbedModel string                    `json:"embed_model,omitempty"`
+	Tokenizer  string                    `json:"tokenizer"`
+	Actions    int                       `json:"actions"`
+	Counts     map[string]map[string]int `json:"counts"`
+}
+
+// StoreLabel is "in-memory" or the data directory: how the console names
+// the store.
+func (i Info) StoreLabel() string {
+	if i.Store == "in-memory" || i.DataDir == "" {
+		return "in-memory"
+	}
+	return i.DataDir
+}
+
+// ActionInfo describes one action in actions.list.
+type ActionInfo struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	ReadOnly    bool           `json:"read_only"`
+	Args        []action.Field `json:"args"`
+}
+
+// ListActionsArgs is actions.list's arguments.
+type ListActionsArgs struct {
+	Namespace string `json:"namespace,omitempty" help:"only actions whose name starts with this namespace, e.g. \"turn\""`
+}
+
+// ListActionsResult is actions.list's result.
+type ListActionsResult struct {
+	Actions []ActionInfo `json:"actions"`
+}

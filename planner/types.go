@@ -1,0 +1,138 @@
+package planner
+
+// The planner's data types, in every build (even -tags noplanning, which
+// leaves the planner's behaviour and its graph library out): the console
+// reads plans through them whether or not this engram can run one.
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Subtask statuses.
+const (
+	Pending    = "Pending"
+	InProgress = "InProgress"
+	Completed  = "Completed"
+	Failed     = "Failed"
+	Skipped    = "Skipped"
+)
+
+// Plan statuses (a plan's Status; subtasks have their own, above).
+const (
+	PlanPending   = "pending"
+	PlanRunning   = "running"
+	PlanCompleted = "completed"
+	PlanPartial   = "partial"
+	PlanFailed    = "failed"
+	PlanAborted   = "aborted"
+	PlanCancelled = "cancelled"
+)
+
+// Strategies of decomposition, the default first.
+var Strategies = []string{"flat", "hierarchical", "iterative"}
+
+// Policies are the failure policies of plan.execute, the default first.
+var Policies = []string{"abort", "skip", "retry", "replan"}
+
+// Plan is a goal broken into subtasks.
+type Plan struct {
+	ID       string     `json:"id"`
+	Goal     string     `json:"goal"`
+	Strategy string     `json:"strategy"` // flat|hierarchical|iterative|manual
+	Subtasks []*Subtask `json:"subtasks"`
+	// Status is the plan's: pending, running, completed, failed, aborted,
+	// cancelled.
+	Status         string `json:"status"`
+	ReplanCount    int    `json:"replan_count"`
+	MaxReplans     int    `json:"max_replans"`
+	OriginalPlanID string `json:"original_plan_id,omitempty"`
+	// Provider is the model that decomposed it (replans ask the same).
+	Provider  string          `json:"provider,omitempty"`
+	State     json.RawMessage `json:"state,omitempty"` // the initial state execution starts from
+	Settings  *Settings       `json:"settings,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Subtask is one step of a plan.
+type Subtask struct {
+	ID           string      `json:"id"`
+	Description  string      `json:"description"`
+	Dependencies []string    `json:"dependencies"`
+	Action       *ActionSpec `json:"action,omitempty"`
+	Status       string      `json:"status"`
+	// Result is what the subtask's action returned; Delta the state it
+	// wrote; Error why it failed.
+	Result     json.RawMessage `json:"result,omitempty"`
+	Delta      map[string]any  `json:"delta,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Attempts   int             `json:"attempts"`
+	Depth      int             `json:"depth"`
+	Parent     string          `json:"parent,omitempty"`
+	StartedAt  *time.Time      `json:"started_at,omitempty"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+}
+
+// ActionSpec is the registered action a subtask runs (llm.complete with its
+// description when absent).
+type ActionSpec struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Settings are how a plan was (or will be) executed; resume reuses them.
+type Settings struct {
+	MaxConcurrent    int    `json:"max_concurrent"`
+	OnSubtaskFailure string `json:"on_subtask_failure"`
+	Fallback         string `json:"fallback"`
+	MaxRetries       int    `json:"max_retries"`
+	Checkpoint       bool   `json:"checkpoint"`
+	CheckpointPath   string `json:"checkpoint_path,omitempty"`
+}
+
+// Counts tallies subtasks by status in one pass.
+type Counts struct {
+	Completed  int `json:"completed"`
+	InProgress int `json:"in_progress"`
+	Pending    int `json:"pending"`
+	Failed     int `json:"failed"`
+	Skipped    int `json:"skipped"`
+	Total      int `json:"total"`
+}
+
+// Count tallies the plan's subtasks.
+func (p *Plan) Count() Counts {
+	var c Counts
+	for _, s := range p.Subtasks {
+		c.add(s.Status)
+	}
+	c.Total = len(p.Subtasks)
+	return c
+}
+
+// add counts one subtask of status (Total aside).
+func (c *Counts) add(status string) {
+	switch status {
+	case Completed:
+		c.Completed++
+	case InProgress:
+		c.InProgress++
+	case Pending:
+		c.Pending++
+	case Failed:
+		c.Failed++
+	case Skipped:
+		c.Skipped++
+	}
+}
+
+// SubtaskByID returns the plan's subtask with id, or nil.
+func (p *Plan) SubtaskByID(id string) *Subtask {
+	for _, s := range p.Subtasks {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
