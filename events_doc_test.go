@@ -22,15 +22,17 @@ import (
 
 // documentedKind is one kind as docs/events.md describes it.
 type documentedKind struct {
-	progress string   // "yes" or "no"
-	payload  string   // the Go type, e.g. "history.Utterance"
-	fields   []string // the JSON names in its table, in order
+	progress string // "yes" or "no"
+	payload  string // the Go type, e.g. "history.Utterance"
+	// fields are the JSON names in its table, in order; a name ends in "?"
+	// when its type says "or absent" (the field is left out when empty).
+	fields []string
 }
 
 var (
 	kindHeading = regexp.MustCompile("^## `([^`]+)`$")
 	kindFacts   = regexp.MustCompile("^Progress event: (yes|no)\\. Payload: `([^`]+)`\\.$")
-	fieldRow    = regexp.MustCompile("^\\| `([^`]+)` \\|")
+	fieldRow    = regexp.MustCompile("^\\| `([^`]+)` \\| ([^|]*) \\|")
 )
 
 // readEventsDoc parses docs/events.md: a "## `kind`" heading per kind, its
@@ -61,7 +63,11 @@ func readEventsDoc(t *testing.T) map[string]*documentedKind {
 		if m := kindFacts.FindStringSubmatch(line); m != nil {
 			current.progress, current.payload = m[1], m[2]
 		} else if m := fieldRow.FindStringSubmatch(line); m != nil {
-			current.fields = append(current.fields, m[1])
+			name := m[1]
+			if strings.HasSuffix(strings.TrimSpace(m[2]), "or absent") {
+				name += "?"
+			}
+			current.fields = append(current.fields, name)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -71,7 +77,9 @@ func readEventsDoc(t *testing.T) map[string]*documentedKind {
 }
 
 // jsonFields lists the JSON names of a payload type's fields in the order
-// they are encoded, following embedded structs as encoding/json does.
+// they are encoded, following embedded structs as encoding/json does; a
+// name ends in "?" when the field is left out when empty (omitempty,
+// omitzero), which the docs must say ("or absent").
 func jsonFields(typ reflect.Type) []string {
 	if typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
@@ -83,16 +91,20 @@ func jsonFields(typ reflect.Type) []string {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
+		omit := ""
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			omit = "?"
+		}
 		switch {
 		case tag == "-":
 		case f.Anonymous && name == "":
 			names = append(names, jsonFields(f.Type)...)
 		case !f.IsExported():
 		case name == "":
-			names = append(names, f.Name)
+			names = append(names, f.Name+omit)
 		default:
-			names = append(names, name)
+			names = append(names, name+omit)
 		}
 	}
 	return names

@@ -13,11 +13,11 @@ import (
 
 func (e *Engine) registerBuiltins() {
 	reg := e.env.Actions
-	action.Register(reg, action.Spec{Name: "engine.info", Summary: "Version, store, language model and counts per subsystem", ReadOnly: true}, e.info)
-	action.Register(reg, action.Spec{Name: "actions.list", Summary: "Every action with its description and argument fields", ReadOnly: true}, e.listActions)
-	action.Register(reg, action.Spec{Name: "trace.list", Summary: "Turn trace entries, oldest first, by turn and kind", ReadOnly: true}, e.listTrace)
-	action.Register(reg, action.Spec{Name: "turn.start", Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
-	action.Register(reg, action.Spec{Name: "turn.end", Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)
+	ActionEngineInfo.Register(reg, action.Spec{Summary: "Version, store, language model and counts per subsystem", ReadOnly: true}, e.info)
+	ActionActionsList.Register(reg, action.Spec{Summary: "Every action with its description and argument fields", ReadOnly: true}, e.listActions)
+	ActionTraceList.Register(reg, action.Spec{Summary: "Turn trace entries, oldest first, by turn and kind", ReadOnly: true}, e.listTrace)
+	ActionTurnStart.Register(reg, action.Spec{Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
+	ActionTurnEnd.Register(reg, action.Spec{Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)
 	e.registerLLM()
 	e.registerChat()
 }
@@ -49,7 +49,8 @@ func (e *Engine) markComing() {
 // Info is engine.info's result.
 type Info = conn.Info
 
-// StoreLabel is "in-memory" or the data directory: how the TUI header names the store.
+// StoreLabel is "in-memory" or the data directory, as conn.Info.StoreLabel
+// says it: for the log, which has no Info at hand.
 func (e *Engine) StoreLabel() string {
 	if e.env.Store.InMemory() {
 		return "in-memory"
@@ -57,7 +58,7 @@ func (e *Engine) StoreLabel() string {
 	return e.env.Store.Dir()
 }
 
-func (e *Engine) info(ctx context.Context, call action.Call, _ conn.None) (Info, error) {
+func (e *Engine) info(ctx context.Context, call action.Call, _ action.None) (Info, error) {
 	counts, err := e.env.Counts()
 	if err != nil {
 		return Info{}, err
@@ -75,11 +76,8 @@ func (e *Engine) info(ctx context.Context, call action.Call, _ conn.None) (Info,
 	}, nil
 }
 
-// ActionInfo describes one action in actions.list.
-type ActionInfo = conn.ActionInfo
-
 func (e *Engine) listActions(ctx context.Context, call action.Call, args conn.ListActionsArgs) (conn.ListActionsResult, error) {
-	out := []ActionInfo{}
+	out := []conn.ActionInfo{}
 	for _, a := range e.env.Actions.List() {
 		if args.Namespace != "" && !strings.HasPrefix(a.Name, strings.TrimSuffix(args.Namespace, ".")+".") {
 			continue
@@ -88,7 +86,7 @@ func (e *Engine) listActions(ctx context.Context, call action.Call, args conn.Li
 		if fields == nil {
 			fields = []action.Field{}
 		}
-		out = append(out, ActionInfo{Name: a.Name, Description: a.Summary, ReadOnly: a.ReadOnly, Args: fields})
+		out = append(out, conn.ActionInfo{Name: a.Name, Description: a.Summary, ReadOnly: a.ReadOnly, Args: fields})
 	}
 	if len(out) == 0 && args.Namespace != "" {
 		return conn.ListActionsResult{}, errs.New(errs.NotFound, "namespace: no actions in %q", args.Namespace).With("field", "namespace")

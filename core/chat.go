@@ -49,15 +49,10 @@ type ChatSendResult struct {
 	Thread *episodic.MessageResult `json:"thread,omitempty"`
 }
 
-// ChatResult is ChatSendResult under its former name.
-type ChatResult = ChatSendResult
-
 const chatSystem = "You are the assistant of the person you are talking to. Use the working memory below: their goals, the conversation so far and its summary. Be concise and concrete."
 
 func (e *Engine) registerChat() {
-	action.Register(e.env.Actions, action.Spec{
-		Name: "chat.send", Summary: "Say something: a turn with working memory, the model's answer (if any), both recorded",
-	}, e.chatSend)
+	ActionChatSend.Register(e.env.Actions, action.Spec{Summary: "Say something: a turn with working memory, the model's answer (if any), both recorded"}, e.chatSend)
 }
 
 func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs) (ChatSendResult, error) {
@@ -70,11 +65,10 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 	// The steps run as actions of this call's principal and turn, so that
 	// each is checked and traced as if sent on its own.
 	as := conn.Request{Principal: call.Principal, Turn: call.Turn}
-	do := func(name string) conn.Request { r := as; r.Action = name; return r }
 	// With a channel, the message goes through the episodic layer too: it
 	// picks (or starts and links) the thread the turn then draws on.
 	var routed *episodic.MessageResult
-	if _, err := e.env.Actions.Lookup("thread.message"); a.Channel != "" && err == nil {
+	if _, err := e.env.Actions.Lookup(episodic.ActionThreadMessage.Name()); a.Channel != "" && err == nil {
 		// thread.message commits at once: first what would fail the turn
 		// after it, so that a failed send records nothing anywhere.
 		if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, call.Turn) }); err != nil {
@@ -83,14 +77,14 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 		if _, err := history.ConversationName(a.Conversation); err != nil {
 			return ChatSendResult{}, err
 		}
-		res, err := conn.CallAs[episodic.MessageResult](ctx, e, do("thread.message"),
+		res, err := conn.CallAs(ctx, e, as, episodic.ActionThreadMessage,
 			episodic.MessageRequest{Channel: a.Channel, ThreadID: a.ThreadID, Text: a.Text})
 		if err != nil {
 			return ChatSendResult{}, err
 		}
 		routed, a.ThreadID = &res, res.ThreadID
 	}
-	started, err := conn.CallAs[TurnStartResult](ctx, e, do("turn.start"),
+	started, err := conn.CallAs(ctx, e, as, ActionTurnStart,
 		TurnStartArgs{Input: a.Text, Conversation: a.Conversation, Channel: a.Channel, ThreadID: a.ThreadID})
 	if err != nil {
 		return ChatSendResult{}, err
@@ -110,7 +104,7 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 			res.Answered, res.Answer = true, strings.TrimSpace(answer.Text)
 			records = append(records, history.WriteRequest{Speaker: "assistant", Text: res.Answer, Conversation: wc.Conversation})
 			if routed != nil && res.Answer != "" {
-				_, err := conn.CallAs[episodic.MessageResult](ctx, e, do("thread.message"),
+				_, err := conn.CallAs(ctx, e, as, episodic.ActionThreadMessage,
 					episodic.MessageRequest{Channel: a.Channel, ThreadID: a.ThreadID, Text: res.Answer, Speaker: "assistant"})
 				if err != nil {
 					return ChatSendResult{}, errs.New(errs.KindOf(err), "recording the answer in thread %s: %w", a.ThreadID, err)
@@ -122,7 +116,7 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 	if err != nil {
 		return ChatSendResult{}, errs.New(errs.Internal, "encoding the turn's utterances: %w", err)
 	}
-	ended, err := conn.CallAs[TurnEndResult](ctx, e, do("turn.end"), TurnEndArgs{Updates: map[string]json.RawMessage{"history": written}})
+	ended, err := conn.CallAs(ctx, e, as, ActionTurnEnd, TurnEndArgs{Updates: map[string]json.RawMessage{"history": written}})
 	if err != nil {
 		return ChatSendResult{}, errs.New(errs.KindOf(err), "ending the turn: %w", err)
 	}

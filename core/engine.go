@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/engram-console/engram/core/action"
@@ -90,6 +91,12 @@ type Engine struct {
 	clock *clock.Pinnable
 	agent string
 	sync  bool
+
+	// mu guards closing; inflight counts the actions running, so that
+	// Close waits for them rather than closing the store under them.
+	mu       sync.Mutex
+	closing  bool
+	inflight sync.WaitGroup
 }
 
 // Open opens the store and builds the engine with its built-in actions.
@@ -240,7 +247,7 @@ func (e *Engine) SubscribeBuffer(ctx context.Context, buffer int) <-chan events.
 
 // Info is what engine.info reports.
 func (e *Engine) Info(ctx context.Context) (Info, error) {
-	return e.info(ctx, action.Call{Principal: e.agent, Clock: e.clock}, conn.None{})
+	return e.info(ctx, action.Call{Principal: e.agent, Clock: e.clock}, action.None{})
 }
 
 // CheckAction returns nil if the named action is registered, else an
@@ -258,8 +265,26 @@ var _ conn.Conn = (*Engine)(nil)
 
 // Close closes the subsystems' resources, then the store. Safe to call more
 // than once.
+//
+// Actions already running finish first (a cancelled plan run still saves
+// its checkpoint); an action asked for once Close has begun is refused.
 func (e *Engine) Close() error {
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	e.inflight.Wait()
 	return errors.Join(e.env.Close(), e.env.Store.Close())
+}
+
+// enter counts an action in, unless the engine is closing.
+func (e *Engine) enter(name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return errs.New(errs.Internal, "%s: the engine is closing; nothing was run", name)
+	}
+	e.inflight.Add(1)
+	return nil
 }
 
 // Request is one action to run.
@@ -273,6 +298,10 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.enter(req.Action); err != nil {
+		return nil, err
+	}
+	defer e.inflight.Done()
 	call := action.Call{Principal: req.Principal, Turn: req.Turn, Clock: e.clock}
 	if call.Principal == "" {
 		call.Principal = e.agent

@@ -137,7 +137,7 @@ func TestActionsList(t *testing.T) {
 	e, _ := newEngine(t)
 	all := decode[conn.ListActionsResult](t, do(t, e, "actions.list", "", ""))
 	var names []string
-	byName := map[string]ActionInfo{}
+	byName := map[string]conn.ActionInfo{}
 	for _, a := range all.Actions {
 		names = append(names, a.Name)
 		byName[a.Name] = a

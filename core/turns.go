@@ -179,8 +179,8 @@ type TurnEndResult struct {
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
 	// Committed is, per context provider that committed something, what it
-	// committed (e.g. the history's utterances written).
-	// Committed is each provider's commit result, as JSON (its own type).
+	// committed (e.g. the history's utterances written), as JSON of the
+	// provider's own type.
 	Committed map[string]json.RawMessage `json:"committed"`
 }
 

@@ -359,11 +359,11 @@ func (p *chatPane) SetSize(w, h int) {
 // --- loading ---
 
 func (p *chatPane) loadBuffer() tea.Cmd {
-	return request[history.Utterances](&p.requests, &p.buf.read, "history.read", history.ReadArgs{Conversation: p.conv})
+	return request(&p.requests, &p.buf.read, history.ActionRead, history.ReadArgs{Conversation: p.conv})
 }
 
 func (p *chatPane) loadStats() tea.Cmd {
-	return request[history.Stats](&p.requests, &p.buf.stat, "history.stats", history.StatsArgs{Conversation: p.conv})
+	return request(&p.requests, &p.buf.stat, history.ActionStats, history.StatsArgs{Conversation: p.conv})
 }
 
 func (p *chatPane) load() tea.Cmd { return tea.Batch(p.loadBuffer(), p.loadStats()) }
@@ -702,7 +702,7 @@ func (p *chatPane) send() tea.Cmd {
 	if episodic.IsExplicit(p.route.channel) {
 		args.ThreadID = p.route.threadID
 	}
-	cmd := request[core.ChatSendResult](&p.requests, &p.out.load, "chat.send", args)
+	cmd := request(&p.requests, &p.out.load, core.ActionChatSend, args)
 	p.out.text, p.out.conv, p.out.from, p.out.channel = text, p.conv, p.buf.stats.NextIndex, p.route.channel
 	p.input.SetValue("")
 	p.render()
@@ -737,7 +737,7 @@ func (p *chatPane) searchKey(msg tea.KeyMsg) tea.Cmd {
 		f.input.Blur()
 		p.mode = chatResults
 		f.query, f.hits, f.searched, f.err = q, nil, false, ""
-		cmd := request[history.SearchResult](&p.requests, &f.load, "history.search",
+		cmd := request(&p.requests, &f.load, history.ActionSearch,
 			history.SearchRequest{Conversation: p.conv, Query: q, Limit: chatSearchLimit})
 		p.render()
 		return cmd

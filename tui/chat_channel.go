@@ -7,7 +7,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 )
@@ -45,7 +45,7 @@ func channelName(c string) string {
 }
 
 func (p *chatPane) openPicker() tea.Cmd {
-	if err := p.conn.CheckAction("thread.message"); err != nil {
+	if err := p.conn.CheckAction(episodic.ActionThreadMessage.Name()); err != nil {
 		return showStatus("This engram has no episodic layer: messages go to the conversation only.", true)
 	}
 	p.picker = &channelPicker{channel: p.route.channel}
@@ -57,7 +57,7 @@ func (p *chatPane) openPicker() tea.Cmd {
 }
 
 func (p *chatPane) loadPicker() tea.Cmd {
-	return request[episodic.ListResult](&p.requests, &p.picker.load, "thread.list", conn.None{})
+	return request(&p.requests, &p.picker.load, episodic.ActionThreadList, action.None{})
 }
 
 // refreshPicker lists the threads again once the list in flight (if any)
@@ -202,7 +202,7 @@ func (p *chatPane) threadTitle(id string) string {
 // loadTitles asks for the threads' titles (after a message went to a
 // thread this pane may not know).
 func (p *chatPane) loadTitles() tea.Cmd {
-	return request[episodic.ListResult](&p.requests, &p.route.load, "thread.list", conn.None{})
+	return request(&p.requests, &p.route.load, episodic.ActionThreadList, action.None{})
 }
 
 // titlesResult learns the titles; a message that started the thread the

@@ -47,7 +47,7 @@ func (p *chatPane) openSwitcher() tea.Cmd {
 }
 
 func (p *chatPane) loadSwitcher() tea.Cmd {
-	return request[history.ListResult](&p.requests, &p.switcher.load, "history.list", history.ListArgs{})
+	return request(&p.requests, &p.switcher.load, history.ActionList, history.ListArgs{})
 }
 
 // setList takes history.list's answer, and asks again if a conversation

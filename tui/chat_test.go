@@ -44,7 +44,7 @@ var offsiteChat = []string{
 func write(t *testing.T, engine conn.Conn, clk *clock.Fixed, conv, speaker, text string) {
 	t.Helper()
 	req := history.WriteRequest{Conversation: conv, Speaker: speaker, Text: text}
-	if _, err := conn.Call[history.WriteResult](context.Background(), engine, "history.write", req); err != nil {
+	if _, err := conn.Call(context.Background(), engine, history.ActionWrite, req); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(30 * time.Second)
@@ -70,7 +70,7 @@ func chatOf(m *Model) *chatPane { return m.panes[tabChat].(*chatPane) }
 // readBuffer is a conversation's buffer, as the engine reads it.
 func readBuffer(t *testing.T, engine conn.Conn, conv string) []*history.Utterance {
 	t.Helper()
-	res, err := conn.Call[history.Utterances](context.Background(), engine, "history.read", history.ReadArgs{Conversation: conv})
+	res, err := conn.Call(context.Background(), engine, history.ActionRead, history.ReadArgs{Conversation: conv})
 	if err != nil {
 		t.Fatal(err)
 	}

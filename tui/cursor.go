@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -114,25 +113,7 @@ func (c *listCursor) handleKey(msg tea.KeyMsg) bool { return c.handleKeyWith(msg
 
 // handleKeyWith is handleKey with another keymap: navArrows when a text
 // input has the keyboard.
-func (c *listCursor) handleKeyWith(msg tea.KeyMsg, k navKeys) bool {
-	switch {
-	case key.Matches(msg, k.Up):
-		c.up()
-	case key.Matches(msg, k.Down):
-		c.down()
-	case key.Matches(msg, k.PageUp):
-		c.pageUp()
-	case key.Matches(msg, k.PageDown):
-		c.pageDown()
-	case key.Matches(msg, k.Home):
-		c.home()
-	case key.Matches(msg, k.End):
-		c.end()
-	default:
-		return false
-	}
-	return true
-}
+func (c *listCursor) handleKeyWith(msg tea.KeyMsg, k navKeys) bool { return navigate(c, msg, k) }
 
 // clamp puts the cursor back in the list and in view.
 func (c *listCursor) clamp() {

@@ -243,27 +243,27 @@ func (p *goalsPane) loadList() tea.Cmd {
 	if f.err != "" {
 		return nil
 	}
-	name := "cortex.active"
+	ref := cortex.ActionActive
 	if len(f.q.Status) > 0 || f.all {
-		name = "cortex.query"
+		ref = cortex.ActionQuery
 	}
 	q := f.q
 	q.Limit = goalsListLimit
-	return request[cortex.QueryResult](&p.requests, &p.list.load, name, q)
+	return request(&p.requests, &p.list.load, ref, q)
 }
 
 func (p *goalsPane) loadItem() tea.Cmd {
 	if p.open.id == "" {
 		return nil
 	}
-	return request[cortex.ItemResult](&p.requests, &p.open.load, "cortex.get", cortex.GetArgs{ID: p.open.id, IncludeDeleted: true})
+	return request(&p.requests, &p.open.load, cortex.ActionGet, cortex.GetArgs{ID: p.open.id, IncludeDeleted: true})
 }
 
 func (p *goalsPane) loadHistory() tea.Cmd {
 	if p.open.id == "" {
 		return nil
 	}
-	return request[cortex.HistoryResult](&p.requests, &p.lineage.load, "cortex.history", cortex.IDArgs{ID: p.open.id})
+	return request(&p.requests, &p.lineage.load, cortex.ActionHistory, cortex.IDArgs{ID: p.open.id})
 }
 
 // show opens an item (loading it and its lineage) unless it is open.
@@ -675,7 +675,7 @@ func (p *goalsPane) confirmKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	p.revert.what = c
-	return request[cortex.ItemResult](&p.requests, &p.revert.load, "cortex.revert", cortex.VersionArgs{ID: c.id, Version: c.version})
+	return request(&p.requests, &p.revert.load, cortex.ActionRevert, cortex.VersionArgs{ID: c.id, Version: c.version})
 }
 
 func (p *goalsPane) openForm(revoke bool) tea.Cmd {
@@ -703,10 +703,10 @@ func (p *goalsPane) formKey(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		if f.revoke {
-			return request[cortex.ACLResult](&p.requests, &f.send, "cortex.revoke", cortex.RevokeArgs{ID: f.itemID, Principal: f.principal()})
+			return request(&p.requests, &f.send, cortex.ActionRevoke, cortex.RevokeArgs{ID: f.itemID, Principal: f.principal()})
 		}
 		perms, _ := f.permissions()
-		return request[cortex.ACLResult](&p.requests, &f.send, "cortex.share", cortex.ShareArgs{ID: f.itemID, Principal: f.principal(), Permissions: perms})
+		return request(&p.requests, &f.send, cortex.ActionShare, cortex.ShareArgs{ID: f.itemID, Principal: f.principal(), Permissions: perms})
 	}
 	return f.update(msg)
 }

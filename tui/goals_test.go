@@ -50,7 +50,7 @@ func seedGoals(t *testing.T, engine conn.Conn, clk *clock.Fixed) {
 // engine's agent).
 func getItem(t *testing.T, engine conn.Conn, principal, id string) (*cortex.Item, error) {
 	t.Helper()
-	res, err := conn.CallAs[cortex.ItemResult](context.Background(), engine, conn.Request{Action: "cortex.get", Principal: principal}, cortex.GetArgs{ID: id})
+	res, err := conn.CallAs(context.Background(), engine, conn.Request{Principal: principal}, cortex.ActionGet, cortex.GetArgs{ID: id})
 	return res.Item, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -215,7 +216,7 @@ func (p *memoryPane) SetSize(w, h int) {
 // --- loading ---
 
 func (p *memoryPane) loadStores() tea.Cmd {
-	return request[memory.StoresResult](&p.requests, &p.stores.loader, "memory.stores", conn.None{})
+	return request(&p.requests, &p.stores.loader, memory.ActionStores, action.None{})
 }
 
 // loadList asks for what want says (nothing before a store is chosen).
@@ -225,7 +226,7 @@ func (p *memoryPane) loadList() tea.Cmd {
 		return nil
 	}
 	p.list.asked = q
-	return request[memory.RememberResult](&p.requests, &p.list.loader, "memory.remember", q.args())
+	return request(&p.requests, &p.list.loader, memory.ActionRemember, q.args())
 }
 
 func (p *memoryPane) loadDetail() tea.Cmd {
@@ -233,7 +234,7 @@ func (p *memoryPane) loadDetail() tea.Cmd {
 	if d == nil {
 		return nil
 	}
-	return request[memory.GetResult](&p.requests, &d.load, "memory.get", memory.GetArgs{Store: d.store, ID: d.id})
+	return request(&p.requests, &d.load, memory.ActionGet, memory.GetArgs{Store: d.store, ID: d.id})
 }
 
 // reload refreshes what shows, once per burst of events.

@@ -119,7 +119,7 @@ func (f *forgetBox) changes() int {
 
 // run starts the dry run (or, with apply, the forget) of instruction.
 func (f *forgetBox) run(p *memoryPane, instruction string, apply bool) tea.Cmd {
-	cmd := request[memory.ForgetResult](&p.requests, &f.load, "memory.forget",
+	cmd := request(&p.requests, &f.load, memory.ActionForget,
 		memory.ForgetArgs{Store: f.store, Instruction: instruction, Mode: f.mode(), DryRun: !apply})
 	f.instruction, f.err, f.forms = instruction, "", nil
 	f.confirm.close() // y answers a preview on screen, none in flight

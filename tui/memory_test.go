@@ -69,7 +69,7 @@ func startMemory(t *testing.T) (conn.Conn, *clock.Fixed, *teatest.TestModel) {
 // capacity is a store's memory.capacity, as the engine reports it.
 func capacity(t *testing.T, engine conn.Conn, store string) memory.Capacity {
 	t.Helper()
-	c, err := conn.Call[memory.Capacity](context.Background(), engine, "memory.capacity", memory.CapacityArgs{Store: store})
+	c, err := conn.Call(context.Background(), engine, memory.ActionCapacity, memory.CapacityArgs{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func capacity(t *testing.T, engine conn.Conn, store string) memory.Capacity {
 // getMemory reads an item through the engine.
 func getMemory(t *testing.T, engine conn.Conn, store, id string) (*memory.Item, error) {
 	t.Helper()
-	res, err := conn.Call[memory.GetResult](context.Background(), engine, "memory.get", memory.GetArgs{Store: store, ID: id})
+	res, err := conn.Call(context.Background(), engine, memory.ActionGet, memory.GetArgs{Store: store, ID: id})
 	return res.Item, err
 }
 
@@ -88,7 +88,7 @@ func getMemory(t *testing.T, engine conn.Conn, store, id string) (*memory.Item, 
 func rememberIDs(t *testing.T, engine conn.Conn, store, prompt, rank string) string {
 	t.Helper()
 	q := memoryQuery{store: store, prompt: prompt, rank: rank}
-	res, err := conn.Call[memory.RememberResult](context.Background(), engine, "memory.remember", q.args())
+	res, err := conn.Call(context.Background(), engine, memory.ActionRemember, q.args())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,3 +116,35 @@ func keyDigit(msg tea.KeyMsg) (n int, ok bool) {
 	}
 	return int(s[0] - '0'), true
 }
+
+// mover is what the navigation keys move: a list cursor or a scroll section.
+type mover interface {
+	up()
+	down()
+	pageUp()
+	pageDown()
+	home()
+	end()
+}
+
+// navigate applies a navigation key of keymap k to m and reports whether
+// msg was one (at an end, the key is still consumed).
+func navigate(m mover, msg tea.KeyMsg, k navKeys) bool {
+	switch {
+	case key.Matches(msg, k.Up):
+		m.up()
+	case key.Matches(msg, k.Down):
+		m.down()
+	case key.Matches(msg, k.PageUp):
+		m.pageUp()
+	case key.Matches(msg, k.PageDown):
+		m.pageDown()
+	case key.Matches(msg, k.Home):
+		m.home()
+	case key.Matches(msg, k.End):
+		m.end()
+	default:
+		return false
+	}
+	return true
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/conn"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -95,7 +96,7 @@ func newPalette(engine conn.Conn, styles *Styles) *palette {
 func (p *palette) open() tea.Cmd {
 	p.input.SetValue("")
 	p.histPos = len(p.history)
-	return tea.Batch(p.input.Focus(), request[conn.ListActionsResult](&p.requests, &p.list, "actions.list", conn.ListActionsArgs{}))
+	return tea.Batch(p.input.Focus(), request(&p.requests, &p.list, core.ActionActionsList, conn.ListActionsArgs{}))
 }
 
 // setActions takes actions.list's answer: what describe names and tab

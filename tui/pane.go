@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 )
 
@@ -106,19 +107,19 @@ func (r *requests) next(l *loader) int {
 	return r.seq
 }
 
-// request runs the action off the UI goroutine, decodes its result into an
-// R there, and answers with a resultMsg[R] numbered for l (nil: a request
-// no loader tracks).
-func request[R, A any](r *requests, l *loader, name string, args A) tea.Cmd {
-	return requestCtx[R](context.Background(), r, l, name, args)
+// request runs the action ref names off the UI goroutine, decodes its
+// result into an R there, and answers with a resultMsg[R] numbered for l
+// (nil: a request no loader tracks).
+func request[A, R any](r *requests, l *loader, ref action.Ref[A, R], args A) tea.Cmd {
+	return requestCtx(context.Background(), r, l, ref, args)
 }
 
 // requestCtx is request under ctx, for actions the user may cancel.
-func requestCtx[R, A any](ctx context.Context, r *requests, l *loader, name string, args A) tea.Cmd {
+func requestCtx[A, R any](ctx context.Context, r *requests, l *loader, ref action.Ref[A, R], args A) tea.Cmd {
 	c, pane, req := r.conn, r.pane, r.next(l)
 	return func() tea.Msg {
-		v, err := conn.Call[R](ctx, c, name, args)
-		return resultMsg[R]{pane: pane, req: req, action: name, value: v, err: err}
+		v, err := conn.Call(ctx, c, ref, args)
+		return resultMsg[R]{pane: pane, req: req, action: ref.Name(), value: v, err: err}
 	}
 }
 

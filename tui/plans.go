@@ -220,7 +220,7 @@ func (p *plansPane) Title() string { return "Plans" }
 // noplanning build): the pane then says so, without an error in the status
 // line at every start.
 func (p *plansPane) Init() tea.Cmd {
-	if err := p.conn.CheckAction("plan.list"); err != nil {
+	if err := p.conn.CheckAction(planner.ActionPlanList.Name()); err != nil {
 		p.list.loaded, p.list.err, p.list.absent = true, errs.As(err).Message, true
 		return nil
 	}
@@ -330,7 +330,7 @@ func (p *plansPane) loadList() tea.Cmd {
 	if p.list.absent {
 		return nil
 	}
-	return request[planner.ListResult](&p.requests, &p.list.load, "plan.list", planner.ListArgs{})
+	return request(&p.requests, &p.list.load, planner.ActionPlanList, planner.ListArgs{})
 }
 
 // loadDoc loads the selected plan.
@@ -340,7 +340,7 @@ func (p *plansPane) loadDoc() tea.Cmd {
 		return nil
 	}
 	p.plan.asked = id
-	return request[planner.PlanResult](&p.requests, &p.plan.load, "plan.get", planner.PlanArgs{PlanID: id})
+	return request(&p.requests, &p.plan.load, planner.ActionPlanGet, planner.PlanArgs{PlanID: id})
 }
 
 // selectionChanged loads the plan the cursor moved to.
@@ -830,7 +830,7 @@ func (p *plansPane) submitPrompt() tea.Cmd {
 		}
 		ctx := p.startWaiting("asking the model for a plan…")
 		args := planner.DecomposeArgs{Goal: text, Strategy: planner.Strategies[p.prompt.strategy]}
-		return tea.Batch(requestCtx[planner.PlanResult](ctx, &p.requests, &p.prompt.busy, "plan.decompose", args), p.tick())
+		return tea.Batch(requestCtx(ctx, &p.requests, &p.prompt.busy, planner.ActionPlanDecompose, args), p.tick())
 	case promptFile:
 		if text == "" {
 			p.prompt.err = "type the path of a YAML file with goal: and subtasks:"
@@ -838,7 +838,7 @@ func (p *plansPane) submitPrompt() tea.Cmd {
 		}
 		ctx := p.startWaiting("reading " + text + "…")
 		args := planner.CreateArgs{File: expandHome(text)}
-		return tea.Batch(requestCtx[planner.PlanResult](ctx, &p.requests, &p.prompt.busy, "plan.create", args), p.tick())
+		return tea.Batch(requestCtx(ctx, &p.requests, &p.prompt.busy, planner.ActionPlanCreate, args), p.tick())
 	}
 	return nil
 }
@@ -887,7 +887,7 @@ func (p *plansPane) executeKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		args := planner.ExecuteArgs{PlanID: id, OnSubtaskFailure: planner.Policies[p.prompt.policy], MaxConcurrent: p.prompt.atOnce}
 		return p.start(id, "execute", func(ctx context.Context) tea.Cmd {
-			return requestCtx[planner.ExecuteResult](ctx, &p.requests, nil, "plan.execute", args)
+			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanExecute, args)
 		})
 	case key.Matches(msg, nav.Right, nav.Next):
 		p.prompt.policy = (p.prompt.policy + 1) % n
@@ -926,7 +926,7 @@ func (p *plansPane) resume() tea.Cmd {
 	}
 	args := planner.PlanArgs{PlanID: sum.ID}
 	return p.start(sum.ID, "resume", func(ctx context.Context) tea.Cmd {
-		return requestCtx[planner.ExecuteResult](ctx, &p.requests, nil, "plan.resume", args)
+		return requestCtx(ctx, &p.requests, nil, planner.ActionPlanResume, args)
 	})
 }
 
@@ -942,7 +942,7 @@ func (p *plansPane) cancelRun() tea.Cmd {
 		r.cancel()
 		return showStatus("Cancelling "+oneLine(sum.ID)+"…", false)
 	}
-	cmd := request[planner.CancelResult](&p.requests, nil, "plan.cancel", planner.PlanArgs{PlanID: sum.ID})
+	cmd := request(&p.requests, nil, planner.ActionPlanCancel, planner.PlanArgs{PlanID: sum.ID})
 	p.others[p.seq] = sum.ID
 	return cmd
 }
@@ -956,7 +956,7 @@ func (p *plansPane) replan() tea.Cmd {
 		return showStatus("Plan "+oneLine(sum.ID)+" is running: cancel it (c) before replanning.", false)
 	}
 	p.setNotice(sum.ID, "", false)
-	cmd := request[planner.PlanResult](&p.requests, nil, "plan.replan", planner.PlanArgs{PlanID: sum.ID})
+	cmd := request(&p.requests, nil, planner.ActionPlanReplan, planner.PlanArgs{PlanID: sum.ID})
 	p.others[p.seq] = sum.ID
 	return tea.Batch(cmd, showStatus("Asking the model to replan "+oneLine(sum.ID)+"…", false))
 }

@@ -85,7 +85,7 @@ func newPlanEngine(t *testing.T) (conn.Conn, *clock.Fixed, *planGate) {
 		gate.release()
 		deadline := time.Now().Add(waitLimit)
 		for time.Now().Before(deadline) {
-			res, err := conn.Call[planner.ListResult](context.Background(), engine, "plan.list", planner.ListArgs{})
+			res, err := conn.Call(context.Background(), engine, planner.ActionPlanList, planner.ListArgs{})
 			if err != nil || !slices.ContainsFunc(res.Plans, func(s planner.PlanSummary) bool { return s.Status == planner.PlanRunning }) {
 				return
 			}
@@ -143,7 +143,7 @@ func startPlans(t *testing.T, engine conn.Conn, width, height int) *teatest.Test
 // getPlan reads a plan through the engine.
 func getPlan(t *testing.T, engine conn.Conn, id string) *planner.Plan {
 	t.Helper()
-	res, err := conn.Call[planner.PlanResult](context.Background(), engine, "plan.get", planner.PlanArgs{PlanID: id})
+	res, err := conn.Call(context.Background(), engine, planner.ActionPlanGet, planner.PlanArgs{PlanID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestPlansFollowOtherRuns(t *testing.T) {
 	waitFor(t, tm, "1 plan", "report · Publish the weekly report")
 	done := make(chan error, 1)
 	go func() {
-		_, err := conn.Call[planner.ExecuteResult](context.Background(), engine, "plan.execute", planner.ExecuteArgs{PlanID: "report", MaxConcurrent: 1})
+		_, err := conn.Call(context.Background(), engine, planner.ActionPlanExecute, planner.ExecuteArgs{PlanID: "report", MaxConcurrent: 1})
 		done <- err
 	}()
 	gate.waitEntered(t)

@@ -3,7 +3,6 @@ package tui
 import (
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -133,25 +132,7 @@ func (v *scrollView) handleKey(msg tea.KeyMsg) bool { return v.handleKeyWith(msg
 
 // handleKeyWith is handleKey with another keymap (navArrows while a text
 // input has the keyboard).
-func (v *scrollView) handleKeyWith(msg tea.KeyMsg, k navKeys) bool {
-	switch {
-	case key.Matches(msg, k.Up):
-		v.up()
-	case key.Matches(msg, k.Down):
-		v.down()
-	case key.Matches(msg, k.PageUp):
-		v.pageUp()
-	case key.Matches(msg, k.PageDown):
-		v.pageDown()
-	case key.Matches(msg, k.Home):
-		v.home()
-	case key.Matches(msg, k.End):
-		v.end()
-	default:
-		return false
-	}
-	return true
-}
+func (v *scrollView) handleKeyWith(msg tea.KeyMsg, k navKeys) bool { return navigate(v, msg, k) }
 
 // viewLines is the section: exactly Height lines (empty ones after a short
 // content), the indicators muted in place of the first and last line

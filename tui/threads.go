@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
@@ -219,7 +220,7 @@ func (p *threadsPane) Title() string { return "Threads" }
 // Init loads the threads and the linking configuration, unless this engram
 // has no episodic layer.
 func (p *threadsPane) Init() tea.Cmd {
-	if err := p.conn.CheckAction("thread.list"); err != nil {
+	if err := p.conn.CheckAction(episodic.ActionThreadList.Name()); err != nil {
 		p.list.loaded, p.list.err = true, errs.As(err).Message
 		return nil
 	}
@@ -287,23 +288,23 @@ func (p *threadsPane) SetSize(w, h int) {
 
 // available reports whether this engram has the episodic layer.
 func (p *threadsPane) available() bool {
-	err := p.conn.CheckAction("thread.list")
+	err := p.conn.CheckAction(episodic.ActionThreadList.Name())
 	return err == nil
 }
 
 // --- loading ---
 
 func (p *threadsPane) loadList() tea.Cmd {
-	return request[episodic.ListResult](&p.requests, &p.list.load, "thread.list", conn.None{})
+	return request(&p.requests, &p.list.load, episodic.ActionThreadList, action.None{})
 }
 
 func (p *threadsPane) loadTuning() tea.Cmd {
-	return request[*episodic.Tuning](&p.requests, &p.tune.load, "episode.tuning", conn.None{})
+	return request(&p.requests, &p.tune.load, episodic.ActionEpisodeTuning, action.None{})
 }
 
 // loadMarked counts the marked decisions (every thread's).
 func (p *threadsPane) loadMarked() tea.Cmd {
-	return request[episodic.DecisionsResult](&p.requests, &p.tune.marks, "episode.decisions", episodic.DecisionsArgs{})
+	return request(&p.requests, &p.tune.marks, episodic.ActionEpisodeDecisions, episodic.DecisionsArgs{})
 }
 
 func (p *threadsPane) loadDetail() tea.Cmd {
@@ -311,7 +312,7 @@ func (p *threadsPane) loadDetail() tea.Cmd {
 		return nil
 	}
 	p.detail.asked = p.list.sel
-	return request[episodic.GetResult](&p.requests, &p.detail.load, "thread.get", episodic.GetArgs{ThreadID: p.list.sel, IncludeArchived: true})
+	return request(&p.requests, &p.detail.load, episodic.ActionThreadGet, episodic.GetArgs{ThreadID: p.list.sel, IncludeArchived: true})
 }
 
 func (p *threadsPane) loadEpisodes() tea.Cmd {
@@ -319,7 +320,7 @@ func (p *threadsPane) loadEpisodes() tea.Cmd {
 		return nil
 	}
 	p.eps.asked = p.list.sel
-	return request[episodic.EpisodesResult](&p.requests, &p.eps.load, "episode.list", episodic.EpisodesArgs{ThreadID: p.list.sel})
+	return request(&p.requests, &p.eps.load, episodic.ActionEpisodeList, episodic.EpisodesArgs{ThreadID: p.list.sel})
 }
 
 // reload refreshes the list and the selected thread, once per burst of
@@ -821,7 +822,7 @@ func (p *threadsPane) askKey(msg tea.KeyMsg) tea.Cmd {
 	if outcome == "" || d == nil {
 		return nil
 	}
-	return request[episodic.OutcomeResult](&p.requests, &p.outcome, "episode.outcome", episodic.OutcomeArgs{DecisionID: d.ID, Outcome: outcome})
+	return request(&p.requests, &p.outcome, episodic.ActionEpisodeOutcome, episodic.OutcomeArgs{DecisionID: d.ID, Outcome: outcome})
 }
 
 // askTune shows the tuning view and asks before tuning, unless nothing is
@@ -899,7 +900,7 @@ func (p *threadsPane) runTune() tea.Cmd {
 	}
 	p.showSection(secTuning)
 	p.tune.err = ""
-	return request[episodic.TuningRecord](&p.requests, &p.tune.run, "episode.tune", conn.None{})
+	return request(&p.requests, &p.tune.run, episodic.ActionEpisodeTune, action.None{})
 }
 
 // runCompact runs episode.compact on a thread.
@@ -908,6 +909,6 @@ func (p *threadsPane) runCompact(id string) tea.Cmd {
 		return nil
 	}
 	p.compacting = id
-	cmd := request[episodic.CompactResult](&p.requests, &p.compact, "episode.compact", episodic.CompactArgs{ThreadID: id})
+	cmd := request(&p.requests, &p.compact, episodic.ActionEpisodeCompact, episodic.CompactArgs{ThreadID: id})
 	return tea.Batch(cmd, showStatus(withTitle("Compacting “%s”…", p.titleOf(id)), false))
 }

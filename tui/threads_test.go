@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -23,15 +24,15 @@ import (
 // clock and returns where it went.
 func threadMessage(t *testing.T, engine conn.Conn, channel, threadID, speaker, text string) episodic.MessageResult {
 	t.Helper()
-	return call[episodic.MessageResult](t, engine, "thread.message", episodic.MessageRequest{Channel: channel, ThreadID: threadID, Speaker: speaker, Text: text})
+	return call(t, engine, episodic.ActionThreadMessage, episodic.MessageRequest{Channel: channel, ThreadID: threadID, Speaker: speaker, Text: text})
 }
 
 // call runs an action that must succeed, its result decoded as an R.
-func call[R, A any](t *testing.T, engine conn.Conn, name string, args A) R {
+func call[A, R any](t *testing.T, engine conn.Conn, ref action.Ref[A, R], args A) R {
 	t.Helper()
-	res, err := conn.Call[R](t.Context(), engine, name, args)
+	res, err := conn.Call(t.Context(), engine, ref, args)
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		t.Fatalf("%s: %v", ref.Name(), err)
 	}
 	return res
 }
@@ -81,19 +82,19 @@ func startThreads(t *testing.T) (conn.Conn, *clock.Fixed, *teatest.TestModel) {
 // listThreads is thread.list, as the engine answers it.
 func listThreads(t *testing.T, engine conn.Conn) []*episodic.Thread {
 	t.Helper()
-	return call[episodic.ListResult](t, engine, "thread.list", conn.None{}).Threads
+	return call(t, engine, episodic.ActionThreadList, action.None{}).Threads
 }
 
 // getThread is thread.get with the archived turns.
 func getThread(t *testing.T, engine conn.Conn, id string) episodic.ThreadView {
 	t.Helper()
-	return call[episodic.GetResult](t, engine, "thread.get", episodic.GetArgs{ThreadID: id, IncludeArchived: true}).Thread
+	return call(t, engine, episodic.ActionThreadGet, episodic.GetArgs{ThreadID: id, IncludeArchived: true}).Thread
 }
 
 // decisionsOf is episode.decisions about a thread ("": every thread).
 func decisionsOf(t *testing.T, engine conn.Conn, id string) []*episodic.Decision {
 	t.Helper()
-	return call[episodic.DecisionsResult](t, engine, "episode.decisions", episodic.DecisionsArgs{ThreadID: id}).Decisions
+	return call(t, engine, episodic.ActionEpisodeDecisions, episodic.DecisionsArgs{ThreadID: id}).Decisions
 }
 
 func threadIDs(ts []*episodic.Thread) string {
@@ -217,7 +218,7 @@ func TestThreadsTuneAsksFirstAndReports(t *testing.T) {
 	// says what they suggest.
 	waitFor(t, tm, "Last tuning", "Link threshold stays 0.70, from 2 marked decisions")
 	m := finish(t, tm)
-	tuning := call[episodic.Tuning](t, engine, "episode.tuning", conn.None{})
+	tuning := call(t, engine, episodic.ActionEpisodeTuning, action.None{})
 	if len(tuning.History) != 1 || tuning.Threshold != 0.70 {
 		t.Fatalf("tuning %+v, want one run, staying at 0.70", tuning)
 	}
@@ -358,7 +359,7 @@ func TestThreadsJudgingSpinner(t *testing.T) {
 	clk.Advance(time.Hour)
 	done := make(chan error, 1)
 	go func() {
-		_, err := conn.Call[episodic.MessageResult](t.Context(), engine, "thread.message", episodic.MessageRequest{Channel: "sms", Text: "Oh, and what is it on Thursday?"})
+		_, err := conn.Call(t.Context(), engine, episodic.ActionThreadMessage, episodic.MessageRequest{Channel: "sms", Text: "Oh, and what is it on Thursday?"})
 		done <- err
 	}()
 	waitFor(t, tm, "judging links with 1 thread…")
@@ -522,7 +523,7 @@ func TestThreadsTuneErrorClearsOnOutcome(t *testing.T) {
 		t.Fatalf("confirm %v, error %q: want the error, no question", p.confirm, p.tune.err)
 	}
 	d := decisionsOf(t, engine, "")[0]
-	call[episodic.OutcomeResult](t, engine, "episode.outcome", episodic.OutcomeArgs{DecisionID: d.ID, Outcome: episodic.OutcomeCorrect})
+	call(t, engine, episodic.ActionEpisodeOutcome, episodic.OutcomeArgs{DecisionID: d.ID, Outcome: episodic.OutcomeCorrect})
 	drain(p, p.Update(events.Event{Name: episodic.EventOutcome.Name(), Data: *d}))
 	if p.tune.err != "" || strings.Contains(p.View(), "Mark a decision first") {
 		t.Errorf("the error stays after a decision was marked: %q", p.tune.err)

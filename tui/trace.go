@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/conn"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -92,7 +93,7 @@ func (p *tracePane) Init() tea.Cmd { return p.load() }
 
 // load asks the engine for the entries of the current filter.
 func (p *tracePane) load() tea.Cmd {
-	return request[trace.ListResult](&p.requests, &p.lists, "trace.list", trace.ListArgs{Turn: p.turn, Limit: traceKeep})
+	return request(&p.requests, &p.lists, core.ActionTraceList, trace.ListArgs{Turn: p.turn, Limit: traceKeep})
 }
 
 func (p *tracePane) Focus() tea.Cmd { return nil }
@@ -222,6 +223,25 @@ func (p *tracePane) setFilter(turn string) tea.Cmd {
 // merge adds entries (from a load or live events), keeping seq order and no
 // duplicates, and follows the tail if the view was at the bottom.
 func (p *tracePane) merge(entries ...trace.Entry) {
+	// The common case is a live entry newer than every one shown: append
+	// it and render it alone. Re-rendering all (up to traceKeep) entries for
+	// every event would make a burst of events quadratic.
+	if len(entries) == 1 && (len(p.entries) == 0 || entries[0].Seq > p.entries[len(p.entries)-1].Seq) {
+		e := entries[0]
+		if e.TurnID != "" {
+			p.turns[e.TurnID] = true
+		}
+		p.entries = append(p.entries, e)
+		if len(p.entries) <= traceKeep && !p.widensColumns(e) {
+			p.view.setLines(append(p.view.Lines(), p.renderEntry(e)))
+			return
+		}
+		if len(p.entries) > traceKeep {
+			p.entries = p.entries[len(p.entries)-traceKeep:]
+		}
+		p.refresh()
+		return
+	}
 	seen := make(map[uint64]bool, len(p.entries))
 	for _, e := range p.entries {
 		seen[e.Seq] = true
@@ -240,6 +260,13 @@ func (p *tracePane) merge(entries ...trace.Entry) {
 		p.entries = p.entries[len(p.entries)-traceKeep:]
 	}
 	p.refresh()
+}
+
+// widensColumns reports whether e needs a wider turn or kind column than
+// the entries rendered so far: then every line is rendered again.
+func (p *tracePane) widensColumns(e trace.Entry) bool {
+	return ansi.StringWidth(shortenLeft(e.TurnID, maxTurnColumn)) > p.turnW ||
+		ansi.StringWidth(truncateTo(e.Kind, maxKindColumn)) > p.kindW
 }
 
 // refresh re-renders the list into its scrollable section, which keeps

@@ -205,8 +205,14 @@ func screenText(view string) string {
 // testdata/<the test's name>.golden (a subtest's "/" becomes "_").
 func requireGolden(t *testing.T, m *Model) {
 	t.Helper()
+	requireGoldenNamed(t, strings.ReplaceAll(t.Name(), "/", "_"), m)
+}
+
+// requireGoldenNamed checks a frame against another test's golden file:
+// for a test that must draw the same screen another way.
+func requireGoldenNamed(t *testing.T, name string, m *Model) {
+	t.Helper()
 	view := m.View()
-	name := strings.ReplaceAll(t.Name(), "/", "_")
 	checkScreen(t, name, view, goldenWidth, goldenHeight)
 	got := screenText(view)
 	path := filepath.Join(goldenDir, name+".golden")
@@ -433,7 +439,7 @@ func TestHelpToggle(t *testing.T) {
 // traceCount is how many trace entries the engine holds (of one turn, or all).
 func traceCount(t *testing.T, engine conn.Conn, turn string) int {
 	t.Helper()
-	res, err := conn.Call[trace.ListResult](context.Background(), engine, "trace.list", trace.ListArgs{Turn: turn, Limit: 100000})
+	res, err := conn.Call(context.Background(), engine, core.ActionTraceList, trace.ListArgs{Turn: turn, Limit: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -653,7 +659,7 @@ func TestPaletteHistory(t *testing.T) {
 	// (Each wait follows a change of the screen: a key undone within one
 	// frame renders nothing to wait for.)
 	keys(tm, tea.KeyCtrlU)
-	all, err := conn.Call[conn.ListActionsResult](context.Background(), engine, "actions.list", conn.ListActionsArgs{})
+	all, err := conn.Call(context.Background(), engine, core.ActionActionsList, conn.ListActionsArgs{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,13 @@ import (
 // Request is one action to run.
 type Request struct {
 	// Action is the action's name, e.g. "cortex.get".
-	Action string
+	Action string `json:"action"`
 	// Args is the action's arguments as a JSON object (empty for none).
-	Args json.RawMessage
+	Args json.RawMessage `json:"args,omitempty"`
 	// Principal acting; the connection's agent when empty.
-	Principal string
+	Principal string `json:"principal,omitempty"`
 	// Turn the action belongs to; may be empty.
-	Turn string
+	Turn string `json:"turn,omitempty"`
 }
 
 // Conn is a connection to an engine: everything a face may do with it.
@@ -42,6 +42,9 @@ type Conn interface {
 	Info(ctx context.Context) (Info, error)
 	// CheckAction returns nil if the engine has the named action, else an
 	// UnknownAction error saying why (a build may leave a subsystem out).
+	// It answers from what the connection knows (a remote connection
+	// learns the engine's actions when it connects), so the console may ask
+	// it while handling a key.
 	CheckAction(name string) error
 	// Agent is the principal acting when a request names none.
 	Agent() string
@@ -50,17 +53,20 @@ type Conn interface {
 	Now() time.Time
 }
 
-// Call runs the named action with args encoded as its JSON arguments and
-// decodes its result into an R. Encoding and decoding happen here, at the
-// edge, once: a result that does not decode into R is a clear error naming
-// the action and the type, never a zero value.
-func Call[R, A any](ctx context.Context, c Conn, name string, args A) (R, error) {
-	return CallAs[R](ctx, c, Request{Action: name}, args)
+// Call runs the action ref names with args and decodes its result. The Ref
+// ties the name to the action's args and result types, so a call with the
+// wrong args, or reading the result as the wrong type, does not compile.
+// Encoding and decoding happen here, at the edge, once: a result that is
+// not the JSON of an R is a clear error naming the action and the type.
+func Call[A, R any](ctx context.Context, c Conn, ref action.Ref[A, R], args A) (R, error) {
+	return CallAs(ctx, c, Request{}, ref, args)
 }
 
-// CallAs is Call with the request's principal and turn given.
-func CallAs[R, A any](ctx context.Context, c Conn, req Request, args A) (R, error) {
+// CallAs is Call with the request's principal and turn taken from req (its
+// Action and Args are ref's and args).
+func CallAs[A, R any](ctx context.Context, c Conn, req Request, ref action.Ref[A, R], args A) (R, error) {
 	var out R
+	req.Action = ref.Name()
 	raw, err := action.MarshalJSON(args)
 	if err != nil {
 		return out, errs.New(errs.Validation, "%s: encoding its arguments (%T): %v", req.Action, args, err)
@@ -75,9 +81,6 @@ func CallAs[R, A any](ctx context.Context, c Conn, req Request, args A) (R, erro
 	}
 	return out, nil
 }
-
-// None is the arguments of an action that takes none.
-type None struct{}
 
 // Info is engine.info's result.
 type Info struct {

@@ -8,18 +8,18 @@ import (
 
 func (e *Episodic) register() {
 	reg := e.env.Actions
-	action.Register(reg, action.Spec{Name: "thread.message", Summary: "Route a message into a thread: the selected one, the one it continues, or a new one linked to earlier threads"}, e.actMessage)
-	action.Register(reg, action.Spec{Name: "thread.configure", Summary: "Set a thread's inactivity timeout (implicit channels start a new thread after it)"}, e.actConfigure)
-	action.Register(reg, action.Spec{Name: "thread.list", Summary: "Every thread, most recently active first", ReadOnly: true}, e.actList)
-	action.Register(reg, action.Spec{Name: "thread.get", Summary: "A thread with its turns and linking decisions", ReadOnly: true}, e.actGet)
-	action.Register(reg, action.Spec{Name: "episode.context", Summary: "A thread's working memory: the thread, and on implicit channels the threads linked to it", ReadOnly: true}, e.actContext)
-	action.Register(reg, action.Spec{Name: "episode.compact", Summary: "Close a thread's open episode and compact its episodes into summaries and skills now"}, e.actCompact)
-	action.Register(reg, action.Spec{Name: "episode.list", Summary: "Episodes (of one thread or all) and cross-thread episodes", ReadOnly: true}, e.actEpisodes)
-	action.Register(reg, action.Spec{Name: "episode.get", Summary: "An episode with its summaries, skills and raw turns (archived ones too)", ReadOnly: true}, e.actEpisode)
-	action.Register(reg, action.Spec{Name: "episode.decisions", Summary: "Linking decisions with both scores, agreement, confidence and outcome", ReadOnly: true}, e.actDecisions)
-	action.Register(reg, action.Spec{Name: "episode.outcome", Summary: "Mark a linking decision correct or incorrect (for tuning)"}, e.actOutcome)
-	action.Register(reg, action.Spec{Name: "episode.tune", Summary: "Recompute the linking threshold and the model's guidance from marked decisions"}, e.actTune)
-	action.Register(reg, action.Spec{Name: "episode.tuning", Summary: "The linking threshold, the model's prompt versions and past tunings", ReadOnly: true}, e.actTuning)
+	ActionThreadMessage.Register(reg, action.Spec{Summary: "Route a message into a thread: the selected one, the one it continues, or a new one linked to earlier threads"}, e.actMessage)
+	ActionThreadConfigure.Register(reg, action.Spec{Summary: "Set a thread's inactivity timeout (implicit channels start a new thread after it)"}, e.actConfigure)
+	ActionThreadList.Register(reg, action.Spec{Summary: "Every thread, most recently active first", ReadOnly: true}, e.actList)
+	ActionThreadGet.Register(reg, action.Spec{Summary: "A thread with its turns and linking decisions", ReadOnly: true}, e.actGet)
+	ActionEpisodeContext.Register(reg, action.Spec{Summary: "A thread's working memory: the thread, and on implicit channels the threads linked to it", ReadOnly: true}, e.actContext)
+	ActionEpisodeCompact.Register(reg, action.Spec{Summary: "Close a thread's open episode and compact its episodes into summaries and skills now"}, e.actCompact)
+	ActionEpisodeList.Register(reg, action.Spec{Summary: "Episodes (of one thread or all) and cross-thread episodes", ReadOnly: true}, e.actEpisodes)
+	ActionEpisodeGet.Register(reg, action.Spec{Summary: "An episode with its summaries, skills and raw turns (archived ones too)", ReadOnly: true}, e.actEpisode)
+	ActionEpisodeDecisions.Register(reg, action.Spec{Summary: "Linking decisions with both scores, agreement, confidence and outcome", ReadOnly: true}, e.actDecisions)
+	ActionEpisodeOutcome.Register(reg, action.Spec{Summary: "Mark a linking decision correct or incorrect (for tuning)"}, e.actOutcome)
+	ActionEpisodeTune.Register(reg, action.Spec{Summary: "Recompute the linking threshold and the model's guidance from marked decisions"}, e.actTune)
+	ActionEpisodeTuning.Register(reg, action.Spec{Summary: "The linking threshold, the model's prompt versions and past tunings", ReadOnly: true}, e.actTuning)
 }
 
 // thread.message takes a MessageRequest and answers a MessageResult
@@ -51,7 +51,7 @@ type ListResult struct {
 	Threads []*Thread `json:"threads"`
 }
 
-func (e *Episodic) actList(ctx context.Context, call action.Call, _ struct{}) (ListResult, error) {
+func (e *Episodic) actList(ctx context.Context, call action.Call, _ action.None) (ListResult, error) {
 	ts, err := e.Threads(ctx)
 	return ListResult{Threads: ts}, err
 }
@@ -171,10 +171,10 @@ func (e *Episodic) actOutcome(ctx context.Context, call action.Call, a OutcomeAr
 // episode.tune takes no arguments and answers a TuningRecord; episode.tuning
 // takes none and answers the Tuning (tune.go).
 
-func (e *Episodic) actTune(ctx context.Context, call action.Call, _ struct{}) (TuningRecord, error) {
+func (e *Episodic) actTune(ctx context.Context, call action.Call, _ action.None) (TuningRecord, error) {
 	return e.Tune(ctx, call)
 }
 
-func (e *Episodic) actTuning(ctx context.Context, call action.Call, _ struct{}) (*Tuning, error) {
+func (e *Episodic) actTuning(ctx context.Context, call action.Call, _ action.None) (*Tuning, error) {
 	return e.TuningState()
 }

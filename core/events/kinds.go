@@ -120,7 +120,8 @@ func checkPayload(name string, data any) {
 
 // UnmarshalJSON reads the line format MarshalJSON writes, decoding data
 // into its kind's payload type: an event that crossed a wire arrives with
-// the same typed payload it was published with.
+// the same typed payload it was published with. The data of a kind this
+// program does not define stays a json.RawMessage.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var wire struct {
 		Event    string          `json:"event"`
@@ -132,15 +133,20 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &wire); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
-	k, ok := lookupKind(wire.Event)
-	if !ok {
-		return fmt.Errorf("event: unknown kind %q", wire.Event)
-	}
 	*e = Event{Seq: wire.Seq, Name: wire.Event, Progress: wire.Progress}
 	if len(wire.At) > 0 {
 		if err := json.Unmarshal(wire.At, &e.At); err != nil {
 			return fmt.Errorf("event %s: at: %w", wire.Event, err)
 		}
+	}
+	k, ok := lookupKind(wire.Event)
+	if !ok {
+		// A kind this program does not know (a newer engine's): its data
+		// stays JSON, so a subscriber skips it rather than losing the stream.
+		if len(wire.Data) > 0 {
+			e.Data = append(json.RawMessage(nil), wire.Data...)
+		}
+		return nil
 	}
 	payload := reflect.New(k.Payload)
 	if len(wire.Data) > 0 {

@@ -23,17 +23,17 @@ func Register(env *kit.Env, opts Options) (*History, error) {
 		return nil, err
 	}
 	reg := env.Actions
-	action.Register(reg, action.Spec{Name: "history.configure", Summary: "Set a conversation's buffer size, token budget, summary limit or backend"}, h.actConfigure)
-	action.Register(reg, action.Spec{Name: "history.write", Summary: "Record an utterance (evicting the oldest into the summary when full)"}, h.actWrite)
-	action.Register(reg, action.Spec{Name: "history.read", Summary: "The buffer, oldest first (optionally one speaker's)", ReadOnly: true}, h.actRead)
-	action.Register(reg, action.Spec{Name: "history.last", Summary: "The n most recent utterances, oldest first", ReadOnly: true}, h.actLast)
-	action.Register(reg, action.Spec{Name: "history.search", Summary: "Utterances ranked by relevance, evicted ones included", ReadOnly: true}, h.actSearch)
-	action.Register(reg, action.Spec{Name: "history.summary", Summary: "The running summary of what was evicted", ReadOnly: true}, h.actSummary)
-	action.Register(reg, action.Spec{Name: "history.delete", Summary: "Remove an utterance"}, h.actDelete)
-	action.Register(reg, action.Spec{Name: "history.stats", Summary: "A conversation's size, tokens, evictions and summary", ReadOnly: true}, h.actStats)
-	action.Register(reg, action.Spec{Name: "history.backend", Summary: "Move a conversation to the in-memory or the durable backend"}, h.actBackend)
-	action.Register(reg, action.Spec{Name: "history.list", Summary: "Every conversation with its backend", ReadOnly: true}, h.actList)
-	action.Register(reg, action.Spec{Name: "history.query", Summary: "The free-form entry point: \"Get all utterances\", \"Get summary\", \"last 5\", \"search X\", \"add\""}, h.actQuery)
+	ActionConfigure.Register(reg, action.Spec{Summary: "Set a conversation's buffer size, token budget, summary limit or backend"}, h.actConfigure)
+	ActionWrite.Register(reg, action.Spec{Summary: "Record an utterance (evicting the oldest into the summary when full)"}, h.actWrite)
+	ActionRead.Register(reg, action.Spec{Summary: "The buffer, oldest first (optionally one speaker's)", ReadOnly: true}, h.actRead)
+	ActionLast.Register(reg, action.Spec{Summary: "The n most recent utterances, oldest first", ReadOnly: true}, h.actLast)
+	ActionSearch.Register(reg, action.Spec{Summary: "Utterances ranked by relevance, evicted ones included", ReadOnly: true}, h.actSearch)
+	ActionSummary.Register(reg, action.Spec{Summary: "The running summary of what was evicted", ReadOnly: true}, h.actSummary)
+	ActionDelete.Register(reg, action.Spec{Summary: "Remove an utterance"}, h.actDelete)
+	ActionStats.Register(reg, action.Spec{Summary: "A conversation's size, tokens, evictions and summary", ReadOnly: true}, h.actStats)
+	ActionBackend.Register(reg, action.Spec{Summary: "Move a conversation to the in-memory or the durable backend"}, h.actBackend)
+	ActionList.Register(reg, action.Spec{Summary: "Every conversation with its backend", ReadOnly: true}, h.actList)
+	ActionQuery.Register(reg, action.Spec{Summary: "The free-form entry point: \"Get all utterances\", \"Get summary\", \"last 5\", \"search X\", \"add\""}, h.actQuery)
 	env.AddProvider(&provider{h: h})
 	env.AddCounter("history", h.counts)
 	return h, nil

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/action"
-	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
@@ -48,14 +47,14 @@ func Register(env *kit.Env) (*Memory, error) {
 		return nil, fmt.Errorf("creating the default memory stores: %w", err)
 	}
 	reg := env.Actions
-	action.Register(reg, action.Spec{Name: "memory.configure", Summary: "Create a memory store or change its limits and policy"}, m.actConfigure)
-	action.Register(reg, action.Spec{Name: "memory.memorize", Summary: "Store a memory item (making room per the store's policy)"}, m.actMemorize)
-	action.Register(reg, action.Spec{Name: "memory.remember", Summary: "Items relevant to a prompt, in the store's order (importance or recency)", ReadOnly: true}, m.actRemember)
-	action.Register(reg, action.Spec{Name: "memory.forget", Summary: "Forget what an instruction names (\"oldest\", \"items tagged x\"...), soft or hard"}, m.actForget)
-	action.Register(reg, action.Spec{Name: "memory.summarize", Summary: "A summary of a store's items within a token limit", ReadOnly: true}, m.actSummarize)
-	action.Register(reg, action.Spec{Name: "memory.capacity", Summary: "A store's items, tokens, limits and room left", ReadOnly: true}, m.actCapacity)
-	action.Register(reg, action.Spec{Name: "memory.stores", Summary: "Every memory store with its capacity", ReadOnly: true}, m.actStores)
-	action.Register(reg, action.Spec{Name: "memory.get", Summary: "One memory item, forgotten ones included", ReadOnly: true}, m.actGet)
+	ActionConfigure.Register(reg, action.Spec{Summary: "Create a memory store or change its limits and policy"}, m.actConfigure)
+	ActionMemorize.Register(reg, action.Spec{Summary: "Store a memory item (making room per the store's policy)"}, m.actMemorize)
+	ActionRemember.Register(reg, action.Spec{Summary: "Items relevant to a prompt, in the store's order (importance or recency)", ReadOnly: true}, m.actRemember)
+	ActionForget.Register(reg, action.Spec{Summary: "Forget what an instruction names (\"oldest\", \"items tagged x\"...), soft or hard"}, m.actForget)
+	ActionSummarize.Register(reg, action.Spec{Summary: "A summary of a store's items within a token limit", ReadOnly: true}, m.actSummarize)
+	ActionCapacity.Register(reg, action.Spec{Summary: "A store's items, tokens, limits and room left", ReadOnly: true}, m.actCapacity)
+	ActionStores.Register(reg, action.Spec{Summary: "Every memory store with its capacity", ReadOnly: true}, m.actStores)
+	ActionGet.Register(reg, action.Spec{Summary: "One memory item, forgotten ones included", ReadOnly: true}, m.actGet)
 	env.AddProvider(&provider{m: m})
 	env.AddCounter("memory", m.counts)
 	return m, nil
@@ -290,7 +289,7 @@ type StoresResult struct {
 	Stores []Capacity `json:"stores"`
 }
 
-func (m *Memory) actStores(ctx context.Context, call action.Call, _ conn.None) (StoresResult, error) {
+func (m *Memory) actStores(ctx context.Context, call action.Call, _ action.None) (StoresResult, error) {
 	names, err := m.Names()
 	if err != nil {
 		return StoresResult{}, err

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/memory"
@@ -100,7 +100,7 @@ func TestConfigure(t *testing.T) {
 	if c := r.configure(map[string]any{"store": "scratch", "max_items": 0}); c.MaxItems != 0 || c.Available.Items != -1 {
 		t.Errorf("no limit: %+v", c)
 	}
-	stores := enginetest.Call[memory.StoresResult](r.Rig, agent, "memory.stores", conn.None{})
+	stores := enginetest.Call[memory.StoresResult](r.Rig, agent, "memory.stores", action.None{})
 	var names []string
 	for _, s := range stores.Stores {
 		names = append(names, s.Store+":"+s.Type)
