@@ -184,6 +184,17 @@ func TestEveryPublishedEventKindIsDefined(t *testing.T) {
 			seen[ev.Name] = true
 		}
 	}
+	// An unknown kind decodes (with its data as raw JSON), so check the
+	// names here: every kind printed must be one engram defines.
+	defined := map[string]bool{}
+	for _, k := range events.Kinds() {
+		defined[k.Name] = true
+	}
+	for name := range seen {
+		if !defined[name] {
+			t.Errorf("an event of kind %q was printed, but no events.Define declares it", name)
+		}
+	}
 	// The scripts exercise most subsystems; a run printing no events (the
 	// flag broken, say) would pass the loop above without checking a thing.
 	for _, want := range []string{"trace.recorded", "utterance.written", "thread.created", "plan.finished"} {

@@ -415,7 +415,7 @@ func TestChatReloadsOncePerBurst(t *testing.T) {
 func TestChatReloadsOnDeleteAndMove(t *testing.T) {
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
-	p := newChatPane(engine, &styles, time.Hour, false)
+	p := newChatPane(engine, &styles, 0, false)
 	p.SetSize(goldenWidth, 20)
 	drain(p, p.Init())
 	for _, ev := range []events.Event{
@@ -692,7 +692,7 @@ func TestChatSendsOnChannels(t *testing.T) {
 func TestChatFinishingWhileSendIsInFlight(t *testing.T) {
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
-	p := newChatPane(engine, &styles, time.Hour, false)
+	p := newChatPane(engine, &styles, 0, false)
 	p.SetSize(goldenWidth, 20)
 	drain(p, p.Init())
 	p.out.load.busy, p.out.text, p.out.conv, p.out.from, p.out.channel = true, "Book flights to Paris.", p.conv, 0, "web"
@@ -764,7 +764,7 @@ func TestChatPickerListsThreadsCreatedMeanwhile(t *testing.T) {
 	engine, clk := newEngine(t)
 	threadMessage(t, engine, "web", "", "user", "Book flights to Paris for March 3.")
 	styles := DefaultStyles()
-	p := newChatPane(engine, &styles, time.Hour, false)
+	p := newChatPane(engine, &styles, 0, false)
 	p.SetSize(goldenWidth, 20)
 	drain(p, p.Init())
 	first := p.openPicker()()

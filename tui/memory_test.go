@@ -483,7 +483,9 @@ func TestMemoryReloadsOncePerBurst(t *testing.T) {
 }
 
 // drain runs a pane's commands synchronously, as the program would, and
-// hands it their answers.
+// hands it their answers. A timer command blocks for its whole duration
+// here, so a pane drained must not start long timers: chat panes under
+// drain are built with a fade of 0.
 func drain(p pane, cmd tea.Cmd) {
 	var run func(tea.Msg)
 	run = func(msg tea.Msg) {

@@ -42,7 +42,7 @@ const (
 	goldenHeight = 30
 	// waitLimit bounds every wait for something to be rendered; it is far
 	// above what the tests take, so that a slow machine does not fail them.
-	waitLimit = 10 * time.Second
+	waitLimit = 30 * time.Second
 )
 
 var goldenTime = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)

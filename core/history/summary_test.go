@@ -256,9 +256,9 @@ func TestSummaryFiguresTable(t *testing.T) {
 	}
 }
 
-// TestSummaryEvents: an eviction publishes utterance.evicted and
-// summary.updated, and leaves a history.evicted trace entry.
-func TestSummaryTrace(t *testing.T) {
+// TestEvictionLeavesATraceEntry: an eviction leaves a history.evicted
+// trace entry saying what left and why, and the summary covers it.
+func TestEvictionLeavesATraceEntry(t *testing.T) {
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 1})
 	r.write("", "user", "first, Maria")

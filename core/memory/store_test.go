@@ -58,9 +58,9 @@ func TestMemorizeBadInput(t *testing.T) {
 	r.checkCounters("working")
 }
 
-// TestConfigure: new stores need a type, types never change, limits and
+// TestConfigureChecksTypesLimitsAndPolicies: new stores need a type, types never change, limits and
 // policies are checked, and the stores are listed.
-func TestConfigure(t *testing.T) {
+func TestConfigureChecksTypesLimitsAndPolicies(t *testing.T) {
 	r := newRig(t)
 	before := r.dump()
 	for _, c := range []struct {
@@ -231,9 +231,9 @@ func TestEvictionOrderModel(t *testing.T) {
 	}
 }
 
-// TestGet: memory.get returns any item, forgotten ones included; unknown
+// TestGetReturnsForgottenItemsToo: memory.get returns any item, forgotten ones included; unknown
 // ids and stores are NotFoundErrors.
-func TestGet(t *testing.T) {
+func TestGetReturnsForgottenItemsToo(t *testing.T) {
 	r := newRig(t)
 	r.memorize("episodic", it("g1", "something"))
 	r.forget("episodic", "item g1", "soft")

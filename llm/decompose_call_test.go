@@ -56,7 +56,8 @@ var wantSubtasks = []subtask{
 	{"roof", "Put on the roof", []string{"walls"}},
 }
 
-func Test001_3R_INT_001_DecomposeCallViaOllamaClient(t *testing.T) {
+// Seed scenario 001.3R-INT-001.
+func TestDecomposeCallThroughTheOllamaClient(t *testing.T) {
 	srv := ollamaServer(t, fixed(decomposeAnswer))
 	p, err := llm.New(llm.Config{Provider: "ollama", Model: "llama3.2", URL: srv.URL, HTTPClient: srv.Client(),
 		Timeout: 5 * time.Second, Retries: 2, Sleep: (&sleeper{}).Sleep})
@@ -96,7 +97,8 @@ func Test001_3R_INT_001_DecomposeCallViaOllamaClient(t *testing.T) {
 	}
 }
 
-func Test001_3R_INT_002_DecomposeCallViaOpenAICompatibleClient(t *testing.T) {
+// Seed scenario 001.3R-INT-002.
+func TestDecomposeCallThroughAnOpenAICompatibleClient(t *testing.T) {
 	srv := openAIServer(t, fixed(decomposeAnswer))
 	p, err := llm.New(llm.Config{Provider: "openai", Model: "gpt-4o-mini", URL: srv.URL + "/v1", HTTPClient: srv.Client(),
 		Timeout: 5 * time.Second, Retries: 2, Sleep: (&sleeper{}).Sleep,
@@ -136,7 +138,8 @@ func Test001_3R_INT_002_DecomposeCallViaOpenAICompatibleClient(t *testing.T) {
 	}
 }
 
-func Test001_3R_INT_003_LLMTimeoutHandledGracefully(t *testing.T) {
+// Seed scenario 001.3R-INT-003.
+func TestModelTimeoutIsATransientLLMError(t *testing.T) {
 	for _, provider := range []string{"ollama", "openai"} {
 		t.Run(provider, func(t *testing.T) {
 			srv, url := serverFor(t, provider, fixed(decomposeAnswer))
@@ -181,7 +184,8 @@ func Test001_3R_INT_003_LLMTimeoutHandledGracefully(t *testing.T) {
 	}
 }
 
-func Test001_3R_INT_004_RetriesOnTransientLLMErrors(t *testing.T) {
+// Seed scenario 001.3R-INT-004.
+func TestTransientModelErrorsAreRetried(t *testing.T) {
 	for _, provider := range []string{"ollama", "openai"} {
 		t.Run(provider, func(t *testing.T) {
 			srv, url := serverFor(t, provider, fixed(decomposeAnswer))
