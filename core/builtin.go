@@ -14,7 +14,7 @@ import (
 func (e *Engine) registerBuiltins() {
 	reg := e.env.Actions
 	ActionEngineInfo.Register(reg, action.Spec{Summary: "Version, store, language model and counts per subsystem", ReadOnly: true}, e.info)
-	ActionActionsList.Register(reg, action.Spec{Summary: "Every action with its description and argument fields", ReadOnly: true}, e.listActions)
+	ActionListActions.Register(reg, action.Spec{Summary: "Every action with its description and argument fields", ReadOnly: true}, e.listActions)
 	ActionTraceList.Register(reg, action.Spec{Summary: "Turn trace entries, oldest first, by turn and kind", ReadOnly: true}, e.listTrace)
 	ActionTurnStart.Register(reg, action.Spec{Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
 	ActionTurnEnd.Register(reg, action.Spec{Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)

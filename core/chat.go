@@ -95,6 +95,10 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 		return ChatSendResult{}, err
 	}
 	res := ChatSendResult{TurnID: call.Turn, Prompt: prompt, Thread: routed}
+	// Once the turn has started, it is finished and recorded even if the
+	// send is cancelled (the console quitting): only the model's answer,
+	// which may take long, gives way to the cancel.
+	finish := context.WithoutCancel(ctx)
 	records := []history.WriteRequest{{Speaker: "user", Text: a.Text, Conversation: wc.Conversation}}
 	if llm.Available(e.env.LLM) {
 		answer, err := e.env.LLM.Complete(ctx, res.Prompt)
@@ -104,7 +108,7 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 			res.Answered, res.Answer = true, strings.TrimSpace(answer.Text)
 			records = append(records, history.WriteRequest{Speaker: "assistant", Text: res.Answer, Conversation: wc.Conversation})
 			if routed != nil && res.Answer != "" {
-				_, err := conn.CallAs(ctx, e, as, episodic.ActionThreadMessage,
+				_, err := conn.CallAs(finish, e, as, episodic.ActionThreadMessage,
 					episodic.MessageRequest{Channel: a.Channel, ThreadID: a.ThreadID, Text: res.Answer, Speaker: "assistant"})
 				if err != nil {
 					return ChatSendResult{}, errs.New(errs.KindOf(err), "recording the answer in thread %s: %w", a.ThreadID, err)
@@ -116,7 +120,7 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 	if err != nil {
 		return ChatSendResult{}, errs.New(errs.Internal, "encoding the turn's utterances: %w", err)
 	}
-	ended, err := conn.CallAs(ctx, e, as, ActionTurnEnd, TurnEndArgs{Updates: map[string]json.RawMessage{"history": written}})
+	ended, err := conn.CallAs(finish, e, as, ActionTurnEnd, TurnEndArgs{Updates: map[string]json.RawMessage{"history": written}})
 	if err != nil {
 		return ChatSendResult{}, errs.New(errs.KindOf(err), "ending the turn: %w", err)
 	}

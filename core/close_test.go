@@ -2,12 +2,15 @@ package core
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -63,5 +66,103 @@ func TestCloseWaitsForActionsInFlight(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestCloseLetsARunningActionRunItsParts: an action that runs other
+// actions (chat.send, plan subtasks) while Close waits for it may still run
+// them; only actions asked for from outside are refused.
+func TestCloseLetsARunningActionRunItsParts(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var env *kit.Env
+	composite := func(en *kit.Env) error {
+		env = en
+		action.Register(en.Actions, action.Spec{Name: "test.composite", Summary: "runs engine.info once released"},
+			func(ctx context.Context, call action.Call, _ struct{}) (struct{}, error) {
+				close(started)
+				<-release
+				_, err := env.Run(ctx, call, "engine.info", nil)
+				return struct{}{}, err
+			})
+		return nil
+	}
+	e, err := Open(Options{InMemory: true, Subsystems: []Subsystem{composite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Do(context.Background(), Request{Action: "test.composite"})
+		done <- err
+	}()
+	<-started
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	for { // until Close has begun
+		if _, err := e.Do(context.Background(), Request{Action: "engine.info"}); err != nil {
+			break
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the running action's own engine.info was refused: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answerNever is a model that answers only when the request is cancelled.
+type answerNever struct{ asked chan struct{} }
+
+func (m answerNever) Info() llm.Info { return llm.Info{Provider: "test", Model: "never"} }
+func (m answerNever) Complete(ctx context.Context, _ llm.Request) (llm.Response, error) {
+	close(m.asked)
+	<-ctx.Done()
+	return llm.Response{}, ctx.Err()
+}
+func (m answerNever) Embed(context.Context, llm.EmbedRequest) (llm.EmbedResponse, error) {
+	return llm.EmbedResponse{}, errors.New("no embeddings")
+}
+
+// TestCancelledChatSendStillRecordsTheTurn: when the console quits while
+// the model thinks (it closes the engine and cancels the send), the answer
+// is given up but the turn is finished: the user's message is written, not
+// left half recorded.
+func TestCancelledChatSendStillRecordsTheTurn(t *testing.T) {
+	model := answerNever{asked: make(chan struct{})}
+	e, err := Open(Options{InMemory: true, IDSeed: "cancel test", LLM: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sent := make(chan error, 1)
+	var res ChatSendResult
+	go func() {
+		var err error
+		res, err = conn.Call(ctx, e, ActionChatSend, ChatSendArgs{Text: "Book the venue by Friday"})
+		sent <- err
+	}()
+	<-model.asked
+	// The console quits: it closes the engine and cancels what it asked.
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	for { // until Close has begun
+		if _, err := e.Do(context.Background(), Request{Action: "engine.info"}); err != nil {
+			break
+		}
+	}
+	cancel()
+	if err := <-sent; err != nil {
+		t.Fatalf("chat.send: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if res.Answered || res.LLMError == "" {
+		t.Errorf("answered %v, llm error %q: want no answer and the reason", res.Answered, res.LLMError)
+	}
+	if len(res.Committed) == 0 || !strings.Contains(string(res.Committed["history"]), "Book the venue by Friday") {
+		t.Errorf("committed %s: want the user's message written", res.Committed)
 	}
 }

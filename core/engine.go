@@ -247,6 +247,10 @@ func (e *Engine) SubscribeBuffer(ctx context.Context, buffer int) <-chan events.
 
 // Info is what engine.info reports.
 func (e *Engine) Info(ctx context.Context) (Info, error) {
+	if err := e.enter(ctx, ActionEngineInfo.Name()); err != nil {
+		return Info{}, err
+	}
+	defer e.inflight.Done()
 	return e.info(ctx, action.Call{Principal: e.agent, Clock: e.clock}, action.None{})
 }
 
@@ -276,11 +280,17 @@ func (e *Engine) Close() error {
 	return errors.Join(e.env.Close(), e.env.Store.Close())
 }
 
-// enter counts an action in, unless the engine is closing.
-func (e *Engine) enter(name string) error {
+// insideAction marks the context of a running action: an action it runs
+// in turn (chat.send's turn.start, a plan's subtasks) is part of it.
+type insideAction struct{}
+
+// enter counts an action in, unless the engine is closing and the action
+// is not part of one already running (which Close waits for, so its parts
+// must run too).
+func (e *Engine) enter(ctx context.Context, name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closing {
+	if e.closing && ctx.Value(insideAction{}) == nil {
 		return errs.New(errs.Internal, "%s: the engine is closing; nothing was run", name)
 	}
 	e.inflight.Add(1)
@@ -298,10 +308,11 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.enter(req.Action); err != nil {
+	if err := e.enter(ctx, req.Action); err != nil {
 		return nil, err
 	}
 	defer e.inflight.Done()
+	ctx = context.WithValue(ctx, insideAction{}, true)
 	call := action.Call{Principal: req.Principal, Turn: req.Turn, Clock: e.clock}
 	if call.Principal == "" {
 		call.Principal = e.agent

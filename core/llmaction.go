@@ -28,7 +28,7 @@ type LLMCompleteResult struct {
 }
 
 func (e *Engine) registerLLM() {
-	ActionLlmComplete.Register(e.env.Actions, action.Spec{Summary: "Ask the configured language model (fails with LLMError when offline)", ReadOnly: true}, e.complete)
+	ActionLLMComplete.Register(e.env.Actions, action.Spec{Summary: "Ask the configured language model (fails with LLMError when offline)", ReadOnly: true}, e.complete)
 }
 
 func (e *Engine) complete(ctx context.Context, call action.Call, args LLMCompleteArgs) (LLMCompleteResult, error) {

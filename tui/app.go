@@ -95,6 +95,13 @@ func New(engine conn.Conn, opts Options) *Model {
 	m.palette = newPalette(engine, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	// Quitting cancels whatever the panes still have running, so that the
+	// engine closes promptly rather than waiting for a slow model.
+	for _, p := range m.panes {
+		if b, ok := p.(interface{ bind(context.Context) }); ok {
+			b.bind(ctx)
+		}
+	}
 	m.events = engine.Subscribe(ctx)
 	return m
 }

@@ -96,7 +96,7 @@ func newPalette(engine conn.Conn, styles *Styles) *palette {
 func (p *palette) open() tea.Cmd {
 	p.input.SetValue("")
 	p.histPos = len(p.history)
-	return tea.Batch(p.input.Focus(), request(&p.requests, &p.list, core.ActionActionsList, conn.ListActionsArgs{}))
+	return tea.Batch(p.input.Focus(), request(&p.requests, &p.list, core.ActionListActions, conn.ListActionsArgs{}))
 }
 
 // setActions takes actions.list's answer: what describe names and tab

@@ -93,6 +93,20 @@ type requests struct {
 	conn conn.Conn
 	pane paneID
 	seq  int // numbers every request
+	// ctx is the console's: quitting cancels it, and with it every
+	// request still running (nil until the root binds it: Background).
+	ctx context.Context
+}
+
+// bind gives the pane's requests the console's context.
+func (r *requests) bind(ctx context.Context) { r.ctx = ctx }
+
+// context is what a request runs under.
+func (r *requests) context() context.Context {
+	if r.ctx == nil {
+		return context.Background()
+	}
+	return r.ctx
 }
 
 // ID names the pane that embeds r.
@@ -111,7 +125,7 @@ func (r *requests) next(l *loader) int {
 // result into an R there, and answers with a resultMsg[R] numbered for l
 // (nil: a request no loader tracks).
 func request[A, R any](r *requests, l *loader, ref action.Ref[A, R], args A) tea.Cmd {
-	return requestCtx(context.Background(), r, l, ref, args)
+	return requestCtx(r.context(), r, l, ref, args)
 }
 
 // requestCtx is request under ctx, for actions the user may cancel.

@@ -632,7 +632,7 @@ func (p *plansPane) promptResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
 	p.plan.docs[pl.ID] = pl
 	p.list.want = pl.ID
 	text := fmt.Sprintf("Created plan %s: %s; x executes it.", oneLine(pl.ID), plural(len(pl.Subtasks), "subtask", "subtasks"))
-	if msg.action == "plan.decompose" {
+	if msg.action == planner.ActionPlanDecompose.Name() {
 		text = fmt.Sprintf("Decomposed the goal into plan %s: %s; x executes it.", oneLine(pl.ID), plural(len(pl.Subtasks), "subtask", "subtasks"))
 	}
 	return tea.Batch(showStatus(text, false), p.refresh(&p.list.load, p.loadList))
@@ -846,7 +846,7 @@ func (p *plansPane) submitPrompt() tea.Cmd {
 // startWaiting notes what the prompt's request does, and returns the
 // context that giving up cancels.
 func (p *plansPane) startWaiting(what string) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(p.context())
 	p.prompt.err, p.prompt.busyWhat, p.prompt.busyStop = "", what, cancel
 	return ctx
 }
@@ -909,7 +909,7 @@ func (p *plansPane) executeKey(msg tea.KeyMsg) tea.Cmd {
 // ctx) in a command the pane can cancel; the pane follows the run through
 // the planner's events meanwhile.
 func (p *plansPane) start(id, verb string, send func(ctx context.Context) tea.Cmd) tea.Cmd {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(p.context())
 	cmd := send(ctx)
 	p.runs[id] = &planRun{req: p.seq, verb: verb, cancel: cancel}
 	p.setNotice(id, "", false)

@@ -232,14 +232,19 @@ func (p *tracePane) merge(entries ...trace.Entry) {
 			p.turns[e.TurnID] = true
 		}
 		p.entries = append(p.entries, e)
-		if len(p.entries) <= traceKeep && !p.widensColumns(e) {
-			p.view.setLines(append(p.view.Lines(), p.renderEntry(e)))
+		if p.widensColumns(e) {
+			p.trim()
+			p.refresh()
 			return
 		}
-		if len(p.entries) > traceKeep {
-			p.entries = p.entries[len(p.entries)-traceKeep:]
+		lines := append(p.view.Lines(), p.renderEntry(e))
+		if drop := len(p.entries) - traceKeep; drop > 0 {
+			// At the cap the oldest goes as the newest comes: still one
+			// line's work, however long the session. Columns never narrow
+			// here; the next full render narrows them.
+			p.entries, lines = p.entries[drop:], lines[drop:]
 		}
-		p.refresh()
+		p.view.setLines(lines)
 		return
 	}
 	seen := make(map[uint64]bool, len(p.entries))
@@ -256,10 +261,15 @@ func (p *tracePane) merge(entries ...trace.Entry) {
 		}
 	}
 	sort.Slice(p.entries, func(i, j int) bool { return p.entries[i].Seq < p.entries[j].Seq })
+	p.trim()
+	p.refresh()
+}
+
+// trim keeps the newest traceKeep entries.
+func (p *tracePane) trim() {
 	if len(p.entries) > traceKeep {
 		p.entries = p.entries[len(p.entries)-traceKeep:]
 	}
-	p.refresh()
 }
 
 // widensColumns reports whether e needs a wider turn or kind column than

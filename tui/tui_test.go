@@ -659,7 +659,7 @@ func TestPaletteHistory(t *testing.T) {
 	// (Each wait follows a change of the screen: a key undone within one
 	// frame renders nothing to wait for.)
 	keys(tm, tea.KeyCtrlU)
-	all, err := conn.Call(context.Background(), engine, core.ActionActionsList, conn.ListActionsArgs{})
+	all, err := conn.Call(context.Background(), engine, core.ActionListActions, conn.ListActionsArgs{})
 	if err != nil {
 		t.Fatal(err)
 	}

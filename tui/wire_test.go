@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 )
@@ -111,4 +112,39 @@ func TestConsoleWorksOverAConnectionThatSharesNoMemory(t *testing.T) {
 		waitFor(t, tm, "Ship v1 over the wire")
 		finish(t, tm)
 	})
+}
+
+// stallingConn holds one action until its request is cancelled, and says
+// when that happened.
+type stallingConn struct {
+	conn.Conn
+	action    string
+	cancelled chan struct{}
+}
+
+func (s stallingConn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
+	if req.Action == s.action {
+		<-ctx.Done()
+		close(s.cancelled)
+		return nil, ctx.Err()
+	}
+	return s.Conn.Do(ctx, req)
+}
+
+// TestQuittingCancelsRequestsInFlight: a pane's request still running when
+// the console quits is cancelled, so the engine can close at once instead
+// of waiting (for a slow model, say).
+func TestQuittingCancelsRequestsInFlight(t *testing.T) {
+	engine, _ := newEngine(t)
+	c := stallingConn{Conn: engine, action: cortex.ActionActive.Name(), cancelled: make(chan struct{})}
+	tm := start(t, c, goldenWidth, goldenHeight)
+	tm.Type("3")
+	waitFor(t, tm, "[3 Goals]")
+	tm.Type("q")
+	final(t, tm)
+	select {
+	case <-c.cancelled:
+	case <-time.After(waitLimit):
+		t.Fatal("the Goals tab's load was not cancelled when the console quit")
+	}
 }
