@@ -276,6 +276,7 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	e.closing = true
 	e.mu.Unlock()
+	e.env.Stop() // slow follow-up work (an embedding) gives up
 	e.inflight.Wait()
 	return errors.Join(e.env.Close(), e.env.Store.Close())
 }

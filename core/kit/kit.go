@@ -46,6 +46,8 @@ type Env struct {
 	Run func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error)
 
 	mu        sync.Mutex
+	stopping  chan struct{} // closed by Stop: follow-up work gives up
+	stopOnce  sync.Once
 	providers []ContextProvider
 	counters  map[string]Counter
 	closers   []func() error
@@ -78,6 +80,39 @@ func (e *Env) OnClose(fn func() error) {
 	e.mu.Lock()
 	e.closers = append(e.closers, fn)
 	e.mu.Unlock()
+}
+
+// Stop tells follow-up work (AfterCommit functions: an embedding, a
+// model's summary) to give up: the engine is closing and will not wait for
+// a slow model. What such work would have written is best effort, or
+// resumed on the next start.
+func (e *Env) Stop() {
+	e.stopOnce.Do(func() { close(e.stoppingChan()) })
+}
+
+// stoppingChan is the channel Stop closes, made on first use (an Env is
+// built as a struct literal).
+func (e *Env) stoppingChan() chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping == nil {
+		e.stopping = make(chan struct{})
+	}
+	return e.stopping
+}
+
+// followUp is ctx, also cancelled when Stop is called.
+func (e *Env) followUp(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stopping := e.stoppingChan()
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // Close runs the OnClose functions, newest first, once.
@@ -171,8 +206,12 @@ func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Tx
 			e.Events.Publish(ev.name, ev.data)
 		}
 	}
-	for _, fn := range committed.after {
-		fn(ctx)
+	if len(committed.after) > 0 {
+		follow, cancel := e.followUp(ctx)
+		defer cancel()
+		for _, fn := range committed.after {
+			fn(follow)
+		}
 	}
 	return nil
 }
@@ -198,7 +237,8 @@ type queuedTrace struct {
 
 // AfterCommit queues fn to run once the transaction has committed (not at
 // all if it does not): slow follow-up work, such as asking a model, that
-// must not hold the transaction open or run twice when it is retried.
+// must not hold the transaction open or run twice when it is retried. Its
+// context is also cancelled when the engine starts closing (Env.Stop).
 func (t *Txn) AfterCommit(fn func(ctx context.Context)) {
 	t.after = append(t.after, fn)
 }
