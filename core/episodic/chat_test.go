@@ -7,11 +7,8 @@ import (
 	"testing"
 
 	"github.com/engram-console/engram/core"
-	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/episodic"
-	"github.com/engram-console/engram/core/history"
-	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
 )
@@ -23,28 +20,7 @@ import (
 // chat.send records the exchange in) and the episodic layer, with the given model.
 func newChatRig(t *testing.T, model llm.Provider) *rig {
 	t.Helper()
-	r := &rig{clock: clock.NewFixed(t0)}
-	e, err := core.Open(core.Options{
-		InMemory: true, Clock: r.clock, IDSeed: "episodic chat test", LLM: model,
-		Subsystems: []core.Subsystem{
-			func(env *kit.Env) error { _, err := history.Register(env, history.Options{}); return err },
-			func(env *kit.Env) error {
-				var err error
-				r.ep, err = episodic.Register(env, episodic.Options{})
-				return err
-			},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.e, r.Rig = e, enginetest.ForConn(t, e)
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("closing the engine: %v", err)
-		}
-	})
-	return r
+	return newRigWith(t, rigOptions{llm: model, history: true, idSeed: "episodic chat test"})
 }
 
 // scriptedSi is a scripted assistant: it judges links as the seed's model does

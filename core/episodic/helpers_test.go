@@ -13,6 +13,7 @@ import (
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/llm"
@@ -42,9 +43,11 @@ type rig struct {
 var agent enginetest.Who
 
 type rigOptions struct {
-	dir  string // a durable store there ("": in memory)
-	llm  llm.Provider
-	opts episodic.Options
+	dir     string // a durable store there ("": in memory)
+	llm     llm.Provider
+	opts    episodic.Options
+	history bool   // register the history too (chat.send records in it)
+	idSeed  string // "episodic test" when empty
 }
 
 func newRig(t testing.TB) *rig { return newRigWith(t, rigOptions{}) }
@@ -52,15 +55,20 @@ func newRig(t testing.TB) *rig { return newRigWith(t, rigOptions{}) }
 func newRigWith(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{clock: clock.NewFixed(t0)}
+	if o.idSeed == "" {
+		o.idSeed = "episodic test"
+	}
+	var subsystems []core.Subsystem
+	if o.history {
+		subsystems = append(subsystems, func(env *kit.Env) error { _, err := history.Register(env, history.Options{}); return err })
+	}
+	subsystems = append(subsystems, func(env *kit.Env) error {
+		var err error
+		r.ep, err = episodic.Register(env, o.opts)
+		return err
+	})
 	e, err := core.Open(core.Options{
-		InMemory: o.dir == "", DataDir: o.dir, Clock: r.clock, IDSeed: "episodic test", LLM: o.llm,
-		Subsystems: []core.Subsystem{
-			func(env *kit.Env) error {
-				var err error
-				r.ep, err = episodic.Register(env, o.opts)
-				return err
-			},
-		},
+		InMemory: o.dir == "", DataDir: o.dir, Clock: r.clock, IDSeed: o.idSeed, LLM: o.llm, Subsystems: subsystems,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,9 +45,10 @@ type Env struct {
 	// for subsystems that compose actions, such as plan subtasks.
 	Run func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error)
 
-	mu        sync.Mutex
-	stopping  chan struct{} // closed by Stop: follow-up work gives up
-	stopOnce  sync.Once
+	mu sync.Mutex
+	// stopping is cancelled by Stop: follow-up work gives up.
+	stopping  context.Context
+	stop      context.CancelFunc
 	providers []ContextProvider
 	counters  map[string]Counter
 	closers   []func() error
@@ -87,16 +88,17 @@ func (e *Env) OnClose(fn func() error) {
 // a slow model. What such work would have written is best effort, or
 // resumed on the next start.
 func (e *Env) Stop() {
-	e.stopOnce.Do(func() { close(e.stoppingChan()) })
+	e.stoppingContext()
+	e.stop()
 }
 
-// stoppingChan is the channel Stop closes, made on first use (an Env is
-// built as a struct literal).
-func (e *Env) stoppingChan() chan struct{} {
+// stoppingContext is the context Stop cancels, made on first use (an Env
+// is built as a struct literal).
+func (e *Env) stoppingContext() context.Context {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopping == nil {
-		e.stopping = make(chan struct{})
+		e.stopping, e.stop = context.WithCancel(context.Background())
 	}
 	return e.stopping
 }
@@ -104,15 +106,8 @@ func (e *Env) stoppingChan() chan struct{} {
 // followUp is ctx, also cancelled when Stop is called.
 func (e *Env) followUp(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	stopping := e.stoppingChan()
-	go func() {
-		select {
-		case <-stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	unhook := context.AfterFunc(e.stoppingContext(), cancel)
+	return ctx, func() { unhook(); cancel() }
 }
 
 // Close runs the OnClose functions, newest first, once.
