@@ -95,6 +95,10 @@ type Store struct {
 	lockFile   *os.File
 	maxRetries int
 
+	// writers lets a transaction that keeps losing conflicts run alone:
+	// ordinary updates share it, a starving one takes it exclusively.
+	writers sync.RWMutex
+
 	mu        sync.Mutex
 	sequences map[string]*Sequence
 	closed    bool
@@ -103,6 +107,9 @@ type Store struct {
 const (
 	lockFileName    = "engram.lock"
 	defaultRetries  = 16
+	// aloneAfter is how many conflicts a transaction loses before it runs
+	// with every other update of the store held back.
+	aloneAfter = 3
 	sequenceLeasing = 64
 )
 
@@ -277,12 +284,14 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 // Update runs fn in a read-write transaction and commits it. When the commit
 // conflicts with a concurrent transaction, fn runs again on fresh reads (with
 // a short, jittered backoff), up to the store's retry limit; fn must therefore
-// have no effects outside tx. Either everything fn wrote is committed or
-// nothing is.
+// have no effects outside tx, and must not call Update on the same store.
+// After a few lost conflicts the transaction runs alone, so a long one is not
+// starved by a stream of short ones on the same keys. Either everything fn
+// wrote is committed or nothing is.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	backoff := 200 * time.Microsecond
 	for attempt := 1; ; attempt++ {
-		err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, writable: true}) })
+		err := s.attempt(attempt > aloneAfter, fn)
 		if !errors.Is(err, badger.ErrConflict) {
 			return mapErr(err)
 		}
@@ -300,6 +309,20 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		backoff = min(backoff*2, 50*time.Millisecond)
 	}
+}
+
+// attempt runs fn once in a transaction. Alone, it holds back every other
+// update of this store: nothing can commit between its reads and its commit,
+// so it cannot conflict.
+func (s *Store) attempt(alone bool, fn func(tx *Tx) error) error {
+	if alone {
+		s.writers.Lock()
+		defer s.writers.Unlock()
+	} else {
+		s.writers.RLock()
+		defer s.writers.RUnlock()
+	}
+	return s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, writable: true}) })
 }
 
 func mapErr(err error) error {
