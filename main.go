@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -29,6 +30,9 @@ const (
 	exitOK     = 0
 	exitFailed = 1 // a step did not pass, or the console failed
 	exitUsage  = 2 // bad flags, an unreadable script, an unusable data directory
+	// exitInternal is a bug: engram panicked (the log has the stack). Not 2,
+	// which says the person's input was wrong.
+	exitInternal = 70
 )
 
 type config struct {
@@ -50,6 +54,9 @@ type config struct {
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) (code int) {
+	if code, ok := runMaintenance(args, stdout, stderr); ok {
+		return code
+	}
 	cfg, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -79,6 +86,16 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return exitUsage
 	}
 	defer closeLog()
+	// A panic on this goroutine (a batch step's action runs here) is a bug:
+	// say so and exit with exitInternal, never with the Go runtime's 2, once
+	// the deferred Close has flushed the store.
+	defer func() {
+		if p := recover(); p != nil {
+			logger.Error("internal error", "panic", p, "stack", string(debug.Stack()))
+			complain(stderr, "engram: internal error (a bug): %v; the log has the details\n", p)
+			code = exitInternal
+		}
+	}()
 
 	provider, err := llm.New(cfg.llm)
 	if err != nil {
@@ -91,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}))
 	if err != nil {
 		complain(stderr, "engram: %v\n", err)
-		return exitUsage
+		return storageExit(err)
 	}
 	defer func() {
 		// Closing flushes the store: a failure there may have lost writes.
@@ -119,6 +136,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			return exitFailed
 		case !summary.OK():
 			complain(stderr, "engram: %d of %d step(s) did not pass (first on line %d)\n", summary.Failed, summary.Steps, summary.FirstFailure)
+			if engine.Env().Store.FullRefusals() > 0 {
+				return exitFull
+			}
 			return exitFailed
 		}
 		return exitOK
@@ -168,7 +188,8 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	fs.Usage = func() {
 		_, _ = fmt.Fprintf(fs.Output(), "engram: a console for an AI assistant's memory.\n\n"+
 			"Usage:\n  engram [flags]                    open the console\n"+
-			"  engram --batch FILE [flags]       run a script of actions, one JSON result per line\n\nFlags:\n")
+			"  engram --batch FILE [flags]       run a script of actions, one JSON result per line\n"+
+			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -185,6 +206,9 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if cfg.batch == "" && (cfg.failFast || cfg.events) {
 		return cfg, errors.New("--fail-fast and --events only apply with --batch")
+	}
+	if set["data"] && cfg.data == "" {
+		return cfg, errors.New("--data needs a directory; leave the flag out for the default")
 	}
 	if cfg.inMemory && set["data"] {
 		return cfg, errors.New("--in-memory and --data exclude each other: choose one")

@@ -16,6 +16,7 @@ func (e *Engine) registerBuiltins() {
 	ActionEngineInfo.Register(reg, action.Spec{Summary: "Version, store, language model and counts per subsystem", ReadOnly: true}, e.info)
 	ActionListActions.Register(reg, action.Spec{Summary: "Every action with its description and argument fields", ReadOnly: true}, e.listActions)
 	ActionTraceList.Register(reg, action.Spec{Summary: "Turn trace entries, oldest first, by turn and kind", ReadOnly: true}, e.listTrace)
+	e.env.Trace.Register(reg)
 	ActionTurnStart.Register(reg, action.Spec{Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
 	ActionTurnEnd.Register(reg, action.Spec{Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)
 	e.registerLLM()
@@ -104,7 +105,7 @@ func (e *Engine) listTrace(ctx context.Context, call action.Call, args trace.Lis
 	if limit == 0 {
 		limit = defaultTraceLimit
 	}
-	entries, more, err := e.env.Trace.List(trace.Filter{TurnID: args.Turn, Kind: args.Kind, Limit: limit})
+	entries, more, err := e.env.Trace.List(trace.Filter{TurnID: args.Turn, Kind: args.Kind, Limit: limit, Viewer: call.Principal, Access: e.env.Access})
 	if err != nil {
 		return trace.ListResult{}, err
 	}

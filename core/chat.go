@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -71,7 +72,7 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 	if _, err := e.env.Actions.Lookup(episodic.ActionThreadMessage.Name()); a.Channel != "" && err == nil {
 		// thread.message commits at once: first what would fail the turn
 		// after it, so that a failed send records nothing anywhere.
-		if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, call.Turn) }); err != nil {
+		if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, call.Principal, call.Turn) }); err != nil {
 			return ChatSendResult{}, err
 		}
 		if _, err := history.ConversationName(a.Conversation); err != nil {
@@ -89,12 +90,25 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 	if err != nil {
 		return ChatSendResult{}, err
 	}
-	wc := started.Context
+	res, err := e.chatTurn(ctx, as, a, started.Context, routed)
+	if err != nil {
+		// The turn started: end it (committing nothing) rather than leave
+		// it open for ever (a failed turn.end rolled back, so it is open).
+		if _, endErr := conn.CallAs(context.WithoutCancel(ctx), e, as, ActionTurnEnd, TurnEndArgs{}); endErr != nil {
+			err = errors.Join(err, endErr)
+		}
+	}
+	return res, err
+}
+
+// chatTurn is chat.send once its turn has started: the prompt, the model's
+// answer, and the turn's end.
+func (e *Engine) chatTurn(ctx context.Context, as conn.Request, a ChatSendArgs, wc WorkingContext, routed *episodic.MessageResult) (ChatSendResult, error) {
 	prompt, err := chatPrompt(wc)
 	if err != nil {
 		return ChatSendResult{}, err
 	}
-	res := ChatSendResult{TurnID: call.Turn, Prompt: prompt, Thread: routed}
+	res := ChatSendResult{TurnID: as.Turn, Prompt: prompt, Thread: routed}
 	// Once the turn has started, it is finished and recorded even if the
 	// send is cancelled (the console quitting): only the model's answer,
 	// which may take long, gives way to the cancel.

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
@@ -24,6 +26,7 @@ import (
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/ids"
+	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/memory"
 	"github.com/engram-console/engram/core/trace"
@@ -34,8 +37,9 @@ import (
 // Version is engram's version, reported by engine.info and --version.
 var Version = "0.1.0-dev"
 
-// DefaultAgent is the principal acting when none is given.
-const DefaultAgent = "local"
+// DefaultAgent is the principal acting when none is given. It also owns
+// what was stored before objects had owners.
+const DefaultAgent = access.LegacyOwner
 
 // Options configure Open.
 type Options struct {
@@ -149,6 +153,7 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 		Events:  events.NewBroker(clk),
 		Trace:   tr,
 		Actions: action.NewRegistry(),
+		Access:  &access.Registry{},
 		LLM:     provider,
 		Log:     logger,
 	}
@@ -324,10 +329,13 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	if err := kit.CheckName("turn", call.Turn, ""); err != nil {
 		return nil, err
 	}
+	if err := checkArgs(req.Args); err != nil {
+		return nil, err
+	}
 	// Wall time, for the log only: how long the action really took, which
 	// the engine clock (pinned by a step's at) cannot tell.
 	start := time.Now()
-	out, err := a.Invoke(ctx, call, req.Args)
+	out, err := e.invoke(ctx, a, call, req.Args)
 	if err != nil {
 		err = classify(err)
 		e.env.Log.Debug("action failed", "action", req.Action, "turn", req.Turn, "kind", errs.KindOf(err), "err", err, "took", time.Since(start))
@@ -337,10 +345,50 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	return out, nil
 }
 
+// invoke runs the action, turning a panic in it (a bug) into an Internal
+// error of this action, so that one action's bug fails its step, whatever
+// goroutine it runs on (a plan's subtasks have their own), instead of
+// ending the process with the Go runtime's exit status 2, which says the
+// person's input was wrong. The stack goes to the log.
+func (e *Engine) invoke(ctx context.Context, a *action.Action, call action.Call, args json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.env.Log.Error("action panicked", "action", a.Name, "panic", p, "stack", string(debug.Stack()))
+			out, err = nil, errs.New(errs.Internal, "%s failed with a bug (panic: %v); what it had not committed is unchanged; the log has the details", a.Name, p)
+		}
+	}()
+	return a.Invoke(ctx, call, args)
+}
+
+// checkArgs holds every action's arguments, from every face, to the limits
+// of docs/batch.md before anything reads them: at most input.MaxArgs bytes,
+// objects and arrays at most input.MaxDepth deep (the args object is the
+// first level). A value past them could be stored and then never be read
+// back, or take the memory of everything that reads it.
+func checkArgs(args json.RawMessage) error {
+	if len(args) > input.MaxArgs {
+		return kit.Validation("args", "are %s; the limit is %s per action; split the work into several actions",
+			input.Size(int64(len(args))), input.Size(input.MaxArgs)).With("limit", input.MaxArgs)
+	}
+	if where, err := input.CheckDepth(args, input.MaxDepth); err != nil {
+		field := "args"
+		if where != "" {
+			field = where
+		}
+		return kit.Validation(field, "is nested more than %d levels deep (counting the args object); flatten it", input.MaxDepth).
+			With("limit", input.MaxDepth)
+	}
+	return nil
+}
+
 // classify gives every error an error kind.
 func classify(err error) error {
 	var ee *errs.Error
 	switch {
+	case errors.Is(err, storage.ErrDamaged): // before errs.Error: a subsystem may have wrapped it as Internal
+		return errs.New(errs.StorageDamaged, "%w", err)
+	case errors.Is(err, storage.ErrFull):
+		return errs.New(errs.StorageFull, "%w", err)
 	case errors.As(err, &ee):
 		return err
 	case errors.As(err, new(*llm.Error)), errors.As(err, new(*llm.ParseError)):

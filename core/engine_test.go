@@ -145,7 +145,7 @@ func TestActionsList(t *testing.T) {
 			t.Errorf("%s: description %q args %v", a.Name, a.Description, a.Args)
 		}
 	}
-	if got := strings.Join(names, " "); got != "actions.list chat.send engine.info llm.complete trace.list turn.end turn.start" {
+	if got := strings.Join(names, " "); got != "actions.list chat.send engine.info llm.complete trace.configure trace.list turn.end turn.start" {
 		t.Fatalf("actions %q", got)
 	}
 	if !byName["engine.info"].ReadOnly || !byName["trace.list"].ReadOnly || byName["turn.start"].ReadOnly || byName["turn.end"].ReadOnly {
@@ -242,7 +242,8 @@ func TestTurnStart(t *testing.T) {
 		t.Fatalf("context %+v", wc)
 	}
 	// Traced, in the turn, and announced.
-	tl := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"turn":"turn_A_001"}`))
+	// (As agent_a: trace.list shows an agent its own entries and those about what it may read.)
+	tl := decode[trace.ListResult](t, enginetest.ForConn(t, e).Do(enginetest.Who{As: "agent_a"}, "trace.list", `{"turn":"turn_A_001"}`, nil))
 	if tl.Count != 1 || tl.Entries[0].Kind != "turn.start" || tl.Entries[0].Principal != "agent_a" || !tl.Entries[0].At.Equal(t0) {
 		t.Fatalf("trace %+v", tl)
 	}
@@ -463,7 +464,7 @@ func TestContextProviders(t *testing.T) {
 	if len(mem.starts) != 1 || mem.starts[0] != (kit.TurnStart{TurnID: "t1", Principal: "agent_a", Input: "hi", Channel: "web", Conversation: "default", At: t0}) {
 		t.Fatalf("provider saw %+v", mem.starts)
 	}
-	if tl := decode[trace.ListResult](t, do(t, e, "trace.list", "t1", "")); !strings.Contains(tl.Entries[0].Message, "2 context section(s) from 2 provider(s)") {
+	if tl := decode[trace.ListResult](t, enginetest.ForConn(t, e).Do(enginetest.Who{As: "agent_a", Turn: "t1"}, "trace.list", "", nil)); !strings.Contains(tl.Entries[0].Message, "2 context section(s) from 2 provider(s)") {
 		t.Fatalf("trace %+v", tl.Entries)
 	}
 
@@ -523,7 +524,7 @@ func TestContextProviders(t *testing.T) {
 	if _, ok := storedKey(t, e, fakeKey("cortex", "t1")); !ok {
 		t.Fatal("cortex's write is missing")
 	}
-	tl := decode[trace.ListResult](t, do(t, e, "trace.list", "", `{"kind":"turn.end"}`))
+	tl := decode[trace.ListResult](t, enginetest.ForConn(t, e).Do(enginetest.Who{As: "agent_a"}, "trace.list", `{"kind":"turn.end"}`, nil))
 	if tl.Count != 1 || !strings.Contains(tl.Entries[0].Message, "1 provider(s) committed") {
 		t.Fatalf("trace %+v", tl)
 	}
@@ -774,7 +775,7 @@ func TestTurnEndByAnotherPrincipal(t *testing.T) {
 	if _, err := e.Do(context.Background(), Request{Action: "turn.start", Turn: "t", Principal: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	doErr(t, e, Request{Action: "turn.end", Turn: "t", Principal: "mallory"}, errs.Permission, "belongs to alice")
+	doErr(t, e, Request{Action: "turn.end", Turn: "t", Principal: "mallory"}, errs.Permission, "belongs to another agent")
 	if _, err := e.Do(context.Background(), Request{Action: "turn.end", Turn: "t", Principal: "alice"}); err != nil {
 		t.Fatalf("the owner ending its turn: %v", err)
 	}

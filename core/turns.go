@@ -110,7 +110,7 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args TurnStart
 	}
 	// Refuse a duplicate before asking every provider for its section; the
 	// check is repeated in the transaction below, which is what decides.
-	if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, turnID) }); err != nil {
+	if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, call.Principal, turnID) }); err != nil {
 		return TurnStartResult{}, err
 	}
 	var notes []kit.Note
@@ -131,9 +131,15 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args TurnStart
 		TurnID: turnID, Principal: call.Principal, Input: args.Input, Channel: args.Channel,
 		ThreadID: args.ThreadID, Conversation: args.Conversation, StartedAt: now,
 	}
+	// Encode the result before recording the turn: a working memory that
+	// cannot be encoded (too deep for the JSON decoder) would otherwise fail
+	// the step after the turn was started, leaving it open.
+	if _, err := action.MarshalJSON(TurnStartResult{Context: wc}); err != nil {
+		return TurnStartResult{}, errs.New(errs.Internal, "turn.start: the turn's working memory cannot be encoded (%v); no turn was started", err)
+	}
 	call.Turn = turnID
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
-		if err := refuseStartedTurn(tx.Tx, turnID); err != nil {
+		if err := refuseStartedTurn(tx.Tx, call.Principal, turnID); err != nil {
 			return err
 		}
 		if err := tx.SetJSON(turnKey(turnID), rec); err != nil {
@@ -155,9 +161,13 @@ func (e *Engine) startTurn(ctx context.Context, call action.Call, args TurnStart
 }
 
 // refuseStartedTurn is a ConflictError when turn id was started before.
-func refuseStartedTurn(tx *storage.Tx, id string) error {
+func refuseStartedTurn(tx *storage.Tx, principal, id string) error {
 	var existing TurnRecord
 	switch err := tx.GetJSON(turnKey(id), &existing); {
+	case err == nil && existing.Principal != principal:
+		// Another agent's turn: its input and time are not the caller's
+		// to see, only that the id is taken.
+		return errs.New(errs.Conflict, "turn id %q is taken; give the new turn its own id", id)
 	case err == nil:
 		return errs.New(errs.Conflict, "turn %q already started at %s; give the new turn its own id", id, existing.StartedAt.Format(time.RFC3339Nano)).
 			With("current", existing)
@@ -214,12 +224,13 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args TurnEndArgs
 		case err != nil:
 			return err
 		}
+		// Ownership first: another agent's turn shows nothing of itself.
+		if rec.Principal != call.Principal {
+			return errs.New(errs.Permission, "turn %q belongs to another agent; only it can end the turn", call.Turn).
+				With("principal", call.Principal)
+		}
 		if rec.EndedAt != nil {
 			return errs.New(errs.Conflict, "turn %q already ended at %s", call.Turn, rec.EndedAt.Format(time.RFC3339Nano)).With("current", rec)
-		}
-		if rec.Principal != call.Principal {
-			return errs.New(errs.Permission, "turn %q belongs to %s; only it can end the turn", call.Turn, rec.Principal).
-				With("principal", call.Principal)
 		}
 		res = TurnEndResult{TurnID: rec.TurnID, StartedAt: rec.StartedAt, EndedAt: now, Committed: map[string]json.RawMessage{}}
 		for _, p := range providers {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/engram-console/engram/core/input"
 	"github.com/goccy/go-yaml"
 )
 
@@ -96,13 +97,18 @@ func normalize(r Recorded) Recorded {
 
 // LoadCassette reads a cassette file.
 func LoadCassette(path string) (*Cassette, error) {
-	data, err := os.ReadFile(path)
+	// input reads only a regular file up to its cap and refuses YAML
+	// aliases before decoding; its errors never quote the file.
+	data, err := input.ReadFile(path, input.MaxCassette)
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
+	if _, err := input.CheckYAML(path, data); err != nil {
+		return nil, fmt.Errorf("cassette %w", err)
+	}
 	var c Cassette
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("cassette %s: %s", path, yaml.FormatError(err, false, true))
+		return nil, fmt.Errorf("cassette %w", input.YAMLError(path, err))
 	}
 	if c.Version != cassetteVersion {
 		return nil, fmt.Errorf("cassette %s: version %d, this engram reads version %d", path, c.Version, cassetteVersion)

@@ -38,7 +38,7 @@ func TestLoadCassetteStrictness(t *testing.T) {
 		{"chat with vectors", "version: 1\ninteractions:\n- request: {kind: chat}\n  vectors: [[1]]\n", "interaction 1 (chat) has vectors, but chat exchanges have response or error"},
 		{"embed with a response", "version: 1\ninteractions:\n- request: {kind: embed, texts: [a]}\n  response: {text: x}\n", "interaction 1 (embed) has response, but embed exchanges have vectors or error"},
 		{"not YAML", "version: [1\n", "cassette"},
-		{"wrong type", "version: one\ninteractions: []\n", "version"},
+		{"wrong type", "version: one\ninteractions: []\n", "Version"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeCassette(t, c.text)

@@ -5,8 +5,10 @@ package planner
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -34,6 +36,9 @@ func Register(env *kit.Env, opts Options) *Planner {
 	ActionPlanCancel.Register(reg, action.Spec{Summary: "Stop a running plan (resume continues it)"}, pl.actCancel)
 	ActionPlanReplan.Register(reg, action.Spec{Summary: "Replace a plan's unfinished subtasks with new ones from the model"}, pl.actReplan)
 	ActionPlanStatus.Register(reg, action.Spec{Summary: "A plan's counts per status, and its subtasks if asked", ReadOnly: true}, pl.actStatus)
+	ActionPlanDelete.Register(reg, action.Spec{Summary: "Delete a plan (not while it runs), readable or not"}, pl.actDelete)
+	ActionPlanShare.Register(reg, action.Spec{Summary: "Grant an agent permissions on a plan"}, pl.actShare)
+	ActionPlanRevoke.Register(reg, action.Spec{Summary: "Remove an agent's access to a plan"}, pl.actRevoke)
 	ActionStateSet.Register(reg, action.Spec{Summary: "In a plan subtask: set a key of the run's state", ReadOnly: true}, pl.actStateSet)
 	ActionStateIncr.Register(reg, action.Spec{Summary: "In a plan subtask: add to a number in the run's state", ReadOnly: true}, pl.actStateIncr)
 	ActionStateGet.Register(reg, action.Spec{Summary: "In a plan subtask: read the run's state", ReadOnly: true}, pl.actStateGet)
@@ -41,6 +46,9 @@ func Register(env *kit.Env, opts Options) *Planner {
 	ActionTaskFail.Register(reg, action.Spec{Summary: "Fail the first n attempts (a plan step for testing failure policies)", ReadOnly: true}, pl.actFail)
 	ActionTaskNoop.Register(reg, action.Spec{Summary: "Do nothing (a plan step that only groups others)", ReadOnly: true}, pl.actNoop)
 	env.AddCounter("planner", pl.counts)
+	if env.Access != nil {
+		env.Access.Register("plan", canRead)
+	}
 	return pl
 }
 
@@ -60,6 +68,9 @@ func (pl *Planner) actValidate(ctx context.Context, call action.Call, a Validate
 	case a.PlanID != "" && len(a.Subtasks) > 0:
 		return ValidateResult{}, kit.Validation("plan_id", "give plan_id or subtasks, not both")
 	case a.PlanID != "":
+		if _, err := pl.allow(ctx, call, a.PlanID, access.Read); err != nil {
+			return ValidateResult{}, err
+		}
 		var err error
 		if p, err = pl.Get(a.PlanID); err != nil {
 			return ValidateResult{}, err
@@ -75,18 +86,22 @@ func (pl *Planner) actValidate(ctx context.Context, call action.Call, a Validate
 }
 
 func (pl *Planner) actGet(ctx context.Context, call action.Call, a PlanArgs) (PlanResult, error) {
+	acl, err := pl.allow(ctx, call, a.PlanID, access.Read)
+	if err != nil {
+		return PlanResult{}, err
+	}
 	p, err := pl.Get(a.PlanID)
-	return PlanResult{Plan: p}, err
+	return PlanResult{Plan: redact(p, acl, call.Principal)}, err
 }
 
 func (pl *Planner) actList(ctx context.Context, call action.Call, _ ListArgs) (ListResult, error) {
-	plans, err := pl.List()
+	plans, unreadable, err := pl.List(call.Principal)
 	out := []PlanSummary{}
 	for _, p := range plans {
 		out = append(out, PlanSummary{ID: p.ID, Goal: p.Goal, Strategy: p.Strategy, Status: p.Status, Progress: p.Count(),
 			ReplanCount: p.ReplanCount, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt})
 	}
-	return ListResult{Plans: out}, err
+	return ListResult{Plans: out, Unreadable: unreadable}, err
 }
 
 func (pl *Planner) actExecute(ctx context.Context, call action.Call, a ExecuteArgs) (ExecuteResult, error) {
@@ -104,32 +119,82 @@ func (pl *Planner) actExecute(ctx context.Context, call action.Call, a ExecuteAr
 			return ExecuteResult{}, kit.Validation("checkpoint", "must be true, false or a file path")
 		}
 	}
-	return pl.Execute(ctx, call, a.PlanID, req)
+	acl, err := pl.allow(ctx, call, a.PlanID, access.Write)
+	if err != nil {
+		return ExecuteResult{}, err
+	}
+	res, err := pl.Execute(ctx, call, a.PlanID, req)
+	return ranResult(a.PlanID, acl, call.Principal, res, err)
 }
 
 func (pl *Planner) actResume(ctx context.Context, call action.Call, a PlanArgs) (ExecuteResult, error) {
-	return pl.Resume(ctx, call, a.PlanID)
+	acl, err := pl.allow(ctx, call, a.PlanID, access.Write)
+	if err != nil {
+		return ExecuteResult{}, err
+	}
+	res, err := pl.Resume(ctx, call, a.PlanID)
+	return ranResult(a.PlanID, acl, call.Principal, res, err)
+}
+
+// ranResult shows a run's outcome to the principal that ran it: the plan
+// redacted for it, and the final state made of only the subtasks it may
+// see. A plan that could not be decoded is named.
+func ranResult(id string, acl access.ACL, principal string, res ExecuteResult, err error) (ExecuteResult, error) {
+	if isUnreadable(err) {
+		return ExecuteResult{}, unreadablePlan(id, err)
+	}
+	if err != nil || res.Plan == nil {
+		return res, err
+	}
+	redact(res.Plan, acl, principal)
+	if slices.ContainsFunc(res.Plan.Subtasks, func(s *Subtask) bool { return s.Redacted }) {
+		if order, verr := res.Plan.Validate(); verr == nil {
+			res.State = res.Plan.finalState(order)
+		}
+	}
+	return res, nil
 }
 
 func (pl *Planner) actCancel(ctx context.Context, call action.Call, a PlanArgs) (CancelResult, error) {
-	if _, err := pl.Get(a.PlanID); err != nil {
+	if _, err := pl.allow(ctx, call, a.PlanID, access.Write); err != nil {
 		return CancelResult{}, err
 	}
 	return CancelResult{Cancelled: pl.Cancel(a.PlanID)}, nil
 }
 
 func (pl *Planner) actReplan(ctx context.Context, call action.Call, a PlanArgs) (PlanResult, error) {
+	acl, err := pl.allow(ctx, call, a.PlanID, access.Write)
+	if err != nil {
+		return PlanResult{}, err
+	}
 	p, err := pl.Replan(ctx, call, a.PlanID)
-	return PlanResult{Plan: p}, err
+	return PlanResult{Plan: redact(p, acl, call.Principal)}, err
+}
+
+func (pl *Planner) actDelete(ctx context.Context, call action.Call, a PlanArgs) (DeleteResult, error) {
+	return pl.Delete(ctx, call, a.PlanID)
+}
+
+func (pl *Planner) actShare(ctx context.Context, call action.Call, a ShareArgs) (access.ACL, error) {
+	return pl.Share(ctx, call, a.PlanID, a.Principal, a.Permissions)
+}
+
+func (pl *Planner) actRevoke(ctx context.Context, call action.Call, a RevokeArgs) (access.ACL, error) {
+	return pl.Revoke(ctx, call, a.PlanID, a.Principal)
 }
 
 // actStatus counts per status in one pass, listing the subtasks (without
 // the completed ones unless include_completed) with details if asked.
 func (pl *Planner) actStatus(ctx context.Context, call action.Call, a StatusArgs) (StatusResult, error) {
+	acl, err := pl.allow(ctx, call, a.PlanID, access.Read)
+	if err != nil {
+		return StatusResult{}, err
+	}
 	p, err := pl.Get(a.PlanID)
 	if err != nil {
 		return StatusResult{}, err
 	}
+	redact(p, acl, call.Principal)
 	withCompleted := a.IncludeCompleted == nil || *a.IncludeCompleted
 	res := StatusResult{PlanID: p.ID, Status: p.Status, Subtasks: []StatusSubtask{}}
 	for _, s := range p.Subtasks {
@@ -140,7 +205,7 @@ func (pl *Planner) actStatus(ctx context.Context, call action.Call, a StatusArgs
 		}
 		st := StatusSubtask{ID: s.ID, Status: s.Status, Attempts: s.Attempts}
 		if a.IncludeDetails {
-			st.Description, st.Result, st.Error = s.Description, s.Result, s.Error
+			st.Description, st.Result, st.Error, st.Redacted = s.Description, s.Result, s.Error, s.Redacted
 		}
 		res.Subtasks = append(res.Subtasks, st)
 	}
@@ -202,9 +267,13 @@ func (pl *Planner) actStateGet(ctx context.Context, call action.Call, a StateGet
 	return StateGetResult{Key: a.Key, Value: value}, nil
 }
 
+// maxSleepMs is the longest task.sleep: a day, in milliseconds.
+const maxSleepMs = 24 * 60 * 60 * 1000
+
 func (pl *Planner) actSleep(ctx context.Context, call action.Call, a SleepArgs) (SleepResult, error) {
-	if a.Ms < 0 {
-		return SleepResult{}, kit.Validation("ms", "must be 0 or more")
+	if a.Ms < 0 || a.Ms > maxSleepMs {
+		// Past the limit, ms as a time.Duration would overflow.
+		return SleepResult{}, kit.Validation("ms", "must be from 0 to %d (a day), not %d", maxSleepMs, a.Ms)
 	}
 	if err := pl.sleep(ctx, time.Duration(a.Ms)*time.Millisecond); err != nil {
 		return SleepResult{}, errs.New(errs.Internal, "task.sleep interrupted: %w", err)
@@ -231,13 +300,18 @@ func (pl *Planner) actNoop(ctx context.Context, call action.Call, _ NoopArgs) (N
 	return NoopResult{OK: true}, nil
 }
 
-// counts reports plans for engine.info.
+// counts reports plans for engine.info: every plan, whoever owns it; a
+// damaged one is counted under "unreadable" (only when there is one), and
+// never makes engine.info fail.
 func (pl *Planner) counts() (map[string]int, error) {
-	plans, err := pl.List()
+	plans, unreadable, err := pl.list(func(access.ACL, error) bool { return true })
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int{"plans": len(plans), "running": 0}
+	out := map[string]int{"plans": len(plans) + len(unreadable), "running": 0}
+	if len(unreadable) > 0 {
+		out["unreadable"] = len(unreadable)
+	}
 	for _, p := range plans {
 		if p.Status == PlanRunning {
 			out["running"]++

@@ -54,8 +54,8 @@ type ValidateResult struct {
 	Order []string `json:"order"`
 }
 
-// PlanArgs name the plan of plan.get, plan.resume, plan.cancel and
-// plan.replan.
+// PlanArgs name the plan of plan.get, plan.resume, plan.cancel,
+// plan.replan and plan.delete.
 type PlanArgs struct {
 	PlanID string `json:"plan_id" arg:"required" help:"the plan"`
 }
@@ -63,9 +63,51 @@ type PlanArgs struct {
 // ListArgs are plan.list's arguments: none.
 type ListArgs struct{}
 
-// ListResult is plan.list's answer: every plan, newest first.
+// ListResult is plan.list's answer: every plan the caller may read,
+// newest first.
 type ListResult struct {
 	Plans []PlanSummary `json:"plans"`
+	// Unreadable are the plans whose stored records could not be read
+	// (damaged): left out of Plans, so that the others still list.
+	Unreadable []UnreadablePlan `json:"unreadable,omitempty"`
+}
+
+// UnreadablePlan is a plan plan.list could not read: plan.delete removes it.
+type UnreadablePlan struct {
+	PlanID string `json:"plan_id"`
+	// Error says what is wrong with the record.
+	Error string `json:"error"`
+}
+
+// ShareArgs are plan.share's arguments.
+type ShareArgs struct {
+	PlanID string `json:"plan_id" arg:"required" help:"the plan"`
+	// Principal is the agent to share with.
+	Principal string `json:"principal" arg:"required" help:"the agent to share with"`
+	// Permissions replace any the agent had.
+	Permissions []string `json:"permissions" arg:"required" help:"any of read, write, delete, share"`
+}
+
+// RevokeArgs are plan.revoke's arguments.
+type RevokeArgs struct {
+	PlanID string `json:"plan_id" arg:"required" help:"the plan"`
+	// Principal is the agent whose access to remove.
+	Principal string `json:"principal" arg:"required" help:"the agent whose access to remove"`
+}
+
+// DeleteResult is plan.delete's answer: what was deleted.
+type DeleteResult struct {
+	PlanID string `json:"plan_id"`
+	// Goal is the deleted plan's goal (absent when its record was unreadable).
+	Goal string `json:"goal,omitempty"`
+	// Subtasks is how many subtasks it had.
+	Subtasks int `json:"subtasks"`
+	// Records is how many stored records went: the plan, its subtasks'
+	// progress records and its access list.
+	Records int `json:"records"`
+	// Unreadable says the plan's record could not be read; it was deleted
+	// all the same.
+	Unreadable bool `json:"unreadable,omitempty"`
 }
 
 // PlanSummary is a plan in plan.list.
@@ -136,6 +178,9 @@ type StatusSubtask struct {
 	Description string          `json:"description,omitempty"`
 	Result      json.RawMessage `json:"result,omitempty"`
 	Error       string          `json:"error,omitempty"`
+	// Redacted says the result and error were left out: another principal
+	// ran the subtask (only it and the plan's owner see them).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // StateSetArgs are state.set's arguments.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/storage"
 	"github.com/klauspost/compress/zstd"
 )
@@ -30,6 +31,9 @@ const checkpointVersion = 1
 // maxCheckpoint bounds what decode accepts (a corrupt length must not make
 // it allocate without limit).
 const maxCheckpoint = 64 << 20
+
+// checkpointHeader is the magic, the version, the size and the checksum.
+const checkpointHeader = 4 + 1 + 8
 
 var (
 	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
@@ -62,7 +66,7 @@ func DecodeCheckpoint(b []byte) (*Plan, error) {
 	fail := func(format string, args ...any) (*Plan, error) {
 		return nil, errs.New(errs.Checkpoint, "checkpoint unreadable: "+format, args...)
 	}
-	const header = 4 + 1 + 8
+	const header = checkpointHeader
 	switch {
 	case len(b) < header:
 		return fail("%d bytes, shorter than its header (truncated?)", len(b))
@@ -203,9 +207,10 @@ func writeCheckpointFile(path string, p *Plan) error {
 
 // readCheckpointFile reads a checkpoint file.
 func readCheckpointFile(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	// A regular file no larger than a checkpoint may be (not /dev/zero).
+	b, err := input.ReadFile(path, maxCheckpoint+checkpointHeader)
 	if err != nil {
-		return nil, errs.New(errs.Checkpoint, "reading the checkpoint %s: %w", path, err)
+		return nil, errs.New(errs.Checkpoint, "reading the checkpoint: %w", err)
 	}
 	p, err := DecodeCheckpoint(b)
 	if err != nil {

@@ -65,7 +65,49 @@ func (pl *Planner) decompose(ctx context.Context, goal, strategy string, maxDept
 		}
 		return nil, kit.FromLLM(err)
 	}
-	return parseProposal(resp.Text, strategy, maxDepth)
+	subtasks, err := parseProposal(resp.Text, strategy, maxDepth)
+	if err != nil {
+		return nil, err
+	}
+	pl.screen(subtasks)
+	return subtasks, nil
+}
+
+// screen strips from model-made subtasks every action a model may not
+// choose (issue 13, item 1): what a model proposes is data, never
+// authority. A stripped subtask keeps its description (it asks the model
+// to do it, as a subtask without an action does) and says in its warning
+// which action was refused.
+func (pl *Planner) screen(subtasks []*Subtask) {
+	for _, s := range subtasks {
+		if s.Action == nil || pl.modelMayPropose(s.Action.Name) {
+			continue
+		}
+		s.Warning = fmt.Sprintf("the model proposed the action %q, which was refused: a model-made subtask may run only read-only and task.* actions (not plan.*); it runs its description instead",
+			llm.Truncate(s.Action.Name, 80))
+		pl.env.Log.Warn("refused an action a model proposed", "subtask", s.ID, "action", llm.Truncate(s.Action.Name, 80))
+		s.Action = nil
+	}
+}
+
+// modelMayPropose is the allowlist of actions a model-made subtask may
+// name: those that change nothing stored (their Spec is ReadOnly) and the
+// task.* steps, but no plan.* action (they start, resume and create plans,
+// and plan.execute's checkpoint names a file). Anything else — a delete, a
+// forget, a write — comes only from the person, through plan.create or a
+// batch script.
+func (pl *Planner) modelMayPropose(name string) bool {
+	if alias, ok := actionAliases[name]; ok {
+		name = alias
+	}
+	if strings.HasPrefix(name, "plan.") {
+		return false
+	}
+	a, err := pl.env.Actions.Lookup(name)
+	if err != nil {
+		return false
+	}
+	return a.ReadOnly || strings.HasPrefix(name, "task.")
 }
 
 // parseProposal reads a model's answer strictly: anything that does not fit

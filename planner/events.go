@@ -40,7 +40,7 @@ type PlanFinishedEvent struct {
 
 // PlanChangedEvent is the payload of EventPlanChanged.
 type PlanChangedEvent struct {
-	// Change is "created" or "replanned".
+	// Change is "created", "replanned" or "deleted".
 	Change string `json:"change"`
 	PlanID string `json:"plan_id"`
 }
@@ -51,5 +51,5 @@ var (
 	EventSubtaskFinished = events.Define[SubtaskFinishedEvent]("plan.subtask.finished", "when a subtask completes, fails for good, or is skipped")
 	EventProgress        = events.DefineProgress[ProgressEvent]("plan.progress", "as a run's counts change (a progress event: a slow subscriber may miss some)")
 	EventPlanFinished    = events.Define[PlanFinishedEvent]("plan.finished", "when a run ends: completed, failed, aborted or cancelled")
-	EventPlanChanged     = events.Define[PlanChangedEvent]("plan.changed", "after a plan is created or replanned")
+	EventPlanChanged     = events.Define[PlanChangedEvent]("plan.changed", "after a plan is created, replanned or deleted")
 )

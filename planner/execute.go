@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -265,7 +266,7 @@ func (r *run) skipDependents(id string) {
 func (r *run) launch(ctx context.Context, id string) {
 	s := r.byID[id]
 	now := r.call.Clock.Now()
-	r.edit(func() { s.Status, s.StartedAt, s.Error = InProgress, &now, "" })
+	r.edit(func() { s.Status, s.StartedAt, s.Error, s.RanBy = InProgress, &now, "", ranBy(r.call) })
 	r.running[id] = true
 	initial, deltas := r.plan.State, r.ancestorDeltas(id)
 	spec := s.Action
@@ -276,6 +277,14 @@ func (r *run) launch(ctx context.Context, id string) {
 		retries = r.settings.MaxRetries
 	}
 	planID := r.plan.ID
+	// base is the subtask as it starts, from which a writing action's
+	// transaction makes its completed record (see runSubtask).
+	var base *Subtask
+	if r.settings.Checkpoint || r.settings.CheckpointPath != "" {
+		c := *s
+		c.Dependencies = slices.Clone(s.Dependencies)
+		base = &c
+	}
 	// The first attempt's start is published here, by the scheduler, so
 	// that events show subtasks launched together as started together
 	// (before any of them finishes); retries are published by the worker.
@@ -296,7 +305,15 @@ func (r *run) launch(ctx context.Context, id string) {
 				EventSubtaskStarted.Publish(r.pl.env.Events, SubtaskStartedEvent{PlanID: planID, Subtask: id, Attempt: attempt})
 				state = deepCopy(pristine).(map[string]any)
 			}
-			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, attempt)
+			var progress *completion
+			if base != nil {
+				progress = &completion{record: func(result json.RawMessage, delta map[string]any) *Subtask {
+					done, finished := *base, r.call.Clock.Now()
+					done.Status, done.Result, done.Delta, done.Attempts, done.FinishedAt = Completed, result, delta, o.attempts, &finished
+					return &done
+				}}
+			}
+			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, attempt, progress)
 			if o.err == nil || attempt > retries || ctx.Err() != nil {
 				break
 			}
@@ -515,7 +532,11 @@ func (r *run) publishFinished(s *Subtask) {
 
 // runSubtask runs a subtask's action once, on its copy of the state, and
 // returns the result and the delta it makes to the state.
-func (pl *Planner) runSubtask(ctx context.Context, call action.Call, p *Plan, id, description string, spec *ActionSpec, state map[string]any, attempt int) (json.RawMessage, map[string]any, error) {
+//
+// progress, when the run is checkpointed, is how a writing action
+// commits the subtask's completed record with its own writes.
+func (pl *Planner) runSubtask(ctx context.Context, call action.Call, p *Plan, id, description string, spec *ActionSpec, state map[string]any, attempt int,
+	progress *completion) (json.RawMessage, map[string]any, error) {
 	name, args := "llm.complete", json.RawMessage(nil)
 	if spec == nil || spec.Name == "" {
 		args, _ = json.Marshal(map[string]any{
@@ -527,20 +548,110 @@ func (pl *Planner) runSubtask(ctx context.Context, call action.Call, p *Plan, id
 		if alias, ok := actionAliases[name]; ok {
 			name = alias
 		}
+		if err := pl.subtaskMayRun(call, p.ID, id, name); err != nil {
+			return nil, nil, err
+		}
 		var err error
 		if args, err = substituteState(args, state); err != nil {
 			return nil, nil, err
 		}
 	}
 	sc := &subtaskContext{planID: p.ID, subtaskID: id, attempt: attempt, state: state, delta: map[string]any{}}
-	result, err := pl.env.Run(context.WithValue(ctx, subtaskKey{}, sc), call, name, args)
+	finish := func(result json.RawMessage) (json.RawMessage, map[string]any, error) {
+		var parsed any
+		_ = json.Unmarshal(result, &parsed) // cannot fail: an action's result is JSON
+		sc.delta["results"] = map[string]any{id: parsed}
+		return result, sc.delta, nil
+	}
+	if progress == nil || !pl.joinable(name) {
+		// Nothing stored changes, nothing is checkpointed, or the action
+		// may wait (on a model, a worker) and so cannot hold the
+		// subtask's transaction open: it runs on its own, and a kill
+		// between it and its checkpoint runs it again on resume.
+		result, err := pl.env.Run(context.WithValue(ctx, subtaskKey{}, sc), call, name, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		return finish(result)
+	}
+	// The action writes, and is joinable: its writes and the subtask's completed record
+	// commit in one transaction (issue 13, item 8), so that a kill leaves
+	// either both — resume does not run it again — or neither — resume
+	// runs it as if for the first time. The action's own Updates join the
+	// transaction (kit.Join); a storage conflict runs it again from the
+	// same state, as the store retries any transaction.
+	var result json.RawMessage
+	var delta map[string]any
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // cancelled: it runs on resume
+	}
+	err := pl.env.Update(ctx, func(tx *kit.Txn) error {
+		sc.state, sc.delta = deepCopy(state).(map[string]any), map[string]any{}
+		joined, joint := kit.Join(context.WithValue(ctx, subtaskKey{}, sc), tx)
+		out, err := pl.env.Run(joined, call, name, args)
+		joint.Close()
+		if err != nil {
+			return err // and its writes roll back
+		}
+		result, delta, _ = finish(out)
+		return saveProgress(tx.Tx, p.ID, progress.record(result, delta))
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	var parsed any
-	_ = json.Unmarshal(result, &parsed) // cannot fail: an action's result is JSON
-	sc.delta["results"] = map[string]any{id: parsed}
-	return result, sc.delta, nil
+	return result, delta, nil
+}
+
+// completion is how a writing subtask's transaction records it completed.
+type completion struct {
+	record func(result json.RawMessage, delta map[string]any) *Subtask
+}
+
+// joinable reports whether the action name writes in a way a subtask's
+// transaction can hold (action.Spec.Joinable).
+func (pl *Planner) joinable(name string) bool {
+	a, err := pl.env.Actions.Lookup(name)
+	return err == nil && a.Joinable && !a.ReadOnly
+}
+
+// readOnly reports whether the action name changes nothing stored.
+func (pl *Planner) readOnly(name string) bool {
+	a, err := pl.env.Actions.Lookup(name)
+	return err == nil && a.ReadOnly
+}
+
+// subtaskMayRun refuses, in any plan's subtask, the plan.* actions that
+// change something: a plan does not create, run, resume, replan or cancel
+// plans (issue 13, item 1). They are also the only actions whose arguments
+// name files (plan.create's file, plan.execute's checkpoint), and a file
+// path comes only from the person — a flag, a console prompt, a batch
+// script's own step — never from a plan or a model.
+//
+// A plan someone else wrote runs, when call's principal executes it, only
+// the actions a model may propose (read-only and task.*): its subtasks act
+// with the executor's authority, and a plan is not a way to borrow it.
+func (pl *Planner) subtaskMayRun(call action.Call, planID, id, name string) error {
+	if strings.HasPrefix(name, "plan.") && !pl.readOnly(name) {
+		return errs.New(errs.Permission, "subtask %s: a plan's subtask may not run %s (a plan does not create, run or change plans, and no file path comes from a plan); run it yourself, outside the plan", id, name).
+			With("field", "action.name").With("action", name)
+	}
+	if pl.modelMayPropose(name) {
+		return nil
+	}
+	var acl access.ACL
+	err := pl.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		acl, err = loadACL(tx, planID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if owner := acl.OwnerOf(); owner != call.Principal {
+		return errs.New(errs.Permission, "subtask %s: %s wrote this plan, so when %s runs it, it may run only read-only and task.* actions, not %s; ask %s to run it",
+			id, owner, call.Principal, name, owner).With("field", "action.name").With("action", name)
+	}
+	return nil
 }
 
 // actionAliases lets plans name the test and workflow actions briefly.

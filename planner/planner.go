@@ -3,21 +3,24 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
-	"github.com/goccy/go-yaml"
 )
 
 // Options configure the planner.
@@ -120,28 +123,65 @@ func (pl *Planner) Get(id string) (*Plan, error) {
 		p, err = loadPlan(tx, id)
 		return err
 	})
+	if isUnreadable(err) {
+		return nil, unreadablePlan(id, err)
+	}
 	return p, err
 }
 
-// List returns every plan, newest first.
-func (pl *Planner) List() ([]*Plan, error) {
+// List returns the plans principal may read, newest first, and those of
+// them whose records cannot be read (by id, with why): one damaged plan
+// must not hide the others. A plan whose access list is unreadable is
+// listed, as unreadable, to access.LegacyOwner only.
+func (pl *Planner) List(principal string) ([]*Plan, []UnreadablePlan, error) {
+	return pl.list(func(acl access.ACL, aclErr error) bool {
+		if aclErr != nil {
+			return principal == access.LegacyOwner
+		}
+		return acl.Can(principal, access.Read)
+	})
+}
+
+// list reads the plans that show says to, newest first.
+func (pl *Planner) list(show func(acl access.ACL, aclErr error) bool) ([]*Plan, []UnreadablePlan, error) {
 	var ids []string
+	aclErrs := map[string]error{}
 	err := pl.env.Store.View(func(tx *storage.Tx) error {
 		return tx.Keys(storage.Prefix(planPrefix()), func(k []byte) error {
-			if parts := storage.SplitKey(storage.PrefixPlan, k); len(parts) == 1 {
+			parts := storage.SplitKey(storage.PrefixPlan, k)
+			if len(parts) != 1 {
+				return nil
+			}
+			acl, err := loadACL(tx, parts[0])
+			if err != nil && !errors.Is(err, errACLUnreadable) {
+				return err
+			}
+			if show(acl, err) {
 				ids = append(ids, parts[0])
+				if err != nil {
+					aclErrs[parts[0]] = unreadablePlan(parts[0], err)
+				}
 			}
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	plans := make([]*Plan, 0, len(ids))
+	var unreadable []UnreadablePlan
 	for _, id := range ids {
-		p, err := pl.Get(id)
-		if err != nil {
-			return nil, err
+		err := aclErrs[id]
+		var p *Plan
+		if err == nil {
+			p, err = pl.Get(id)
+		}
+		switch {
+		case errs.KindOf(err) == errs.NotFound:
+			continue // deleted meanwhile
+		case err != nil:
+			unreadable = append(unreadable, UnreadablePlan{PlanID: id, Error: errs.As(err).Message})
+			continue
 		}
 		plans = append(plans, p)
 	}
@@ -151,7 +191,7 @@ func (pl *Planner) List() ([]*Plan, error) {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return plans, nil
+	return plans, unreadable, nil
 }
 
 // Create stores a plan written by hand (or read from a YAML file).
@@ -197,17 +237,27 @@ func (pl *Planner) Create(ctx context.Context, call action.Call, req CreateArgs)
 
 // readPlanFile reads {goal, subtasks, ...} from a YAML file.
 func readPlanFile(path string, req CreateArgs) (CreateArgs, error) {
-	data, err := os.ReadFile(path)
+	// input reads only regular files up to its cap, refuses YAML aliases
+	// and deep nesting, and never quotes the file in its errors.
+	data, err := input.ReadFile(path, input.MaxDocument)
 	if err != nil {
-		return req, kit.Validation("file", "cannot read %s: %v", path, err)
+		return req, kit.Validation("file", "cannot read %v", err)
 	}
-	js, err := yaml.YAMLToJSON(data)
+	js, err := input.YAMLToJSON(path, data)
 	if err != nil {
-		return req, errs.New(errs.Parse, "%s is not valid YAML: %s", path, yaml.FormatError(err, false, false))
+		return req, errs.New(errs.Parse, "file: not valid YAML for a plan: %v", err).With("field", "file")
 	}
 	var fromFile CreateArgs
 	if err := action.DecodeStrict(js, &fromFile); err != nil {
-		return req, fmt.Errorf("%s: %w", path, err)
+		// The decoder's messages name fields, not values; but a file that
+		// is one scalar (say, a password line) must not come back in one.
+		if !bytes.HasPrefix(js, []byte("{")) {
+			return req, errs.New(errs.Validation, "file: %s holds %s, not a plan (a mapping with goal and subtasks)", path, action.JSONKind(js)).With("field", "file")
+		}
+		// Messages quote unknown keys and bad values: only those that look
+		// like field names are kept, so no line of the file comes back.
+		e := errs.As(err)
+		return req, errs.New(e.Kind, "file: %s: %s", path, input.Redact(e.Message)).With("field", "file")
 	}
 	if fromFile.File != "" {
 		return req, kit.Validation("file", "%s names another file; a plan file holds the plan itself", path)
@@ -239,8 +289,12 @@ func (pl *Planner) store(ctx context.Context, call action.Call, p *Plan) (*Plan,
 		if err := savePlan(tx.Tx, p); err != nil {
 			return err
 		}
+		// Its maker owns it (issue 13, item 5).
+		if err := tx.SetJSON(aclKey(p.ID), access.New(call.Principal)); err != nil {
+			return err
+		}
 		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: p.ID, Change: "created"})
-		_, err := tx.Trace(call, "plan.created", fmt.Sprintf("plan %s created (%s): %d subtasks for %q", p.ID, p.Strategy, len(p.Subtasks), llm.Truncate(p.Goal, 80)), nil)
+		_, err := tx.TraceAbout(call, about(p.ID), "plan.created", fmt.Sprintf("plan %s created (%s): %d subtasks for %q", p.ID, p.Strategy, len(p.Subtasks), llm.Truncate(p.Goal, 80)), nil)
 		return err
 	})
 	if err != nil {
@@ -295,7 +349,9 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 		p, err = loadPlan(tx, id)
 		return err
 	})
-	if err != nil {
+	if isUnreadable(err) {
+		return nil, unreadablePlan(id, err)
+	} else if err != nil {
 		return nil, err
 	}
 	if p, err = pl.replanned(ctx, p); err != nil {
@@ -306,7 +362,7 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 			return err
 		}
 		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: p.ID, Change: "replanned"})
-		_, err := tx.Trace(call, "plan.replanned", fmt.Sprintf("plan %s replanned (%d of %d)", p.ID, p.ReplanCount, p.MaxReplans), nil)
+		_, err := tx.TraceAbout(call, about(p.ID), "plan.replanned", fmt.Sprintf("plan %s replanned (%d of %d)", p.ID, p.ReplanCount, p.MaxReplans), nil)
 		return err
 	})
 	return p, err
@@ -365,4 +421,259 @@ func (pl *Planner) replanned(ctx context.Context, p *Plan) (*Plan, error) {
 		return nil, err
 	}
 	return &next, nil
+}
+
+// Who may do what with a plan (issue 13, item 5). Every plan has an owner —
+// the principal whose plan.create or plan.decompose made it — and an
+// access.ACL, kept in a record of its own (plan/<id>/acl) rather than in
+// the plan: plan results stay as they were, and a plan read back from a
+// checkpoint file can never bring its own access list. A plan stored
+// before plans had owners has no such record and belongs to
+// access.LegacyOwner.
+
+// planObject names a plan for access errors and the trace.
+func planObject(id string) access.Object {
+	return access.Object{Type: "plan", ID: id, ShareAction: "plan.share"}
+}
+
+func aclKey(id string) []byte { return storage.Key(storage.PrefixPlan, id, "acl") }
+
+// errACLUnreadable marks a plan whose access list cannot be read: nobody
+// but access.LegacyOwner (who runs the data directory) may then touch it,
+// and only to delete it.
+var errACLUnreadable = errors.New("its access list is unreadable")
+
+// loadACL reads a plan's access list; NotFound if there is no plan id.
+func loadACL(tx *storage.Tx, id string) (access.ACL, error) {
+	if ok, err := tx.Has(planKey(id)); err != nil {
+		return access.ACL{}, err
+	} else if !ok {
+		return access.ACL{}, errs.New(errs.NotFound, "no plan %q (plan.list lists them)", id).With("field", "plan_id")
+	}
+	var acl access.ACL
+	switch err := tx.GetJSON(aclKey(id), &acl); {
+	case errors.Is(err, storage.ErrNotFound):
+		return access.ACL{}, nil // stored before plans had owners
+	case err != nil:
+		return access.ACL{}, errACLUnreadable
+	}
+	return acl, nil
+}
+
+// authorize reads plan id's access list inside tx and returns it, or a
+// PermissionError unless call's principal may do op on the plan.
+func authorize(tx *storage.Tx, call action.Call, id, op string) (access.ACL, error) {
+	acl, err := loadACL(tx, id)
+	if errors.Is(err, errACLUnreadable) {
+		if op == access.Delete && call.Principal == access.LegacyOwner {
+			return access.ACL{}, nil
+		}
+		return acl, unreadablePlan(id, err)
+	} else if err != nil {
+		return acl, err
+	}
+	return acl, access.Check(call.Principal, acl, op, planObject(id), call.Clock.Now())
+}
+
+// allow checks, in a read transaction of its own, that call's principal may
+// do op on plan id; a refusal is traced as access_denied (nothing was
+// written, so nothing is rolled back) and returned.
+func (pl *Planner) allow(ctx context.Context, call action.Call, id, op string) (access.ACL, error) {
+	if id == "" {
+		return access.ACL{}, kit.Validation("plan_id", "give the plan")
+	}
+	var acl access.ACL
+	err := pl.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		acl, err = authorize(tx, call, id, op)
+		return err
+	})
+	return acl, pl.afterFailure(ctx, call, err)
+}
+
+// afterFailure records in the trace what a refused call leaves behind
+// although it changed nothing: its denial (kit.Env.TraceFailure). It
+// returns err.
+func (pl *Planner) afterFailure(ctx context.Context, call action.Call, err error) error {
+	if err == nil {
+		return nil
+	}
+	return pl.env.TraceFailure(ctx, call, err)
+}
+
+// about is the trace subject of plan id: its entries show to whoever may
+// read the plan.
+func about(id string) trace.Subject { return trace.Subject{Type: "plan", ID: id} }
+
+// canRead is the plan read check other subsystems ask through
+// env.Access ("may principal read plan id?").
+func canRead(tx *storage.Tx, principal, id string) (bool, error) {
+	acl, err := loadACL(tx, id)
+	switch {
+	case errs.KindOf(err) == errs.NotFound || errors.Is(err, errACLUnreadable):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return acl.Can(principal, access.Read), nil
+}
+
+// unreadablePlan is the error of a plan whose stored record cannot be
+// read: it names the plan and the way out.
+func unreadablePlan(id string, err error) error {
+	msg := err.Error()
+	if e := errs.As(err); e != nil {
+		msg = e.Message
+	}
+	return errs.New(errs.Checkpoint, "plan %q is unreadable (%s); plan.delete removes it", id, msg).With("plan_id", id)
+}
+
+// isUnreadable reports whether err says a stored plan could not be decoded
+// (rather than, say, that a checkpoint file could not be written).
+func isUnreadable(err error) bool {
+	e := errs.As(err)
+	return e != nil && e.Kind == errs.Checkpoint &&
+		(strings.HasPrefix(e.Message, "checkpoint unreadable") || strings.HasPrefix(e.Message, "checkpoint of plan"))
+}
+
+// ranBy is what a subtask records as who ran it: the principal, or ""
+// for access.LegacyOwner (the default agent), so that single-agent plans
+// are stored and shown exactly as before owners existed.
+func ranBy(call action.Call) string {
+	if call.Principal == access.LegacyOwner {
+		return ""
+	}
+	return call.Principal
+}
+
+// runnerOf is the principal a subtask ran as ("" is access.LegacyOwner).
+func runnerOf(s *Subtask) string {
+	if s.RanBy == "" {
+		return access.LegacyOwner
+	}
+	return s.RanBy
+}
+
+// redact hides from principal the run outputs (result, delta, error) of
+// the subtasks another principal ran: a subtask runs as whoever executed
+// the plan, and engram does not know what its action read, so only the
+// plan's owner and the principal it ran as see what came out of it. It
+// changes p (always a copy) and returns it.
+//
+// The owner too sees only what ran as itself: a plan it wrote and someone
+// else ran has read with that one's authority.
+func redact(p *Plan, acl access.ACL, principal string) *Plan {
+	if p == nil {
+		return p
+	}
+	for _, s := range p.Subtasks {
+		outputs := s.Result != nil || s.Delta != nil || (s.Error != "" && s.Attempts > 0)
+		if outputs && runnerOf(s) != principal {
+			s.Result, s.Delta, s.Error, s.Redacted = nil, nil, "", true
+		}
+	}
+	return p
+}
+
+// Share grants principal perms on plan id (replacing what it had) and
+// returns the plan's access list.
+func (pl *Planner) Share(ctx context.Context, call action.Call, id, principal string, perms []string) (access.ACL, error) {
+	return pl.changeACL(ctx, call, id, "plan.shared", func(acl *access.ACL, now time.Time) (string, error) {
+		if err := acl.Grant(call.Principal, principal, perms, planObject(id), now); err != nil {
+			return "", err
+		}
+		clean, _ := access.CleanPermissions("permissions", perms) // Grant checked them
+		return fmt.Sprintf("plan %s shared with %s (%s)", id, principal, strings.Join(clean, ", ")), nil
+	})
+}
+
+// Revoke removes principal's grant on plan id and returns the plan's
+// access list.
+func (pl *Planner) Revoke(ctx context.Context, call action.Call, id, principal string) (access.ACL, error) {
+	return pl.changeACL(ctx, call, id, "plan.revoked", func(acl *access.ACL, now time.Time) (string, error) {
+		if err := acl.Revoke(call.Principal, principal, planObject(id), now); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("plan %s: access revoked for %s", id, principal), nil
+	})
+}
+
+// changeACL edits plan id's access list in one transaction, and traces
+// the change (or the denial, after the rollback).
+func (pl *Planner) changeACL(ctx context.Context, call action.Call, id, kind string, edit func(*access.ACL, time.Time) (string, error)) (access.ACL, error) {
+	if id == "" {
+		return access.ACL{}, kit.Validation("plan_id", "give the plan")
+	}
+	var acl access.ACL
+	err := pl.env.Update(ctx, func(tx *kit.Txn) error {
+		var err error
+		if acl, err = loadACL(tx.Tx, id); errors.Is(err, errACLUnreadable) {
+			return unreadablePlan(id, err)
+		} else if err != nil {
+			return err
+		}
+		if acl.Owner == "" {
+			acl.Owner = access.LegacyOwner // written down from now on
+		}
+		msg, err := edit(&acl, call.Clock.Now())
+		if err != nil {
+			return err
+		}
+		if err := tx.SetJSON(aclKey(id), acl); err != nil {
+			return err
+		}
+		_, err = tx.TraceAbout(call, about(id), kind, msg, map[string]any{"plan_id": id})
+		return err
+	})
+	if err != nil {
+		return access.ACL{}, pl.afterFailure(ctx, call, err)
+	}
+	return acl, nil
+}
+
+// Delete removes a plan: its record, its subtasks' progress records and
+// its access list. A running plan is refused (plan.cancel stops it first):
+// deleting under a run would have the run write the plan back.
+func (pl *Planner) Delete(ctx context.Context, call action.Call, id string) (DeleteResult, error) {
+	if _, err := pl.allow(ctx, call, id, access.Delete); err != nil {
+		return DeleteResult{}, err
+	}
+	// Hold the plan, so that no run starts while it goes (the access list
+	// is checked again in the deleting transaction).
+	if !pl.claim(id, nil, func() {}) {
+		return DeleteResult{}, errs.New(errs.Conflict, "plan %q is running; stop it with plan.cancel, then delete it", id).With("field", "plan_id")
+	}
+	defer pl.release(id)
+	res := DeleteResult{PlanID: id}
+	err := pl.env.Update(ctx, func(tx *kit.Txn) error {
+		if _, err := authorize(tx.Tx, call, id, access.Delete); err != nil {
+			return err
+		}
+		if p, err := loadPlan(tx.Tx, id); err != nil {
+			res.Unreadable = true
+		} else {
+			res.Goal, res.Subtasks = p.Goal, len(p.Subtasks)
+		}
+		var keys [][]byte
+		if err := tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixPlan, id)), func(k []byte) error {
+			keys = append(keys, k)
+			return nil
+		}); err != nil {
+			return err
+		}
+		keys = append(keys, planKey(id))
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		res.Records = len(keys)
+		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: id, Change: "deleted"})
+		_, err := tx.Trace(call, "plan.deleted", fmt.Sprintf("plan %s deleted (%d records)", id, len(keys)), map[string]any{"plan_id": id})
+		return err
+	})
+	if err != nil {
+		return DeleteResult{}, pl.afterFailure(ctx, call, err)
+	}
+	return res, nil
 }

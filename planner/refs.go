@@ -1,6 +1,9 @@
 package planner
 
-import "github.com/engram-console/engram/core/action"
+import (
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
+)
 
 // The actions of this package, each with its argument and result types:
 // register and call them through these (see action.Ref).
@@ -25,6 +28,12 @@ var (
 	ActionPlanReplan = action.NewRef[PlanArgs, PlanResult]("plan.replan")
 	// ActionPlanStatus is the plan.status action. A plan's counts per status, and its subtasks if asked.
 	ActionPlanStatus = action.NewRef[StatusArgs, StatusResult]("plan.status")
+	// ActionPlanDelete is the plan.delete action. Delete a plan (not while it runs), readable or not.
+	ActionPlanDelete = action.NewRef[PlanArgs, DeleteResult]("plan.delete")
+	// ActionPlanShare is the plan.share action. Grant an agent permissions on a plan.
+	ActionPlanShare = action.NewRef[ShareArgs, access.ACL]("plan.share")
+	// ActionPlanRevoke is the plan.revoke action. Remove an agent's access to a plan.
+	ActionPlanRevoke = action.NewRef[RevokeArgs, access.ACL]("plan.revoke")
 	// ActionStateSet is the state.set action. In a plan subtask: set a key of the run's state.
 	ActionStateSet = action.NewRef[StateSetArgs, StateValue]("state.set")
 	// ActionStateIncr is the state.incr action. In a plan subtask: add to a number in the run's state.

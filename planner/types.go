@@ -67,11 +67,20 @@ type Subtask struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 	Delta      map[string]any  `json:"delta,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	Warning    string          `json:"warning,omitempty"` // what was refused of it as a model proposed it
 	Attempts   int             `json:"attempts"`
 	Depth      int             `json:"depth"`
 	Parent     string          `json:"parent,omitempty"`
 	StartedAt  *time.Time      `json:"started_at,omitempty"`
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// RanBy is the principal its last attempt ran as (whoever executed
+	// the plan); absent for the default agent. Only it and the plan's
+	// owner see the subtask's result, delta and error.
+	RanBy string `json:"ran_by,omitempty"`
+	// Redacted says that Result, Delta and Error were left out: another
+	// principal than the reader ran the subtask (only it and the plan's
+	// owner see what came out).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // ActionSpec is the registered action a subtask runs (llm.complete with its

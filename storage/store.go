@@ -14,13 +14,18 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/y"
 	"golang.org/x/sys/unix"
 )
 
@@ -83,8 +88,23 @@ type Options struct {
 	// to the terminal.
 	Logger *slog.Logger
 	// MaxRetries bounds how often Update re-runs a transaction that hit a
-	// conflict; 0 means the default (16).
+	// conflict; 0 means the default (48: about two seconds of backoff, so
+	// that a long transaction outlasts a stream of short ones on its keys).
 	MaxRetries int
+	// ReadOnly opens a durable store for reading only (engram check and
+	// backup): nothing is written, so it opens on a full file system too.
+	ReadOnly bool
+	// AcceptTruncation opens a store whose write-ahead or value log is
+	// damaged, dropping the damaged entry and every one after it (as Badger
+	// would), and lists what was dropped in Warnings. Without it such a
+	// store is refused with a *DamagedError.
+	AcceptTruncation bool
+	// MinFree is the free space, in bytes, below which writes are refused
+	// with a *FullError; 0 means DefaultMinFree.
+	MinFree uint64
+	// Statfs measures free space; nil means the file system's (statfs(2)).
+	// Tests inject a fake one.
+	Statfs Statfs
 }
 
 // Store is an open Badger database.
@@ -94,10 +114,15 @@ type Store struct {
 	inMemory   bool
 	lockFile   *os.File
 	maxRetries int
-
-	// writers lets a transaction that keeps losing conflicts run alone:
-	// ordinary updates share it, a starving one takes it exclusively.
-	writers sync.RWMutex
+	readOnly   bool
+	// space refuses writes when the file system runs out of room (nil in memory).
+	space *space
+	// warnings are what opening dropped (Options.AcceptTruncation).
+	warnings []string
+	// lastReadError is Badger's last logged failure to read a value: Badger
+	// logs it and hands back an empty value, so Tx checks for that and
+	// names the file from this message.
+	lastReadError atomic.Pointer[string]
 
 	mu        sync.Mutex
 	sequences map[string]*Sequence
@@ -105,31 +130,42 @@ type Store struct {
 }
 
 const (
-	lockFileName    = "engram.lock"
-	defaultRetries  = 16
+	lockFileName   = "engram.lock"
+	defaultRetries = 48
 	// aloneAfter is how many conflicts a transaction loses before it runs
 	// with every other update of the store held back.
-	aloneAfter = 3
+	aloneAfter      = 3
 	sequenceLeasing = 64
+	// memTableSize bounds one transaction (15% of it) and what Badger maps
+	// per memtable; DefaultMinFree is derived from it.
+	memTableSize = 64 << 20
+	// valueLogFileSize is the size of a value log file (Badger maps twice it).
+	valueLogFileSize = 64 << 20
 )
 
 // Open opens (creating if needed) the store described by opts.
 func Open(opts Options) (*Store, error) {
-	s := &Store{inMemory: opts.InMemory, maxRetries: opts.MaxRetries, sequences: map[string]*Sequence{}}
+	s := &Store{inMemory: opts.InMemory, readOnly: opts.ReadOnly && !opts.InMemory, maxRetries: opts.MaxRetries, sequences: map[string]*Sequence{}}
 	if s.maxRetries <= 0 {
 		s.maxRetries = defaultRetries
 	}
 	bopts := badger.DefaultOptions("").
-		WithLogger(badgerLogger{opts.Logger}).
+		WithLogger(badgerLogger{l: opts.Logger, lastReadError: &s.lastReadError}).
 		WithSyncWrites(opts.SyncWrites).
 		// One transaction may write at most 15% of a memtable: 64 MiB (Badger's
 		// default) lets a batch of a few thousand updates commit atomically.
-		WithMemTableSize(64 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(3).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
-		WithValueLogFileSize(64 << 20).
-		WithNumCompactors(2)
+		WithValueLogFileSize(valueLogFileSize).
+		WithNumCompactors(2).
+		// Verify every table block and every value-log value against its
+		// checksum when read, so that a damaged file fails the read rather
+		// than answering with altered data. (Whole tables are verified
+		// before Badger opens them: see preflight.)
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true)
 	} else {
@@ -149,13 +185,26 @@ func Open(opts Options) (*Store, error) {
 			return nil, err
 		}
 		s.lockFile = lock
-		bopts = bopts.WithDir(dir).WithValueDir(dir)
+		bopts = bopts.WithDir(dir).WithValueDir(dir).WithReadOnly(s.readOnly)
+		if err := s.beforeOpen(opts); err != nil {
+			s.unlock()
+			return nil, err
+		}
 	}
-	db, err := badger.Open(bopts)
+	db, err := openBadger(bopts)
 	if err != nil {
 		s.unlock()
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, &OpenError{Dir: s.dir, Reason: ErrNotWritable, Hint: "fix its permissions or choose another with --data"}
+		}
+		if s.readOnly && errors.Is(err, badger.ErrTruncateNeeded) {
+			return nil, &OpenError{Dir: s.dir, Reason: err,
+				Hint: "its logs end in writes an earlier engram did not close; open it once with engram (which needs free space) before reading it read-only"}
+		}
+		if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENOMEM) {
+			// Our lock is held and the directory is writable: what else
+			// stops Badger is a damaged file.
+			return nil, damagedOpen(s.dir, err)
 		}
 		return nil, &OpenError{Dir: s.dir, Reason: err, Hint: "see the log file for Badger's messages"}
 	}
@@ -163,12 +212,69 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
+// beforeOpen refuses a damaged directory and, unless reading only, a full
+// file system, before Badger touches either.
+func (s *Store) beforeOpen(opts Options) error {
+	warnings, err := preflight(s.dir, opts.AcceptTruncation)
+	if err != nil {
+		return err
+	}
+	s.warnings = warnings
+	for _, w := range warnings {
+		if opts.Logger != nil {
+			opts.Logger.Warn("storage: opened a damaged log: "+w, "component", "storage")
+		}
+	}
+	if s.readOnly {
+		return nil
+	}
+	s.space = &space{dir: s.dir, statfs: opts.Statfs, minFree: opts.MinFree}
+	if s.space.statfs == nil {
+		s.space.statfs = freeSpace
+	}
+	if s.space.minFree == 0 {
+		s.space.minFree = DefaultMinFree
+	}
+	// Badger writes as it opens (a new log, tables for the logs it
+	// replays): on a full file system that would be a SIGBUS.
+	return s.space.check()
+}
+
+// errBadgerPanic marks a panic inside Badger, caught.
+var errBadgerPanic = errors.New("panic inside Badger")
+
+// openBadger opens Badger, turning a panic (Badger panics on some damaged
+// tables) into an error.
+func openBadger(bopts badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errBadgerPanic, r)
+		}
+	}()
+	return badger.Open(bopts)
+}
+
+// Warnings are what opening had to drop from damaged logs
+// (Options.AcceptTruncation); empty for a healthy store.
+func (s *Store) Warnings() []string { return slices.Clone(s.warnings) }
+
 // prepareDir makes sure dir is a directory engram can write to.
 func prepareDir(dir string) error {
 	info, err := os.Stat(dir)
 	switch {
 	case err == nil && !info.IsDir():
-		return &OpenError{Dir: dir, Reason: ErrNotDirectory, Hint: "it is a regular file; choose a directory with --data"}
+		what := "a regular file"
+		switch m := info.Mode(); {
+		case m&fs.ModeCharDevice != 0: // /dev/null
+			what = "a character device"
+		case m&fs.ModeDevice != 0:
+			what = "a device"
+		case m&fs.ModeNamedPipe != 0:
+			what = "a named pipe"
+		case !m.IsRegular():
+			what = "not a directory"
+		}
+		return &OpenError{Dir: dir, Reason: ErrNotDirectory, Hint: "it is " + what + "; choose a directory with --data"}
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			if errors.Is(err, syscall.ENOTDIR) {
@@ -278,22 +384,26 @@ func (s *Store) Close() error {
 // iterator inside a read-write transaction would put every key it visits
 // into the conflict set.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	return mapErr(s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) }))
+	return s.mapErr(s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, store: s}) }))
 }
 
 // Update runs fn in a read-write transaction and commits it. When the commit
 // conflicts with a concurrent transaction, fn runs again on fresh reads (with
 // a short, jittered backoff), up to the store's retry limit; fn must therefore
-// have no effects outside tx, and must not call Update on the same store.
-// After a few lost conflicts the transaction runs alone, so a long one is not
-// starved by a stream of short ones on the same keys. Either everything fn
-// wrote is committed or nothing is.
+// have no effects outside tx. Either everything fn wrote is committed or
+// nothing is.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.readOnly {
+		return fmt.Errorf("%w: the store was opened read-only", ErrReadOnly)
+	}
+	if err := s.space.check(); err != nil {
+		return err
+	}
 	backoff := 200 * time.Microsecond
 	for attempt := 1; ; attempt++ {
-		err := s.attempt(attempt > aloneAfter, fn)
+		err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, writable: true}) })
 		if !errors.Is(err, badger.ErrConflict) {
-			return mapErr(err)
+			return s.mapErr(err)
 		}
 		if attempt >= s.maxRetries {
 			return fmt.Errorf("%w: still conflicting after %d attempts", ErrConflict, attempt)
@@ -311,24 +421,37 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 }
 
-// attempt runs fn once in a transaction. Alone, it holds back every other
-// update of this store: nothing can commit between its reads and its commit,
-// so it cannot conflict.
-func (s *Store) attempt(alone bool, fn func(tx *Tx) error) error {
-	if alone {
-		s.writers.Lock()
-		defer s.writers.Unlock()
-	} else {
-		s.writers.RLock()
-		defer s.writers.RUnlock()
+// mapErr is the package's mapErr, with a *DamagedError that names no file
+// given the file of this store that Badger's message names.
+func (s *Store) mapErr(err error) error {
+	err = mapErr(err)
+	var d *DamagedError
+	if errors.As(err, &d) && d.File == "" {
+		d.File = s.damagedFile(d.Reason)
 	}
-	return s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, writable: true}) })
+	return err
+}
+
+// damagedFile is the file of the store a Badger message names, or the
+// store's directory when it names none.
+func (s *Store) damagedFile(msg string) string {
+	if s.dir == "" {
+		return "(in-memory store)"
+	}
+	if m := regexp.MustCompile(regexp.QuoteMeta(s.dir) + `/[^\s"':]+`).FindString(msg); m != "" {
+		return m
+	}
+	return s.dir
 }
 
 func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrDamaged):
+		return err
+	case errors.Is(err, y.ErrChecksumMismatch), errors.Is(err, errBadgerPanic):
+		return &DamagedError{Reason: err.Error()}
 	case errors.Is(err, badger.ErrDBClosed):
 		return ErrClosed
 	case errors.Is(err, badger.ErrTxnTooBig):
@@ -377,9 +500,16 @@ func (q *Sequence) Next() (uint64, error) {
 }
 
 // badgerLogger sends Badger's messages to engram's log, never the terminal.
-type badgerLogger struct{ l *slog.Logger }
+type badgerLogger struct {
+	l             *slog.Logger
+	lastReadError *atomic.Pointer[string]
+}
 
 func (b badgerLogger) log(level slog.Level, format string, args ...any) {
+	if level == slog.LevelError && strings.HasPrefix(format, "Unable to read") {
+		msg := fmt.Sprintf(format, args...)
+		b.lastReadError.Store(&msg)
+	}
 	if b.l == nil {
 		return
 	}

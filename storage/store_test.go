@@ -668,38 +668,6 @@ func TestUpdateGivesUpWithErrConflict(t *testing.T) {
 	}
 }
 
-// A transaction that keeps losing to rivals on its keys runs alone after a
-// few conflicts, and then commits instead of running out of retries.
-func TestStarvingUpdateRunsAloneAndCommits(t *testing.T) {
-	s := openMemory(t)
-	key := Key(PrefixMeta, "contended")
-	runs := 0
-	err := s.Update(context.Background(), func(tx *Tx) error {
-		runs++
-		if _, err := tx.Get(key); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		// A rival commits under our reads whenever it can: only while we
-		// run alone is it held back.
-		if s.writers.TryRLock() {
-			s.writers.RUnlock()
-			if err := conflictingWrite(s, key, "rival "+strconv.Itoa(runs)); err != nil {
-				return err
-			}
-		}
-		return tx.Set(key, []byte("mine"))
-	})
-	if err != nil {
-		t.Fatalf("Update starved by rivals: %v", err)
-	}
-	if runs != aloneAfter+1 {
-		t.Errorf("fn ran %d times; want %d conflicts and then one run alone", runs, aloneAfter)
-	}
-	if got, _ := get(t, s, string(key)); got != "mine" {
-		t.Errorf("value = %q, want the starved transaction's write", got)
-	}
-}
-
 func TestUpdateStopsRetryingWhenContextEnds(t *testing.T) {
 	s := openMemory(t)
 	key := Key(PrefixMeta, "contended")

@@ -14,27 +14,66 @@ import (
 type Tx struct {
 	txn      *badger.Txn
 	writable bool
+	store    *Store // names a damaged file
+}
+
+// value copies item's value. Badger answers a value it could not read from
+// the value log (a checksum mismatch, a truncated file) with an empty value
+// and no error, logging the error instead: an empty value of an item whose
+// size is not zero is that case, and becomes a *DamagedError.
+func (tx *Tx) value(item *badger.Item) ([]byte, error) {
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, tx.damaged(mapErr(err))
+	}
+	if len(v) == 0 && item.ValueSize() != 0 {
+		reason := fmt.Sprintf("the value of %q could not be read", item.Key())
+		if msg := tx.store.lastReadError.Load(); msg != nil {
+			reason += ": " + *msg
+		}
+		return nil, tx.damaged(&DamagedError{Reason: reason})
+	}
+	return v, nil
+}
+
+// damaged names the file of a *DamagedError that does not name one yet.
+func (tx *Tx) damaged(err error) error {
+	var d *DamagedError
+	if errors.As(err, &d) && d.File == "" {
+		d.File = tx.store.damagedFile(d.Reason)
+	}
+	return err
+}
+
+// caught turns a panic inside Badger (reading a damaged table) into a
+// *DamagedError in *err. Deferred by every method that calls into Badger.
+func caught(err *error) {
+	if r := recover(); r != nil {
+		*err = &DamagedError{Reason: fmt.Sprintf("reading failed inside Badger: %v", r)}
+	}
 }
 
 // Get returns a copy of the value stored at key, or ErrNotFound.
-func (tx *Tx) Get(key []byte) ([]byte, error) {
+func (tx *Tx) Get(key []byte) (_ []byte, err error) {
+	defer caught(&err)
 	item, err := tx.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, tx.damaged(mapErr(err))
 	}
-	return item.ValueCopy(nil)
+	return tx.value(item)
 }
 
 // Has reports whether key exists.
-func (tx *Tx) Has(key []byte) (bool, error) {
-	_, err := tx.txn.Get(key)
+func (tx *Tx) Has(key []byte) (_ bool, err error) {
+	defer caught(&err)
+	_, err = tx.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
 	}
-	return err == nil, err
+	return err == nil, tx.damaged(mapErr(err))
 }
 
 // GetJSON decodes the JSON value at key into v, or returns ErrNotFound.
@@ -90,18 +129,12 @@ func Prefix(p []byte) Range { return Range{Prefix: p} }
 // Keys calls fn with a copy of each key in r without reading values: the
 // cheap scan that index lookups are made of. fn may return ErrStop.
 func (tx *Tx) Keys(r Range, fn func(key []byte) error) error {
-	return tx.iterate(r, false, func(item *badger.Item) error { return fn(item.KeyCopy(nil)) })
+	return tx.iterate(r, false, func(key, _ []byte) error { return fn(key) })
 }
 
 // Scan calls fn with a copy of each key and value in r. fn may return ErrStop.
 func (tx *Tx) Scan(r Range, fn func(key, value []byte) error) error {
-	return tx.iterate(r, true, func(item *badger.Item) error {
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		return fn(item.KeyCopy(nil), v)
-	})
+	return tx.iterate(r, true, fn)
 }
 
 // Count returns how many keys start with prefix (a key-only scan).
@@ -111,7 +144,19 @@ func (tx *Tx) Count(prefix []byte) (int, error) {
 	return n, err
 }
 
-func (tx *Tx) iterate(r Range, values bool, fn func(*badger.Item) error) error {
+// iterate calls fn with a copy of each key in r, and of its value when values.
+func (tx *Tx) iterate(r Range, values bool, fn func(key, value []byte) error) (err error) {
+	// A panic inside Badger is a damaged table; one in fn is the caller's
+	// and goes on up.
+	inFn := false
+	defer func() {
+		if r := recover(); r != nil {
+			if inFn {
+				panic(r)
+			}
+			err = &DamagedError{Reason: fmt.Sprintf("reading failed inside Badger: %v", r)}
+		}
+	}()
 	opts := badger.DefaultIteratorOptions
 	opts.PrefetchValues = values
 	opts.Reverse = r.Reverse
@@ -143,7 +188,17 @@ func (tx *Tx) iterate(r Range, values bool, fn func(*badger.Item) error) error {
 		it.Next()
 	}
 	for ; it.ValidForPrefix(r.Prefix); it.Next() {
-		if err := fn(it.Item()); err != nil {
+		item := it.Item()
+		var value []byte
+		if values {
+			if value, err = tx.value(item); err != nil {
+				return err
+			}
+		}
+		inFn = true
+		err := fn(item.KeyCopy(nil), value)
+		inFn = false
+		if err != nil {
 			if errors.Is(err, ErrStop) {
 				return nil
 			}

@@ -191,9 +191,9 @@ func (p *chatPane) convLines(w int) []string {
 		return []string{"", s.Muted.Render(" Loading…")}
 	}
 	var lines []string
-	if covers := p.buf.stats.Summary.Covers; len(covers) > 0 {
+	if sum := p.buf.stats.Summary; sum.CoveredCount() > 0 {
 		lines = append(lines, truncateTo(s.Muted.Render(fmt.Sprintf(" ┄ %s left the buffer: the summary covers %s ┄",
-			plural(len(covers), "utterance", "utterances"), indexLabel(covers))), w), "")
+			plural(sum.CoveredCount(), "utterance", "utterances"), coveredLabel(sum))), w), "")
 	}
 	if len(p.buf.utts) == 0 && !p.pending() {
 		lines = append(lines, "", s.Muted.Render(" No messages in "+oneLine(p.conv)+" yet."), "")
@@ -393,8 +393,8 @@ func (p *chatPane) pageHeader(w int) []string {
 	} else {
 		sum := p.buf.stats.Summary
 		title = " Summary"
-		if len(sum.Covers) > 0 {
-			note = fmt.Sprintf(" · covers %s · %d/%d tokens", indexLabel(sum.Covers), sum.TokenCount, p.buf.stats.SummaryTokenLimit)
+		if sum.CoveredCount() > 0 {
+			note = fmt.Sprintf(" · covers %s · %d/%d tokens", coveredLabel(sum), sum.TokenCount, p.buf.stats.SummaryTokenLimit)
 			if sum.Writer == "model" {
 				note += " · by the model"
 			}
@@ -454,6 +454,23 @@ func (p *chatPane) contextLines(w int) []string {
 // --- helpers ---
 
 // indexLabel lists utterance indexes compactly: "#0-7", "#0-3, 5, 7-9".
+// coveredLabel names the utterances a summary covers: from its list of
+// indexes while it has one, else from its ranges (a long conversation's).
+func coveredLabel(sum history.Summary) string {
+	if sum.Covers != nil {
+		return indexLabel(sum.Covers)
+	}
+	parts := make([]string, 0, len(sum.CoveredSpans))
+	for _, sp := range sum.CoveredSpans {
+		if sp.To > sp.From {
+			parts = append(parts, fmt.Sprintf("%d-%d", sp.From, sp.To))
+		} else {
+			parts = append(parts, fmt.Sprint(sp.From))
+		}
+	}
+	return "#" + strings.Join(parts, ", ")
+}
+
 func indexLabel(xs []int) string {
 	xs = slices.Clone(xs)
 	slices.Sort(xs)

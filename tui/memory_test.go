@@ -435,7 +435,9 @@ func TestMemoryCatchesUpWithoutEvents(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	// Not "✓ memory.configure ok" again: that line may not change between
 	// frames (the first command's result showed it), so it is not redrawn.
-	waitFor(t, tm, `"max_items": 10`)
+	// Nor `"max_items": 10` alone: the typed command shows that too, and
+	// closing the palette before the answer came would race it.
+	waitFor(t, tm, `"max_items": 10,`)
 	keys(tm, tea.KeyEsc)
 	waitFor(t, tm, "6/10")
 	finish(t, tm)

@@ -261,7 +261,14 @@ func (p *plansPane) stepDetail(d *planner.Plan, w int) []string {
 		links += s.Muted.Render(" · before ") + oneLine(strings.Join(next, ", "))
 	}
 	lines = append(lines, "   "+truncateTo(links, w-4))
+	if st.Warning != "" {
+		// A model proposed an action engram refused to run: the person
+		// should see what was asked for instead of trusting the plan.
+		lines = append(lines, "   "+s.Failed.Render(truncateTo("⚠ "+oneLine(st.Warning), w-4)))
+	}
 	switch {
+	case st.Redacted:
+		lines = append(lines, "   "+s.Muted.Render(truncateTo("result hidden: only the plan's owner and the agent it ran as see it", w-4)))
 	case st.Error != "":
 		lines = append(lines, "   "+s.Failed.Render(truncateTo("✗ "+oneLine(st.Error), w-4)))
 	case len(st.Result) > 0:

@@ -38,6 +38,13 @@ type Spec struct {
 	Summary string
 	// ReadOnly marks actions that change nothing stored.
 	ReadOnly bool
+	// Joinable marks actions that write only through env.Update on the
+	// engine's store and wait on nothing inside a transaction (no model,
+	// no worker, no other goroutine's write): a plan subtask may run one
+	// inside the transaction that records the subtask done, so that a
+	// resumed plan never repeats its effect. Anything that waits must not
+	// be joinable: a transaction held open while waiting stalls writers.
+	Joinable bool
 }
 
 // Field describes one argument of an action, derived from its args struct:

@@ -17,6 +17,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/input"
 )
 
 // Options change how a script runs.
@@ -86,13 +87,11 @@ func Open(path string) (io.ReadCloser, error) {
 	if path == "-" {
 		return io.NopCloser(os.Stdin), nil
 	}
-	f, err := os.Open(path)
+	// Only a regular file: a device (/dev/zero) or a FIFO could feed the
+	// runner without end; a pipe goes through standard input ("-").
+	f, err := input.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
-	}
-	if info, err := f.Stat(); err == nil && info.IsDir() {
-		_ = f.Close() // opened read-only: nothing to lose
-		return nil, fmt.Errorf("%w: %s is a directory", ErrUnreadable, path)
+		return nil, fmt.Errorf("%w: %v (to read a pipe, use --batch - and redirect it)", ErrUnreadable, err)
 	}
 	return f, nil
 }
@@ -143,6 +142,27 @@ type line struct {
 	n    int
 	text []byte
 	err  error
+	// tooLong: the line was longer than input.MaxLine (text is empty).
+	tooLong bool
+}
+
+// readLine reads one line (with its newline, if any) of at most max bytes.
+// A longer line is read to its end and dropped, so that the script goes on
+// at the next line and memory stays bounded.
+func readLine(br *bufio.Reader, max int) (text []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(text)+len(chunk) > max {
+				tooLong, text = true, nil
+			} else {
+				text = append(text, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return text, tooLong, err
+		}
+	}
 }
 
 func (r *Runner) runJSONL(ctx context.Context, in io.Reader) error {
@@ -155,10 +175,10 @@ func (r *Runner) runJSONL(ctx context.Context, in io.Reader) error {
 		defer close(lines)
 		br := bufio.NewReaderSize(in, 64<<10)
 		for n := 1; ; n++ {
-			text, err := br.ReadBytes('\n')
-			if len(text) > 0 || err == nil {
+			text, tooLong, err := readLine(br, input.MaxLine)
+			if len(text) > 0 || tooLong || err == nil {
 				select {
-				case lines <- line{n: n, text: text}:
+				case lines <- line{n: n, text: text, tooLong: tooLong}:
 				case <-stop:
 					return
 				}
@@ -188,6 +208,14 @@ func (r *Runner) runJSONL(ctx context.Context, in io.Reader) error {
 		}
 		if l.err != nil {
 			return fmt.Errorf("%w: line %d: %v", ErrUnreadable, l.n, l.err)
+		}
+		if l.tooLong {
+			err := errs.New(errs.Parse, "the line is longer than the limit of %s; split the step (its args may be at most %s)",
+				input.Size(input.MaxLine), input.Size(input.MaxArgs))
+			if !r.runStep(ctx, l.n, Step{}, err) {
+				return r.stopped(ctx)
+			}
+			continue
 		}
 		text := bytes.TrimSpace(l.text)
 		if l.n == 1 {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/input"
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -18,9 +20,12 @@ import (
 // read is reported, with its line, like a malformed JSON line, and the run
 // goes on; a file that is not YAML at all is one ParseError result.
 func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
-	data, err := io.ReadAll(in)
+	data, err := io.ReadAll(io.LimitReader(in, input.MaxScript+1))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
+	if len(data) > input.MaxScript {
+		return fmt.Errorf("%w: a YAML script may be at most %s; split it, or write it as JSON Lines (read a line at a time)", ErrUnreadable, input.Size(input.MaxScript))
 	}
 	steps, err := yamlSteps(data)
 	if err != nil {
@@ -85,7 +90,7 @@ func yamlSteps(data []byte) ([]ast.Node, error) {
 			steps = seq
 		case "name", "description":
 		default:
-			return nil, errs.New(errs.Parse, "unknown top-level key %q; a YAML script has steps (and optionally name, description)%w", key, lineCarrier{tokenErr{mv.Key}})
+			return nil, errs.New(errs.Parse, "unknown top-level key %s; a YAML script has steps (and optionally name, description)%w", input.Redact(strconv.Quote(key)), lineCarrier{tokenErr{mv.Key}})
 		}
 	}
 	if steps == nil {
@@ -116,10 +121,12 @@ func yamlLine(err error) int {
 	return 1
 }
 
+// yamlMessage is the YAML library's message, without the source text it
+// may quote (input.Redact keeps quoted names that look like field names).
 func yamlMessage(err error) string {
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		return ye.GetMessage()
+		return input.Redact(ye.GetMessage())
 	}
-	return err.Error()
+	return input.Redact(err.Error())
 }

@@ -15,22 +15,26 @@ import (
 func Register(env *kit.Env) *Cortex {
 	c := New(env)
 	reg := env.Actions
-	ActionCreate.Register(reg, action.Spec{Summary: "Create a goal, action or question (you own it)"}, c.actCreate)
+	ActionCreate.Register(reg, action.Spec{Summary: "Create a goal, action or question (you own it)", Joinable: true}, c.actCreate)
 	ActionGet.Register(reg, action.Spec{Summary: "An item with its field versions", ReadOnly: true}, c.actGet)
-	ActionUpdate.Register(reg, action.Spec{Summary: "Update an item's fields, merging with changes to other fields"}, c.actUpdate)
-	ActionDelete.Register(reg, action.Spec{Summary: "Soft-delete an item (status archived; queries skip it)"}, c.actDelete)
+	ActionUpdate.Register(reg, action.Spec{Summary: "Update an item's fields, merging with changes to other fields", Joinable: true}, c.actUpdate)
+	ActionDelete.Register(reg, action.Spec{Summary: "Soft-delete an item (status archived; queries skip it)", Joinable: true}, c.actDelete)
 	ActionHistory.Register(reg, action.Spec{Summary: "An item's audit trail in order, and whether its hash chain verifies", ReadOnly: true}, c.actHistory)
 	ActionVersion.Register(reg, action.Spec{Summary: "An item as it was at a version", ReadOnly: true}, c.actVersion)
-	ActionRevert.Register(reg, action.Spec{Summary: "Make a new version with the fields of an earlier one"}, c.actRevert)
-	ActionShare.Register(reg, action.Spec{Summary: "Grant an agent permissions on an item"}, c.actShare)
-	ActionRevoke.Register(reg, action.Spec{Summary: "Remove an agent's access to an item"}, c.actRevoke)
+	ActionRevert.Register(reg, action.Spec{Summary: "Make a new version with the fields of an earlier one", Joinable: true}, c.actRevert)
+	ActionShare.Register(reg, action.Spec{Summary: "Grant an agent permissions on an item", Joinable: true}, c.actShare)
+	ActionRevoke.Register(reg, action.Spec{Summary: "Remove an agent's access to an item", Joinable: true}, c.actRevoke)
 	ActionQuery.Register(reg, action.Spec{Summary: "Items you can read, filtered, in active order, with count and checksum", ReadOnly: true}, c.actQuery)
 	ActionActive.Register(reg, action.Spec{Summary: "Your open items in turn-start order (priority, due date, blocking, age)", ReadOnly: true}, c.actActive)
 	ActionBatchQuery.Register(reg, action.Spec{Summary: "Several queries at once, results in query order", ReadOnly: true}, c.actBatchQuery)
-	ActionBatchUpdate.Register(reg, action.Spec{Summary: "Many updates in one atomic transaction: all or none"}, c.actBatchUpdate)
-	ActionCommit.Register(reg, action.Spec{Summary: "Commit a turn's updates at turn end (traced; atomic)"}, c.actCommit)
+	ActionBatchUpdate.Register(reg, action.Spec{Summary: "Many updates in one atomic transaction: all or none", Joinable: true}, c.actBatchUpdate)
+	ActionCommit.Register(reg, action.Spec{Summary: "Commit a turn's updates at turn end (traced; atomic)", Joinable: true}, c.actCommit)
 	env.AddProvider(&provider{c: c})
 	env.AddCounter("cortex", c.counts)
+	env.AddChecker("cortex", c.checkStored)
+	if env.Access != nil {
+		env.Access.Register(ObjectItem, canRead)
+	}
 	return c
 }
 

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -211,49 +213,36 @@ func load(tx *storage.Tx, id string, includeDeleted bool) (*Item, error) {
 	return &it, nil
 }
 
-// accessDenied is in the chain of every PermissionError, so that the
-// denial is traced after the failed transaction has rolled back.
-type accessDenied struct {
-	Event              string    `json:"event"`
-	PrincipalID        string    `json:"principal_id"`
-	ResourceType       string    `json:"resource_type"`
-	ResourceID         string    `json:"resource_id"`
-	AttemptedOperation string    `json:"attempted_operation"`
-	Timestamp          time.Time `json:"timestamp"`
-	ACLChecked         bool      `json:"acl_checked"`
-}
-
-func (a *accessDenied) Error() string { return "access denied" }
-
 // authorize returns a PermissionError unless call's principal may do op
-// (read, write, delete or share) on it.
+// (read, write, delete or share) on it. Every operation returns the item,
+// so each needs read too. The error wraps an access.Denial, which
+// afterFailure traces once the failed transaction has rolled back.
 func authorize(call action.Call, it *Item, op string) error {
-	if it.can(call.Principal, op) && (op == "read" || it.can(call.Principal, "read")) {
-		return nil // every operation returns the item, so each needs read too
-	}
-	if it.can(call.Principal, op) {
-		op = "read"
-	}
-	d := &accessDenied{Event: "access_denied", PrincipalID: call.Principal, ResourceType: it.Type, ResourceID: it.ID,
-		AttemptedOperation: op, Timestamp: call.Clock.Now(), ACLChecked: true}
-	return errs.New(errs.Permission, "%s may not %s %s %q: the owner (%s) can grant it with cortex.share%w",
-		call.Principal, op, it.Type, it.ID, it.Owner, quiet{d}).With("principal", call.Principal).With("operation", op)
+	acl := access.ACL{Owner: it.Owner, Grants: it.ACL}
+	return access.Check(call.Principal, acl, op, access.Object{Type: it.Type, ID: it.ID, ShareAction: "cortex.share"}, call.Clock.Now())
 }
-
-// quiet wraps an error for its type without adding to a message.
-type quiet struct{ err error }
-
-func (q quiet) Error() string { return "" }
-func (q quiet) Unwrap() error { return q.err }
 
 // afterFailure records in the trace what a failed call must leave behind
 // even though its transaction rolled back: an access denial (seed 3.2).
 func (c *Cortex) afterFailure(ctx context.Context, call action.Call, err error) error {
-	var d *accessDenied
-	if errors.As(err, &d) {
-		c.trace(ctx, call, "access_denied", fmt.Sprintf("access denied: %s may not %s %s %s", d.PrincipalID, d.AttemptedOperation, d.ResourceType, d.ResourceID), d)
+	return c.env.TraceFailure(ctx, call, err)
+}
+
+// ObjectItem is the access registry's name for a cortex item (trace
+// subjects, the planner's questions).
+const ObjectItem = "cortex item"
+
+// about is the trace subject of item id.
+func about(id string) trace.Subject { return trace.Subject{Type: ObjectItem, ID: id} }
+
+// canRead reports whether principal may read item id (deleted ones too:
+// their trace entries stay theirs).
+func canRead(tx *storage.Tx, principal, id string) (bool, error) {
+	it, err := load(tx, id, true)
+	if errs.KindOf(err) == errs.NotFound {
+		return false, nil
 	}
-	return err
+	return err == nil && it.can(principal, "read"), err
 }
 
 // trace appends an entry in a transaction of its own.
@@ -333,7 +322,7 @@ func (c *Cortex) insert(tx *kit.Txn, call action.Call, it *Item) error {
 	if _, err := c.commitMutation(tx, nil, it, mutation{call: call, txID: c.env.IDs.New(), kind: "create"}); err != nil {
 		return err
 	}
-	_, err := tx.Trace(call, "cortex.create", fmt.Sprintf("FC %s created: %s", it.Type, it.ID), nil)
+	_, err := tx.TraceAbout(call, about(it.ID), "cortex.create", fmt.Sprintf("FC %s created: %s", it.Type, it.ID), nil)
 	return err
 }
 
@@ -514,7 +503,7 @@ func (c *Cortex) applyUpdate(tx *kit.Txn, call action.Call, txID, id string, cha
 	if merge {
 		msg += ", merge_applied=true"
 	}
-	if _, err := tx.Trace(call, "cortex.update", msg, updateNote{Fields: changed, ItemID: id, MergeApplied: merge}); err != nil {
+	if _, err := tx.TraceAbout(call, about(id), "cortex.update", msg, updateNote{Fields: changed, ItemID: id, MergeApplied: merge}); err != nil {
 		return UpdateResult{}, err
 	}
 	return UpdateResult{Item: next, MergeApplied: merge}, nil
@@ -573,7 +562,7 @@ func (c *Cortex) mutate(ctx context.Context, call action.Call, id string, spec m
 			return err
 		}
 		out = next
-		_, err = tx.Trace(call, "cortex."+spec.kind, fmt.Sprintf("FC %s %s: %s", it.Type, id, note), nil)
+		_, err = tx.TraceAbout(call, about(id), "cortex."+spec.kind, fmt.Sprintf("FC %s %s: %s", it.Type, id, note), nil)
 		return err
 	})
 	if err != nil {
@@ -698,6 +687,16 @@ func (c *Cortex) Share(ctx context.Context, call action.Call, id, principal stri
 			}
 		}
 		entry := ACLEntry{PrincipalType: "agent", PrincipalID: principal, Permissions: clean}
+		if i := slices.IndexFunc(it.ACL, func(e ACLEntry) bool { return e.PrincipalID == principal }); i >= 0 && call.Principal != it.Owner {
+			// Replacing a grant takes away what it had: the rule of
+			// revoking it, so a sharer cannot strip rights it lacks.
+			for _, p := range it.ACL[i].Permissions {
+				if !it.can(call.Principal, p) {
+					return "", errs.New(errs.Permission, "%s may not change %s's access to %q: %s holds %q, which %s does not", call.Principal, principal, id, principal, p, call.Principal).
+						With("principal", call.Principal).With("operation", "share")
+				}
+			}
+		}
 		if i := slices.IndexFunc(it.ACL, func(e ACLEntry) bool { return e.PrincipalID == principal }); i >= 0 {
 			it.ACL[i] = entry
 		} else {
@@ -817,3 +816,9 @@ func (c *Cortex) Active(ctx context.Context, call action.Call, q Query) (QueryRe
 	}
 	return c.Query(ctx, call, q)
 }
+
+// quiet wraps an error for its type without adding to a message.
+type quiet struct{ err error }
+
+func (q quiet) Error() string { return "" }
+func (q quiet) Unwrap() error { return q.err }

@@ -13,7 +13,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 )
@@ -60,12 +63,9 @@ type Item struct {
 	DeletedAt      *time.Time     `json:"deleted_at"`
 }
 
-// ACLEntry grants a principal permissions on an item.
-type ACLEntry struct {
-	PrincipalType string   `json:"principal_type"`
-	PrincipalID   string   `json:"principal_id"`
-	Permissions   []string `json:"permissions"`
-}
+// ACLEntry grants a principal permissions on an item: an entry of engram's
+// one principal model. An item's owner has one too, with every permission.
+type ACLEntry = access.Entry
 
 // can reports whether principal holds perm.
 func (it *Item) can(principal, perm string) bool {
@@ -140,6 +140,26 @@ func cloneJSON(v any) any {
 // every version of it is kept.
 var fieldLimits = map[string]int{"title": 1024, "description": 64 << 10, "org": kit.MaxName, "parent": kit.MaxName}
 
+// maxCustomValue bounds one custom field's JSON, in bytes (64 KiB, as a
+// description): an item is read whole, and every version of it is kept.
+const maxCustomValue = 64 << 10
+
+// checkText refuses control characters in a text field: none in a title,
+// org or parent (they are shown on one line, and escape sequences could
+// take over a terminal), only newlines, carriage returns and tabs in a description. Invalid
+// UTF-8 is refused too.
+func checkText(field, s string) error {
+	if !utf8.ValidString(s) {
+		return kit.Validation(field, "is not valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && (field != "description" || (r != '\n' && r != '\t' && r != '\r')) {
+			return kit.Validation(field, "must not contain control characters (found %U)", r)
+		}
+	}
+	return nil
+}
+
 // editableFields are the fields updates may set, in a fixed order.
 var editableFields = []string{"title", "description", "progress", "priority", "status", "due_at", "blocking", "tags", "org", "parent"}
 
@@ -210,6 +230,12 @@ func parseUpdates(raw map[string]json.RawMessage) ([]change, error) {
 				if key == "" || strings.ContainsAny(key, "./") {
 					return nil, kit.Validation("custom."+key, "a custom field's name must be non-empty, without '.' or '/'")
 				}
+				if err := kit.CheckName("custom."+key, key, ""); err != nil {
+					return nil, err
+				}
+				if len(custom[key]) > maxCustomValue {
+					return nil, kit.Validation("custom."+key, "is %d bytes of JSON; at most %d", len(custom[key]), maxCustomValue)
+				}
 				// Decoding cannot fail: custom[key] was just decoded from valid JSON.
 				var v any
 				dec := json.NewDecoder(bytes.NewReader(custom[key]))
@@ -251,6 +277,9 @@ func parseField(field string, raw json.RawMessage) (any, error) {
 		}
 		if limit := fieldLimits[field]; len(s) > limit {
 			return nil, kit.Validation(field, "is %d bytes; at most %d", len(s), limit)
+		}
+		if err := checkText(field, s); err != nil {
+			return nil, err
 		}
 		return s, nil
 	case "progress":

@@ -3,6 +3,7 @@ package episodic
 import (
 	"context"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 )
 
@@ -19,6 +20,8 @@ func (e *Episodic) register() {
 	ActionEpisodeDecisions.Register(reg, action.Spec{Summary: "Linking decisions with both scores, agreement, confidence and outcome", ReadOnly: true}, e.actDecisions)
 	ActionEpisodeOutcome.Register(reg, action.Spec{Summary: "Mark a linking decision correct or incorrect (for tuning)"}, e.actOutcome)
 	ActionEpisodeTune.Register(reg, action.Spec{Summary: "Recompute the linking threshold and the model's guidance from marked decisions"}, e.actTune)
+	ActionThreadShare.Register(reg, action.Spec{Summary: "Grant an agent permissions on a thread (and its episodes)"}, e.actShare)
+	ActionThreadRevoke.Register(reg, action.Spec{Summary: "Remove an agent's access to a thread"}, e.actRevoke)
 	ActionEpisodeTuning.Register(reg, action.Spec{Summary: "The linking threshold, the model's prompt versions and past tunings", ReadOnly: true}, e.actTuning)
 }
 
@@ -52,7 +55,7 @@ type ListResult struct {
 }
 
 func (e *Episodic) actList(ctx context.Context, call action.Call, _ action.None) (ListResult, error) {
-	ts, err := e.Threads(ctx)
+	ts, err := e.Threads(ctx, call.Principal)
 	return ListResult{Threads: ts}, err
 }
 
@@ -68,8 +71,8 @@ type GetResult struct {
 }
 
 func (e *Episodic) actGet(ctx context.Context, call action.Call, a GetArgs) (GetResult, error) {
-	v, err := e.Get(ctx, a.ThreadID, a.IncludeArchived)
-	return GetResult{Thread: v}, err
+	v, err := e.Get(ctx, call.Principal, a.ThreadID, a.IncludeArchived)
+	return GetResult{Thread: v}, e.failed(ctx, call, err)
 }
 
 // ContextArgs is episode.context's arguments.
@@ -85,8 +88,8 @@ type ContextResult struct {
 }
 
 func (e *Episodic) actContext(ctx context.Context, call action.Call, a ContextArgs) (ContextResult, error) {
-	c, err := e.ContextFor(ctx, a.ThreadID, a.Channel, a.Input)
-	return ContextResult{Context: c}, err
+	c, err := e.ContextFor(ctx, call.Principal, a.ThreadID, a.Channel, a.Input)
+	return ContextResult{Context: c}, e.failed(ctx, call, err)
 }
 
 // CompactArgs is episode.compact's arguments.
@@ -117,8 +120,8 @@ type EpisodesResult struct {
 }
 
 func (e *Episodic) actEpisodes(ctx context.Context, call action.Call, a EpisodesArgs) (EpisodesResult, error) {
-	eps, xs, err := e.Episodes(ctx, a.ThreadID)
-	return EpisodesResult{Episodes: eps, CrossThreadEpisodes: xs}, err
+	eps, xs, err := e.Episodes(ctx, call.Principal, a.ThreadID)
+	return EpisodesResult{Episodes: eps, CrossThreadEpisodes: xs}, e.failed(ctx, call, err)
 }
 
 // EpisodeArgs is episode.get's arguments.
@@ -132,8 +135,8 @@ type EpisodeResult struct {
 }
 
 func (e *Episodic) actEpisode(ctx context.Context, call action.Call, a EpisodeArgs) (EpisodeResult, error) {
-	v, err := e.Episode(ctx, a.EpisodeID)
-	return EpisodeResult{Episode: v}, err
+	v, err := e.Episode(ctx, call.Principal, a.EpisodeID)
+	return EpisodeResult{Episode: v}, e.failed(ctx, call, err)
 }
 
 // DecisionsArgs is episode.decisions' arguments.
@@ -148,8 +151,8 @@ type DecisionsResult struct {
 }
 
 func (e *Episodic) actDecisions(ctx context.Context, call action.Call, a DecisionsArgs) (DecisionsResult, error) {
-	ds, err := e.Decisions(a.ThreadID)
-	return DecisionsResult{Decisions: ds}, err
+	ds, err := e.Decisions(call.Principal, a.ThreadID)
+	return DecisionsResult{Decisions: ds}, e.failed(ctx, call, err)
 }
 
 // OutcomeArgs is episode.outcome's arguments.
@@ -172,6 +175,9 @@ func (e *Episodic) actOutcome(ctx context.Context, call action.Call, a OutcomeAr
 // takes none and answers the Tuning (tune.go).
 
 func (e *Episodic) actTune(ctx context.Context, call action.Call, _ action.None) (TuningRecord, error) {
+	if call.Principal != access.LegacyOwner && call.Principal != "" {
+		return TuningRecord{}, e.failed(ctx, call, errOperatorOnly(call.Principal, e.env.Clock.Now()))
+	}
 	return e.Tune(ctx, call)
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -175,6 +176,9 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 		if err != nil {
 			return err
 		}
+		if err := e.authorize(tx.Tx, call.Principal, threadID, access.Write); err != nil {
+			return err
+		}
 		closedOpen := false
 		for _, id := range t.Episodes {
 			ep, err := loadEpisode(tx.Tx, id)
@@ -200,11 +204,11 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 				return err
 			}
 		}
-		_, err = tx.Trace(call, "episode.compact", fmt.Sprintf("compacting %d episode(s) of thread %s", len(closed), threadID), compactTrace{Episodes: closed})
+		_, err = tx.TraceAbout(call, about(threadID), "episode.compact", fmt.Sprintf("compacting %d episode(s) of thread %s", len(closed), threadID), compactTrace{Episodes: closed})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, e.failed(ctx, call, err)
 	}
 	out := []*Episode{}
 	for _, id := range closed {
@@ -254,18 +258,28 @@ func mesoSummary(turns []*Turn) string {
 	return summary
 }
 
-// macroSummary sums up the episode's thread and the threads linked to it,
-// earliest first, each line labelled with its thread's title: the episode's
+// macroSummary sums up the episode's thread and the linked threads of the
+// same owner (another owner's text must not reach whoever reads this
+// thread), earliest first, each line labelled with its thread's title: the episode's
 // own turns, and the last turns of the others as they stood when the
 // episode closed (archived or not), so that the summary is the same
 // whenever the background compaction runs, and its cost stays bounded
 // however long the history grows.
 func macroSummary(tx *storage.Tx, t *Thread, ep *Episode, turns []*Turn) (string, error) {
 	var s text.Summary
-	ids := append([]string{}, t.LinkedThreads...)
-	ids = append(ids, t.ID)
-	var threads []*Thread
-	for _, id := range ids {
+	mine, err := loadACL(tx, t.ID)
+	if err != nil {
+		return "", err
+	}
+	threads := []*Thread{t}
+	for _, id := range t.LinkedThreads {
+		theirs, err := loadACL(tx, id)
+		if err != nil {
+			return "", err
+		}
+		if theirs.OwnerOf() != mine.OwnerOf() {
+			continue
+		}
 		other, err := loadThread(tx, id)
 		if err != nil {
 			return "", err
@@ -353,11 +367,19 @@ func firstSentence(s string) string {
 
 // Episodes lists every episode of threadID ("" for all threads), with the
 // cross-thread episodes.
-func (e *Episodic) Episodes(ctx context.Context, threadID string) ([]*Episode, []*CrossEpisode, error) {
+func (e *Episodic) Episodes(ctx context.Context, principal, threadID string) ([]*Episode, []*CrossEpisode, error) {
 	e.compactor.Settle(ctx)
 	eps, xs := []*Episode{}, []*CrossEpisode{}
 	err := e.env.Store.View(func(tx *storage.Tx) error {
-		threads, err := recentThreads(tx, 0)
+		if threadID != "" {
+			if _, err := loadThread(tx, threadID); err != nil {
+				return err
+			}
+			if err := e.authorize(tx, principal, threadID, access.Read); err != nil {
+				return err
+			}
+		}
+		threads, err := recentThreadsFor(tx, principal, 0)
 		if err != nil {
 			return err
 		}
@@ -379,9 +401,17 @@ func (e *Episodic) Episodes(ctx context.Context, threadID string) ([]*Episode, [
 			if err := json.Unmarshal(v, &x); err != nil {
 				return err
 			}
-			if threadID == "" || slices.Contains(x.LinkedThreads, threadID) {
-				xs = append(xs, &x)
+			if threadID != "" && !slices.Contains(x.LinkedThreads, threadID) {
+				return nil
 			}
+			// Shown whole or not at all: to a principal who may read
+			// every thread in it.
+			for _, id := range x.LinkedThreads {
+				if ok, err := canRead(tx, principal, id); err != nil || !ok {
+					return err
+				}
+			}
+			xs = append(xs, &x)
 			return nil
 		})
 	})
@@ -398,7 +428,7 @@ type EpisodeView struct {
 }
 
 // Episode returns one episode with its raw turns, archived or not.
-func (e *Episodic) Episode(ctx context.Context, id string) (EpisodeView, error) {
+func (e *Episodic) Episode(ctx context.Context, principal, id string) (EpisodeView, error) {
 	if err := kit.CheckName("episode_id", id, ""); err != nil {
 		return EpisodeView{}, err
 	}
@@ -410,6 +440,9 @@ func (e *Episodic) Episode(ctx context.Context, id string) (EpisodeView, error) 
 			return errs.New(errs.NotFound, "episode_id: no episode %q; episode.list shows the episodes", id).With("field", "episode_id").With("id", id)
 		}
 		if err != nil {
+			return err
+		}
+		if err := e.authorize(tx, principal, ep.ThreadID, access.Read); err != nil {
 			return err
 		}
 		v.Episode = ep

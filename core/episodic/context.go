@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
@@ -68,7 +70,10 @@ const maxQuestions = 10
 // ContextFor assembles the working memory of a thread. input, if not empty,
 // is the message about to be answered; otherwise the thread's last user
 // message is. channel, if not empty, overrides the thread's last channel.
-func (e *Episodic) ContextFor(ctx context.Context, threadID, channel, input string) (Context, error) {
+//
+// principal must be allowed to read the thread; the linked threads it may not read
+// are left out, as if unlinked.
+func (e *Episodic) ContextFor(ctx context.Context, principal, threadID, channel, input string) (Context, error) {
 	if threadID == "" {
 		return Context{}, errNoThread()
 	}
@@ -78,8 +83,14 @@ func (e *Episodic) ContextFor(ctx context.Context, threadID, channel, input stri
 	e.compactor.Settle(ctx)
 	var c Context
 	err := e.env.Store.View(func(tx *storage.Tx) error {
+		if _, err := loadThread(tx, threadID); err != nil {
+			return err
+		}
+		if err := e.authorize(tx, principal, threadID, access.Read); err != nil {
+			return err
+		}
 		var err error
-		c, err = assemble(tx, threadID, channel, input)
+		c, err = assemble(tx, principal, threadID, channel, input)
 		return err
 	})
 	return c, err
@@ -94,7 +105,7 @@ func isImplicit(ch string) bool {
 	return false
 }
 
-func assemble(tx *storage.Tx, threadID, channel, input string) (Context, error) {
+func assemble(tx *storage.Tx, principal, threadID, channel, input string) (Context, error) {
 	cur, err := loadThread(tx, threadID)
 	if err != nil {
 		return Context{}, err
@@ -137,6 +148,9 @@ func assemble(tx *storage.Tx, threadID, channel, input string) (Context, error) 
 				return nil
 			}
 			seen[id] = true
+			if ok, err := canRead(tx, principal, id); err != nil || !ok {
+				return err
+			}
 			t, err := loadThread(tx, id)
 			if err == nil && t.CreatedAt.Before(cur.CreatedAt) {
 				threads = append(threads, t)
@@ -339,7 +353,7 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	id := start.ThreadID
 	if id == "" && isImplicit(start.Channel) {
 		err := p.e.env.Store.View(func(tx *storage.Tx) error {
-			r, err := p.e.route(tx, MessageRequest{Channel: start.Channel, Speaker: "user"}, start.At)
+			r, err := p.e.route(tx, start.Principal, MessageRequest{Channel: start.Channel, Speaker: "user"}, start.At)
 			if err == nil && r.thread != nil {
 				id = r.thread.ID
 			}
@@ -352,9 +366,9 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	if id == "" {
 		return kit.Section{}, nil
 	}
-	c, err := p.e.ContextFor(ctx, id, start.Channel, start.Input)
+	c, err := p.e.ContextFor(ctx, start.Principal, id, start.Channel, start.Input)
 	if err != nil {
-		return kit.Section{}, err
+		return kit.Section{}, p.e.failed(ctx, action.Call{Principal: start.Principal, Turn: start.TurnID}, err)
 	}
 	if len(c.PreviousQuestions) == 0 && len(c.Summaries) == 0 && !c.Continuing {
 		// A thread's first message: nothing to remember yet.

@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -108,6 +109,7 @@ func Register(env *kit.Env, opts Options) (*Episodic, error) {
 		return nil, fmt.Errorf("resuming interrupted compactions: %w", err)
 	}
 	e.register()
+	e.registerAccess()
 	env.AddProvider(&provider{e: e})
 	env.AddCounter("episodic", e.counts)
 	return e, nil
@@ -196,15 +198,15 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 		return MessageResult{}, err
 	}
 	now := e.env.Clock.Now()
-	first, err := e.plan(ctx, req, now, nil)
+	first, err := e.plan(ctx, call.Principal, req, now, nil)
 	if err != nil {
-		return MessageResult{}, err
+		return MessageResult{}, e.failed(ctx, call, err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p, err := e.plan(ctx, req, now, &first)
+	p, err := e.plan(ctx, call.Principal, req, now, &first)
 	if err != nil {
-		return MessageResult{}, err
+		return MessageResult{}, e.failed(ctx, call, err)
 	}
 	r, decisions := p.route, p.decisions
 	ids := newIDs{episode: e.env.IDs.New()}
@@ -224,7 +226,7 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 		return err
 	})
 	if err != nil {
-		return MessageResult{}, err
+		return MessageResult{}, e.failed(ctx, call, err)
 	}
 	e.compactor.Enqueue(res.Compacting...)
 	return res, nil
@@ -241,13 +243,13 @@ type planned struct {
 // plan routes req and, for a new thread, assesses its links — unless
 // earlier (a plan made before the lock) chose the same route over the same
 // candidates, whose decisions then stand.
-func (e *Episodic) plan(ctx context.Context, req MessageRequest, now time.Time, earlier *planned) (planned, error) {
+func (e *Episodic) plan(ctx context.Context, principal string, req MessageRequest, now time.Time, earlier *planned) (planned, error) {
 	var p planned
 	var cands []candidate
 	var tuning *Tuning
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
-		if p.route, err = e.route(tx, req, now); err != nil {
+		if p.route, err = e.route(tx, principal, req, now); err != nil {
 			return err
 		}
 		if p.route.thread == nil {
@@ -273,11 +275,13 @@ func (e *Episodic) plan(ctx context.Context, req MessageRequest, now time.Time, 
 	return p, nil
 }
 
-// route decides where req goes, reading only. On an implicit channel one
-// thread at a time is active: a user's message there ends every other
-// active thread used on an implicit channel (the one that timed out, or
-// the one a reopened thread takes over from).
-func (e *Episodic) route(tx *storage.Tx, req MessageRequest, now time.Time) (route, error) {
+// route decides where principal's req goes, reading only. On an implicit
+// channel one thread at a time is active: a user's message there ends
+// every other active thread used on an implicit channel (the one that
+// timed out, or the one a reopened thread takes over from). Only threads
+// principal may read are candidates to link to, and only its own threads
+// are continued or ended by an implicit channel.
+func (e *Episodic) route(tx *storage.Tx, principal string, req MessageRequest, now time.Time) (route, error) {
 	var r route
 	var recent []*Thread
 	var err error
@@ -285,11 +289,23 @@ func (e *Episodic) route(tx *storage.Tx, req MessageRequest, now time.Time) (rou
 		if r.thread, err = loadThread(tx, req.ThreadID); err != nil {
 			return route{}, err
 		}
+		if err := e.authorize(tx, principal, req.ThreadID, access.Write); err != nil {
+			return route{}, err
+		}
 	}
 	// A message to a selected thread on the web reads nothing else.
 	if req.ThreadID == "" || isImplicit(req.Channel) && req.Speaker == "user" {
-		if recent, err = recentThreads(tx, e.opts.MaxCandidates); err != nil {
+		if recent, err = recentThreadsFor(tx, principal, e.opts.MaxCandidates); err != nil {
 			return route{}, err
+		}
+	}
+	// The threads an implicit channel continues or ends: principal's own.
+	var own []*Thread
+	for _, t := range recent {
+		if ok, err := owns(tx, principal, t.ID); err != nil {
+			return route{}, err
+		} else if ok {
+			own = append(own, t)
 		}
 	}
 	if req.ThreadID == "" {
@@ -297,7 +313,7 @@ func (e *Episodic) route(tx *storage.Tx, req MessageRequest, now time.Time) (rou
 		// implicit channel: a thread the user opened on the web, with
 		// nothing to select it by, is not one a text message continues.
 		var latest *Thread
-		for _, t := range recent {
+		for _, t := range own {
 			if slices.ContainsFunc(t.Channels, isImplicit) {
 				latest = t
 				break
@@ -331,7 +347,7 @@ func (e *Episodic) route(tx *storage.Tx, req MessageRequest, now time.Time) (rou
 		}
 	}
 	if isImplicit(req.Channel) && req.Speaker == "user" {
-		for _, t := range recent {
+		for _, t := range own {
 			if t.Status == StatusActive && slices.ContainsFunc(t.Channels, isImplicit) && (r.thread == nil || t.ID != r.thread.ID) {
 				r.ended = append(r.ended, t)
 			}
@@ -349,6 +365,10 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 		// Re-read: the compactor may have changed it since.
 		var err error
 		if t, err = loadThread(tx.Tx, r.thread.ID); err != nil {
+			return res, err
+		}
+		// Again: its access may have changed since the route was planned.
+		if err := e.authorize(tx.Tx, call.Principal, t.ID, access.Write); err != nil {
 			return res, err
 		}
 		was = t.LastActivityAt
@@ -378,6 +398,13 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 		t.titled = t.Title != ""
 		if !t.titled {
 			t.Title = titleFrom(req.Text)
+		}
+		owner := call.Principal
+		if owner == "" {
+			owner = access.LegacyOwner
+		}
+		if err := tx.SetJSON(aclKey(t.ID), access.New(owner)); err != nil {
+			return res, err
 		}
 		if err := openEpisode(tx, t, ids.episode, now); err != nil {
 			return res, err
@@ -432,7 +459,7 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	if res.NewThread {
 		msg = fmt.Sprintf("%s message on %s started thread %s", req.Speaker, req.Channel, t.ID)
 	}
-	if _, err := tx.Trace(call, "thread.message", msg, messageTrace{Channel: req.Channel, NewThread: res.NewThread, ThreadID: t.ID, Turn: t.TurnCount}); err != nil {
+	if _, err := tx.TraceAbout(call, about(t.ID), "thread.message", msg, messageTrace{Channel: req.Channel, NewThread: res.NewThread, ThreadID: t.ID, Turn: t.TurnCount}); err != nil {
 		return res, err
 	}
 	EventTurnAdded.Publish(tx, res)
@@ -534,7 +561,7 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 			llmPart = fmt.Sprintf("model %.2f", *d.LLM)
 		}
 		msg := fmt.Sprintf("%s thread %s with %s (algorithmic %.2f, %s; %s)", d.Decision, t.ID, d.Candidate, d.Algorithmic, llmPart, d.Confidence)
-		if _, err := tx.Trace(call, "episode.link", msg, d); err != nil {
+		if _, err := tx.TraceAbout(call, about(t.ID), "episode.link", msg, d); err != nil {
 			return err
 		}
 	}
@@ -651,7 +678,7 @@ type ThreadView struct {
 
 // Get returns a thread with its live turns (and archived ones if asked)
 // and the linking decisions made about it.
-func (e *Episodic) Get(ctx context.Context, id string, archived bool) (ThreadView, error) {
+func (e *Episodic) Get(ctx context.Context, principal, id string, archived bool) (ThreadView, error) {
 	e.compactor.Settle(ctx)
 	var v ThreadView
 	err := e.env.Store.View(func(tx *storage.Tx) error {
@@ -659,23 +686,27 @@ func (e *Episodic) Get(ctx context.Context, id string, archived bool) (ThreadVie
 		if err != nil {
 			return err
 		}
+		if err := e.authorize(tx, principal, id, access.Read); err != nil {
+			return err
+		}
 		v.Thread = t
 		if v.Turns, err = turnsOf(tx, id, archived); err != nil {
 			return err
 		}
-		v.Decisions, err = decisions(tx, func(d *Decision) bool { return d.ThreadID == id || d.Candidate == id })
+		v.Decisions, err = decisionsFor(tx, principal, func(d *Decision) bool { return d.ThreadID == id || d.Candidate == id })
 		return err
 	})
 	return v, err
 }
 
-// Threads lists every thread, most recently active first.
-func (e *Episodic) Threads(ctx context.Context) ([]*Thread, error) {
+// Threads lists every thread principal may read, most recently active
+// first.
+func (e *Episodic) Threads(ctx context.Context, principal string) ([]*Thread, error) {
 	e.compactor.Settle(ctx)
 	var out []*Thread
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
-		out, err = recentThreads(tx, 0)
+		out, err = recentThreadsFor(tx, principal, 0)
 		return err
 	})
 	if out == nil {
@@ -695,16 +726,22 @@ func (e *Episodic) Configure(ctx context.Context, call action.Call, id string, m
 		if t, err = loadThread(tx.Tx, id); err != nil {
 			return err
 		}
+		if err := e.authorize(tx.Tx, call.Principal, id, access.Write); err != nil {
+			return err
+		}
 		old := t.InactivityTimeoutMinutes
 		t.InactivityTimeoutMinutes = minutes
 		if err := tx.SetJSON(threadKey(id), t); err != nil {
 			return err
 		}
 		EventConfigured.Publish(tx, *t)
-		_, err = tx.Trace(call, "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil)
+		_, err = tx.TraceAbout(call, about(id), "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil)
 		return err
 	})
-	return t, err
+	if err != nil {
+		return nil, e.failed(ctx, call, err)
+	}
+	return t, nil
 }
 
 func decodeDecision(v []byte) (*Decision, error) {
@@ -725,17 +762,38 @@ func decisions(tx *storage.Tx, keep func(*Decision) bool) ([]*Decision, error) {
 	return out, err
 }
 
-// Decisions lists linking decisions, oldest first.
-func (e *Episodic) Decisions(threadID string) ([]*Decision, error) {
+// decisionsFor is decisions, of those principal may read.
+func decisionsFor(tx *storage.Tx, principal string, keep func(*Decision) bool) ([]*Decision, error) {
+	all, err := decisions(tx, keep)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, d := range all {
+		if ok, err := decisionReadable(tx, principal, d); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Decisions lists the linking decisions principal may read (both of
+// their threads), oldest first.
+func (e *Episodic) Decisions(principal, threadID string) ([]*Decision, error) {
 	var out []*Decision
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		if threadID != "" {
 			if _, err := loadThread(tx, threadID); err != nil {
 				return err
 			}
+			if err := e.authorize(tx, principal, threadID, access.Read); err != nil {
+				return err
+			}
 		}
 		var err error
-		out, err = decisions(tx, func(d *Decision) bool { return threadID == "" || d.ThreadID == threadID || d.Candidate == threadID })
+		out, err = decisionsFor(tx, principal, func(d *Decision) bool { return threadID == "" || d.ThreadID == threadID || d.Candidate == threadID })
 		return err
 	})
 	return out, err

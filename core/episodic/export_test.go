@@ -2,7 +2,11 @@ package episodic
 
 import (
 	"context"
+	"testing"
 	"time"
+
+	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/storage"
 )
 
 // Test hooks, for the external tests of this package.
@@ -28,3 +32,13 @@ func FixedScores(opts Options, score func(message, CandidateText string) float64
 
 // Settle waits for background compactions to finish.
 func (e *Episodic) Settle() { e.compactor.Settle(context.Background()) }
+
+// DropACL deletes a thread's ACL, as if it had been stored before threads
+// had owners.
+func DropACL(t testing.TB, env *kit.Env, thread string) {
+	t.Helper()
+	err := env.Store.Update(context.Background(), func(tx *storage.Tx) error { return tx.Delete(aclKey(thread)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}

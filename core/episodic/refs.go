@@ -1,6 +1,9 @@
 package episodic
 
-import "github.com/engram-console/engram/core/action"
+import (
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
+)
 
 // The actions of this package, each with its argument and result types:
 // register and call them through these (see action.Ref).
@@ -27,6 +30,10 @@ var (
 	ActionEpisodeOutcome = action.NewRef[OutcomeArgs, OutcomeResult]("episode.outcome")
 	// ActionEpisodeTune is the episode.tune action. Recompute the linking threshold and the model's guidance from marked decisions.
 	ActionEpisodeTune = action.NewRef[action.None, TuningRecord]("episode.tune")
+	// ActionThreadShare is the thread.share action. Grant an agent permissions on a thread (and its episodes); the result is the thread's ACL.
+	ActionThreadShare = action.NewRef[ShareArgs, access.ACL]("thread.share")
+	// ActionThreadRevoke is the thread.revoke action. Remove an agent's access to a thread; the result is the thread's ACL.
+	ActionThreadRevoke = action.NewRef[RevokeArgs, access.ACL]("thread.revoke")
 	// ActionEpisodeTuning is the episode.tuning action. The linking threshold, the model's prompt versions and past tunings.
 	ActionEpisodeTuning = action.NewRef[action.None, *Tuning]("episode.tuning")
 )

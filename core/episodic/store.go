@@ -108,11 +108,16 @@ func saveThread(tx *storage.Tx, t *Thread, was time.Time) error {
 	return tx.SetJSON(threadKey(t.ID), t)
 }
 
-// recentThreads returns up to limit threads, most recently active first.
-func recentThreads(tx *storage.Tx, limit int) ([]*Thread, error) {
+// recentThreadsFor returns up to limit threads (0: all) that principal
+// may read, most recently active first.
+func recentThreadsFor(tx *storage.Tx, principal string, limit int) ([]*Thread, error) {
 	var out []*Thread
 	err := tx.Keys(storage.Range{Prefix: activityPrefix(), Reverse: true}, func(k []byte) error {
-		t, err := loadThread(tx, storage.LastPart(k))
+		id := storage.LastPart(k)
+		if ok, err := canRead(tx, principal, id); err != nil || !ok {
+			return err
+		}
+		t, err := loadThread(tx, id)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -99,17 +100,27 @@ func (e *Episodic) Outcome(ctx context.Context, call action.Call, id, outcome st
 		if d, err = loadDecision(tx.Tx, id); err != nil {
 			return err
 		}
+		// A mark is a note on the new thread, about both threads' texts.
+		if err := e.authorize(tx.Tx, call.Principal, d.ThreadID, access.Write); err != nil {
+			return err
+		}
+		if err := e.authorize(tx.Tx, call.Principal, d.Candidate, access.Read); err != nil {
+			return err
+		}
 		now := e.env.Clock.Now()
 		d.Outcome, d.OutcomeAt = outcome, &now
 		if err := tx.SetJSON(decisionKey(id), d); err != nil {
 			return err
 		}
-		_, err = tx.Trace(call, "episode.outcome", fmt.Sprintf("linking decision %s (%s, %s and %s) marked %s", id, d.Decision, d.ThreadID, d.Candidate, outcome),
+		_, err = tx.TraceAbout(call, about(d.ThreadID), "episode.outcome", fmt.Sprintf("linking decision %s (%s, %s and %s) marked %s", id, d.Decision, d.ThreadID, d.Candidate, outcome),
 			outcomeTrace{Algorithmic: d.Algorithmic, Decision: d.Decision, DecisionID: id, LLM: d.LLM, Outcome: outcome})
 		EventOutcome.Publish(tx, *d)
 		return err
 	})
-	return d, err
+	if err != nil {
+		return nil, e.failed(ctx, call, err)
+	}
+	return d, nil
 }
 
 // Tune recomputes the threshold and the model's guidance from the marked

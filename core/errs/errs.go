@@ -26,13 +26,16 @@ const (
 	MaxReplansExceeded     Kind = "MaxReplansExceededError"
 	Checkpoint             Kind = "CheckpointError"
 	LLM                    Kind = "LLMError"
+	StorageDamaged         Kind = "StorageDamaged"
+	StorageFull            Kind = "StorageFull"
 	Internal               Kind = "Internal"
 )
 
 // Kinds lists every kind, in the order of docs/batch.md.
 func Kinds() []Kind {
 	return []Kind{Parse, Validation, NotFound, Conflict, Permission, UnknownAction,
-		UnsupportedInstruction, Budget, CyclicDependency, MaxReplansExceeded, Checkpoint, LLM, Internal}
+		UnsupportedInstruction, Budget, CyclicDependency, MaxReplansExceeded, Checkpoint, LLM,
+		StorageDamaged, StorageFull, Internal}
 }
 
 // ParseKind returns the kind named s, if there is one.
@@ -60,6 +63,8 @@ var (
 	ErrMaxReplansExceeded     = sentinel(MaxReplansExceeded)
 	ErrCheckpoint             = sentinel(Checkpoint)
 	ErrLLM                    = sentinel(LLM)
+	ErrStorageDamaged         = sentinel(StorageDamaged)
+	ErrStorageFull            = sentinel(StorageFull)
 	ErrInternal               = sentinel(Internal)
 )
 

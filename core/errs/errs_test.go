@@ -14,13 +14,14 @@ var sentinels = map[Kind]error{
 	Parse: ErrParse, Validation: ErrValidation, NotFound: ErrNotFound, Conflict: ErrConflict,
 	Permission: ErrPermission, UnknownAction: ErrUnknownAction, UnsupportedInstruction: ErrUnsupportedInstruction,
 	Budget: ErrBudget, CyclicDependency: ErrCyclicDependency, MaxReplansExceeded: ErrMaxReplansExceeded,
-	Checkpoint: ErrCheckpoint, LLM: ErrLLM, Internal: ErrInternal,
+	Checkpoint: ErrCheckpoint, LLM: ErrLLM, StorageDamaged: ErrStorageDamaged, StorageFull: ErrStorageFull,
+	Internal: ErrInternal,
 }
 
 func TestKindsMatchBatchContract(t *testing.T) {
 	want := []string{"ParseError", "ValidationError", "NotFoundError", "ConflictError", "PermissionError",
 		"UnknownAction", "UnsupportedInstruction", "BudgetError", "CyclicDependency", "MaxReplansExceededError",
-		"CheckpointError", "LLMError", "Internal"}
+		"CheckpointError", "LLMError", "StorageDamaged", "StorageFull", "Internal"}
 	got := Kinds()
 	if len(got) != len(want) {
 		t.Fatalf("Kinds() has %d kinds, want %d", len(got), len(want))

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -10,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/storage"
 )
 
 // Register adds the history.* actions, the history context provider and
@@ -32,9 +35,14 @@ func Register(env *kit.Env, opts Options) (*History, error) {
 	ActionDelete.Register(reg, action.Spec{Summary: "Remove an utterance"}, h.actDelete)
 	ActionStats.Register(reg, action.Spec{Summary: "A conversation's size, tokens, evictions and summary", ReadOnly: true}, h.actStats)
 	ActionBackend.Register(reg, action.Spec{Summary: "Move a conversation to the in-memory or the durable backend"}, h.actBackend)
-	ActionList.Register(reg, action.Spec{Summary: "Every conversation with its backend", ReadOnly: true}, h.actList)
+	ActionList.Register(reg, action.Spec{Summary: "Every conversation the caller may read, with its backend", ReadOnly: true}, h.actList)
 	ActionQuery.Register(reg, action.Spec{Summary: "The free-form entry point: \"Get all utterances\", \"Get summary\", \"last 5\", \"search X\", \"add\""}, h.actQuery)
+	ActionShare.Register(reg, action.Spec{Summary: "Give another agent read, write, delete or share access to a conversation"}, h.actShare)
+	ActionRevoke.Register(reg, action.Spec{Summary: "Take back an agent's access to a conversation"}, h.actRevoke)
 	env.AddProvider(&provider{h: h})
+	if env.Access != nil {
+		env.Access.Register(ObjectType, h.canRead)
+	}
 	env.AddCounter("history", h.counts)
 	return h, nil
 }
@@ -45,11 +53,13 @@ type StatsArgs struct {
 }
 
 func (h *History) actConfigure(ctx context.Context, call action.Call, a ConfigureRequest) (Stats, error) {
-	return h.Configure(ctx, call, a)
+	s, err := h.Configure(ctx, call, a)
+	return s, h.afterFailure(ctx, call, err)
 }
 
 func (h *History) actWrite(ctx context.Context, call action.Call, a WriteRequest) (WriteResult, error) {
-	return h.Write(ctx, call, a)
+	res, err := h.Write(ctx, call, a)
+	return res, h.afterFailure(ctx, call, err)
 }
 
 // ReadArgs is history.read's arguments.
@@ -65,8 +75,8 @@ type Utterances struct {
 }
 
 func (h *History) actRead(ctx context.Context, call action.Call, a ReadArgs) (Utterances, error) {
-	u, err := h.Read(a.Conversation, a.Speaker)
-	return Utterances{u}, err
+	u, err := h.Read(call, a.Conversation, a.Speaker)
+	return Utterances{u}, h.afterFailure(ctx, call, err)
 }
 
 // LastArgs is history.last's arguments.
@@ -76,8 +86,8 @@ type LastArgs struct {
 }
 
 func (h *History) actLast(ctx context.Context, call action.Call, a LastArgs) (Utterances, error) {
-	u, err := h.Last(a.Conversation, a.N)
-	return Utterances{u}, err
+	u, err := h.Last(call, a.Conversation, a.N)
+	return Utterances{u}, h.afterFailure(ctx, call, err)
 }
 
 // SearchResult is history.search's result: the hits, most relevant first
@@ -87,8 +97,8 @@ type SearchResult struct {
 }
 
 func (h *History) actSearch(ctx context.Context, call action.Call, a SearchRequest) (SearchResult, error) {
-	hits, err := h.Search(ctx, a)
-	return SearchResult{hits}, err
+	hits, err := h.Search(ctx, call, a)
+	return SearchResult{hits}, h.afterFailure(ctx, call, err)
 }
 
 // SummaryArgs is history.summary's arguments.
@@ -110,8 +120,8 @@ func (h *History) actSummary(ctx context.Context, call action.Call, a SummaryArg
 		}
 		limit = *a.TokenLimit
 	}
-	s, err := h.ReadSummary(a.Conversation, limit)
-	return SummaryResult{s}, err
+	s, err := h.ReadSummary(call, a.Conversation, limit)
+	return SummaryResult{s}, h.afterFailure(ctx, call, err)
 }
 
 // DeleteArgs is history.delete's arguments.
@@ -129,11 +139,12 @@ type DeleteResult struct {
 
 func (h *History) actDelete(ctx context.Context, call action.Call, a DeleteArgs) (DeleteResult, error) {
 	u, err := h.Delete(ctx, call, a.Conversation, *a.UtteranceIndex)
-	return DeleteResult{u}, err
+	return DeleteResult{u}, h.afterFailure(ctx, call, err)
 }
 
 func (h *History) actStats(ctx context.Context, call action.Call, a StatsArgs) (Stats, error) {
-	return h.StatsOf(a.Conversation)
+	s, err := h.StatsOf(call, a.Conversation)
+	return s, h.afterFailure(ctx, call, err)
 }
 
 // BackendArgs is history.backend's arguments.
@@ -148,9 +159,9 @@ func (h *History) actBackend(ctx context.Context, call action.Call, a BackendArg
 		return Stats{}, err
 	}
 	if err := h.Move(ctx, call, c, a.Backend); err != nil {
-		return Stats{}, err
+		return Stats{}, h.afterFailure(ctx, call, err)
 	}
-	return h.StatsOf(c)
+	return h.StatsOf(call, c)
 }
 
 // ListArgs is history.list's arguments: none.
@@ -162,18 +173,113 @@ type ConversationInfo struct {
 	Backend      string `json:"backend"`
 }
 
-// ListResult is history.list's result: every conversation, by name.
+// ListResult is history.list's result: every conversation the caller may
+// read, by name.
 type ListResult struct {
 	Conversations []ConversationInfo `json:"conversations"`
 }
 
 func (h *History) actList(ctx context.Context, call action.Call, _ ListArgs) (ListResult, error) {
 	convs, err := h.conversations()
+	if err != nil {
+		return ListResult{}, err
+	}
 	out := []ConversationInfo{}
 	for _, c := range slices.Sorted(maps.Keys(convs)) {
+		err := h.view(call, c, access.Read, func(*storage.Tx, *Conversation) error { return nil })
+		if _, denied := access.DenialOf(err); denied {
+			continue
+		} else if err != nil {
+			return ListResult{}, err
+		}
 		out = append(out, ConversationInfo{Conversation: c, Backend: convs[c]})
 	}
-	return ListResult{out}, err
+	return ListResult{out}, nil
+}
+
+// ShareArgs is history.share's arguments.
+type ShareArgs struct {
+	Conversation string   `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	Principal    string   `json:"principal" arg:"required" help:"the agent to give access"`
+	Permissions  []string `json:"permissions" arg:"required" help:"any of read, write, delete, share (replacing what the agent had)"`
+}
+
+// RevokeArgs is history.revoke's arguments.
+type RevokeArgs struct {
+	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
+	Principal    string `json:"principal" arg:"required" help:"the agent whose access to take back"`
+}
+
+func (h *History) actShare(ctx context.Context, call action.Call, a ShareArgs) (access.ACL, error) {
+	acl, err := h.changeACL(ctx, call, a.Conversation, "shared with "+a.Principal, func(acl *access.ACL, obj access.Object) error {
+		return acl.Grant(call.Principal, a.Principal, a.Permissions, obj, h.env.Clock.Now())
+	})
+	return acl, h.afterFailure(ctx, call, err)
+}
+
+func (h *History) actRevoke(ctx context.Context, call action.Call, a RevokeArgs) (access.ACL, error) {
+	acl, err := h.changeACL(ctx, call, a.Conversation, "access of "+a.Principal+" revoked", func(acl *access.ACL, obj access.Object) error {
+		return acl.Revoke(call.Principal, a.Principal, obj, h.env.Clock.Now())
+	})
+	return acl, h.afterFailure(ctx, call, err)
+}
+
+// changeACL changes an existing conversation's grants with fn (which
+// checks who may), and returns its ACL.
+func (h *History) changeACL(ctx context.Context, call action.Call, c, what string, fn func(acl *access.ACL, obj access.Object) error) (access.ACL, error) {
+	c, err := conversationName(c)
+	if err != nil {
+		return access.ACL{}, err
+	}
+	var out access.ACL
+	err = h.update(ctx, call, c, "", func(tx *kit.Txn, conv *Conversation) error {
+		if conv.fresh {
+			return errs.New(errs.NotFound, "no conversation %q", c).With("field", "conversation")
+		}
+		acl := conv.acl().Clone()
+		if err := fn(&acl, object(c)); err != nil {
+			return err
+		}
+		conv.Grants = acl.Grants
+		out = acl
+		if out.Owner == "" {
+			out.Owner = acl.OwnerOf()
+		}
+		_, err := tx.Trace(call, "history.access", fmt.Sprintf("history %s: %s", c, what), out)
+		return err
+	})
+	return out, err
+}
+
+// canRead is the conversation read check of env.Access: whether principal
+// may read conversation id (one with nothing stored: no).
+func (h *History) canRead(tx *storage.Tx, principal, id string) (bool, error) {
+	b, err := tx.Get(whereKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	st, err := h.stores.get(string(b))
+	if err != nil {
+		return false, err
+	}
+	check := func(tx *storage.Tx) (bool, error) {
+		conv, err := loadConversation(tx, id)
+		if conv == nil || err != nil {
+			return false, err
+		}
+		return conv.acl().Can(principal, access.Read), nil
+	}
+	if st == h.env.Store {
+		return check(tx)
+	}
+	var ok bool
+	err = st.View(func(tx *storage.Tx) error {
+		ok, err = check(tx)
+		return err
+	})
+	return ok, err
 }
 
 // QueryArgs is history.query's arguments.
@@ -222,10 +328,10 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a QueryArgs) (
 			return QueryResult{}, err
 		}
 		res, err := h.Write(ctx, call, req)
-		return QueryResult{"history.write", res}, err
+		return QueryResult{"history.write", res}, h.afterFailure(ctx, call, err)
 	case q == "get all utterances" || q == "get utterances" || q == "read" || q == "all utterances" || q == "get all":
-		u, err := h.Read(conv, speaker)
-		return QueryResult{"history.read", Utterances{u}}, err
+		u, err := h.Read(call, conv, speaker)
+		return QueryResult{"history.read", Utterances{u}}, h.afterFailure(ctx, call, err)
 	case q == "get summary" || q == "summary" || q == "get the summary":
 		limit := 0
 		if v, ok := a.Data["token_limit"]; ok {
@@ -235,11 +341,11 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a QueryArgs) (
 			}
 			limit = int(n)
 		}
-		s, err := h.ReadSummary(conv, limit)
-		return QueryResult{"history.summary", SummaryResult{s}}, err
+		s, err := h.ReadSummary(call, conv, limit)
+		return QueryResult{"history.summary", SummaryResult{s}}, h.afterFailure(ctx, call, err)
 	case q == "get stats" || q == "stats":
-		s, err := h.StatsOf(conv)
-		return QueryResult{"history.stats", s}, err
+		s, err := h.StatsOf(call, conv)
+		return QueryResult{"history.stats", s}, h.afterFailure(ctx, call, err)
 	}
 	if m := lastForm.FindStringSubmatch(q); m != nil {
 		n, _ := strconv.Atoi(m[1])
@@ -247,8 +353,8 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a QueryArgs) (
 			v, _ := a.Data["n"].(float64)
 			n = int(v)
 		}
-		u, err := h.Last(conv, n)
-		return QueryResult{"history.last", Utterances{u}}, err
+		u, err := h.Last(call, conv, n)
+		return QueryResult{"history.last", Utterances{u}}, h.afterFailure(ctx, call, err)
 	}
 	if m := searchForm.FindStringSubmatch(q); m != nil {
 		limit := 0
@@ -261,13 +367,13 @@ func (h *History) actQuery(ctx context.Context, call action.Call, a QueryArgs) (
 		if o := searchWords.FindStringSubmatch(a.Query); o != nil {
 			words = o[1]
 		}
-		hits, err := h.Search(ctx, SearchRequest{Conversation: conv, Query: words, Speaker: speaker, Limit: limit})
-		return QueryResult{"history.search", SearchResult{hits}}, err
+		hits, err := h.Search(ctx, call, SearchRequest{Conversation: conv, Query: words, Speaker: speaker, Limit: limit})
+		return QueryResult{"history.search", SearchResult{hits}}, h.afterFailure(ctx, call, err)
 	}
 	if m := deleteForm.FindStringSubmatch(q); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		u, err := h.Delete(ctx, call, conv, n)
-		return QueryResult{"history.delete", DeleteResult{u}}, err
+		return QueryResult{"history.delete", DeleteResult{u}}, h.afterFailure(ctx, call, err)
 	}
 	return QueryResult{}, errs.New(errs.UnsupportedInstruction, "history.query does not understand %q; it understands: %s", a.Query, strings.Join(queryForms, "; ")).
 		With("understood", queryForms)
@@ -298,7 +404,7 @@ func (h *History) counts() (map[string]int, error) {
 	}
 	out := map[string]int{"conversations": len(convs), "buffered": 0, "archived": 0}
 	for c := range convs {
-		s, err := h.StatsOf(c)
+		s, err := h.stats(action.Call{}, c, "")
 		if err != nil {
 			return nil, err
 		}
@@ -322,14 +428,22 @@ type provider struct{ h *History }
 func (p *provider) Name() string { return "history" }
 
 // Context adds the conversation's buffer and summary to a turn's working
-// memory.
+// memory, if the turn's principal may read the conversation (else
+// nothing: the turn sees no more than its principal could read).
 func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Section, error) {
 	c := start.Conversation
-	utts, err := p.h.Read(c, "")
-	if err != nil {
+	call := action.Call{Principal: start.Principal, Turn: start.TurnID, Clock: p.h.env.Clock}
+	utts, err := p.h.Read(call, c, "")
+	if _, denied := access.DenialOf(err); denied {
+		name, _ := conversationName(c)
+		return kit.Section{
+			Data:  ContextData{Conversation: name, Summary: Summary{Covers: []int{}, Writer: "extractive"}, Utterances: []*Utterance{}},
+			Notes: []kit.Note{{Kind: "history.retrieved", Message: fmt.Sprintf("history %s: not readable by %s; nothing retrieved", name, start.Principal)}},
+		}, nil
+	} else if err != nil {
 		return kit.Section{}, err
 	}
-	summary, err := p.h.ReadSummary(c, 0)
+	summary, err := p.h.ReadSummary(call, c, 0)
 	if err != nil {
 		return kit.Section{}, err
 	}
@@ -338,8 +452,8 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 		tokens += u.TokenCount
 	}
 	msg := fmt.Sprintf("history %s: %d utterance(s), %d tokens", c, len(utts), tokens)
-	if len(summary.Covers) > 0 {
-		msg += fmt.Sprintf(", and a summary of %d earlier ones (%d tokens)", len(summary.Covers), summary.TokenCount)
+	if n := summary.CoveredCount(); n > 0 {
+		msg += fmt.Sprintf(", and a summary of %d earlier ones (%d tokens)", n, summary.TokenCount)
 	}
 	return kit.Section{
 		Data:  ContextData{Conversation: c, Summary: summary, Utterances: utts},
@@ -381,10 +495,11 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 		if err != nil {
 			return nil, err
 		}
+		if err := p.h.authorize(call, conv, access.Write); err != nil {
+			return nil, fmt.Errorf("updates.history[%d]: %w", i, err)
+		}
 		if conv == nil {
-			now := call.Clock.Now()
-			conv = &Conversation{Conversation: req.Conversation, BufferSize: DefaultBufferSize, SummaryTokenLimit: DefaultSummaryTokenLimit,
-				Backend: backend, CreatedAt: now}
+			conv = newConversation(call, req.Conversation, backend, call.Clock.Now())
 		}
 		res, err := p.h.write(tx, call, conv, req)
 		if err != nil {

@@ -172,7 +172,7 @@ func BenchmarkHistorySearch10k(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		hits, err := r.h.Search(context.Background(), history.SearchRequest{Query: queries[i%len(queries)]})
+		hits, err := r.h.Search(context.Background(), r.call(), history.SearchRequest{Query: queries[i%len(queries)]})
 		times = append(times, time.Since(start))
 		if err != nil {
 			b.Fatal(err)
@@ -183,5 +183,59 @@ func BenchmarkHistorySearch10k(b *testing.B) {
 	percentiles(b, times)
 	if found == 0 {
 		b.Fatal("nothing found")
+	}
+}
+
+// BenchmarkHistoryWriteAfterEvictions (issue 13 item 7): a write into a
+// full buffer — evicting one utterance and folding it into the summary —
+// costs what it costs after 100 evictions after a million (it grew with
+// every eviction: a fold scanned past the fold keys of all earlier ones).
+// The state after n evictions is built directly (history.SeedEvictions).
+func BenchmarkHistoryWriteAfterEvictions(b *testing.B) {
+	for _, n := range []int{100, 100_000, 1_000_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := newRig(b)
+			if err := history.SeedEvictions(r.h, "default", n); err != nil {
+				b.Fatal(err)
+			}
+			c := newCorpus(b)
+			args := make([]json.RawMessage, b.N)
+			for i := range args {
+				args[i], _ = json.Marshal(map[string]any{"speaker": speakerOf(i), "text": c.next()})
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := r.e.Do(ctx, core.Request{Action: "history.write", Args: args[i]}); err != nil {
+					b.Fatal(err)
+				}
+				r.h.Settle() // the fold is part of the cost, as a batch step waits for it
+			}
+			b.StopTimer()
+			if st := r.stats(""); st.EvictedCount != n+b.N-1 {
+				b.Fatalf("evicted %d; want %d", st.EvictedCount, n+b.N-1)
+			}
+		})
+	}
+}
+
+// BenchmarkHistoryConfigureShrink (issue 13 item 7): history.configure
+// {"buffer_size": 1} over 5,000 buffered utterances, the fold of all of
+// them included (the result's summary waits for it). It blocked 73 s.
+func BenchmarkHistoryConfigureShrink(b *testing.B) {
+	c := newCorpus(b)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		r := newRig(b)
+		r.configure(map[string]any{"buffer_size": 5001})
+		for j := range 5000 {
+			if _, err := r.h.Write(context.Background(), r.call(), history.WriteRequest{Speaker: speakerOf(j), Text: c.next()}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if st := r.configure(map[string]any{"buffer_size": 1}); st.EvictedCount != 4999 {
+			b.Fatalf("evicted %d", st.EvictedCount)
+		}
 	}
 }

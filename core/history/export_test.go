@@ -1,8 +1,60 @@
 package history
 
+import (
+	"context"
+
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/storage"
+)
+
 // HoldFolds returns opts with every fold left pending (as a crash right
 // after a write would leave it), for the tests of resuming them.
 func HoldFolds(opts Options) Options {
 	opts.holdFolds = true
 	return opts
+}
+
+// SeedEvictions makes conversation c (which must not exist yet) hold what
+// n writes into a full buffer of 1 leave behind, built directly (writing a
+// million utterances would take an hour): its counters, a summary covering
+// [0, n-1] folded up to n, and the n fold keys those writes made and their
+// folds deleted. The archive itself is left out: no write reads it.
+func SeedEvictions(h *History, c string, n int) error {
+	st, backend, err := h.storeOf(c)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	const chunk = 20_000
+	for start := 0; start < n; start += chunk {
+		err := st.Update(ctx, func(tx *storage.Tx) error {
+			for i := start; i < min(start+chunk, n); i++ {
+				if err := tx.Delete(foldKey(c, i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	now := h.env.Clock.Now()
+	conv := newConversation(action.Call{Principal: access.LegacyOwner}, c, backend, now)
+	conv.BufferSize, conv.NextIndex, conv.FirstBuffered, conv.EvictedCount, conv.UpdatedAt = 1, n, n, n, now
+	rec := summaryRecord{Extractive: text.Summary{Parts: []text.Part{{Spans: []text.Span{{From: 0, To: n - 1}},
+		Speaker: "earlier", Text: "Maria, Lisbon, $40,000", Entities: []string{"Maria", "Lisbon", "$40,000"}, Level: 3}}},
+		UpdatedAt: now, NextFold: n}
+	err = st.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.SetJSON(convKey(c), conv); err != nil {
+			return err
+		}
+		return tx.SetJSON(sumKey(c), rec)
+	})
+	if err != nil {
+		return err
+	}
+	return h.env.Store.Update(ctx, func(tx *storage.Tx) error { return tx.Set(whereKey(c), []byte(backend)) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/engram-console/engram/core/action"
@@ -76,10 +77,19 @@ func (h *History) foldPending(ctx context.Context, c string) error {
 // foldBatch folds the oldest pending write's evictions into the summary;
 // done when there were none.
 func (h *History) foldBatch(tx *kit.Txn, c string) (done bool, err error) {
+	rec, err := loadSummary(tx.Tx, c)
+	if err != nil {
+		return false, err
+	}
 	var batch *foldEntry
 	var keys [][]byte
 	var lines []text.Line
-	err = tx.Scan(storage.Prefix(foldPrefix(c)), func(k, v []byte) error {
+	// Fold keys are deleted once folded, and a scan from the start of the
+	// prefix would step over every deleted one (a write after a million
+	// evictions would cost a million steps): evictions go oldest first, so
+	// the pending ones start where the last fold ended.
+	from := storage.Range{Prefix: foldPrefix(c), Start: foldKey(c, rec.NextFold)}
+	err = tx.Scan(from, func(k, v []byte) error {
 		var e foldEntry
 		if err := json.Unmarshal(v, &e); err != nil {
 			return err
@@ -99,18 +109,21 @@ func (h *History) foldBatch(tx *kit.Txn, c string) (done bool, err error) {
 	if err != nil || batch == nil {
 		return batch == nil, err
 	}
-	rec, err := loadSummary(tx.Tx, c)
-	if err != nil {
-		return false, err
-	}
 	model := llm.Available(h.env.LLM)
 	var previous string
 	if model {
 		previous = rec.current()
 	}
-	rec.Extractive.Add(lines...)
-	_, tokens := rec.Extractive.Compress(batch.Limit, countTokens)
+	// A large batch (history.configure shrinking a full buffer) is added
+	// a chunk at a time, each compressed before the next: compressing
+	// thousands of parts at once costs the square of their number.
+	tokens := 0
+	for chunk := range slices.Chunk(lines, foldChunk) {
+		rec.Extractive.Add(chunk...)
+		_, tokens = rec.Extractive.Compress(batch.Limit, countTokens)
+	}
 	rec.UpdatedAt = batch.At
+	rec.NextFold = lines[len(lines)-1].Index + 1
 	if err := tx.SetJSON(sumKey(c), rec); err != nil {
 		return false, err
 	}
@@ -129,6 +142,10 @@ func (h *History) foldBatch(tx *kit.Txn, c string) (done bool, err error) {
 	}
 	return false, nil
 }
+
+// foldChunk is how many evicted utterances a fold adds to the summary
+// before compressing it (a write evicts fewer: its fold is one step).
+const foldChunk = 64
 
 // resumeFolds queues the folds a previous run left pending.
 func (h *History) resumeFolds() error {

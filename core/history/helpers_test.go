@@ -315,7 +315,8 @@ func sameDump(t testing.TB, what string, before, after map[string]string) {
 	}
 }
 
-// call is an action.Call for the Go API.
+// call is an action.Call for the Go API, as the engine's default agent
+// (which the actions of these tests act as).
 func (r *rig) call() action.Call {
-	return action.Call{Principal: "test", Clock: r.e.Clock()}
+	return action.Call{Principal: core.DefaultAgent, Clock: r.e.Clock()}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -169,8 +170,9 @@ func (r *WriteRequest) validate() error {
 	if strings.TrimSpace(r.Text) == "" {
 		return kit.Validation("text", "an utterance needs text")
 	}
-	if r.TurnNumber != nil && *r.TurnNumber < 0 {
-		return kit.Validation("turn_number", "must be 0 or more")
+	if r.TurnNumber != nil && (*r.TurnNumber < 0 || *r.TurnNumber > MaxTurnNumber) {
+		// Past the limit, the next turn's number would overflow.
+		return kit.Validation("turn_number", "must be from 0 to %d, not %d", MaxTurnNumber, *r.TurnNumber)
 	}
 	if len(r.Metadata) == 0 || string(r.Metadata) == "null" {
 		r.Metadata = json.RawMessage("{}")
@@ -180,13 +182,16 @@ func (r *WriteRequest) validate() error {
 	return nil
 }
 
+// MaxTurnNumber is the highest turn_number an utterance may give.
+const MaxTurnNumber = 1_000_000_000
+
 // Write records an utterance, evicting what no longer fits into the summary.
 func (h *History) Write(ctx context.Context, call action.Call, req WriteRequest) (WriteResult, error) {
 	if err := req.validate(); err != nil {
 		return WriteResult{}, err
 	}
 	var res WriteResult
-	err := h.update(ctx, req.Conversation, func(tx *kit.Txn, conv *Conversation) error {
+	err := h.update(ctx, call, req.Conversation, access.Write, func(tx *kit.Txn, conv *Conversation) error {
 		var err error
 		res, err = h.write(tx, call, conv, req)
 		return err
@@ -332,9 +337,11 @@ func (r *summaryRecord) modelCurrent() bool {
 // header is the summary's description without its text: what it covers and
 // when it changed, written by the extractive summarizer.
 func (r *summaryRecord) header() Summary {
-	s := Summary{Covers: r.Extractive.Covers(), Writer: "extractive"}
-	if s.Covers == nil {
-		s.Covers = []int{}
+	s := Summary{Covers: []int{}, Writer: "extractive"}
+	if r.Extractive.Covered() > MaxCoversListed {
+		s.Covers, s.CoveredSpans = nil, r.Extractive.Spans()
+	} else if covers := r.Extractive.Covers(); covers != nil {
+		s.Covers = covers
 	}
 	if !r.UpdatedAt.IsZero() {
 		at := r.UpdatedAt
@@ -393,7 +400,7 @@ func (h *History) modelSummary(ctx context.Context, call action.Call, c, previou
 	req.Temperature = &zero
 	resp, err := h.env.LLM.Complete(ctx, req)
 	if err != nil {
-		h.traceAside(ctx, call, "history.summary", fmt.Sprintf("history %s: the model could not write the summary (%v); the extractive summary stays", c, err))
+		h.traceAside(ctx, call, "history.summary", fmt.Sprintf("history %s: the model could not write the summary (%v); the extractive summary stays", c, err), nil)
 		return
 	}
 	summaryText := strings.TrimSpace(resp.Text)
@@ -452,9 +459,9 @@ func (h *History) embedLater(conv *Conversation, u *Utterance) {
 	})
 }
 
-func (h *History) traceAside(ctx context.Context, call action.Call, kind, msg string) {
+func (h *History) traceAside(ctx context.Context, call action.Call, kind, msg string, data any) {
 	err := h.env.Update(ctx, func(tx *kit.Txn) error {
-		_, err := tx.Trace(call, kind, msg, nil)
+		_, err := tx.Trace(call, kind, msg, data)
 		return err
 	})
 	if err != nil {
@@ -470,8 +477,9 @@ func joinInts(xs []int) string {
 	return strings.Join(parts, ", ")
 }
 
-// Read returns the buffer, oldest first, optionally of one speaker.
-func (h *History) Read(c, speaker string) ([]*Utterance, error) {
+// Read returns the buffer, oldest first, optionally of one speaker: call's
+// principal needs read.
+func (h *History) Read(call action.Call, c, speaker string) ([]*Utterance, error) {
 	c, err := conversationName(c)
 	if err != nil {
 		return nil, err
@@ -480,7 +488,7 @@ func (h *History) Read(c, speaker string) ([]*Utterance, error) {
 		return nil, kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", speaker)
 	}
 	out := []*Utterance{}
-	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+	err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
 		if conv == nil {
 			return nil
 		}
@@ -495,11 +503,11 @@ func (h *History) Read(c, speaker string) ([]*Utterance, error) {
 }
 
 // Last returns the n most recent utterances of the buffer, oldest first.
-func (h *History) Last(c string, n int) ([]*Utterance, error) {
+func (h *History) Last(call action.Call, c string, n int) ([]*Utterance, error) {
 	if n < 0 {
 		return nil, kit.Validation("n", "must be 0 or more, got %d", n)
 	}
-	all, err := h.Read(c, "")
+	all, err := h.Read(call, c, "")
 	if err != nil {
 		return nil, err
 	}
@@ -509,14 +517,14 @@ func (h *History) Last(c string, n int) ([]*Utterance, error) {
 	return all, nil
 }
 
-// ReadSummary returns the running summary within tokenLimit tokens (0: the
 // Settle waits until every eviction so far is folded into the summary
 // (and, with a model, its summary asked for): reads of the summary settle
 // by themselves; tests of what is stored call it.
 func (h *History) Settle() { h.folder.Settle(context.Background()) }
 
-// conversation's summary_token_limit).
-func (h *History) ReadSummary(c string, tokenLimit int) (Summary, error) {
+// ReadSummary returns the running summary within tokenLimit tokens (0: the
+// conversation's summary_token_limit): call's principal needs read.
+func (h *History) ReadSummary(call action.Call, c string, tokenLimit int) (Summary, error) {
 	h.settleFolds(c)
 	c, err := conversationName(c)
 	if err != nil {
@@ -526,7 +534,7 @@ func (h *History) ReadSummary(c string, tokenLimit int) (Summary, error) {
 		return Summary{}, kit.Validation("token_limit", "must be 1 or more")
 	}
 	s := Summary{Covers: []int{}, Writer: "extractive"}
-	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+	err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
 		if conv == nil {
 			return nil
 		}
@@ -560,7 +568,7 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 		return nil, errs.New(errs.NotFound, "no conversation %q", c).With("field", "conversation")
 	}
 	var out *Utterance
-	err = h.update(ctx, c, func(tx *kit.Txn, conv *Conversation) error {
+	err = h.update(ctx, call, c, access.Delete, func(tx *kit.Txn, conv *Conversation) error {
 		u, err := readUtterance(tx.Tx, c, index)
 		if errors.Is(err, storage.ErrNotFound) {
 			return errs.New(errs.NotFound, "conversation %q has no utterance %d (its indexes run to %d)", c, index, conv.NextIndex-1).
@@ -607,8 +615,13 @@ type Stats struct {
 }
 
 // StatsOf returns a conversation's figures (an unknown one: empty, with
-// the settings it would get).
-func (h *History) StatsOf(c string) (Stats, error) {
+// the settings it would get): call's principal needs read.
+func (h *History) StatsOf(call action.Call, c string) (Stats, error) {
+	return h.stats(call, c, access.Read)
+}
+
+// stats is StatsOf, checking op ("": no check, for the engine's counts).
+func (h *History) stats(call action.Call, c, op string) (Stats, error) {
 	h.settleFolds(c)
 	c, err := conversationName(c)
 	if err != nil {
@@ -620,7 +633,7 @@ func (h *History) StatsOf(c string) (Stats, error) {
 	}
 	st := Stats{Conversation: c, Backend: backend, BufferSize: DefaultBufferSize, SummaryTokenLimit: DefaultSummaryTokenLimit,
 		Summary: Summary{Covers: []int{}, Writer: "extractive"}}
-	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+	err = h.view(call, c, op, func(tx *storage.Tx, conv *Conversation) error {
 		if conv == nil {
 			return nil
 		}
@@ -667,7 +680,7 @@ func (h *History) Configure(ctx context.Context, call action.Call, req Configure
 		// Refuse a budget the buffer does not fit before moving anything:
 		// a failed configure changes nothing (the update below checks again).
 		if req.MaxTokens != nil && *req.MaxTokens > 0 {
-			err := h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+			err := h.view(call, c, access.Write, func(tx *storage.Tx, conv *Conversation) error {
 				if conv == nil {
 					return nil
 				}
@@ -681,7 +694,7 @@ func (h *History) Configure(ctx context.Context, call action.Call, req Configure
 			return Stats{}, err
 		}
 	}
-	err = h.update(ctx, c, func(tx *kit.Txn, conv *Conversation) error {
+	err = h.update(ctx, call, c, access.Write, func(tx *kit.Txn, conv *Conversation) error {
 		if req.BufferSize != nil {
 			conv.BufferSize = *req.BufferSize
 		}
@@ -702,7 +715,7 @@ func (h *History) Configure(ctx context.Context, call action.Call, req Configure
 	if err != nil {
 		return Stats{}, err
 	}
-	return h.StatsOf(c)
+	return h.StatsOf(call, c)
 }
 
 // checkBudget refuses a max_tokens smaller than an utterance in the buffer.
@@ -733,6 +746,18 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 		return err
 	}
 	source, current, err := h.storeOf(c)
+	if err != nil {
+		return err
+	}
+	err = source.View(func(tx *storage.Tx) error {
+		conv, err := loadConversation(tx, c)
+		if err != nil {
+			return err
+		}
+		// Moving to memory loses the conversation at the next restart:
+		// a move needs the right to delete it, not only to write.
+		return h.authorize(call, conv, access.Delete)
+	})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/text"
 )
 
@@ -70,11 +71,30 @@ type Conversation struct {
 	LastEviction *Eviction `json:"last_eviction,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+	// Owner is the principal whose write or configure created the
+	// conversation ("" for one stored before conversations had owners:
+	// access.LegacyOwner's); Grants are the other principals' access.
+	Owner  string         `json:"owner,omitempty"`
+	Grants []access.Entry `json:"grants,omitempty"`
 
+	// fresh: the conversation is being created by this change.
+	fresh bool
 	// deferred is the slow follow-up work of a change (asking the model
 	// for a summary, embedding an utterance), run once the change has
 	// committed and the conversation's lock is released.
 	deferred []func(context.Context)
+}
+
+// acl is the conversation's owner and grants.
+func (conv *Conversation) acl() access.ACL { return access.ACL{Owner: conv.Owner, Grants: conv.Grants} }
+
+// ObjectType is what access checks, errors and the trace call a
+// conversation.
+const ObjectType = "conversation"
+
+// object names conversation c for access checks.
+func object(c string) access.Object {
+	return access.Object{Type: ObjectType, ID: c, ShareAction: "history.share"}
 }
 
 // later queues fn to run after the change to conv commits.
@@ -99,14 +119,39 @@ type summaryRecord struct {
 	ModelText  string      `json:"model_text,omitempty"`
 	ModelSpans []text.Span `json:"model_spans,omitempty"`
 	UpdatedAt  time.Time   `json:"updated_at"`
+	// NextFold is the index after the last utterance folded in: pending
+	// folds are looked for from there (0 in a record stored before it was
+	// kept, which looks from the start once).
+	NextFold int `json:"next_fold,omitempty"`
+}
+
+// MaxCoversListed is how many covered indexes a Summary lists in Covers.
+const MaxCoversListed = 1000
+
+// CoveredCount is how many utterances the summary stands for.
+func (s Summary) CoveredCount() int {
+	if s.Covers != nil {
+		return len(s.Covers)
+	}
+	n := 0
+	for _, sp := range s.CoveredSpans {
+		n += sp.To - sp.From + 1
+	}
+	return n
 }
 
 // Summary is a conversation's running summary as read.
 type Summary struct {
 	Text       string `json:"text"`
 	TokenCount int    `json:"token_count"`
-	// Covers lists the utterance indexes the summary stands for.
+	// Covers lists the utterance indexes the summary stands for, while
+	// they are at most MaxCoversListed; beyond, it is null and
+	// CoveredSpans says the same as ranges (a list of every index grows
+	// without bound: 25,000 evictions made 142 KB of it).
 	Covers []int `json:"covers"`
+	// CoveredSpans are the covered indexes as ranges [from, to], from the
+	// oldest, when Covers does not list them (omitted while it does).
+	CoveredSpans []text.Span `json:"covered_spans,omitempty"`
 	// Writer is "extractive" or "model".
 	Writer    string     `json:"writer"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`

@@ -1,6 +1,9 @@
 package history
 
-import "github.com/engram-console/engram/core/action"
+import (
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
+)
 
 // The actions of this package, each with its argument and result types:
 // register and call them through these (see action.Ref).
@@ -23,8 +26,12 @@ var (
 	ActionStats = action.NewRef[StatsArgs, Stats]("history.stats")
 	// ActionBackend is the history.backend action. Move a conversation to the in-memory or the durable backend.
 	ActionBackend = action.NewRef[BackendArgs, Stats]("history.backend")
-	// ActionList is the history.list action. Every conversation with its backend.
+	// ActionList is the history.list action. Every conversation the caller may read, with its backend.
 	ActionList = action.NewRef[ListArgs, ListResult]("history.list")
 	// ActionQuery is the history.query action. The free-form entry point: "Get all utterances", "Get summary", "last 5", "search X", "add".
 	ActionQuery = action.NewRef[QueryArgs, QueryResult]("history.query")
+	// ActionShare is the history.share action. Give another agent read, write, delete or share access to a conversation.
+	ActionShare = action.NewRef[ShareArgs, access.ACL]("history.share")
+	// ActionRevoke is the history.revoke action. Take back an agent's access to a conversation.
+	ActionRevoke = action.NewRef[RevokeArgs, access.ACL]("history.revoke")
 )

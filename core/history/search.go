@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
@@ -39,7 +41,7 @@ const defaultSearchLimit = 10
 // relevance to the query: BM25 over stemmed terms, blended with embedding
 // similarity when a model is configured. A query made only of stop words
 // ("what is it") falls back to finding the words as written.
-func (h *History) Search(ctx context.Context, req SearchRequest) ([]Hit, error) {
+func (h *History) Search(ctx context.Context, call action.Call, req SearchRequest) ([]Hit, error) {
 	c, err := conversationName(req.Conversation)
 	if err != nil {
 		return nil, err
@@ -63,7 +65,7 @@ func (h *History) Search(ctx context.Context, req SearchRequest) ([]Hit, error) 
 		}
 	}
 	var hits []Hit
-	err = h.view(c, func(tx *storage.Tx, conv *Conversation) error {
+	err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
 		if conv == nil {
 			return nil
 		}

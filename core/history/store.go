@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
@@ -203,8 +206,28 @@ func (h *History) storeOf(c string) (*storage.Store, string, error) {
 	return st, backend, err
 }
 
-// view runs fn on a conversation's store (its state nil if it has none).
-func (h *History) view(c string, fn func(tx *storage.Tx, conv *Conversation) error) error {
+// authorize returns a PermissionError unless call's principal may do op
+// (access.Read, Write or Delete) on conv. A conversation with no state yet
+// holds nothing: whoever writes or configures it first becomes its owner.
+// An empty op checks nothing: for the history's own work (the engine's
+// counts, a share or revoke, which the ACL checks itself).
+func (h *History) authorize(call action.Call, conv *Conversation, op string) error {
+	if conv == nil || op == "" {
+		return nil
+	}
+	return access.Check(call.Principal, conv.acl(), op, object(conv.Conversation), h.env.Clock.Now())
+}
+
+// afterFailure records in the trace what a failed call must leave behind
+// even though its transaction rolled back: an access denial.
+func (h *History) afterFailure(ctx context.Context, call action.Call, err error) error {
+	// The engine's one way: counted, and shown to the owner too.
+	return h.env.TraceFailure(ctx, call, err)
+}
+
+// view runs fn on a conversation's store (its state nil if it has none),
+// once call's principal is found to hold op on it.
+func (h *History) view(call action.Call, c, op string, fn func(tx *storage.Tx, conv *Conversation) error) error {
 	st, _, err := h.storeOf(c)
 	if err != nil {
 		return err
@@ -214,14 +237,18 @@ func (h *History) view(c string, fn func(tx *storage.Tx, conv *Conversation) err
 		if err != nil {
 			return err
 		}
+		if err := h.authorize(call, conv, op); err != nil {
+			return err
+		}
 		return fn(tx, conv)
 	})
 }
 
 // update runs fn on a conversation's store in a read-write transaction,
-// creating the conversation (with defaults) if it does not exist yet, and
-// saves its state afterwards.
-func (h *History) update(ctx context.Context, c string, fn func(tx *kit.Txn, conv *Conversation) error) error {
+// once call's principal is found to hold op on it, creating the
+// conversation (with defaults, owned by that principal) if it does not
+// exist yet, and saves its state afterwards.
+func (h *History) update(ctx context.Context, call action.Call, c, op string, fn func(tx *kit.Txn, conv *Conversation) error) error {
 	unlock := h.lock(c)
 	locked := true
 	defer func() {
@@ -248,10 +275,11 @@ func (h *History) update(ctx context.Context, c string, fn func(tx *kit.Txn, con
 		if err != nil {
 			return err
 		}
+		if err := h.authorize(call, conv, op); err != nil {
+			return err
+		}
 		if conv == nil {
-			now := h.env.Clock.Now()
-			conv = &Conversation{Conversation: c, BufferSize: DefaultBufferSize, SummaryTokenLimit: DefaultSummaryTokenLimit,
-				Backend: backend, CreatedAt: now}
+			conv = newConversation(call, c, backend, h.env.Clock.Now())
 		}
 		if err := fn(tx, conv); err != nil {
 			return err
@@ -275,6 +303,13 @@ func (h *History) update(ctx context.Context, c string, fn func(tx *kit.Txn, con
 		fn(ctx)
 	}
 	return err
+}
+
+// newConversation is the state of a conversation call's principal is
+// about to create: the defaults, and that principal as its owner.
+func newConversation(call action.Call, c, backend string, now time.Time) *Conversation {
+	return &Conversation{Conversation: c, BufferSize: DefaultBufferSize, SummaryTokenLimit: DefaultSummaryTokenLimit,
+		Backend: backend, CreatedAt: now, Owner: call.Principal, fresh: true}
 }
 
 // conversations lists every conversation with its backend.

@@ -18,6 +18,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-console/engram/core/access"
+
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/errs"
@@ -39,8 +41,11 @@ type Env struct {
 	Events  *events.Broker
 	Trace   *trace.Log
 	Actions *action.Registry
-	LLM     llm.Provider
-	Log     *slog.Logger
+	// Access holds each object type's read check, for questions about
+	// a subject of any subsystem (the trace's, a plan's results).
+	Access *access.Registry
+	LLM    llm.Provider
+	Log    *slog.Logger
 	// Run runs an action the way every face does (validation, error kinds):
 	// for subsystems that compose actions, such as plan subtasks.
 	Run func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error)
@@ -51,6 +56,7 @@ type Env struct {
 	stop      context.CancelFunc
 	providers []ContextProvider
 	counters  map[string]Counter
+	checkers  map[string]Checker // engram check's per-subsystem verifiers (check.go)
 	closers   []func() error
 	workers   []*Worker
 }
@@ -165,10 +171,67 @@ func (e *Env) Update(ctx context.Context, fn func(tx *Txn) error) error {
 	return e.UpdateOn(ctx, e.Store, fn)
 }
 
+// Joint makes the Updates on the engine's store made under a context (Join)
+// run in one transaction that is already open, instead of each in its own:
+// so that a plan subtask's writes and its checkpoint commit together or not
+// at all (issue 13, item 8).
+type Joint struct {
+	tx                   *Txn
+	mu                   sync.Mutex
+	busy, closed, broken bool
+}
+
+type jointKey struct{}
+
+// Join returns ctx in which e.Update (and UpdateOn the engine's store) runs
+// fn inside tx rather than in a transaction of its own: fn's events, trace
+// entries and AfterCommit work then wait for tx's commit, and its writes
+// roll back with tx. After an fn that fails (its writes so far stay in tx),
+// or from another goroutine while one runs, Updates open their own
+// transactions again, as they do once Close is called; so a failed
+// action's access-denied trace entry is still committed.
+func Join(ctx context.Context, tx *Txn) (context.Context, *Joint) {
+	j := &Joint{tx: tx}
+	return context.WithValue(ctx, jointKey{}, j), j
+}
+
+// Close ends the joining (tx is about to commit or roll back). It reports
+// whether a joined fn failed.
+func (j *Joint) Close() (broken bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.closed = true
+	return j.broken
+}
+
+// enter returns the joint transaction if an Update of e on store may run in it.
+func (j *Joint) enter(e *Env, store *storage.Store) *Txn {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.busy || j.closed || j.broken || store != e.Store || j.tx.env != e {
+		return nil
+	}
+	j.busy = true
+	return j.tx
+}
+
+func (j *Joint) leave(failed bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.busy, j.broken = false, j.broken || failed
+}
+
 // UpdateOn is Update on another store (e.g. a subsystem's in-memory one).
 // Trace entries still go to the engine's trace, in a transaction of their
 // own right after the commit.
 func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Txn) error) error {
+	if j, _ := ctx.Value(jointKey{}).(*Joint); j != nil {
+		if tx := j.enter(e, store); tx != nil {
+			err := fn(tx)
+			j.leave(err != nil)
+			return err
+		}
+	}
 	var committed *Txn
 	err := store.Update(ctx, func(stx *storage.Tx) error {
 		tx := &Txn{Tx: stx, env: e, foreign: store != e.Store}
@@ -184,7 +247,7 @@ func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Tx
 	if len(committed.traces) > 0 {
 		err := e.Update(ctx, func(tx *Txn) error {
 			for _, t := range committed.traces {
-				if _, err := tx.Trace(t.call, t.kind, t.message, t.data); err != nil {
+				if _, err := tx.trace(t.call, t.subject, t.kind, t.message, t.data); err != nil {
 					return err
 				}
 			}
@@ -226,6 +289,7 @@ type Txn struct {
 
 type queuedTrace struct {
 	call          action.Call
+	subject       *trace.Subject
 	kind, message string
 	data          any
 }
@@ -255,12 +319,39 @@ func (t *Txn) PublishProgress(name string, data any) {
 }
 
 // Trace appends a trace entry for call, of the given kind, in this
-// transaction. data, if not nil, is stored as JSON.
+// transaction. data, if not nil, is stored as JSON. The entry has no
+// subject: trace.list shows it to call's principal only (TraceAbout names
+// the object it is about, for whoever may read that too).
 func (t *Txn) Trace(call action.Call, kind, message string, data any) (trace.Entry, error) {
+	return t.trace(call, nil, kind, message, data)
+}
+
+// TraceAbout is Trace for an entry about one object, subject (its type as
+// registered on Env.Access, and its id): trace.list shows the entry to
+// call's principal and to every principal who may read the object.
+func (t *Txn) TraceAbout(call action.Call, subject trace.Subject, kind, message string, data any) (trace.Entry, error) {
+	return t.trace(call, &subject, kind, message, data)
+}
+
+func (t *Txn) trace(call action.Call, subject *trace.Subject, kind, message string, data any) (trace.Entry, error) {
 	if t.foreign {
-		t.traces = append(t.traces, queuedTrace{call: call, kind: kind, message: message, data: data})
+		t.traces = append(t.traces, queuedTrace{call: call, subject: subject, kind: kind, message: message, data: data})
 		return trace.Entry{TurnID: call.Turn, Kind: kind, Message: message, Principal: call.Principal}, nil
 	}
+	e, err := t.entry(call, kind, message, data)
+	if err != nil {
+		return trace.Entry{}, err
+	}
+	e, err = t.env.Trace.AppendAbout(t.Tx, e, subject)
+	if err != nil {
+		return trace.Entry{}, err
+	}
+	EventTraceRecorded.Publish(t, e)
+	return e, nil
+}
+
+// entry builds a trace entry for call, stamped with the engine clock.
+func (t *Txn) entry(call action.Call, kind, message string, data any) (trace.Entry, error) {
 	e := trace.Entry{TurnID: call.Turn, Kind: kind, Message: message, Principal: call.Principal, At: t.env.Clock.Now()}
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -269,12 +360,47 @@ func (t *Txn) Trace(call action.Call, kind, message string, data any) (trace.Ent
 		}
 		e.Data = b
 	}
-	e, err := t.env.Trace.Append(t.Tx, e)
-	if err != nil {
-		return trace.Entry{}, err
-	}
-	EventTraceRecorded.Publish(t, e)
 	return e, nil
+}
+
+// TraceFailure records what a failed call must leave behind although its
+// transaction rolled back, and returns err unchanged: if err is a refusal
+// by access.Check, an "access_denied" entry (its data the access.Denial),
+// which trace.list shows only to the refused principal and the object's
+// owner. The same denial repeated (same principal, operation and object)
+// within the trace's denial window is counted on one entry ("count",
+// "first_at", "last_at" in its data) instead of adding one per attempt.
+// Call it on the error of every action that checks access.
+func (e *Env) TraceFailure(ctx context.Context, call action.Call, err error) error {
+	if d, ok := access.DenialOf(err); ok {
+		e.TraceDenial(ctx, call, d)
+	}
+	return err
+}
+
+// TraceDenial writes the access_denied entry of d, as TraceFailure does,
+// for a subsystem whose refusals carry their denial some other way.
+func (e *Env) TraceDenial(ctx context.Context, call action.Call, d *access.Denial) {
+	owner := d.Owner
+	if owner == "" {
+		owner = access.LegacyOwner
+	}
+	subject := &trace.Subject{Type: d.ResourceType, ID: d.ResourceID, Owner: owner}
+	same := strings.Join([]string{d.PrincipalID, d.AttemptedOperation, d.ResourceType, d.ResourceID}, "\x00")
+	terr := e.Update(context.WithoutCancel(ctx), func(tx *Txn) error {
+		entry, err := tx.entry(call, "access_denied", d.Message(), d)
+		if err != nil {
+			return err
+		}
+		entry, repeated, err := e.Trace.AppendDenial(tx.Tx, entry, subject, same)
+		if err == nil && !repeated {
+			EventTraceRecorded.Publish(tx, entry)
+		}
+		return err
+	})
+	if terr != nil {
+		e.Log.Warn("writing an access denial to the trace failed", "err", terr)
+	}
 }
 
 // TurnStart describes a turn that is starting.

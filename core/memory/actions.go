@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -48,13 +49,18 @@ func Register(env *kit.Env) (*Memory, error) {
 	}
 	reg := env.Actions
 	ActionConfigure.Register(reg, action.Spec{Summary: "Create a memory store or change its limits and policy"}, m.actConfigure)
-	ActionMemorize.Register(reg, action.Spec{Summary: "Store a memory item (making room per the store's policy)"}, m.actMemorize)
+	ActionMemorize.Register(reg, action.Spec{Summary: "Store a memory item (making room per the store's policy)", Joinable: true}, m.actMemorize)
 	ActionRemember.Register(reg, action.Spec{Summary: "Items relevant to a prompt, in the store's order (importance or recency)", ReadOnly: true}, m.actRemember)
 	ActionForget.Register(reg, action.Spec{Summary: "Forget what an instruction names (\"oldest\", \"items tagged x\"...), soft or hard"}, m.actForget)
 	ActionSummarize.Register(reg, action.Spec{Summary: "A summary of a store's items within a token limit", ReadOnly: true}, m.actSummarize)
 	ActionCapacity.Register(reg, action.Spec{Summary: "A store's items, tokens, limits and room left", ReadOnly: true}, m.actCapacity)
 	ActionStores.Register(reg, action.Spec{Summary: "Every memory store with its capacity", ReadOnly: true}, m.actStores)
 	ActionGet.Register(reg, action.Spec{Summary: "One memory item, forgotten ones included", ReadOnly: true}, m.actGet)
+	ActionShare.Register(reg, action.Spec{Summary: "Grant an agent permissions on a memory store"}, m.actShare)
+	ActionRevoke.Register(reg, action.Spec{Summary: "Remove an agent's access to a memory store"}, m.actRevoke)
+	if env.Access != nil {
+		env.Access.Register(objectType, m.canRead)
+	}
 	env.AddProvider(&provider{m: m})
 	env.AddCounter("memory", m.counts)
 	return m, nil
@@ -119,11 +125,14 @@ func (m *Memory) actConfigure(ctx context.Context, call action.Call, a Configure
 			if a.Type == "" {
 				return kit.Validation("type", "a new store needs a type: working or episodic")
 			}
-			st = &state{StoreConfig: StoreConfig{Name: a.Store, Type: a.Type, OnFull: "evict"}, CreatedAt: call.Clock.Now()}
+			// Whoever creates a store owns it.
+			st = &state{StoreConfig: StoreConfig{Name: a.Store, Type: a.Type, OnFull: "evict"}, CreatedAt: call.Clock.Now(), Owner: call.Principal}
 			if a.Type == TypeEpisodic {
 				st.OnFull = "reject"
 			}
 		} else if err != nil {
+			return err
+		} else if err := s.authorize(call, st, access.Write); err != nil {
 			return err
 		} else if a.Type != "" && a.Type != st.Type {
 			return kit.Validation("type", "store %q is %s memory; a store's type cannot change", a.Store, st.Type)
@@ -143,9 +152,9 @@ func (m *Memory) actConfigure(ctx context.Context, call action.Call, a Configure
 		return tx.SetJSON(stateKey(a.Store), st)
 	})
 	if err != nil {
-		return Capacity{}, err
+		return Capacity{}, m.afterFailure(ctx, call, err)
 	}
-	return s.CapacityInfo(ctx)
+	return s.CapacityInfo(ctx, call)
 }
 
 // shrink brings a store within new, lower limits: evicting per the evict
@@ -204,7 +213,8 @@ func (m *Memory) actMemorize(ctx context.Context, call action.Call, a MemorizeAr
 	if err != nil {
 		return MemorizeResult{}, err
 	}
-	return p.Memorize(ctx, call, a.Item.Item())
+	res, err := p.Memorize(ctx, call, a.Item.Item())
+	return res, m.afterFailure(ctx, call, err)
 }
 
 // RememberArgs is memory.remember's arguments.
@@ -230,7 +240,7 @@ func (m *Memory) actRemember(ctx context.Context, call action.Call, a RememberAr
 		return RememberResult{}, err
 	}
 	items, err := p.Remember(ctx, call, RememberRequest{Prompt: a.Prompt, Filters: a.Filters, Limit: a.Limit, Rank: a.Rank, IncludeDeleted: a.IncludeDeleted})
-	return RememberResult{Items: items}, err
+	return RememberResult{Items: items}, m.afterFailure(ctx, call, err)
 }
 
 // ForgetArgs is memory.forget's arguments.
@@ -246,7 +256,8 @@ func (m *Memory) actForget(ctx context.Context, call action.Call, a ForgetArgs) 
 	if err != nil {
 		return ForgetResult{}, err
 	}
-	return p.Forget(ctx, call, ForgetRequest{Instruction: a.Instruction, Mode: a.Mode, DryRun: a.DryRun})
+	res, err := p.Forget(ctx, call, ForgetRequest{Instruction: a.Instruction, Mode: a.Mode, DryRun: a.DryRun})
+	return res, m.afterFailure(ctx, call, err)
 }
 
 // SummarizeArgs is memory.summarize's arguments.
@@ -267,7 +278,7 @@ func (m *Memory) actSummarize(ctx context.Context, call action.Call, a Summarize
 		return SummarizeResult{}, err
 	}
 	s, err := p.Summarize(ctx, call, SummarizeRequest{Scope: a.Scope, TokenLimit: a.TokenLimit})
-	return SummarizeResult{Summary: s}, err
+	return SummarizeResult{Summary: s}, m.afterFailure(ctx, call, err)
 }
 
 // CapacityArgs is memory.capacity's arguments.
@@ -280,12 +291,14 @@ func (m *Memory) actCapacity(ctx context.Context, call action.Call, a CapacityAr
 	if err != nil {
 		return Capacity{}, err
 	}
-	return p.CapacityInfo(ctx)
+	c, err := p.CapacityInfo(ctx, call)
+	return c, m.afterFailure(ctx, call, err)
 }
 
 // StoresResult is memory.stores's result.
 type StoresResult struct {
-	// Stores is every store's capacity, by name: never null.
+	// Stores is the capacity of every store the caller may read, by
+	// name: never null.
 	Stores []Capacity `json:"stores"`
 }
 
@@ -296,8 +309,10 @@ func (m *Memory) actStores(ctx context.Context, call action.Call, _ action.None)
 	}
 	out := []Capacity{}
 	for _, n := range names {
-		c, err := (&store{env: m.env, name: n}).CapacityInfo(ctx)
-		if err != nil {
+		c, err := (&store{env: m.env, name: n}).CapacityInfo(ctx, call)
+		if errs.KindOf(err) == errs.Permission {
+			continue // another agent's store: not listed, not traced
+		} else if err != nil {
 			return StoresResult{}, err
 		}
 		out = append(out, c)
@@ -323,11 +338,17 @@ func (m *Memory) actGet(ctx context.Context, call action.Call, a GetArgs) (GetRe
 	s := &store{env: m.env, name: a.Store}
 	var it *Item
 	err := m.env.Store.View(func(tx *storage.Tx) error {
+		if _, err := s.loadAs(tx, call, access.Read); err != nil {
+			return err
+		}
 		var err error
 		it, err = s.get(tx, a.ID)
 		return err
 	})
-	return GetResult{Item: it}, err
+	if err != nil {
+		return GetResult{}, m.afterFailure(ctx, call, err)
+	}
+	return GetResult{Item: it}, nil
 }
 
 // counts reports stores, items and tokens for engine.info.
@@ -370,8 +391,12 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	section := map[string][]Recalled{}
 	var parts []string
 	for _, n := range names {
-		items, err := (&store{env: p.m.env, name: n}).Remember(ctx, call, RememberRequest{Prompt: start.Input, Limit: contextLimit})
-		if err != nil {
+		// A turn gets memories only from the stores its principal may read;
+		// the others are left out without a trace, as memory.stores does.
+		items, err := (&store{env: p.m.env, name: n}).rememberForTurn(ctx, call, start.Input, contextLimit)
+		if errs.KindOf(err) == errs.Permission {
+			continue
+		} else if err != nil {
 			return kit.Section{}, err
 		}
 		if len(items) > 0 {

@@ -140,3 +140,15 @@ func (m *Memory) Check(storeName string) error {
 		return nil
 	})
 }
+
+// SetSummarizeProgress sets the hook summarize calls each time it looks at
+// its context, with the number of items read (nil: none).
+func SetSummarizeProgress(f func(read int)) { summarizeProgress = f }
+
+// SetTurnWholeSearch sets the most live items a store may hold for a turn
+// to search it whole, and returns a function restoring the old value.
+func SetTurnWholeSearch(n int) (restore func()) {
+	old := turnWholeSearch
+	turnWholeSearch = n
+	return func() { turnWholeSearch = old }
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -190,7 +191,7 @@ func (s *store) Forget(ctx context.Context, call action.Call, req ForgetRequest)
 	res := ForgetResult{DryRun: req.DryRun, Mode: req.Mode, Forgotten: []*Item{}}
 	err := s.env.Update(ctx, func(tx *kit.Txn) error {
 		res.Forgotten = []*Item{}
-		st, err := s.load(tx.Tx)
+		st, err := s.loadAs(tx.Tx, call, forgetPermission(req))
 		if err != nil {
 			return err
 		}
@@ -245,6 +246,18 @@ func (s *store) Forget(ctx context.Context, call action.Call, req ForgetRequest)
 	}
 	res.Success = true
 	return res, nil
+}
+
+// forgetPermission is what a forget needs: a dry run only reads, a soft
+// forget changes items (write), erasing them needs delete.
+func forgetPermission(req ForgetRequest) string {
+	switch {
+	case req.DryRun:
+		return access.Read
+	case req.Mode == "hard":
+		return access.Delete
+	}
+	return access.Write
 }
 
 // firstN is the first n live items in an index's order (n as written: "" is 1).

@@ -62,7 +62,7 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 }
 
 func (r *rig) call() action.Call {
-	return action.Call{Principal: "tester", Clock: r.e.Clock()}
+	return action.Call{Principal: core.DefaultAgent, Clock: r.e.Clock()}
 }
 
 // agent runs an action as the engine's agent, outside any turn.

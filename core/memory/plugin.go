@@ -14,7 +14,8 @@ import (
 	"github.com/engram-console/engram/core/action"
 )
 
-// Plugin is a memory store. Every operation takes the call (who, when).
+// Plugin is a memory store. Every operation takes the call (who, when)
+// and checks that its principal may do it (see access.go).
 type Plugin interface {
 	// Info names the store and its type and settings.
 	Info() StoreConfig
@@ -27,7 +28,7 @@ type Plugin interface {
 	// Summarize sums up the items of a scope within a token limit.
 	Summarize(ctx context.Context, call action.Call, req SummarizeRequest) (Summary, error)
 	// CapacityInfo reports how full the store is.
-	CapacityInfo(ctx context.Context) (Capacity, error)
+	CapacityInfo(ctx context.Context, call action.Call) (Capacity, error)
 }
 
 // Types of store.

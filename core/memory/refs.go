@@ -1,6 +1,9 @@
 package memory
 
-import "github.com/engram-console/engram/core/action"
+import (
+	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/action"
+)
 
 // The actions of this package, each with its argument and result types:
 // register and call them through these (see action.Ref).
@@ -21,4 +24,8 @@ var (
 	ActionStores = action.NewRef[action.None, StoresResult]("memory.stores")
 	// ActionGet is the memory.get action. One memory item, forgotten ones included.
 	ActionGet = action.NewRef[GetArgs, GetResult]("memory.get")
+	// ActionShare is the memory.share action. Grant an agent permissions on a memory store.
+	ActionShare = action.NewRef[ShareArgs, access.ACL]("memory.share")
+	// ActionRevoke is the memory.revoke action. Remove an agent's access to a memory store.
+	ActionRevoke = action.NewRef[RevokeArgs, access.ACL]("memory.revoke")
 )

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -61,7 +62,7 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 	}
 	out := []Recalled{}
 	err = s.env.Store.View(func(tx *storage.Tx) error {
-		st, err := s.load(tx)
+		st, err := s.loadAs(tx, call, access.Read)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -64,6 +65,39 @@ type state struct {
 	// ImpFrom and ImpLow are the bottom of the imp index (see bottom.go).
 	ImpFrom string   `json:"imp_from,omitempty"`
 	ImpLow  []string `json:"imp_low,omitempty"`
+	// Owner created the store ("" for a store made before stores had
+	// owners: access.LegacyOwner's); Grants give other agents access.
+	Owner  string         `json:"owner,omitempty"`
+	Grants []access.Entry `json:"grants,omitempty"`
+}
+
+// acl is the store's access list.
+func (st *state) acl() access.ACL { return access.ACL{Owner: st.Owner, Grants: st.Grants} }
+
+// setACL stores an access list changed by share or revoke.
+func (st *state) setACL(a access.ACL) { st.Owner, st.Grants = a.Owner, a.Grants }
+
+// objectType is what access errors and the trace call a store.
+const objectType = "memory store"
+
+// object names the store for access checks.
+func (s *store) object() access.Object {
+	return access.Object{Type: objectType, ID: s.name, ShareAction: "memory.share"}
+}
+
+// authorize returns a PermissionError unless call's principal may do op
+// (access.Read, Write, Delete or Share) on the store.
+func (s *store) authorize(call action.Call, st *state, op string) error {
+	return access.Check(call.Principal, st.acl(), op, s.object(), call.Clock.Now())
+}
+
+// loadAs loads the store for call's principal to do op on it.
+func (s *store) loadAs(tx *storage.Tx, call action.Call, op string) (*state, error) {
+	st, err := s.load(tx)
+	if err != nil {
+		return nil, err
+	}
+	return st, s.authorize(call, st, op)
 }
 
 func stateKey(s string) []byte    { return storage.Key(storage.PrefixMemory, "store", s) }
@@ -190,7 +224,7 @@ func (s *store) Memorize(ctx context.Context, call action.Call, item Item) (Memo
 func (s *store) memorizeIn(tx *kit.Txn, call action.Call, item Item) (MemorizeResult, error) {
 	var res MemorizeResult
 	err := func() error {
-		st, err := s.load(tx.Tx)
+		st, err := s.loadAs(tx.Tx, call, access.Write)
 		if err != nil {
 			return err
 		}
@@ -490,10 +524,10 @@ func (s *store) embedAfterCommit(tx *kit.Txn, it *Item) {
 }
 
 // CapacityInfo reports how full the store is.
-func (s *store) CapacityInfo(ctx context.Context) (Capacity, error) {
+func (s *store) CapacityInfo(ctx context.Context, call action.Call) (Capacity, error) {
 	var c Capacity
 	err := s.env.Store.View(func(tx *storage.Tx) error {
-		st, err := s.load(tx)
+		st, err := s.loadAs(tx, call, access.Read)
 		if err != nil {
 			return err
 		}

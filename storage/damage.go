@@ -1,0 +1,444 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/ristretto/v2/z"
+	"golang.org/x/sys/unix"
+)
+
+// ErrDamaged: a file of the store failed its checksum or could not be read.
+// Test for it with errors.Is; the *DamagedError in the chain names the file.
+var ErrDamaged = errors.New("storage damaged")
+
+// DamagedError says which file of a store is damaged and how. engram never
+// answers from a damaged file: it refuses to open the store, or fails the
+// read, with this error.
+type DamagedError struct {
+	// File is the damaged file's path, or the directory when Badger did not
+	// say which file.
+	File string
+	// Reason says what is wrong with it.
+	Reason string
+	// Dropped is how many bytes of a log would be lost by opening anyway
+	// (0 when not a log).
+	Dropped int64
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("%v: %s: %s (run engram check for a full report; engram restore FILE restores a backup into a new directory)",
+		ErrDamaged, e.File, e.Reason)
+}
+
+// Unwrap lets errors.Is(err, ErrDamaged) hold.
+func (e *DamagedError) Unwrap() error { return ErrDamaged }
+
+// Badger's file names (see its memtable.go, value.go, table/table.go).
+const (
+	manifestName  = "MANIFEST"
+	walExt        = ".mem"
+	vlogExt       = ".vlog"
+	tableExt      = ".sst"
+	logHeaderSize = 20 // Badger's vlogHeaderSize: key id and base IV
+)
+
+// castagnoli is the CRC Badger checksums its log entries with.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// preflight looks at a data directory before Badger opens it, and refuses
+// what Badger would open wrongly: tables without a MANIFEST (Badger would
+// start an empty store and, on close, overwrite them), a MANIFEST with an
+// unreadable tail (Badger would drop it, then delete the tables it names),
+// and a write-ahead or value log with valid entries after a damaged one
+// (Badger would drop every later entry without a word). With
+// acceptTruncation, damaged log tails are reported in warnings instead, and
+// Badger drops them.
+func preflight(dir string, acceptTruncation bool) (warnings []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var logs []string
+	hasManifest, hasData := false, false
+	lastVlog, lastFid := "", -1
+	for _, e := range entries {
+		name := e.Name()
+		switch ext := filepath.Ext(name); {
+		case name == manifestName:
+			hasManifest = true
+		case ext == tableExt:
+			hasData = true
+		case ext == walExt:
+			if info, err := e.Info(); err == nil && info.Size() == 0 {
+				// A kill between creating a memtable's log and sizing it
+				// leaves it empty; Badger then refuses to open. It holds
+				// nothing, so it goes.
+				if err := os.Remove(filepath.Join(dir, name)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			hasData = true
+			logs = append(logs, name)
+		case ext == vlogExt:
+			if info, err := e.Info(); err == nil && info.Size() == 0 {
+				// The same for a value log: a kill between creating and
+				// sizing it leaves it empty, holding nothing.
+				if err := os.Remove(filepath.Join(dir, name)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			hasData = true
+			// Badger replays only the newest value log; older ones are
+			// checked when read (VerifyValueChecksum).
+			if fid, err := strconv.Atoi(strings.TrimSuffix(name, ext)); err == nil && fid > lastFid {
+				lastVlog, lastFid = name, fid
+			}
+		}
+	}
+	if hasData && !hasManifest {
+		return nil, &DamagedError{File: filepath.Join(dir, manifestName),
+			Reason: "missing: the directory holds tables and logs but not the MANIFEST that lists them, so engram will not open it " +
+				"(opening would start an empty store over them); restore a backup with engram restore FILE into a new directory, or put the MANIFEST back"}
+	}
+	if !hasManifest {
+		return nil, nil
+	}
+	listed, err := checkManifest(filepath.Join(dir, manifestName))
+	if err != nil {
+		return nil, err
+	}
+	// Badger opens tables in goroutines of its own, where a panic on a
+	// damaged one cannot be caught: verify each here first. A table the
+	// MANIFEST does not list is one a kill cut off while it was being
+	// written; Badger deletes it at open.
+	if bad, reason := findBadTable(dir, listed); bad != "" {
+		return nil, &DamagedError{File: bad, Reason: reason}
+	}
+	if lastVlog != "" {
+		logs = append(logs, lastVlog)
+	}
+	slices.Sort(logs)
+	for _, name := range logs {
+		path := filepath.Join(dir, name)
+		end, dropped, err := scanLog(path)
+		if err != nil {
+			return nil, &DamagedError{File: path, Reason: err.Error()}
+		}
+		if dropped == 0 {
+			continue
+		}
+		damage := &DamagedError{File: path, Dropped: dropped,
+			Reason: fmt.Sprintf("the log is damaged at byte %d: %d bytes of acknowledged writes after it would be lost "+
+				"(engram check --repair drops them and opens the rest)", end, dropped)}
+		if !acceptTruncation {
+			return nil, damage
+		}
+		warnings = append(warnings, fmt.Sprintf("%s: dropped %d damaged bytes from byte %d on", path, dropped, end))
+	}
+	return warnings, nil
+}
+
+// checkManifest replays the MANIFEST as Badger will, and calls it damaged
+// when Badger would silently drop a part of it.
+// It returns the ids of the tables the MANIFEST lists.
+func checkManifest(path string) (map[uint64]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &DamagedError{File: path, Reason: err.Error()}
+	}
+	defer func() { _ = f.Close() }() // read-only
+	info, err := f.Stat()
+	if err != nil {
+		return nil, &DamagedError{File: path, Reason: err.Error()}
+	}
+	m, end, err := replayManifest(f)
+	if err != nil {
+		return nil, &DamagedError{File: path, Reason: err.Error()}
+	}
+	if end < info.Size() {
+		return nil, &DamagedError{File: path, Dropped: info.Size() - end,
+			Reason: fmt.Sprintf("its last %d bytes are unreadable (truncated or damaged): opening would forget tables and delete them", info.Size()-end)}
+	}
+	listed := make(map[uint64]bool, len(m.Tables))
+	for id := range m.Tables {
+		listed[id] = true
+	}
+	return listed, nil
+}
+
+// replayManifest runs Badger's own MANIFEST reader, turning a panic into an error.
+func replayManifest(f *os.File) (_ badger.Manifest, end int64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("unreadable: %v", r)
+		}
+	}()
+	return badger.ReplayManifestFile(f, 0, badger.DefaultOptions(""))
+}
+
+// scanLog reads a Badger log file (a memtable's write-ahead log or a value
+// log) entry by entry as Badger's replay does, and returns where its valid
+// entries end and how many bytes after that are not zero: data Badger's
+// replay would drop. Badger preallocates its logs with zeros, so a clean
+// log (even after kill -9) has only zeros after its last entry.
+func scanLog(path string) (end, dropped int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	info, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size := info.Size()
+	if size < logHeaderSize {
+		return 0, 0, nil
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, logHeaderSize, size-logHeaderSize), 1<<16)
+	end = logHeaderSize
+	for {
+		n, ok := readLogEntry(r, size-end)
+		if !ok {
+			break
+		}
+		end += n
+	}
+	// Count the bytes from end to the last non-zero byte.
+	last, err := lastNonZero(f, end, size)
+	if err != nil {
+		return end, 0, err
+	}
+	if last > end {
+		// Only a log still at the size Badger preallocated can end in an
+		// entry a kill cut short; a shorter one was cut, a damage.
+		torn := false
+		if size >= preallocated {
+			if torn, err = tornTail(f, end, last); err != nil {
+				return end, 0, err
+			}
+		}
+		if !torn {
+			dropped = last - end
+		}
+	}
+	return end, dropped, nil
+}
+
+// preallocated is the size Badger gives a new log file: twice the memtable
+// size for a write-ahead log, twice the value log file size for a value log.
+const preallocated = 2 * min(memTableSize, valueLogFileSize)
+
+// maxTorn bounds the tail tornTail reads: one entry of a log (a value-log
+// entry holds one value).
+const maxTorn = 16 << 20
+
+// tornTail reports whether the bytes f[end:last] (the last non-zero one
+// at last-1) are an entry cut short by a kill in the middle of writing it:
+// its header says it is longer than what is there, and no valid entry
+// starts inside it. Such an entry was never acknowledged, and Badger is
+// right to drop it. Anything else after the last valid entry is damage.
+func tornTail(f *os.File, end, last int64) (bool, error) {
+	if last-end > maxTorn {
+		return false, nil
+	}
+	buf := make([]byte, last-end)
+	if _, err := f.ReadAt(buf, end); err != nil && err != io.EOF {
+		return false, err
+	}
+	// Go copies a large entry head and tail last, so a kill can leave its
+	// body written and its header still zero. Every entry Badger logs has
+	// a non-zero meta byte (it is part of a transaction), so a zero one is
+	// a header not written yet.
+	if buf[0] != 0 {
+		if n, whole := entryLength(buf); whole || n < 0 {
+			return false, nil // a complete entry with a bad checksum, or no entry at all
+		}
+	}
+	for off := 1; off < len(buf); off++ {
+		if _, ok := readLogEntry(bufio.NewReader(bytes.NewReader(buf[off:])), int64(len(buf)-off)); ok {
+			return false, nil // a valid entry after the bad one: damage
+		}
+	}
+	return true, nil
+}
+
+// entryLength decodes the header at b's start and returns the entry's full
+// length and whether b holds all of it; -1 for a header that is not one.
+// A header cut short counts as an entry longer than b.
+func entryLength(b []byte) (int64, bool) {
+	if len(b) < 2 {
+		return int64(len(b)) + 1, false
+	}
+	r := bytes.NewReader(b[2:])
+	klen, err1 := binary.ReadUvarint(r)
+	vlen, err2 := binary.ReadUvarint(r)
+	_, err3 := binary.ReadUvarint(r)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return int64(len(b)) + 1, false
+		}
+		return -1, false
+	}
+	if klen > 1<<16 {
+		return -1, false
+	}
+	n := int64(len(b)-r.Len()) + int64(klen) + int64(vlen) + crc32.Size
+	return n, n <= int64(len(b))
+}
+
+// readLogEntry reads one entry: a header (meta, user meta, uvarint key
+// length, value length, expiry), key, value and a CRC32 over all of them.
+// It returns the entry's length and whether it was whole, valid and not the
+// zero entry that ends a preallocated log.
+func readLogEntry(r *bufio.Reader, room int64) (int64, bool) {
+	crc := crc32.New(castagnoli)
+	tee := &teeByteReader{r: r, w: crc}
+	meta, err1 := tee.ReadByte()
+	userMeta, err2 := tee.ReadByte()
+	klen, err3 := binary.ReadUvarint(tee)
+	vlen, err4 := binary.ReadUvarint(tee)
+	expires, err5 := binary.ReadUvarint(tee)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return 0, false
+	}
+	if meta == 0 && userMeta == 0 && klen == 0 && vlen == 0 && expires == 0 {
+		return 0, false // the zeros after the last entry
+	}
+	body := int64(klen) + int64(vlen)
+	if klen > 1<<16 || body+int64(tee.n)+crc32.Size > room {
+		return 0, false
+	}
+	if _, err := io.CopyN(crc, r, body); err != nil {
+		return 0, false
+	}
+	var sum [crc32.Size]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
+		return 0, false
+	}
+	if binary.BigEndian.Uint32(sum[:]) != crc.Sum32() {
+		return 0, false
+	}
+	return int64(tee.n) + body + crc32.Size, true
+}
+
+// teeByteReader reads bytes one at a time, hashing and counting them.
+type teeByteReader struct {
+	r *bufio.Reader
+	w io.Writer
+	n int
+}
+
+func (t *teeByteReader) ReadByte() (byte, error) {
+	b, err := t.r.ReadByte()
+	if err == nil {
+		_, _ = t.w.Write([]byte{b}) // a hash never fails
+		t.n++
+	}
+	return b, err
+}
+
+// lastNonZero returns the offset just after the last non-zero byte in
+// f[from:to], or from when they are all zero. It skips the holes of a
+// sparse file (Badger's preallocated logs are mostly hole).
+func lastNonZero(f *os.File, from, to int64) (int64, error) {
+	buf := make([]byte, 1<<16)
+	zero := make([]byte, len(buf))
+	last := from
+	for off := from; off < to; {
+		if data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA); err == nil && data > off {
+			off = data
+		} else if errors.Is(err, unix.ENXIO) {
+			break // nothing but a hole up to the end
+		}
+		if off >= to {
+			break
+		}
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
+		if !bytes.Equal(buf[:n], zero[:n]) {
+			i := n - 1
+			for buf[i] == 0 {
+				i--
+			}
+			last = off + int64(i) + 1
+		}
+		off += int64(n)
+		if err == io.EOF || n == 0 {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
+}
+
+// damagedOpen turns Badger's failure to open dir (an error or a panic) into
+// a DamagedError naming the file, found by opening every table alone.
+func damagedOpen(dir string, cause any) error {
+	if bad, reason := findBadTable(dir, nil); bad != "" {
+		return &DamagedError{File: bad, Reason: reason}
+	}
+	file := dir
+	msg := fmt.Sprint(cause)
+	if m := regexp.MustCompile(regexp.QuoteMeta(dir) + `/[^\s"':]+`).FindString(msg); m != "" {
+		file = m
+	}
+	return &DamagedError{File: file, Reason: "Badger could not open it: " + msg}
+}
+
+// findBadTable opens every table file of dir alone (of those listed, when
+// listed is not nil), verifying every block's checksum, and returns the
+// first that fails and why ("" when none does).
+func findBadTable(dir string, listed map[uint64]bool) (file, reason string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*"+tableExt)) // the pattern is valid
+	slices.Sort(paths)
+	for _, path := range paths {
+		id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(path), tableExt), 10, 64)
+		if listed != nil && err == nil && !listed[id] {
+			continue
+		}
+		if err := verifyTable(path); err != nil {
+			return path, err.Error()
+		}
+	}
+	return "", ""
+}
+
+// verifyTable opens one table read-only and verifies its checksums, turning
+// a panic inside Badger into an error.
+func verifyTable(path string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("unreadable: %v", r)
+		}
+	}()
+	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
+	if err != nil && !errors.Is(err, z.NewFile) {
+		return err
+	}
+	t, err := table.OpenTable(mf, table.Options{
+		ChkMode: options.OnTableAndBlockRead, BlockSize: 4 << 10, Compression: options.Snappy,
+	})
+	if err != nil {
+		return fmt.Errorf("checksum verification failed: %w", err)
+	}
+	return t.Close(-1)
+}
