@@ -8,7 +8,10 @@ package planner_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -412,5 +415,56 @@ func TestAPlanCannotBorrowItsExecutorsAuthority(t *testing.T) {
 	peek := subtaskOf(t, decodePlan(t, r.Do(bob, "plan.get", `{"plan_id": "bait"}`, nil)), "peek")
 	if !peek.Redacted || strings.Contains(string(peek.Result), "4242") {
 		t.Errorf("bob, the plan's owner, sees what alice's run read: %+v", peek)
+	}
+}
+
+// A review found the run state carrying one agent's results into another's
+// run: Alice runs Bob's plan, a subtask reads her goal, the run stops; Bob
+// resumes, and a later subtask reads the state. What another principal's
+// run produced is left out of the state a run builds on.
+func TestResumingCannotHarvestAnotherAgentsResults(t *testing.T) {
+	r := newRig(t)
+	r.Do(alice, "cortex.create", map[string]any{"type": "goal", "id": "private", "fields": map[string]any{"title": secret}}, nil)
+	r.Do(bob, "plan.create", map[string]any{"id": "bait", "goal": "Help me", "subtasks": []any{
+		st("peek", "cortex.get", map[string]any{"id": "private"}),
+		st("stop", "task.fail", nil, "peek"),
+		st("harvest", "state.get", nil, "peek"),
+		st("echo", "task.noop", nil, "harvest", "stop"),
+	}}, nil)
+	r.Do(bob, "plan.share", `{"plan_id": "bait", "principal": "alice", "permissions": ["read", "write"]}`, nil)
+	r.Do(alice, "plan.execute", `{"plan_id": "bait", "max_concurrent": 1}`, nil)
+	raw := r.Do(bob, "plan.resume", `{"plan_id": "bait"}`, nil)
+	if strings.Contains(string(raw), "4242") {
+		t.Fatalf("bob's resume harvested what alice's run read: %s", raw)
+	}
+	if harvest := subtaskOf(t, decodePlan(t, r.Do(bob, "plan.get", `{"plan_id": "bait"}`, nil)), "harvest"); strings.Contains(string(harvest.Result), "4242") {
+		t.Errorf("harvest's result shows alice's goal: %s", harvest.Result)
+	}
+}
+
+// A review found checkpoint files holding other agents' results, and a
+// path one agent gave reused when another resumed the plan.
+func TestCheckpointFilesHoldOnlyTheWritersResults(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	r.Do(alice, "cortex.create", map[string]any{"type": "goal", "id": "private", "fields": map[string]any{"title": secret}}, nil)
+	r.Do(alice, "plan.create", map[string]any{"id": "mine", "goal": "Mine", "subtasks": []any{
+		st("peek", "cortex.get", map[string]any{"id": "private"}),
+		st("stop", "task.fail", nil, "peek"),
+		st("after", "task.noop", nil, "stop"),
+	}}, nil)
+	r.Do(alice, "plan.share", `{"plan_id": "mine", "principal": "bob", "permissions": ["read", "write"]}`, nil)
+	r.Do(alice, "plan.execute", `{"plan_id": "mine", "max_concurrent": 1}`, nil)
+	bobs := filepath.Join(dir, "bob.json")
+	r.Do(bob, "plan.execute", map[string]any{"plan_id": "mine", "max_concurrent": 1, "checkpoint": bobs}, nil)
+	if b, err := os.ReadFile(bobs); err != nil || strings.Contains(string(b), "4242") {
+		t.Fatalf("bob's checkpoint file (%v) holds alice's result: %s", err, b)
+	}
+	if err := os.Remove(bobs); err != nil {
+		t.Fatal(err)
+	}
+	r.Do(alice, "plan.resume", `{"plan_id": "mine"}`, nil)
+	if _, err := os.Stat(bobs); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("alice's resume wrote to the path bob gave: %v", err)
 	}
 }

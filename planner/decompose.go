@@ -220,7 +220,10 @@ func (q quiet) Error() string { return "" }
 func (q quiet) Unwrap() error { return q.err }
 
 // replanPrompt gives the model what is done and what failed.
-func replanContext(p *Plan) string {
+//
+// Only what principal's own runs produced goes to the model: the results
+// of subtasks another agent ran may hold what only that agent could read.
+func replanContext(p *Plan, principal string) string {
 	var b strings.Builder
 	b.WriteString("This plan was already partly carried out. Plan the REMAINING work only.\nDone (you may depend on these ids):\n")
 	done := 0
@@ -228,7 +231,7 @@ func replanContext(p *Plan) string {
 		if s.Status == Completed {
 			done++
 			fmt.Fprintf(&b, "- %s: %s", s.ID, s.Description)
-			if len(s.Result) > 0 {
+			if len(s.Result) > 0 && runnerOf(s) == principal {
 				fmt.Fprintf(&b, " → %s", llm.Truncate(string(s.Result), 200))
 			}
 			b.WriteByte('\n')
@@ -241,7 +244,7 @@ func replanContext(p *Plan) string {
 	for _, s := range p.Subtasks {
 		if s.Status != Completed {
 			fmt.Fprintf(&b, "- %s: %s", s.ID, s.Description)
-			if s.Error != "" {
+			if s.Error != "" && runnerOf(s) == principal {
 				fmt.Fprintf(&b, " (failed: %s)", llm.Truncate(s.Error, 300))
 			}
 			b.WriteByte('\n')

@@ -74,6 +74,9 @@ func (pl *Planner) Execute(ctx context.Context, call action.Call, id string, req
 	}
 	settings := Settings{MaxConcurrent: max(req.MaxConcurrent, 0), OnSubtaskFailure: req.OnSubtaskFailure, Fallback: req.Fallback,
 		MaxRetries: req.MaxRetries, Checkpoint: req.Checkpoint, CheckpointPath: req.CheckpointPath}
+	if settings.CheckpointPath != "" {
+		settings.CheckpointBy = ranBy(call)
+	}
 	if settings.MaxConcurrent == 0 {
 		settings.MaxConcurrent = 4
 	}
@@ -109,7 +112,13 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 		if p.Settings == nil {
 			return ExecuteResult{}, errs.New(errs.Validation, "plan %q never ran; use plan.execute", id).With("field", "plan_id")
 		}
-		settings = p.Settings
+		// A file path is the person's who gave it: another principal's
+		// resume writes no checkpoint file there.
+		again := *p.Settings
+		if again.CheckpointPath != "" && runnerOf(&Subtask{RanBy: again.CheckpointBy}) != principalOf(call) {
+			again.CheckpointPath, again.CheckpointBy = "", ""
+		}
+		settings = &again
 	}
 	order, err := p.Validate()
 	if err != nil {
@@ -347,12 +356,19 @@ func (r *run) ancestorDeltas(id string) []map[string]any {
 		}
 	}
 	slices.Sort(at)
-	deltas := make([]map[string]any, len(at))
-	for i, p := range at {
-		deltas[i] = r.byID[r.order[p]].Delta
+	deltas := make([]map[string]any, 0, len(at))
+	for _, p := range at {
+		// What another principal's run produced is not this run's to
+		// build on: it may hold what only that principal could read.
+		if s := r.byID[r.order[p]]; runnerOf(s) == principalOf(r.call) {
+			deltas = append(deltas, s.Delta)
+		}
 	}
 	return deltas
 }
+
+// principalOf is the principal call acts as, named as runnerOf names it.
+func principalOf(call action.Call) string { return runnerOf(&Subtask{RanBy: ranBy(call)}) }
 
 // settle records a worker's outcome; it returns true when the run must stop
 // launching (abort, cancellation, or a replan to make).
@@ -409,7 +425,7 @@ func (r *run) pendingReplan() bool {
 
 // replan replaces the unfinished subtasks with new ones from the model.
 func (r *run) replan(ctx context.Context) error {
-	next, err := r.pl.replanned(ctx, r.plan)
+	next, err := r.pl.replanned(ctx, r.plan, principalOf(r.call))
 	if err != nil {
 		return err
 	}
@@ -461,7 +477,7 @@ func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 	if r.settings.Checkpoint || r.settings.CheckpointPath != "" {
 		err := r.pl.env.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error { return saveProgress(tx, r.plan.ID, s) })
 		if err == nil && r.settings.CheckpointPath != "" {
-			err = writeCheckpointFile(r.settings.CheckpointPath, r.plan)
+			err = r.writeFile()
 		}
 		if err != nil && r.failure == nil {
 			r.failure = errs.New(errs.Checkpoint, "checkpointing subtask %s: %w", s.ID, err)
@@ -478,11 +494,25 @@ func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 func (r *run) saveAll(ctx context.Context) error {
 	r.edit(func() { r.plan.UpdatedAt = r.call.Clock.Now() })
 	if r.settings.CheckpointPath != "" {
-		if err := writeCheckpointFile(r.settings.CheckpointPath, r.plan); err != nil {
+		if err := r.writeFile(); err != nil {
 			return err
 		}
 	}
 	return r.pl.env.Store.Update(ctx, func(tx *storage.Tx) error { return savePlan(tx, r.plan) })
+}
+
+// writeFile writes the checkpoint file, with what other principals' runs
+// produced left out (as plan.get shows it to this run's principal).
+func (r *run) writeFile() error {
+	b, err := EncodeCheckpoint(r.plan)
+	if err != nil {
+		return err
+	}
+	view, err := DecodeCheckpoint(b)
+	if err != nil {
+		return err
+	}
+	return writeCheckpointFile(r.settings.CheckpointPath, redact(view, access.ACL{}, principalOf(r.call)))
 }
 
 // intHeap is a min-heap of positions.

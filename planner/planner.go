@@ -354,7 +354,7 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 	} else if err != nil {
 		return nil, err
 	}
-	if p, err = pl.replanned(ctx, p); err != nil {
+	if p, err = pl.replanned(ctx, p, principalOf(call)); err != nil {
 		return nil, err
 	}
 	err = pl.env.Update(ctx, func(tx *kit.Txn) error {
@@ -370,7 +370,7 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 
 // replanned asks for new subtasks and returns the plan with them in place
 // of the unfinished ones (p itself is not changed).
-func (pl *Planner) replanned(ctx context.Context, p *Plan) (*Plan, error) {
+func (pl *Planner) replanned(ctx context.Context, p *Plan, principal string) (*Plan, error) {
 	if p.ReplanCount >= p.MaxReplans {
 		return nil, errs.New(errs.MaxReplansExceeded, "plan %s was replanned %d times; one more (%d > %d) exceeds max_replans; it stays as it is",
 			p.ID, p.ReplanCount, p.ReplanCount+1, p.MaxReplans).
@@ -383,7 +383,7 @@ func (pl *Planner) replanned(ctx context.Context, p *Plan) (*Plan, error) {
 	if strategy == "manual" || strategy == "" {
 		strategy = "flat"
 	}
-	fresh, err := pl.decompose(ctx, p.Goal, strategy, 2, replanContext(p))
+	fresh, err := pl.decompose(ctx, p.Goal, strategy, 2, replanContext(p, principal))
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,9 @@ type Settings struct {
 	MaxRetries       int    `json:"max_retries"`
 	Checkpoint       bool   `json:"checkpoint"`
 	CheckpointPath   string `json:"checkpoint_path,omitempty"`
+	// CheckpointBy is who gave CheckpointPath, when not the default
+	// agent: a resume by anyone else writes no file there.
+	CheckpointBy string `json:"checkpoint_by,omitempty"`
 }
 
 // Counts tallies subtasks by status in one pass.

@@ -84,10 +84,10 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 		case ext == tableExt:
 			hasData = true
 		case ext == walExt:
-			if info, err := e.Info(); err == nil && info.Size() == 0 {
+			if emptyNewest(entries, e) {
 				// A kill between creating a memtable's log and sizing it
-				// leaves it empty; Badger then refuses to open. It holds
-				// nothing, so it goes.
+				// leaves it empty; Badger then refuses to open. Only the
+				// newest log can be that one, and it holds nothing.
 				if err := os.Remove(filepath.Join(dir, name)); err != nil {
 					return nil, err
 				}
@@ -96,9 +96,9 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 			hasData = true
 			logs = append(logs, name)
 		case ext == vlogExt:
-			if info, err := e.Info(); err == nil && info.Size() == 0 {
+			if emptyNewest(entries, e) {
 				// The same for a value log: a kill between creating and
-				// sizing it leaves it empty, holding nothing.
+				// sizing the newest leaves it empty, holding nothing.
 				if err := os.Remove(filepath.Join(dir, name)); err != nil {
 					return nil, err
 				}
@@ -153,6 +153,31 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 		warnings = append(warnings, fmt.Sprintf("%s: dropped %d damaged bytes from byte %d on", path, dropped, end))
 	}
 	return warnings, nil
+}
+
+// emptyNewest reports whether e is an empty file with the highest number
+// among the directory's files of its kind: what a kill between creating a
+// log and sizing it leaves. An older log cut to nothing is damage, and
+// Badger refuses it.
+func emptyNewest(entries []os.DirEntry, e os.DirEntry) bool {
+	info, err := e.Info()
+	if err != nil || info.Size() != 0 {
+		return false
+	}
+	ext := filepath.Ext(e.Name())
+	fid, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ext))
+	if err != nil {
+		return false
+	}
+	for _, o := range entries {
+		if filepath.Ext(o.Name()) != ext {
+			continue
+		}
+		if other, err := strconv.Atoi(strings.TrimSuffix(o.Name(), ext)); err == nil && other > fid {
+			return false
+		}
+	}
+	return true
 }
 
 // checkManifest replays the MANIFEST as Badger will, and calls it damaged
@@ -264,10 +289,10 @@ func tornTail(f *os.File, end, last int64) (bool, error) {
 		return false, err
 	}
 	// Go copies a large entry head and tail last, so a kill can leave its
-	// body written and its header still zero. Every entry Badger logs has
-	// a non-zero meta byte (it is part of a transaction), so a zero one is
-	// a header not written yet.
-	if buf[0] != 0 {
+	// body written and its first 16 bytes or more still zero: a header not
+	// written yet. A flipped bit cannot zero 16 bytes, so a header with any
+	// of them set is judged as written.
+	if !headUnwritten(buf) {
 		if n, whole := entryLength(buf); whole || n < 0 {
 			return false, nil // a complete entry with a bad checksum, or no entry at all
 		}
@@ -278,6 +303,17 @@ func tornTail(f *os.File, end, last int64) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// headUnwritten reports whether b starts with 16 zero bytes (or is all
+// zeros, when shorter).
+func headUnwritten(b []byte) bool {
+	for _, c := range b[:min(len(b), 16)] {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // entryLength decodes the header at b's start and returns the entry's full

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -444,5 +445,43 @@ func TestUnlistedTableCutShortByAKillStillOpens(t *testing.T) {
 	}
 	if assertNeverWrong(t, dir, f, "an unlisted table cut short") {
 		t.Fatal("a directory with an unlisted partial table was refused")
+	}
+}
+
+// A review found that zeroing the meta byte of a log's last entry (one bit
+// of the end-of-transaction marker) made the store open without that
+// transaction: a header with any byte set is a header written, and its bad
+// checksum is damage.
+func TestLastEntryWithAFlippedMetaByteIsRefused(t *testing.T) {
+	_, crashed, f := snapshots(t)
+	dir := t.TempDir()
+	copyDir(t, crashed, dir)
+	wal := filesWith(t, dir, walExt)[0]
+	end := dataEnd(t, wal)
+	file, err := os.OpenFile(wal, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Find where the last entry starts.
+	r := bufio.NewReader(io.NewSectionReader(file, logHeaderSize, end-logHeaderSize))
+	last, at := int64(-1), int64(logHeaderSize)
+	for {
+		n, ok := readLogEntry(r, end-at)
+		if !ok {
+			break
+		}
+		last, at = at, at+n
+	}
+	if last < 0 {
+		t.Fatal("the log has no entry")
+	}
+	if _, err := file.WriteAt([]byte{0}, last); err != nil {
+		t.Fatal(err)
+	}
+	if err := file.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !assertNeverWrong(t, dir, f, "the last entry's meta byte zeroed") {
+		t.Error("a log whose last entry lost its meta byte opened")
 	}
 }

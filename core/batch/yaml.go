@@ -60,6 +60,9 @@ func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
 
 // yamlSteps parses a script and returns its step nodes.
 func yamlSteps(data []byte) ([]ast.Node, error) {
+	if err := input.CheckFlowDepth("the script", data); err != nil {
+		return nil, errs.New(errs.Parse, "not valid YAML: %s", err.Error())
+	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, errs.New(errs.Parse, "not valid YAML: %s%w", yamlMessage(err), lineCarrier{err})

@@ -676,13 +676,11 @@ func (c *Cortex) Share(ctx context.Context, call action.Call, id, principal stri
 			// Sharing passes on access; it never creates more than the
 			// sharer has, and a sharer cannot raise its own.
 			if principal == call.Principal {
-				return "", errs.New(errs.Permission, "%s may not change its own access to %q; ask the owner (%s)", call.Principal, id, it.Owner).
-					With("principal", call.Principal).With("operation", "share")
+				return "", refused(call, it, "share", "%s may not change its own access to %q; ask the owner (%s)", call.Principal, id, it.Owner)
 			}
 			for _, p := range clean {
 				if !it.can(call.Principal, p) {
-					return "", errs.New(errs.Permission, "%s may not grant %q on %q: it does not hold that permission itself", call.Principal, p, id).
-						With("principal", call.Principal).With("operation", "share")
+					return "", refused(call, it, "share", "%s may not grant %q on %q: it does not hold that permission itself", call.Principal, p, id)
 				}
 			}
 		}
@@ -692,8 +690,7 @@ func (c *Cortex) Share(ctx context.Context, call action.Call, id, principal stri
 			// revoking it, so a sharer cannot strip rights it lacks.
 			for _, p := range it.ACL[i].Permissions {
 				if !it.can(call.Principal, p) {
-					return "", errs.New(errs.Permission, "%s may not change %s's access to %q: %s holds %q, which %s does not", call.Principal, principal, id, principal, p, call.Principal).
-						With("principal", call.Principal).With("operation", "share")
+					return "", refused(call, it, "share", "%s may not change %s's access to %q: %s holds %q, which %s does not", call.Principal, principal, id, principal, p, call.Principal)
 				}
 			}
 		}
@@ -722,8 +719,7 @@ func (c *Cortex) Revoke(ctx context.Context, call action.Call, id, principal str
 		if call.Principal != it.Owner && principal != call.Principal {
 			for _, p := range it.ACL[i].Permissions {
 				if !it.can(call.Principal, p) {
-					return "", errs.New(errs.Permission, "%s may not revoke %s's access to %q: %s holds %q, which %s does not", call.Principal, principal, id, principal, p, call.Principal).
-						With("principal", call.Principal).With("operation", "revoke")
+					return "", refused(call, it, "revoke", "%s may not revoke %s's access to %q: %s holds %q, which %s does not", call.Principal, principal, id, principal, p, call.Principal)
 				}
 			}
 		}
@@ -822,3 +818,11 @@ type quiet struct{ err error }
 
 func (q quiet) Error() string { return "" }
 func (q quiet) Unwrap() error { return q.err }
+
+// refused is a PermissionError of a share or revoke on it, carrying the
+// access.Denial that afterFailure traces (as access.Check's errors do).
+func refused(call action.Call, it *Item, op, format string, args ...any) error {
+	d := &access.Denial{Event: "access_denied", PrincipalID: call.Principal, ResourceType: it.Type, ResourceID: it.ID,
+		AttemptedOperation: op, Timestamp: call.Clock.Now(), ACLChecked: true, Owner: it.Owner}
+	return errs.New(errs.Permission, format+"%w", append(args, quiet{d})...).With("principal", call.Principal).With("operation", op)
+}

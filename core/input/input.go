@@ -183,8 +183,8 @@ func Size(n int64) string {
 func CheckYAML(path string, data []byte) (*ast.File, error) {
 	// The parser takes for ever on flow collections nested very deep
 	// ([[[[…), before any check of the parsed tree could run.
-	if line := flowTooDeep(data, MaxDepth); line > 0 {
-		return nil, &Error{Path: path, Reason: fmt.Sprintf("line %d: [ and { are nested more than %d levels deep", line, MaxDepth)}
+	if err := CheckFlowDepth(path, data); err != nil {
+		return nil, err
 	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
@@ -367,6 +367,33 @@ func depthPath(prefix []byte, limit int) string {
 	}
 }
 
+// scalarStart reports whether a quote at data[i] opens a quoted scalar:
+// YAML starts one only where a value starts (after a line's indentation,
+// ": ", "- ", "[", "{" or ","), so the apostrophe of "don't" opens nothing.
+func scalarStart(data []byte, i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		switch data[j] {
+		case ' ', '\t':
+			continue
+		case '\n', '[', '{', ',', ':', '-', '?':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckFlowDepth refuses YAML whose flow collections ([ and {) nest more
+// than MaxDepth levels, before a parser sees it (the parser takes for ever
+// on them). path names the file in the error.
+func CheckFlowDepth(path string, data []byte) error {
+	if line := flowTooDeep(data, MaxDepth); line > 0 {
+		return &Error{Path: path, Reason: fmt.Sprintf("line %d: [ and { are nested more than %d levels deep", line, MaxDepth)}
+	}
+	return nil
+}
+
 // flowTooDeep returns the line on which YAML flow collections ([ and {)
 // nest deeper than limit, or 0. It skips comments and quoted text, which
 // it takes to end at the line's end: a quote inside a plain word ("don't")
@@ -383,7 +410,7 @@ func flowTooDeep(data []byte, limit int) int {
 			if c == quote {
 				quote = 0
 			}
-		case c == '"' || c == '\'':
+		case (c == '"' || c == '\'') && scalarStart(data, i):
 			quote = c
 		case c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t'):
 			for i < len(data) && data[i] != '\n' {

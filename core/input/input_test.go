@@ -161,8 +161,12 @@ func TestDeepFlowNestingIsRefusedBeforeParsing(t *testing.T) {
 	if _, err := input.CheckYAML("fine.yaml", []byte(fine)); err != nil {
 		t.Errorf("CheckYAML of a shallow file = %v", err)
 	}
-	hidden := "a: don't\nb: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n"
-	if _, err := input.CheckYAML("hidden.yaml", []byte(hidden)); err == nil {
-		t.Error("an apostrophe on an earlier line hid deep nesting")
+	for _, hidden := range []string{
+		"a: don't\nb: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n",
+		"x: [a', " + strings.Repeat("[", 100) + strings.Repeat("]", 101) + "\n", // a review's: on the same line
+	} {
+		if _, err := input.CheckYAML("hidden.yaml", []byte(hidden)); err == nil {
+			t.Errorf("an apostrophe in a word hid deep nesting: %.40q", hidden)
+		}
 	}
 }
