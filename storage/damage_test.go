@@ -346,19 +346,8 @@ func TestAcceptTruncationReportsWhatWasDropped(t *testing.T) {
 // last whole entry: that write was never acknowledged, and the store opens
 // with everything acknowledged (kill -9 must keep working).
 func TestEntryCutShortByAKillStillOpens(t *testing.T) {
-	_, crashed, f := snapshots(t)
-	dir := t.TempDir()
-	copyDir(t, crashed, dir)
-	wal := filesWith(t, dir, walExt)[0]
-	end := dataEnd(t, wal)
-	file, err := os.OpenFile(wal, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := make([]byte, 4096)
-	if _, err := file.ReadAt(first, logHeaderSize); err != nil {
-		t.Fatal(err)
-	}
+	dir, file, end, f := crashedWAL(t)
+	first := firstEntry(t, file)
 	n, whole := entryLength(first)
 	if !whole {
 		t.Fatalf("the first entry is not whole in 4 KiB (%d bytes)", n)
@@ -378,19 +367,8 @@ func TestEntryCutShortByAKillStillOpens(t *testing.T) {
 // log whose last entry has its body written and its header still zero.
 // That entry was never acknowledged: the store opens without it.
 func TestEntryWithItsHeaderNotYetWrittenStillOpens(t *testing.T) {
-	_, crashed, f := snapshots(t)
-	dir := t.TempDir()
-	copyDir(t, crashed, dir)
-	wal := filesWith(t, dir, walExt)[0]
-	end := dataEnd(t, wal)
-	file, err := os.OpenFile(wal, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := make([]byte, 4096)
-	if _, err := file.ReadAt(first, logHeaderSize); err != nil {
-		t.Fatal(err)
-	}
+	dir, file, end, f := crashedWAL(t)
+	first := firstEntry(t, file)
 	n, whole := entryLength(first)
 	if !whole || n < 40 {
 		t.Fatalf("the first entry is not whole in 4 KiB or too short (%d bytes)", n)
@@ -453,15 +431,7 @@ func TestUnlistedTableCutShortByAKillStillOpens(t *testing.T) {
 // transaction: a header with any byte set is a header written, and its bad
 // checksum is damage.
 func TestLastEntryWithAFlippedMetaByteIsRefused(t *testing.T) {
-	_, crashed, f := snapshots(t)
-	dir := t.TempDir()
-	copyDir(t, crashed, dir)
-	wal := filesWith(t, dir, walExt)[0]
-	end := dataEnd(t, wal)
-	file, err := os.OpenFile(wal, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, file, end, f := crashedWAL(t)
 	// Find where the last entry starts.
 	r := bufio.NewReader(io.NewSectionReader(file, logHeaderSize, end-logHeaderSize))
 	last, at := int64(-1), int64(logHeaderSize)
@@ -484,4 +454,31 @@ func TestLastEntryWithAFlippedMetaByteIsRefused(t *testing.T) {
 	if !assertNeverWrong(t, dir, f, "the last entry's meta byte zeroed") {
 		t.Error("a log whose last entry lost its meta byte opened")
 	}
+}
+
+// crashedWAL copies the store a kill left and opens its write-ahead log
+// for writing: the copy, the log, where its entries end, and what the
+// store should hold.
+func crashedWAL(t *testing.T) (dir string, wal *os.File, end int64, f damageFixture) {
+	t.Helper()
+	_, crashed, f := snapshots(t)
+	dir = t.TempDir()
+	copyDir(t, crashed, dir)
+	path := filesWith(t, dir, walExt)[0]
+	end = dataEnd(t, path)
+	wal, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, wal, end, f
+}
+
+// firstEntry reads the first 4 KiB of a log's entries.
+func firstEntry(t *testing.T, wal *os.File) []byte {
+	t.Helper()
+	first := make([]byte, 4096)
+	if _, err := wal.ReadAt(first, logHeaderSize); err != nil {
+		t.Fatal(err)
+	}
+	return first
 }
