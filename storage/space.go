@@ -18,11 +18,11 @@ var ErrFull = errors.New("storage full")
 type FullError struct {
 	Dir  string
 	Free uint64 // bytes free for an unprivileged writer
-	Need uint64 // bytes engram keeps free (Options.MinFree)
+	Need uint64 // bytes engram keeps free (Options.MinFree, plus the tables' size)
 }
 
 func (e *FullError) Error() string {
-	return fmt.Sprintf("%v: %s free on %s, engram needs %s free to write safely; free space or move --data (reading still works)",
+	return fmt.Sprintf("%v: %s free on %s, engram needs %s free to write safely (a margin for its logs, and the size of its tables for compaction); free space or move --data",
 		ErrFull, bytesText(e.Free), e.Dir, bytesText(e.Need))
 }
 
@@ -69,6 +69,13 @@ type space struct {
 	dir     string
 	statfs  Statfs
 	minFree uint64
+	// tables is the size of the store's tables, once it is open. Badger
+	// compacts in the background whether or not writes are refused, and
+	// a compaction writes new tables before it deletes the old: at worst
+	// as much again as the tables it merges, so the margin grows with
+	// them (a review saw compaction fill a 400 MB tmpfs after writes
+	// had stopped at the fixed margin, and die of SIGBUS).
+	tables func() uint64
 
 	mu       sync.Mutex
 	roomy    time.Time // when free space was last seen at roomyFactor × minFree or more
@@ -98,14 +105,24 @@ func (sp *space) check() error {
 	if err != nil {
 		return fmt.Errorf("storage: measuring the free space of %s: %w", sp.dir, err)
 	}
-	if free >= roomyFactor*sp.minFree {
+	need := sp.need()
+	if free >= roomyFactor*need {
 		sp.roomy = time.Now()
 	}
-	if free < sp.minFree {
+	if free < need {
 		sp.refusals++
-		return &FullError{Dir: sp.dir, Free: free, Need: sp.minFree}
+		return &FullError{Dir: sp.dir, Free: free, Need: need}
 	}
 	return nil
+}
+
+// need is the free space writes leave: the margin, plus what compacting
+// every table could take.
+func (sp *space) need() uint64 {
+	if sp.tables == nil {
+		return sp.minFree
+	}
+	return sp.minFree + sp.tables()
 }
 
 // FullRefusals is how many writes this store refused because its file system

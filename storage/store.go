@@ -209,7 +209,20 @@ func Open(opts Options) (*Store, error) {
 		return nil, &OpenError{Dir: s.dir, Reason: err, Hint: "see the log file for Badger's messages"}
 	}
 	s.db = db
+	if s.space != nil {
+		s.space.tables = s.tableBytes
+	}
 	return s, nil
+}
+
+// tableBytes is the size on disk of the store's tables: what compaction
+// may have to rewrite.
+func (s *Store) tableBytes() uint64 {
+	var n uint64
+	for _, t := range s.db.Tables() {
+		n += uint64(t.OnDiskSize)
+	}
+	return n
 }
 
 // beforeOpen refuses a damaged directory and, unless reading only, a full
