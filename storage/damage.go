@@ -289,10 +289,11 @@ func tornTail(f *os.File, end, last int64) (bool, error) {
 		return false, err
 	}
 	// Go copies a large entry head and tail last, so a kill can leave its
-	// body written and its first 16 bytes or more still zero: a header not
-	// written yet. A flipped bit cannot zero 16 bytes, so a header with any
-	// of them set is judged as written.
-	if !headUnwritten(buf) {
+	// body written and its first bytes still zero: a header not written
+	// yet. Every entry Badger logs has a non-zero meta byte, so a zero one
+	// is that, unless some meta byte makes the entry whole and valid: then
+	// it was written, and a flipped bit zeroed its meta.
+	if buf[0] != 0 || metaZeroed(buf) {
 		if n, whole := entryLength(buf); whole || n < 0 {
 			return false, nil // a complete entry with a bad checksum, or no entry at all
 		}
@@ -305,15 +306,17 @@ func tornTail(f *os.File, end, last int64) (bool, error) {
 	return true, nil
 }
 
-// headUnwritten reports whether b starts with 16 zero bytes (or is all
-// zeros, when shorter).
-func headUnwritten(b []byte) bool {
-	for _, c := range b[:min(len(b), 16)] {
-		if c != 0 {
-			return false
+// metaZeroed reports whether b, an entry whose meta byte is zero, is a
+// whole valid entry with some other meta byte.
+func metaZeroed(b []byte) bool {
+	fixed := slices.Clone(b)
+	for m := 1; m < 256; m++ {
+		fixed[0] = byte(m)
+		if _, ok := readLogEntry(bufio.NewReader(bytes.NewReader(fixed)), int64(len(fixed))); ok {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // entryLength decodes the header at b's start and returns the entry's full
