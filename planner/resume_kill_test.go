@@ -186,7 +186,10 @@ func runBatch(t *testing.T, bin string, env []string, dir, script string, seen f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := readLines(t, out, seen)
+	lines, torn := readLines(t, out, seen)
+	if torn != nil {
+		t.Errorf("engram --batch %s: a result line that is not JSON: %q", filepath.Base(script), torn)
+	}
 	if err := cmd.Wait(); err != nil && len(lines) == 0 {
 		// Exit status 3 is a store that does not reopen after the kill:
 		// the storage layer's failure (issue 13, item 2), not the planner's.
@@ -212,7 +215,7 @@ func killDuring(t *testing.T, bin string, env []string, dir, script string, dela
 		t.Fatal(err)
 	}
 	var timer *time.Timer
-	lines := readLines(t, out, func(l batchLine) {
+	lines, torn := readLines(t, out, func(l batchLine) {
 		if l.ID == "create" {
 			timer = time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) }) // fails only once it exited
 		}
@@ -226,29 +229,39 @@ func killDuring(t *testing.T, bin string, env []string, dir, script string, dela
 	case len(lines) == 0 || !lines[0].OK:
 		t.Fatalf("plan.create did not succeed: %v %+v\n%s", err, lines, stderr.Bytes())
 	case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+		// A line longer than the pipe's atomic write can be cut by the
+		// kill; only the last one, and only then.
 		return false
+	case torn != nil:
+		t.Fatalf("engram finished with a result line that is not JSON: %q", torn)
 	case err != nil:
 		t.Fatalf("engram: %v\n%s", err, stderr.Bytes())
 	}
 	return true
 }
 
-func readLines(t *testing.T, out interface{ Read([]byte) (int, error) }, seen func(batchLine)) []batchLine {
+// readLines reads result lines until out ends. A line that is not JSON
+// ends the reading and comes back as torn: only a killed engram may leave
+// one, as its last.
+func readLines(t *testing.T, out interface{ Read([]byte) (int, error) }, seen func(batchLine)) (lines []batchLine, torn []byte) {
 	t.Helper()
-	var lines []batchLine
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
+		if torn != nil {
+			t.Fatalf("a result line after one that is not JSON (%q): %q", torn, sc.Bytes())
+		}
 		var l batchLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("result line %q: %v", sc.Bytes(), err)
+			torn = append([]byte(nil), sc.Bytes()...)
+			continue
 		}
 		if seen != nil {
 			seen(l)
 		}
 		lines = append(lines, l)
 	}
-	return lines
+	return lines, torn
 }
 
 // BenchmarkWritingSubtasks measures 100 subtasks that each write to the
