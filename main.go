@@ -51,7 +51,10 @@ type config struct {
 	historyBackend string
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	crashBySignal()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 func run(args []string, stdout, stderr io.Writer) (code int) {
 	if code, ok := runMaintenance(args, stdout, stderr); ok {
@@ -270,6 +273,10 @@ func openLog(cfg config) (*slog.Logger, func(), error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("log file %s: %w (choose another with --log)", path, err)
+	}
+	if err := crashToLog(f); err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("log file %s: %w", path, err)
 	}
 	level := slog.LevelInfo
 	if cfg.debug {
