@@ -106,7 +106,7 @@ func (pl *Planner) actList(ctx context.Context, call action.Call, _ ListArgs) (L
 
 func (pl *Planner) actExecute(ctx context.Context, call action.Call, a ExecuteArgs) (ExecuteResult, error) {
 	req := ExecuteRequest{MaxConcurrent: a.MaxConcurrent, OnSubtaskFailure: a.OnSubtaskFailure, MaxRetries: a.MaxRetries,
-		Fallback: a.Fallback, Checkpoint: true}
+		Fallback: a.Fallback, Checkpoint: true, ProposedActions: a.ProposedActions}
 	if len(a.Checkpoint) > 0 && string(a.Checkpoint) != "null" {
 		var on bool
 		var path string
@@ -127,12 +127,12 @@ func (pl *Planner) actExecute(ctx context.Context, call action.Call, a ExecuteAr
 	return ranResult(a.PlanID, acl, call.Principal, res, err)
 }
 
-func (pl *Planner) actResume(ctx context.Context, call action.Call, a PlanArgs) (ExecuteResult, error) {
+func (pl *Planner) actResume(ctx context.Context, call action.Call, a ResumeArgs) (ExecuteResult, error) {
 	acl, err := pl.allow(ctx, call, a.PlanID, access.Write)
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	res, err := pl.Resume(ctx, call, a.PlanID)
+	res, err := pl.Resume(ctx, call, a.PlanID, a.ProposedActions)
 	return ranResult(a.PlanID, acl, call.Principal, res, err)
 }
 

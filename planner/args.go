@@ -130,7 +130,28 @@ type ExecuteArgs struct {
 	MaxRetries       int             `json:"max_retries,omitempty" help:"with retry: retries after the first attempt (default 3), waiting 100 ms, 200 ms, 400 ms..."`
 	Fallback         string          `json:"fallback,omitempty" help:"with retry: what to do once the retries are spent: abort (default), skip or replan"`
 	Checkpoint       json.RawMessage `json:"checkpoint,omitempty" help:"true (default): checkpoint in the store after every subtask; false: don't; a path: also write the checkpoint file there"`
+	ProposedActions  string          `json:"proposed_actions,omitempty" help:"the actions a model chose (proposed: true): run (default) runs them; ask refuses to start while the plan holds any; approve runs those it holds now. With ask and approve, those a replan proposes during the run run their description instead"`
 }
+
+// ResumeArgs are plan.resume's arguments.
+type ResumeArgs struct {
+	PlanID          string `json:"plan_id" arg:"required" help:"the plan"`
+	ProposedActions string `json:"proposed_actions,omitempty" help:"the actions a model chose: run (default), ask or approve, as for plan.execute"`
+}
+
+// How a run treats the actions a model chose for subtasks
+// (ExecuteArgs.ProposedActions): a model's choice is data until the person
+// approves it (issue 13, item 1). The console asks the person, then
+// approves; a batch script runs them, as before, within the allowlist a
+// model may choose from.
+const (
+	// ProposedRun runs them (the default).
+	ProposedRun = "run"
+	// ProposedAsk refuses to start while the plan holds any unapproved.
+	ProposedAsk = "ask"
+	// ProposedApprove approves those the plan holds, then runs.
+	ProposedApprove = "approve"
+)
 
 // ExecuteRequest says how to run a plan (Planner.Execute).
 type ExecuteRequest struct {
@@ -140,6 +161,9 @@ type ExecuteRequest struct {
 	MaxRetries       int
 	Checkpoint       bool
 	CheckpointPath   string
+	// ProposedActions is ProposedRun (when empty), ProposedAsk or
+	// ProposedApprove.
+	ProposedActions string
 }
 
 // ExecuteResult is a run's outcome: plan.execute's and plan.resume's answer.

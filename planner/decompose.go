@@ -77,10 +77,15 @@ func (pl *Planner) decompose(ctx context.Context, goal, strategy string, maxDept
 // choose (issue 13, item 1): what a model proposes is data, never
 // authority. A stripped subtask keeps its description (it asks the model
 // to do it, as a subtask without an action does) and says in its warning
-// which action was refused.
+// which action was refused. An action a model may choose is kept as
+// proposed: it runs only once the person approved it (approveProposed).
 func (pl *Planner) screen(subtasks []*Subtask) {
 	for _, s := range subtasks {
-		if s.Action == nil || pl.modelMayPropose(s.Action.Name) {
+		if s.Action == nil {
+			continue
+		}
+		if pl.modelMayPropose(s.Action.Name) {
+			s.Proposed = true
 			continue
 		}
 		s.Warning = fmt.Sprintf("the model proposed the action %q, which was refused: a model-made subtask may run only read-only and task.* actions (not plan.*); it runs its description instead",

@@ -144,7 +144,7 @@ func TestDecomposeParsesTheModelsSubtasks(t *testing.T) {
 	p := decodePlan(t, r.do("plan.decompose", `{"goal": "Count"}`))
 	want := []planner.Subtask{
 		{ID: "1", Description: "First", Dependencies: []string{}, Status: planner.Pending, Depth: 1},
-		{ID: "2", Description: "Second", Dependencies: []string{"1"}, Status: planner.Pending, Depth: 1,
+		{ID: "2", Description: "Second", Dependencies: []string{"1"}, Status: planner.Pending, Depth: 1, Proposed: true,
 			Action: &planner.ActionSpec{Name: "state.set", Args: json.RawMessage(`{"key":"x","value":2}`)}},
 		{ID: "step-3", Description: "Third, without an id", Dependencies: []string{"2"}, Status: planner.Pending, Depth: 1},
 	}

@@ -44,6 +44,9 @@ type run struct {
 	settings Settings
 	order    []string
 	byID     map[string]*Subtask
+	// proposed is how the run treats the actions a model chose: ProposedRun,
+	// ProposedAsk or ProposedApprove.
+	proposed string
 	// pos is each subtask's place in order; dependents the subtasks that
 	// depend on each; unmet how many of each one's dependencies have not
 	// completed; ready the Pending subtasks with none unmet, by pos. They
@@ -89,16 +92,23 @@ func (pl *Planner) Execute(ctx context.Context, call action.Call, id string, req
 	if settings.OnSubtaskFailure == "retry" && settings.MaxRetries == 0 {
 		settings.MaxRetries = 3
 	}
-	return pl.start(ctx, call, id, &settings)
+	return pl.start(ctx, call, id, &settings, req.ProposedActions)
 }
 
 // Resume runs a plan again with the settings it last ran with, skipping
-// what it completed.
-func (pl *Planner) Resume(ctx context.Context, call action.Call, id string) (ExecuteResult, error) {
-	return pl.start(ctx, call, id, nil)
+// what it completed; proposed is how to treat the actions a model chose
+// (ExecuteRequest.ProposedActions).
+func (pl *Planner) Resume(ctx context.Context, call action.Call, id string, proposed string) (ExecuteResult, error) {
+	return pl.start(ctx, call, id, nil, proposed)
 }
 
-func (pl *Planner) start(ctx context.Context, call action.Call, id string, settings *Settings) (ExecuteResult, error) {
+func (pl *Planner) start(ctx context.Context, call action.Call, id string, settings *Settings, proposed string) (ExecuteResult, error) {
+	if proposed == "" {
+		proposed = ProposedRun
+	}
+	if !slices.Contains([]string{ProposedRun, ProposedAsk, ProposedApprove}, proposed) {
+		return ExecuteResult{}, kit.Validation("proposed_actions", "unknown %q; use run, ask or approve", proposed)
+	}
 	var p *Plan
 	err := pl.env.Store.View(func(tx *storage.Tx) error {
 		var err error
@@ -124,13 +134,16 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 	if err != nil {
 		return ExecuteResult{}, err
 	}
+	if err := approveProposed(p, call.Principal, proposed); err != nil {
+		return ExecuteResult{}, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if !pl.claim(id, p, cancel) {
 		return ExecuteResult{}, errs.New(errs.Conflict, "plan %q is already running; cancel it with plan.cancel or wait", id).With("field", "plan_id")
 	}
 	defer pl.release(id)
-	r := &run{pl: pl, call: call, plan: p, live: &livePlan{plan: p}, settings: *settings, order: order,
+	r := &run{pl: pl, call: call, plan: p, live: &livePlan{plan: p}, settings: *settings, order: order, proposed: proposed,
 		running: map[string]bool{}, results: make(chan outcome)}
 	for _, s := range p.Subtasks {
 		if s.Status == InProgress { // interrupted last time
@@ -271,6 +284,47 @@ func (r *run) skipDependents(id string) {
 	}
 }
 
+// approveProposed applies how a run treats the actions a model chose for
+// p's unfinished subtasks (proposed, ExecuteRequest.ProposedActions):
+// "ask" refuses the run before anything changes while any waits for
+// approval, "approve" records principal as having approved them (issue 13,
+// item 1: a model's choice is shown to the person and confirmed before it
+// runs; the console asks, then approves).
+func approveProposed(p *Plan, principal, proposed string) error {
+	if proposed == ProposedRun {
+		return nil
+	}
+	var waiting []*Subtask
+	for _, s := range p.Subtasks {
+		if awaitsApproval(s) && s.Status != Completed {
+			waiting = append(waiting, s)
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	if proposed == ProposedAsk {
+		names := make([]string, len(waiting))
+		ids := make([]string, len(waiting))
+		for i, s := range waiting {
+			names[i] = fmt.Sprintf("%s (%s)", s.ID, s.Action.Name)
+			ids[i] = s.ID
+		}
+		return errs.New(errs.Validation, "plan %s: a model chose the actions of %s; look at them (plan.get), then run it with proposed_actions approve, or write the plan yourself (plan.create)",
+			p.ID, strings.Join(names, ", ")).With("field", "proposed_actions").With("subtasks", ids)
+	}
+	for _, s := range waiting {
+		s.ApprovedBy = principal
+	}
+	return nil
+}
+
+// awaitsApproval reports whether s runs an action a model chose that no
+// one approved.
+func awaitsApproval(s *Subtask) bool {
+	return s.Proposed && s.Action != nil && s.ApprovedBy == ""
+}
+
 // launch starts a worker for subtask id on its own copy of its input state.
 func (r *run) launch(ctx context.Context, id string) {
 	s := r.byID[id]
@@ -279,6 +333,14 @@ func (r *run) launch(ctx context.Context, id string) {
 	r.running[id] = true
 	initial, deltas := r.plan.State, r.ancestorDeltas(id)
 	spec := s.Action
+	if r.proposed != ProposedRun && awaitsApproval(s) {
+		// A replan during this run proposed it, after the person
+		// approved what the plan held: nobody approved this action.
+		spec = nil
+		r.edit(func() {
+			s.Warning = fmt.Sprintf("the model proposed the action %q during the run, and nobody approved it: the subtask ran its description instead", s.Action.Name)
+		})
+	}
 	description := s.Description
 	attemptsSoFar := s.Attempts
 	retries := 0

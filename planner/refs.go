@@ -21,7 +21,7 @@ var (
 	// ActionPlanExecute is the plan.execute action. Run a plan: dependency order, parallel where possible, failures per policy.
 	ActionPlanExecute = action.NewRef[ExecuteArgs, ExecuteResult]("plan.execute")
 	// ActionPlanResume is the plan.resume action. Run a plan again from its checkpoint, skipping what completed.
-	ActionPlanResume = action.NewRef[PlanArgs, ExecuteResult]("plan.resume")
+	ActionPlanResume = action.NewRef[ResumeArgs, ExecuteResult]("plan.resume")
 	// ActionPlanCancel is the plan.cancel action. Stop a running plan (resume continues it).
 	ActionPlanCancel = action.NewRef[PlanArgs, CancelResult]("plan.cancel")
 	// ActionPlanReplan is the plan.replan action. Replace a plan's unfinished subtasks with new ones from the model.

@@ -64,15 +64,20 @@ type Subtask struct {
 	Status       string      `json:"status"`
 	// Result is what the subtask's action returned; Delta the state it
 	// wrote; Error why it failed.
-	Result     json.RawMessage `json:"result,omitempty"`
-	Delta      map[string]any  `json:"delta,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	Warning    string          `json:"warning,omitempty"` // what was refused of it as a model proposed it
-	Attempts   int             `json:"attempts"`
-	Depth      int             `json:"depth"`
-	Parent     string          `json:"parent,omitempty"`
-	StartedAt  *time.Time      `json:"started_at,omitempty"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Delta   map[string]any  `json:"delta,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Warning string          `json:"warning,omitempty"` // what was refused of it as a model proposed it
+	// Proposed says a model chose the subtask's action (plan.decompose,
+	// plan.replan); ApprovedBy is who approved it to run, when a run asked
+	// (proposed_actions "approve" on plan.execute or plan.resume).
+	Proposed   bool       `json:"proposed,omitempty"`
+	ApprovedBy string     `json:"approved_by,omitempty"`
+	Attempts   int        `json:"attempts"`
+	Depth      int        `json:"depth"`
+	Parent     string     `json:"parent,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// RanBy is the principal its last attempt ran as (whoever executed
 	// the plan); absent for the default agent. Only it and the plan's
 	// owner see the subtask's result, delta and error.

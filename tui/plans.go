@@ -89,6 +89,23 @@ type planRun struct {
 	cancel context.CancelFunc
 }
 
+// runAsk is a plan.execute or plan.resume held back while the person
+// looks at the actions a model chose for the plan: the console never runs
+// a model's choice unseen (issue 13, item 1). It carries the request from
+// the key that asked for it to the answer.
+type runAsk struct {
+	plan    string
+	verb    string              // execute, resume
+	execute planner.ExecuteArgs // execute's choices
+	// chosen are the subtasks whose actions wait for approval, as the
+	// question shows them.
+	chosen []*planner.Subtask
+}
+
+// planAskMax is how many of the model's actions the question lists before
+// "… and N more".
+const planAskMax = 5
+
 // promptKind is which line at the bottom takes the keyboard: a goal to
 // decompose, a YAML file to read a plan from, or the choices of a run.
 type promptKind int
@@ -170,6 +187,9 @@ type plansPane struct {
 	plan   planDetail
 	notice planNotice
 	prompt plansPrompt
+	// approve is the question asked before a run of a plan holding actions
+	// a model chose that nobody approved.
+	approve confirm[runAsk]
 
 	// runs are the runs in flight the pane started, by plan id; others
 	// the replan and cancel requests in flight: req → plan id.
@@ -205,6 +225,7 @@ func newPlansPane(engine conn.Conn, styles *Styles) *plansPane {
 		keys:     newPlansKeys(),
 		plan:     planDetail{docs: map[string]*planner.Plan{}, dags: map[string]*planDAG{}, dagOf: map[string]*planner.Plan{}},
 		prompt:   plansPrompt{input: in, atOnce: plansDefaultAtOnce},
+		approve:  confirm[runAsk]{Yes: "run them"},
 		runs:     map[string]*planRun{},
 		others:   map[int]string{},
 		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
@@ -236,16 +257,21 @@ func (p *plansPane) Focus() tea.Cmd {
 
 func (p *plansPane) Blur() {
 	p.focused = false
+	p.approve.close() // nothing ran; the key asks again
 	if p.prompt.kind != promptNone && !p.prompt.waiting() {
 		p.closePrompt()
 	}
 }
 
-// Capturing: a prompt takes every key (q and 1-6 included).
-func (p *plansPane) Capturing() bool { return p.prompt.kind != promptNone }
+// Capturing: a prompt or the question takes every key (q and 1-6
+// included).
+func (p *plansPane) Capturing() bool { return p.prompt.kind != promptNone || p.approve.Active() }
 
 func (p *plansPane) Keys() []key.Binding {
 	k := p.keys
+	if p.approve.Active() {
+		return p.approve.Keys()
+	}
 	switch p.prompt.kind {
 	case promptGoal:
 		return []key.Binding{withHelp(k.Run, "enter", "decompose"), k.Close, k.Strategy}
@@ -395,7 +421,7 @@ func (p *plansPane) event(ev events.Event) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	if c, ok := planner.EventPlanChanged.Of(ev); ok && c.Change == "created" && !p.plan.walking && p.prompt.kind == promptNone {
+	if c, ok := planner.EventPlanChanged.Of(ev); ok && c.Change == "created" && !p.plan.walking && !p.Capturing() {
 		p.list.want = id // a new plan (from the palette, say) is what to look at
 	}
 	cmds := []tea.Cmd{p.refresh(&p.list.load, p.loadList)}
@@ -477,10 +503,11 @@ func (p *plansPane) planResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
 			p.plan.docs[msg.value.Plan.ID] = msg.value.Plan
 			p.keepStepSelection()
 		}
+		cmd := p.recheckAsk()
 		if again {
-			return p.loadDoc()
+			return tea.Batch(cmd, p.loadDoc())
 		}
-		return nil
+		return cmd
 	case msg.req == p.prompt.busy.req && p.prompt.waiting():
 		return p.promptResult(msg)
 	}
@@ -553,7 +580,18 @@ func (p *plansPane) runResult(msg resultMsg[planner.ExecuteResult]) tea.Cmd {
 func (p *plansPane) reportRun(id, verb string, msg resultMsg[planner.ExecuteResult]) tea.Cmd {
 	if msg.err != nil {
 		e := errs.As(msg.err)
-		p.setNotice(id, fmt.Sprintf("%s %s: %s: %s", verb, id, e.Kind, e.Message), true)
+		text := fmt.Sprintf("%s %s: %s: %s", verb, id, e.Kind, e.Message)
+		if e.Kind == errs.Validation && e.Details["field"] == "proposed_actions" {
+			// The pane had not seen the model's actions (the plan was not
+			// loaded yet, or changed meanwhile): runResult reloads it, so
+			// that the key asks next time.
+			again := "x"
+			if verb == "resume" {
+				again = "r"
+			}
+			text = fmt.Sprintf("%s %s did not start: the model chose actions nobody has approved yet; %s shows them and asks first", verb, id, again)
+		}
+		p.setNotice(id, text, true)
 		return nil // the root shows it in the status line too
 	}
 	pl := msg.value.Plan
@@ -657,6 +695,9 @@ func (p *plansPane) keepStepSelection() {
 // --- keys ---
 
 func (p *plansPane) handleKey(msg tea.KeyMsg) tea.Cmd {
+	if p.approve.Active() {
+		return p.approveKey(msg)
+	}
 	if p.prompt.kind != promptNone {
 		return p.promptKey(msg)
 	}
@@ -886,9 +927,7 @@ func (p *plansPane) executeKey(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		args := planner.ExecuteArgs{PlanID: id, OnSubtaskFailure: planner.Policies[p.prompt.policy], MaxConcurrent: p.prompt.atOnce}
-		return p.start(id, "execute", func(ctx context.Context) tea.Cmd {
-			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanExecute, args)
-		})
+		return p.askOrRun(runAsk{plan: id, verb: "execute", execute: args})
 	case key.Matches(msg, nav.Right, nav.Next):
 		p.prompt.policy = (p.prompt.policy + 1) % n
 	case key.Matches(msg, nav.Left, nav.Prev):
@@ -924,9 +963,108 @@ func (p *plansPane) resume() tea.Cmd {
 	if sum.Status == planner.PlanRunning || p.runs[sum.ID] != nil {
 		return showStatus("Plan "+oneLine(sum.ID)+" is running already.", false)
 	}
-	args := planner.PlanArgs{PlanID: sum.ID}
-	return p.start(sum.ID, "resume", func(ctx context.Context) tea.Cmd {
-		return requestCtx(ctx, &p.requests, nil, planner.ActionPlanResume, args)
+	return p.askOrRun(runAsk{plan: sum.ID, verb: "resume"})
+}
+
+// awaitingApproval lists d's unfinished subtasks whose action a model chose
+// and nobody approved: what a run that asks would refuse
+// (planner.ProposedAsk).
+func awaitingApproval(d *planner.Plan) []*planner.Subtask {
+	var out []*planner.Subtask
+	for _, s := range d.Subtasks {
+		if s.Proposed && s.Action != nil && s.ApprovedBy == "" && s.Status != planner.Completed {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// askOrRun sends r, unless the plan holds actions a model chose that
+// nobody approved: then it shows them and asks first. The request asks
+// the engine to refuse such actions (planner.ProposedAsk), so that a plan
+// the pane has not seen as it stands does not run them either.
+func (p *plansPane) askOrRun(r runAsk) tea.Cmd {
+	if d := p.plan.docs[r.plan]; d != nil {
+		r.chosen = awaitingApproval(d)
+	}
+	if len(r.chosen) == 0 {
+		return p.send(r, planner.ProposedAsk)
+	}
+	p.openAsk(r)
+	return nil
+}
+
+// openAsk asks about r's chosen actions: "Run it?" or "Run them?".
+func (p *plansPane) openAsk(r runAsk) {
+	q, yes := "Run them?", "run them"
+	if len(r.chosen) == 1 {
+		q, yes = "Run it?", "run it"
+	}
+	p.approve.Yes = yes
+	p.approve.open(q, r)
+}
+
+// send starts r's run; proposed is how it treats the actions a model
+// chose (planner.ProposedAsk, or ProposedApprove once the person said yes).
+func (p *plansPane) send(r runAsk, proposed string) tea.Cmd {
+	if r.verb == "resume" {
+		args := planner.ResumeArgs{PlanID: r.plan, ProposedActions: proposed}
+		return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
+			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanResume, args)
+		})
+	}
+	args := r.execute
+	args.ProposedActions = proposed
+	return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
+		return requestCtx(ctx, &p.requests, nil, planner.ActionPlanExecute, args)
+	})
+}
+
+// approveKey answers the question: y runs the plan, approving the actions
+// shown; n or esc runs nothing.
+func (p *plansPane) approveKey(msg tea.KeyMsg) tea.Cmd {
+	switch ans, r := p.approve.handleKey(msg); ans {
+	case answerYes:
+		if p.runs[r.plan] != nil {
+			return showStatus("Plan "+oneLine(r.plan)+" is running already.", false)
+		}
+		return p.send(r, planner.ProposedApprove)
+	case answerNo, answerCancel:
+		return showStatus("Nothing ran: the plan waits until you approve the actions the model chose.", false)
+	}
+	return nil
+}
+
+// recheckAsk keeps the open question true to the plan as it reloads (a
+// replan elsewhere): y approves what the plan holds when the run starts,
+// so the question must show just that.
+func (p *plansPane) recheckAsk() tea.Cmd {
+	if !p.approve.Active() {
+		return nil
+	}
+	r := p.approve.Payload()
+	d := p.plan.docs[r.plan]
+	if d == nil {
+		return nil
+	}
+	now := awaitingApproval(d)
+	if sameActions(now, r.chosen) {
+		return nil
+	}
+	if len(now) == 0 {
+		p.approve.close()
+		return showStatus("Plan "+oneLine(r.plan)+" changed: no action of a model waits for approval now; nothing ran.", false)
+	}
+	r.chosen = now
+	p.openAsk(r)
+	return showStatus("Plan "+oneLine(r.plan)+" changed meanwhile: these are the actions the model chose now.", false)
+}
+
+// sameActions reports whether two lists name the same subtasks with the
+// same actions.
+func sameActions(a, b []*planner.Subtask) bool {
+	return slices.EqualFunc(a, b, func(x, y *planner.Subtask) bool {
+		return x.ID == y.ID && x.Action.Name == y.Action.Name && string(x.Action.Args) == string(y.Action.Args)
 	})
 }
 

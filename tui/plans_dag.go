@@ -216,6 +216,10 @@ func formatPlanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
+// planGlyphProposed marks a subtask whose action a model chose: in its box,
+// and at the head of the line that says so under the walked subtask.
+const planGlyphProposed = "◆"
+
 // stepMeta is what a subtask's box says on the right of its id: its
 // attempts when more than one, and how long it ran.
 func stepMeta(s *planner.Subtask, now time.Time) string {
@@ -264,14 +268,24 @@ func (p *plansPane) stepBox(d *planner.Plan, s *planner.Subtask, w int, now time
 		first = gutter
 	}
 	meta := stepMeta(s, now)
-	idRoom := max(w-3-lineWidth(meta)-1, 1)
+	// A model chose its action: ◆ after the id, in the accent colour
+	// while it waits for approval.
+	var chose, choseText string
+	if s.Proposed && s.Action != nil {
+		choseText = " " + planGlyphProposed
+		chose = st.Muted.Render(choseText)
+		if s.ApprovedBy == "" && s.Status != planner.Completed {
+			chose = st.Prompt.Render(choseText)
+		}
+	}
+	idRoom := max(w-3-lineWidth(meta)-1-lineWidth(choseText), 1)
 	id := truncateTo(oneLine(s.ID), idRoom)
 	head := p.stepStyle(s.Status, p.stepMark(s.Status)+" "+id)
 	if selected {
 		head = st.Selected.Render(p.stepMark(s.Status) + " " + id)
 	}
-	pad := max(w-1-lineWidth(p.stepMark(s.Status)+" "+id)-lineWidth(meta), 1)
-	lines := []string{first + head + strings.Repeat(" ", pad) + st.Muted.Render(meta)}
+	pad := max(w-1-lineWidth(p.stepMark(s.Status)+" "+id+choseText)-lineWidth(meta), 1)
+	lines := []string{first + head + chose + strings.Repeat(" ", pad) + st.Muted.Render(meta)}
 	if withDesc && s.Description != "" && s.Description != s.ID {
 		lines = append(lines, gutter+"  "+truncateTo(oneLine(s.Description), w-3))
 	}

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -261,6 +263,9 @@ func (p *plansPane) stepDetail(d *planner.Plan, w int) []string {
 		links += s.Muted.Render(" · before ") + oneLine(strings.Join(next, ", "))
 	}
 	lines = append(lines, "   "+truncateTo(links, w-4))
+	if st.Proposed && st.Action != nil {
+		lines = append(lines, "   "+p.provenance(d, st, w-4))
+	}
 	if st.Warning != "" {
 		// A model proposed an action engram refused to run: the person
 		// should see what was asked for instead of trusting the plan.
@@ -275,6 +280,72 @@ func (p *plansPane) stepDetail(d *planner.Plan, w int) []string {
 		lines = append(lines, "   "+s.Muted.Render("result ")+truncateTo(oneLine(string(st.Result)), w-11))
 	}
 	return lines
+}
+
+// provenance says, in one line of w columns, that a model chose st's
+// action and whether a person approved it (issue 13, item 1).
+func (p *plansPane) provenance(d *planner.Plan, st *planner.Subtask, w int) string {
+	s := p.styles
+	text := planGlyphProposed + " the model chose this action"
+	switch {
+	case st.ApprovedBy != "":
+		return s.Muted.Render(truncateTo(text+" · approved by "+oneLine(st.ApprovedBy), w))
+	case st.Status != planner.Completed:
+		again := "x"
+		if d.Status == planner.PlanCancelled {
+			again = "r"
+		}
+		return s.Prompt.Render(truncateTo(text+" · not approved yet: "+again+" asks before it runs", w))
+	case st.Warning != "":
+		return s.Muted.Render(truncateTo(text+" · nobody approved it", w)) // the warning says what ran
+	}
+	// A run that did not ask (a batch script, the palette) ran it.
+	return s.Muted.Render(truncateTo(text+" · it ran without approval (proposed_actions run)", w))
+}
+
+// approveLines is the question asked before running a plan that holds
+// actions a model chose: each one (id, action and args), then y/n.
+func (p *plansPane) approveLines(w int, rule func(string) string) []string {
+	s := p.styles
+	r := p.approve.Payload()
+	title := "The model chose these actions for " + oneLine(r.plan)
+	if len(r.chosen) == 1 {
+		title = "The model chose this action for " + oneLine(r.plan)
+	}
+	lines := []string{rule(title)}
+	shown := r.chosen
+	if len(shown) > planAskMax {
+		shown = shown[:planAskMax-1] // the last line says how many more
+	}
+	idW := 0
+	for _, st := range shown {
+		idW = max(idW, min(lineWidth(oneLine(st.ID)), 20))
+	}
+	for _, st := range shown {
+		id := fitLine(truncateTo(oneLine(st.ID), idW), idW)
+		line := "   " + s.Emphasis.Render(id) + "  " + oneLine(st.Action.Name)
+		if args := compactArgs(st.Action.Args); args != "" {
+			line += " " + s.Muted.Render(oneLine(args))
+		}
+		lines = append(lines, truncateTo(line, w-1))
+	}
+	if more := len(r.chosen) - len(shown); more > 0 {
+		lines = append(lines, "   "+s.Muted.Render(fmt.Sprintf("%s and %d more", glyphEllipsis, more)))
+	}
+	lines = append(lines, "   "+s.Muted.Render(truncateTo("they run only if you say so; y records "+oneLine(p.conn.Agent())+" as approving them", w-4)))
+	return append(lines, p.approve.View(s, w))
+}
+
+// compactArgs is an action's args on one line ("" for none).
+func compactArgs(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // wrapped word-wraps text (already styled) to w, indented by one column,
@@ -296,6 +367,9 @@ func (p *plansPane) promptLines(w int) []string {
 		head := " " + s.Rule.Render("── ") + s.Emphasis.Render(title) + " "
 		head = truncateTo(head, max(w-2, 4))
 		return head + s.Rule.Render(strings.Repeat("─", max(w-lineWidth(head)-1, 0)))
+	}
+	if p.approve.Active() {
+		return p.approveLines(w, rule)
 	}
 	var lines []string
 	switch p.prompt.kind {
