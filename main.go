@@ -123,6 +123,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	logger.Info("engram started", "version", core.Version, "store", engine.StoreLabel(), "batch", cfg.batch)
+	if full := engine.Env().Store.FullAtOpen(); full != nil && cfg.batch != "" {
+		complain(stderr, "engram: %v; opened it read-only: reads work, writes are refused with StorageFull until you free space and run engram again\n", full)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -158,6 +159,74 @@ func TestFullFileSystemRefusesWritesKeepsReads(t *testing.T) {
 	if out.code != 0 {
 		t.Fatalf("after freeing space: %d %s %s", out.code, out.stdout, out.stderr)
 	}
+}
+
+// Issue 13 item 6: started on a file system that is already full, engram
+// opens the store read-only rather than not at all: it says so on standard
+// error and in engine.info, every read answers, every write is refused with
+// StorageFull (exit status 4), and nothing is written.
+func TestFullFileSystemAtStartStillReads(t *testing.T) {
+	mnt := mountTmpfs(t, "300m")
+	env, home := hermeticEnv(t)
+	data := filepath.Join(mnt, "data")
+	log := filepath.Join(home, "log")
+	if out := runIn(t, env, createScript(0, 20), "--batch", "-", "--data", data, "--log", log); out.code != 0 {
+		t.Fatalf("creating: %d %s", out.code, out.stderr)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, int(st.Bavail*uint64(st.Bsize))-(50<<20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	script := `{"id": "info", "action": "engine.info"}` + "\n" + getScript(0, 20) + createScript(20, 1)
+	out := runIn(t, env, script, "--batch", "-", "--data", data, "--log", log)
+	if out.code != exitFull || !strings.Contains(out.stderr, "read-only") || !strings.Contains(out.stderr, mnt) {
+		t.Fatalf("on a full file system: exit %d, stderr %q; want %d and a read-only notice naming %s", out.code, out.stderr, exitFull, mnt)
+	}
+	results := parseResults(t, out.stdout)
+	if len(results) != 22 {
+		t.Fatalf("%d result lines, want 22:\n%s", len(results), out.stdout)
+	}
+	var info struct {
+		ReadOnly string `json:"read_only"`
+	}
+	if err := json.Unmarshal(results[0].Result, &info); err != nil || !strings.Contains(info.ReadOnly, "storage full") {
+		t.Errorf("engine.info says read_only %q (%v)", info.ReadOnly, err)
+	}
+	for _, r := range results[1:21] {
+		if !r.OK {
+			t.Errorf("a read on a full file system failed: %+v", r)
+		}
+	}
+	if last := results[21]; last.OK || last.Error.Kind != "StorageFull" {
+		t.Errorf("the write: %+v, want StorageFull", last)
+	}
+	after, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(before) != names(after) {
+		t.Errorf("the read-only run changed the directory:\n%s\n%s", names(before), names(after))
+	}
+}
+
+// names lists a directory's entries with their sizes.
+func names(entries []os.DirEntry) string {
+	var b strings.Builder
+	for _, e := range entries {
+		info, err := e.Info()
+		if err == nil {
+			fmt.Fprintf(&b, "%s %d\n", e.Name(), info.Size())
+		}
+	}
+	return b.String()
 }
 
 // Issue 13 item 2: engram check verifies the records too: an audit entry

@@ -69,11 +69,15 @@ func (e *Engine) info(ctx context.Context, call action.Call, _ action.None) (Inf
 		store = "in-memory"
 	}
 	llmInfo := e.env.LLM.Info()
+	var readOnly string
+	if full := e.env.Store.FullAtOpen(); full != nil {
+		readOnly = full.Error()
+	}
 	return Info{
 		Version: Version, Store: store, DataDir: e.env.Store.Dir(), SyncWrites: e.sync,
 		Agent: e.agent, Provider: llmInfo.Provider, Model: llmInfo.Model, EmbedModel: llmInfo.EmbedModel,
 		Tokenizer: llm.TokenizerName,
-		Actions:   len(e.env.Actions.List()), Counts: counts,
+		Actions:   len(e.env.Actions.List()), Counts: counts, ReadOnly: readOnly,
 	}, nil
 }
 

@@ -111,6 +111,8 @@ func Open(opts Options) (*Engine, error) {
 	}
 	store, err := storage.Open(storage.Options{
 		Dir: opts.DataDir, InMemory: opts.InMemory, SyncWrites: opts.SyncWrites, Logger: logger,
+		// A full disk still shows what is stored; writes say why not.
+		ReadOnlyWhenFull: true,
 	})
 	if err != nil {
 		return nil, err
@@ -197,6 +199,11 @@ func bumpEpoch(store *storage.Store) (uint64, error) {
 		epoch++
 		return tx.Set(key, []byte(strconv.FormatUint(epoch, 10)))
 	})
+	if store.FullAtOpen() != nil && errors.Is(err, storage.ErrFull) {
+		// Opened read-only for want of space: the ids of this run cannot
+		// be stored, so repeating them later harms nothing.
+		return epoch, nil
+	}
 	return epoch, err
 }
 

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -22,5 +24,91 @@ func TestWritesLeaveRoomToCompactEveryTable(t *testing.T) {
 	tables = 100 * mib
 	if err := sp.check(); err != nil {
 		t.Errorf("300 MiB free beside 100 MiB of tables: %v, want writes allowed", err)
+	}
+}
+
+// Issue 13 item 6: a store whose file system is already full when engram
+// starts opens read-only (ReadOnlyWhenFull) rather than not at all: reads
+// work, a transaction that writes nothing succeeds, every write and every
+// sequence number is refused with the *FullError and counted, nothing is
+// stored, and the next open with room writes again.
+func TestFullDiskAtOpenReadsAndRefusesWrites(t *testing.T) {
+	var free atomic.Uint64
+	free.Store(1 << 30)
+	statfs := func(string) (uint64, error) { return free.Load(), nil }
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, MinFree: 100 << 20, Statfs: statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "a", "1")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	free.Store(10 << 20)
+	s, err = Open(Options{Dir: dir, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
+	if err != nil {
+		t.Fatalf("opening on a full disk with ReadOnlyWhenFull: %v", err)
+	}
+	full := s.FullAtOpen()
+	if full == nil || full.Free != 10<<20 {
+		t.Fatalf("FullAtOpen = %+v, want the free space seen at open", full)
+	}
+	if v, ok := get(t, s, "a"); !ok || v != "1" {
+		t.Fatalf("reading: %q %v", v, ok)
+	}
+	// A transaction that finds what it would create succeeds.
+	err = s.Update(t.Context(), func(tx *Tx) error {
+		if _, err := tx.Get([]byte("a")); err == nil {
+			return nil
+		}
+		return tx.Set([]byte("a"), []byte("0"))
+	})
+	if err != nil {
+		t.Fatalf("a transaction that writes nothing: %v", err)
+	}
+	refusedBefore := s.FullRefusals()
+	err = s.Update(t.Context(), func(tx *Tx) error { return tx.Set([]byte("b"), []byte("2")) })
+	if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("writing: %v, want a FullError naming %s", err, dir)
+	}
+	if err := s.Update(t.Context(), func(tx *Tx) error { return tx.Delete([]byte("a")) }); !errors.Is(err, ErrFull) {
+		t.Fatalf("deleting: %v, want ErrFull", err)
+	}
+	if s.FullRefusals() != refusedBefore+2 {
+		t.Errorf("FullRefusals = %d, want %d", s.FullRefusals(), refusedBefore+2)
+	}
+	seq, err := s.Sequence("ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seq.Next(); !errors.Is(err, ErrFull) {
+		t.Errorf("a sequence number: %v, want ErrFull", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("closing a read-only store: %v", err)
+	}
+
+	// A new store has nothing to read: it is refused.
+	if _, err := Open(Options{Dir: t.TempDir(), MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true}); !errors.Is(err, ErrFull) {
+		t.Fatalf("creating a store on a full disk: %v, want ErrFull", err)
+	}
+	// Without the option it is refused, as before; with room it writes.
+	if _, err := Open(Options{Dir: dir, MinFree: 100 << 20, Statfs: statfs}); !errors.Is(err, ErrFull) {
+		t.Fatalf("opening on a full disk without ReadOnlyWhenFull: %v, want ErrFull", err)
+	}
+	free.Store(1 << 30)
+	s, err = Open(Options{Dir: dir, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if s.FullAtOpen() != nil {
+		t.Fatal("opened read-only with room to write")
+	}
+	put(t, s, "b", "2")
+	if v, ok := get(t, s, "a"); !ok || v != "1" {
+		t.Fatalf("a after the read-only run: %q %v", v, ok)
 	}
 }

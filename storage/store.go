@@ -102,6 +102,11 @@ type Options struct {
 	// MinFree is the free space, in bytes, below which writes are refused
 	// with a *FullError; 0 means DefaultMinFree.
 	MinFree uint64
+	// ReadOnlyWhenFull opens a store whose file system is below MinFree
+	// read-only rather than refusing it: reads work, and every write is
+	// refused with the *FullError (Store.FullAtOpen), so that a person can
+	// still look at their data. Without it such an Open fails.
+	ReadOnlyWhenFull bool
 	// Statfs measures free space; nil means the file system's (statfs(2)).
 	// Tests inject a fake one.
 	Statfs Statfs
@@ -115,6 +120,9 @@ type Store struct {
 	lockFile   *os.File
 	maxRetries int
 	readOnly   bool
+	// fullAtOpen is why a store opened read-only (Options.ReadOnlyWhenFull):
+	// every write is refused with it.
+	fullAtOpen *FullError
 	// space refuses writes when the file system runs out of room (nil in memory).
 	space *space
 	// warnings are what opening dropped (Options.AcceptTruncation).
@@ -185,11 +193,12 @@ func Open(opts Options) (*Store, error) {
 			return nil, err
 		}
 		s.lockFile = lock
-		bopts = bopts.WithDir(dir).WithValueDir(dir).WithReadOnly(s.readOnly)
+		bopts = bopts.WithDir(dir).WithValueDir(dir)
 		if err := s.beforeOpen(opts); err != nil {
 			s.unlock()
 			return nil, err
 		}
+		bopts = bopts.WithReadOnly(s.readOnly)
 	}
 	db, err := openBadger(bopts)
 	if err != nil {
@@ -197,7 +206,11 @@ func Open(opts Options) (*Store, error) {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, &OpenError{Dir: s.dir, Reason: ErrNotWritable, Hint: "fix its permissions or choose another with --data"}
 		}
-		if s.readOnly && errors.Is(err, badger.ErrTruncateNeeded) {
+		if s.fullAtOpen != nil && truncateNeeded(err) {
+			// Reading only needs the logs clean; cleaning them needs room.
+			return nil, fmt.Errorf("%w (and its logs end in writes an earlier engram did not close, so it cannot be opened read-only either)", s.fullAtOpen)
+		}
+		if s.readOnly && truncateNeeded(err) {
 			return nil, &OpenError{Dir: s.dir, Reason: err,
 				Hint: "its logs end in writes an earlier engram did not close; open it once with engram (which needs free space) before reading it read-only"}
 		}
@@ -213,6 +226,13 @@ func Open(opts Options) (*Store, error) {
 		s.space.tables = s.tableBytes
 	}
 	return s, nil
+}
+
+// truncateNeeded reports Badger's refusal to open read-only a log that
+// ends in unwritten room (a kill left it): Badger wraps the error in a way
+// errors.Is does not see through, so its text is matched.
+func truncateNeeded(err error) bool {
+	return errors.Is(err, badger.ErrTruncateNeeded) || strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error())
 }
 
 // tableBytes is the size on disk of the store's tables: what compaction
@@ -250,8 +270,28 @@ func (s *Store) beforeOpen(opts Options) error {
 	}
 	// Badger writes as it opens (a new log, tables for the logs it
 	// replays): on a full file system that would be a SIGBUS.
-	return s.space.check()
+	err = s.space.check()
+	var full *FullError
+	if errors.As(err, &full) && opts.ReadOnlyWhenFull && hasManifest(s.dir) {
+		if opts.Logger != nil {
+			opts.Logger.Warn("storage: opened read-only: "+full.Error(), "component", "storage")
+		}
+		s.readOnly, s.fullAtOpen = true, full
+		return nil
+	}
+	return err
 }
+
+// hasManifest reports whether dir holds a store already (a new one has
+// nothing to read, and cannot be created read-only).
+func hasManifest(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "MANIFEST"))
+	return err == nil
+}
+
+// FullAtOpen is why the store was opened read-only (Options.ReadOnlyWhenFull):
+// its file system was too full to write. Nil when it writes.
+func (s *Store) FullAtOpen() *FullError { return s.fullAtOpen }
 
 // errBadgerPanic marks a panic inside Badger, caught.
 var errBadgerPanic = errors.New("panic inside Badger")
@@ -382,6 +422,9 @@ func (s *Store) Close() error {
 	s.closed = true
 	var errs []error
 	for _, seq := range s.sequences {
+		if seq.seq == nil {
+			continue // a read-only store's
+		}
 		if err := seq.seq.Release(); err != nil {
 			errs = append(errs, err)
 		}
@@ -406,6 +449,9 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 // have no effects outside tx. Either everything fn wrote is committed or
 // nothing is.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.fullAtOpen != nil {
+		return s.updateWhenFull(fn)
+	}
 	if s.readOnly {
 		return fmt.Errorf("%w: the store was opened read-only", ErrReadOnly)
 	}
@@ -432,6 +478,20 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		backoff = min(backoff*2, 50*time.Millisecond)
 	}
+}
+
+// updateWhenFull runs fn on a store opened read-only for want of space:
+// on a snapshot, each write refused with the *FullError. A transaction that
+// writes nothing (one that creates what is missing, and finds it there)
+// succeeds, so that reading goes on.
+func (s *Store) updateWhenFull(fn func(tx *Tx) error) error {
+	err := s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, store: s, refuse: s.fullAtOpen}) })
+	if errors.Is(err, ErrFull) {
+		s.space.mu.Lock()
+		s.space.refusals++
+		s.space.mu.Unlock()
+	}
+	return s.mapErr(err)
 }
 
 // mapErr is the package's mapErr, with a *DamagedError that names no file
@@ -488,6 +548,17 @@ func (s *Store) Sequence(name string) (*Sequence, error) {
 	if seq, ok := s.sequences[name]; ok {
 		return seq, nil
 	}
+	if s.readOnly {
+		// Badger leases sequences by writing; a read-only store hands
+		// out none, and says why when asked.
+		var refuse error = fmt.Errorf("%w: the store was opened read-only", ErrReadOnly)
+		if s.fullAtOpen != nil {
+			refuse = s.fullAtOpen
+		}
+		seq := &Sequence{refuse: refuse}
+		s.sequences[name] = seq
+		return seq, nil
+	}
 	bs, err := s.db.GetSequence(Key(PrefixSeq, name), sequenceLeasing)
 	if err != nil {
 		return nil, fmt.Errorf("storage: sequence %s: %w", name, err)
@@ -499,12 +570,16 @@ func (s *Store) Sequence(name string) (*Sequence, error) {
 
 // Sequence hands out increasing numbers starting at 1.
 type Sequence struct {
-	seq *badger.Sequence
+	seq    *badger.Sequence
+	refuse error // why a read-only store's sequence has no numbers
 }
 
 // Next returns the next number (ErrClosed once the store is closed and the
 // current lease is used up).
 func (q *Sequence) Next() (uint64, error) {
+	if q.refuse != nil {
+		return 0, q.refuse
+	}
 	n, err := q.seq.Next()
 	if err != nil {
 		return 0, fmt.Errorf("storage: sequence: %w", mapErr(err))

@@ -15,6 +15,9 @@ type Tx struct {
 	txn      *badger.Txn
 	writable bool
 	store    *Store // names a damaged file
+	// refuse, when set, is what a write returns: the store was opened
+	// read-only because its file system is full (Store.updateWhenFull).
+	refuse error
 }
 
 // value copies item's value. Badger answers a value it could not read from
@@ -90,6 +93,9 @@ func (tx *Tx) GetJSON(key []byte, v any) error {
 
 // Set writes value at key.
 func (tx *Tx) Set(key, value []byte) error {
+	if tx.refuse != nil {
+		return tx.refuse
+	}
 	if !tx.writable {
 		return ErrReadOnly
 	}
@@ -107,6 +113,9 @@ func (tx *Tx) SetJSON(key []byte, v any) error {
 
 // Delete removes key (a no-op when it does not exist).
 func (tx *Tx) Delete(key []byte) error {
+	if tx.refuse != nil {
+		return tx.refuse
+	}
 	if !tx.writable {
 		return ErrReadOnly
 	}

@@ -82,6 +82,10 @@ func New(engine conn.Conn, opts Options) *Model {
 		m.status.text, m.status.isError = "engine.info: "+errs.As(err).Message, true
 	}
 	m.info = info
+	if info.ReadOnly != "" {
+		// Say it before the first refused write does.
+		m.status.text, m.status.isError = "Read-only: "+info.ReadOnly, true
+	}
 	m.status.fade = opts.StatusFade
 	st := &m.styles
 	m.panes = [tabCount]pane{
@@ -326,10 +330,15 @@ func (m *Model) header() string {
 	right := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.conn.Agent()) +
 		s.HeaderLabel.Render("  llm ") + s.HeaderInfo.Render(model)
 	left := " " + s.Title.Render("engram") + s.HeaderLabel.Render("  data ")
-	room := m.width - lineWidth(left) - lineWidth(right) - 2
+	mark := ""
+	if m.info.ReadOnly != "" {
+		// For as long as it lasts, not just while the status line says so.
+		mark = s.Failed.Render(" read-only: disk full")
+	}
+	room := m.width - lineWidth(left) - lineWidth(mark) - lineWidth(right) - 2
 	store := truncateLeft(m.info.StoreLabel(), max(room, 8))
-	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(right)-1, 1)
-	return left + s.HeaderInfo.Render(store) + strings.Repeat(" ", gap) + right + " "
+	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(mark)-lineWidth(right)-1, 1)
+	return left + s.HeaderInfo.Render(store) + mark + strings.Repeat(" ", gap) + right + " "
 }
 
 func (m *Model) tabs() string {

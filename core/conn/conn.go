@@ -95,6 +95,10 @@ type Info struct {
 	Tokenizer  string                    `json:"tokenizer"`
 	Actions    int                       `json:"actions"`
 	Counts     map[string]map[string]int `json:"counts"`
+	// ReadOnly, when set, says why the store takes no writes: its file
+	// system was too full when engram opened it. Reads work; every write
+	// is refused with StorageFull until engram restarts with room.
+	ReadOnly string `json:"read_only,omitempty"`
 }
 
 // StoreLabel is "in-memory" or the data directory: how the console names
