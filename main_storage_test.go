@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -214,6 +215,61 @@ func TestFullFileSystemAtStartStillReads(t *testing.T) {
 	}
 	if names(before) != names(after) {
 		t.Errorf("the read-only run changed the directory:\n%s\n%s", names(before), names(after))
+	}
+}
+
+// Issue 13 item 6: an engram killed with -9 (as a SIGBUS on a full disk
+// kills it) leaves unfinished logs; on a file system that is full by then,
+// the next engram still opens the store read-only, and every write the
+// killed one acknowledged reads back.
+func TestKilledEngramOnAFullFileSystemStillReads(t *testing.T) {
+	mnt := mountTmpfs(t, "300m")
+	env, home := hermeticEnv(t)
+	data := filepath.Join(mnt, "data")
+	log := filepath.Join(home, "log")
+	cmd := engramCmd(t, env, "--batch", "-", "--data", data, "--log", log)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	if _, err := fmt.Fprint(stdin, createScript(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	// Every result printed is acknowledged; kill once all are, with the
+	// script still open.
+	sc := bufio.NewScanner(stdout)
+	for i := 0; i < n; i++ {
+		if !sc.Scan() {
+			t.Fatalf("engram stopped after %d results: %v", i, sc.Err())
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // killed
+	_ = stdin.Close()
+
+	var st unix.Statfs_t
+	if err := unix.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, int(st.Bavail*uint64(st.Bsize))-(50<<20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := runIn(t, env, getScript(0, n), "--batch", "-", "--data", data, "--log", log)
+	if out.code != 0 || !strings.Contains(out.stderr, "read-only") {
+		t.Fatalf("reading after the kill on a full file system: exit %d, stderr %q", out.code, out.stderr)
+	}
+	if results := parseResults(t, out.stdout); len(results) != n {
+		t.Fatalf("%d results, want %d", len(results), n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -480,4 +481,36 @@ func verifyTable(path string) (err error) {
 		return fmt.Errorf("checksum verification failed: %w", err)
 	}
 	return t.Close(-1)
+}
+
+// trimWriteAheadLogs cuts each write-ahead log in dir to the end of its
+// last whole entry, as Badger does when it opens a store to write: a kill
+// leaves a log at the size Badger preallocated, and Badger refuses to open
+// such a log read-only. Cutting only frees space, so it is safe on a full
+// file system, and it drops nothing a kill did not already cut (only the
+// zeros after the entries, or a torn last entry); a log with damage inside
+// is left alone (preflight has refused or accepted it). A log that cannot
+// be cut is left too: Badger then says why it cannot open.
+func trimWriteAheadLogs(dir string, logger *slog.Logger) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != walExt {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		end, dropped, err := scanLog(path)
+		if err != nil || dropped > 0 || end >= info.Size() {
+			continue
+		}
+		if err := os.Truncate(path, end); err != nil && logger != nil {
+			logger.Warn("storage: could not trim a write-ahead log to open it read-only", "file", path, "err", err, "component", "storage")
+		}
+	}
 }

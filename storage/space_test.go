@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,5 +111,59 @@ func TestFullDiskAtOpenReadsAndRefusesWrites(t *testing.T) {
 	put(t, s, "b", "2")
 	if v, ok := get(t, s, "a"); !ok || v != "1" {
 		t.Fatalf("a after the read-only run: %q %v", v, ok)
+	}
+}
+
+// Issue 13 item 6: a store a kill (or a SIGBUS on a full disk) left with
+// unfinished write-ahead logs opens read-only on a full file system too:
+// the logs are cut to their last whole entry (which only frees space),
+// every acknowledged write reads back, and the store writes again once
+// there is room.
+func TestKilledStoreOnAFullDiskOpensReadOnly(t *testing.T) {
+	var free atomic.Uint64
+	free.Store(1 << 30)
+	statfs := func(string) (uint64, error) { return free.Load(), nil }
+	live := t.TempDir()
+	s, err := Open(Options{Dir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		put(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
+	}
+	// The directory as a kill -9 would leave it: logs at their
+	// preallocated size, nothing flushed.
+	crashed := t.TempDir()
+	copyDir(t, live, crashed)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	free.Store(10 << 20)
+	s, err = Open(Options{Dir: crashed, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
+	if err != nil {
+		t.Fatalf("opening a killed store on a full disk: %v", err)
+	}
+	if s.FullAtOpen() == nil {
+		t.Fatal("not opened read-only")
+	}
+	for i := range 200 {
+		if v, ok := get(t, s, fmt.Sprintf("k%03d", i)); !ok || v != fmt.Sprint(i) {
+			t.Fatalf("k%03d: %q %v, want %d", i, v, ok, i)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	free.Store(1 << 30)
+	s, err = Open(Options{Dir: crashed, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	put(t, s, "k200", "200")
+	if v, ok := get(t, s, "k000"); !ok || v != "0" {
+		t.Fatalf("k000 once there is room: %q %v", v, ok)
 	}
 }

@@ -277,6 +277,7 @@ func (s *Store) beforeOpen(opts Options) error {
 			opts.Logger.Warn("storage: opened read-only: "+full.Error(), "component", "storage")
 		}
 		s.readOnly, s.fullAtOpen = true, full
+		trimWriteAheadLogs(s.dir, opts.Logger)
 		return nil
 	}
 	return err
