@@ -66,6 +66,19 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 	// The steps run as actions of this call's principal and turn, so that
 	// each is checked and traced as if sent on its own.
 	as := conn.Request{Principal: call.Principal, Turn: call.Turn}
+	// The turn writes the conversation only as it ends, after the thread
+	// message and the turn's start are recorded: ask first, so that a
+	// refused send records nothing anywhere.
+	conversation, err := history.ConversationName(a.Conversation)
+	if err != nil {
+		return ChatSendResult{}, err
+	}
+	err = e.env.Store.View(func(tx *storage.Tx) error {
+		return e.env.Access.CheckWrite(tx, history.ObjectType, call.Principal, conversation, e.env.Clock.Now())
+	})
+	if err != nil {
+		return ChatSendResult{}, e.env.TraceFailure(ctx, call, err)
+	}
 	// With a channel, the message goes through the episodic layer too: it
 	// picks (or starts and links) the thread the turn then draws on.
 	var routed *episodic.MessageResult
@@ -73,9 +86,6 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 		// thread.message commits at once: first what would fail the turn
 		// after it, so that a failed send records nothing anywhere.
 		if err := e.env.Store.View(func(tx *storage.Tx) error { return refuseStartedTurn(tx, call.Principal, call.Turn) }); err != nil {
-			return ChatSendResult{}, err
-		}
-		if _, err := history.ConversationName(a.Conversation); err != nil {
 			return ChatSendResult{}, err
 		}
 		res, err := conn.CallAs(ctx, e, as, episodic.ActionThreadMessage,

@@ -39,3 +39,59 @@ func TestChatSendFailsBeforeThreading(t *testing.T) {
 		t.Errorf("threads after the failed sends: %+v; want one thread with the first message only", list.Threads)
 	}
 }
+
+// A chat.send into a conversation the sender may not write is refused
+// before anything is recorded (issue 13, item 5: a refused request changes
+// nothing): no thread message in the sender's channel, no turn, and an
+// access_denied entry in the trace for the conversation's owner.
+func TestChatSendIntoAnotherAgentsConversationRecordsNothing(t *testing.T) {
+	e, err := Open(Options{InMemory: true, Clock: clock.NewFixed(t0), IDSeed: "chat test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
+	ctx := t.Context()
+	if _, err := e.Do(ctx, Request{Action: "history.write", Principal: "alice",
+		Args: json.RawMessage(`{"conversation": "alice-chat", "speaker": "user", "text": "mine"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{
+		`{"text": "Hello", "conversation": "alice-chat", "channel": "sms"}`,
+		`{"text": "Hello", "conversation": "alice-chat"}`,
+	} {
+		_, err := e.Do(ctx, Request{Action: "chat.send", Principal: "bob", Turn: "bob-turn", Args: json.RawMessage(args)})
+		if errs.KindOf(err) != errs.Permission {
+			t.Fatalf("bob's chat.send %s: %v, want a PermissionError", args, err)
+		}
+	}
+	threads, err := e.Do(ctx, Request{Action: "thread.list", Principal: "bob", Args: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Threads []json.RawMessage `json:"threads"`
+	}
+	if err := json.Unmarshal(threads, &list); err != nil || len(list.Threads) != 0 {
+		t.Errorf("bob's threads after the refused sends: %s (%v); want none", threads, err)
+	}
+	// The turn id was never used: bob can start it now.
+	if _, err := e.Do(ctx, Request{Action: "turn.start", Principal: "bob", Turn: "bob-turn", Args: json.RawMessage(`{"input": "hi", "conversation": "bob-chat"}`)}); err != nil {
+		t.Errorf("a refused send left its turn behind: %v", err)
+	}
+	denied, err := e.Do(ctx, Request{Action: "trace.list", Principal: "alice", Args: json.RawMessage(`{"kind": "access_denied"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace struct {
+		Entries []struct {
+			Principal string `json:"principal"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(denied, &trace); err != nil || len(trace.Entries) != 1 || trace.Entries[0].Principal != "bob" {
+		t.Errorf("alice's access_denied entries: %s (%v); want bob's refusal, counted once", denied, err)
+	}
+}

@@ -240,14 +240,36 @@ func TestPlanDeleteRemovesEveryRecordButNotARunningPlan(t *testing.T) {
 	if n := planRecords(r); n != 0 {
 		t.Errorf("%d records are left under plan/", n)
 	}
-	// A new plan may take the id again; someone granted delete may delete.
-	r.Do(alice, "plan.create", map[string]any{"id": "p", "goal": "Again", "subtasks": []any{st("A", "noop", nil)}}, nil)
+	// Its owner may take the id again (another agent may not: see
+	// TestDeletedPlansIDIsNotAnotherAgentsToReuse); someone granted delete
+	// may delete.
+	r.Do(enginetest.Who{}, "plan.create", map[string]any{"id": "p", "goal": "Again", "subtasks": []any{st("A", "noop", nil)}}, nil)
 	r.Fail(bob, "plan.delete", `{"plan_id": "p"}`, errs.Permission)
-	r.Do(alice, "plan.share", `{"plan_id": "p", "principal": "bob", "permissions": ["read", "delete"]}`, nil)
+	r.Do(enginetest.Who{}, "plan.share", `{"plan_id": "p", "principal": "bob", "permissions": ["read", "delete"]}`, nil)
 	r.Do(bob, "plan.delete", `{"plan_id": "p"}`, &res)
 	if res.Records != 2 || planRecords(r) != 0 {
 		t.Errorf("plan.delete by a grantee: %+v, %d records left", res, planRecords(r))
 	}
+}
+
+// After a plan is deleted, the trace's entries about it stay its owner's:
+// another agent may not reuse its id, and so never reads those entries as
+// its own plan's (issue 13, item 5). The owner may reuse it.
+func TestDeletedPlansIDIsNotAnotherAgentsToReuse(t *testing.T) {
+	r := newRig(t)
+	r.Do(alice, "plan.create", map[string]any{"id": "p", "goal": "Rotate the PIN 4242", "subtasks": []any{st("A", "noop", nil)}}, nil)
+	r.Do(alice, "plan.delete", `{"plan_id": "p"}`, nil)
+	e := r.Fail(bob, "plan.create", map[string]any{"id": "p", "goal": "Mine now", "subtasks": []any{st("A", "noop", nil)}}, errs.Conflict)
+	if e.Details["field"] != "id" {
+		t.Errorf("the refusal does not name the field: %+v", e)
+	}
+	if got := string(r.Do(bob, "trace.list", `{}`, nil)); strings.Contains(got, "4242") {
+		t.Errorf("bob's trace shows the deleted plan's goal: %s", got)
+	}
+	if got := string(r.Do(alice, "trace.list", `{}`, nil)); !strings.Contains(got, "4242") {
+		t.Errorf("alice's trace lost her deleted plan's entries: %s", got)
+	}
+	r.Do(alice, "plan.create", map[string]any{"id": "p", "goal": "Again", "subtasks": []any{st("A", "noop", nil)}}, nil)
 }
 
 // planRecords counts the keys under plan/.

@@ -286,6 +286,9 @@ func (pl *Planner) store(ctx context.Context, call action.Call, p *Plan) (*Plan,
 		} else if ok {
 			return errs.New(errs.Conflict, "a plan with id %q exists; choose another id", p.ID).With("field", "id")
 		}
+		if err := reuseRetired(tx.Tx, call.Principal, p.ID); err != nil {
+			return err
+		}
 		if err := savePlan(tx.Tx, p); err != nil {
 			return err
 		}
@@ -506,16 +509,51 @@ func (pl *Planner) afterFailure(ctx context.Context, call action.Call, err error
 func about(id string) trace.Subject { return trace.Subject{Type: "plan", ID: id} }
 
 // canRead is the plan read check other subsystems ask through
-// env.Access ("may principal read plan id?").
+// env.Access ("may principal read plan id?"). A deleted plan is read by
+// its retired access list: the trace's entries about it stay its owner's.
 func canRead(tx *storage.Tx, principal, id string) (bool, error) {
 	acl, err := loadACL(tx, id)
 	switch {
-	case errs.KindOf(err) == errs.NotFound || errors.Is(err, errACLUnreadable):
+	case errs.KindOf(err) == errs.NotFound:
+		retired, ok, err := loadRetired(tx, id)
+		return ok && retired.Can(principal, access.Read), err
+	case errors.Is(err, errACLUnreadable):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
 	return acl.Can(principal, access.Read), nil
+}
+
+// retiredKey holds a deleted plan's access list. The trace keeps entries
+// about a plan after it is deleted; without it, whoever reused the id would
+// read them as entries about their own plan.
+func retiredKey(id string) []byte { return storage.Key(storage.PrefixIndex, "plan retired", id) }
+
+// loadRetired reads the access list plan id had when it was deleted (ok
+// false when no plan of that id was deleted).
+func loadRetired(tx *storage.Tx, id string) (acl access.ACL, ok bool, err error) {
+	switch err := tx.GetJSON(retiredKey(id), &acl); {
+	case errors.Is(err, storage.ErrNotFound):
+		return acl, false, nil
+	case err != nil:
+		return acl, false, err
+	}
+	return acl, true, nil
+}
+
+// reuseRetired lets principal give a new plan the id of a deleted one only
+// if it owned that one (its trace entries then stay with their owner), and
+// forgets the retired access list.
+func reuseRetired(tx *storage.Tx, principal, id string) error {
+	retired, ok, err := loadRetired(tx, id)
+	if err != nil || !ok {
+		return err
+	}
+	if retired.OwnerOf() != principal {
+		return errs.New(errs.Conflict, "the id %q belonged to another agent's plan, since deleted; choose another id", id).With("field", "id")
+	}
+	return tx.Delete(retiredKey(id))
 }
 
 // unreadablePlan is the error of a plan whose stored record cannot be
@@ -646,7 +684,8 @@ func (pl *Planner) Delete(ctx context.Context, call action.Call, id string) (Del
 	defer pl.release(id)
 	res := DeleteResult{PlanID: id}
 	err := pl.env.Update(ctx, func(tx *kit.Txn) error {
-		if _, err := authorize(tx.Tx, call, id, access.Delete); err != nil {
+		acl, err := authorize(tx.Tx, call, id, access.Delete)
+		if err != nil {
 			return err
 		}
 		if p, err := loadPlan(tx.Tx, id); err != nil {
@@ -668,8 +707,11 @@ func (pl *Planner) Delete(ctx context.Context, call action.Call, id string) (Del
 			}
 		}
 		res.Records = len(keys)
+		if err := tx.SetJSON(retiredKey(id), acl); err != nil {
+			return err
+		}
 		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: id, Change: "deleted"})
-		_, err := tx.Trace(call, "plan.deleted", fmt.Sprintf("plan %s deleted (%d records)", id, len(keys)), map[string]any{"plan_id": id})
+		_, err = tx.Trace(call, "plan.deleted", fmt.Sprintf("plan %s deleted (%d records)", id, len(keys)), map[string]any{"plan_id": id})
 		return err
 	})
 	if err != nil {

@@ -277,10 +277,41 @@ func (a ACL) refuse(by, op string, obj Object, now time.Time, format string, arg
 // they own, so that the trace and the engine can ask about any subject.
 type ReadCheck func(tx *storage.Tx, principal, id string) (bool, error)
 
-// Registry maps object types to their read checks.
+// Registry maps object types to their read checks, and to the write checks
+// of the types an action asks about ahead of writing (WriteCheck).
 type Registry struct {
 	mu     sync.RWMutex
 	checks map[string]ReadCheck
+	writes map[string]WriteCheck
+}
+
+// WriteCheck returns nil when principal may write the object id at now,
+// else the PermissionError of Check (its denial goes to the trace).
+type WriteCheck func(tx *storage.Tx, principal, id string, now time.Time) error
+
+// RegisterWrite sets the write check of objects of type typ.
+func (r *Registry) RegisterWrite(typ string, check WriteCheck) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.writes == nil {
+		r.writes = map[string]WriteCheck{}
+	}
+	r.writes[typ] = check
+}
+
+// CheckWrite asks ahead whether principal may write the object typ/id, so
+// that an action made of several steps can refuse before its first one
+// changes anything (chat.send records a thread message before the turn
+// writes the conversation). Nil when no write check is registered for typ:
+// the step that writes still checks.
+func (r *Registry) CheckWrite(tx *storage.Tx, typ, principal, id string, now time.Time) error {
+	r.mu.RLock()
+	check := r.writes[typ]
+	r.mu.RUnlock()
+	if check == nil {
+		return nil
+	}
+	return check(tx, principal, id, now)
 }
 
 // Register sets the read check of objects of type typ.

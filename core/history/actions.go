@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
@@ -42,6 +43,7 @@ func Register(env *kit.Env, opts Options) (*History, error) {
 	env.AddProvider(&provider{h: h})
 	if env.Access != nil {
 		env.Access.Register(ObjectType, h.canRead)
+		env.Access.RegisterWrite(ObjectType, h.checkWrite)
 	}
 	env.AddCounter("history", h.counts)
 	return h, nil
@@ -254,32 +256,50 @@ func (h *History) changeACL(ctx context.Context, call action.Call, c, what strin
 // canRead is the conversation read check of env.Access: whether principal
 // may read conversation id (one with nothing stored: no).
 func (h *History) canRead(tx *storage.Tx, principal, id string) (bool, error) {
+	var ok bool
+	err := h.withConversation(tx, id, func(conv *Conversation) error {
+		ok = conv != nil && conv.acl().Can(principal, access.Read)
+		return nil
+	})
+	return ok, err
+}
+
+// checkWrite is the conversation write check of env.Access: nil when
+// principal may write conversation id (one with nothing stored: anyone,
+// who then owns it), else the PermissionError.
+func (h *History) checkWrite(tx *storage.Tx, principal, id string, now time.Time) error {
+	return h.withConversation(tx, id, func(conv *Conversation) error {
+		if conv == nil {
+			return nil
+		}
+		return access.Check(principal, conv.acl(), access.Write, object(id), now)
+	})
+}
+
+// withConversation calls fn with conversation id's state (nil when it has
+// none), read from the store it lives in; tx is the engine store's.
+func (h *History) withConversation(tx *storage.Tx, id string, fn func(conv *Conversation) error) error {
 	b, err := tx.Get(whereKey(id))
 	if errors.Is(err, storage.ErrNotFound) {
-		return false, nil
+		return fn(nil)
 	} else if err != nil {
-		return false, err
+		return err
 	}
 	st, err := h.stores.get(string(b))
 	if err != nil {
-		return false, err
+		return err
 	}
-	check := func(tx *storage.Tx) (bool, error) {
+	read := func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, id)
-		if conv == nil || err != nil {
-			return false, err
+		if err != nil {
+			return err
 		}
-		return conv.acl().Can(principal, access.Read), nil
+		return fn(conv)
 	}
 	if st == h.env.Store {
-		return check(tx)
+		return read(tx)
 	}
-	var ok bool
-	err = st.View(func(tx *storage.Tx) error {
-		ok, err = check(tx)
-		return err
-	})
-	return ok, err
+	return st.View(read)
 }
 
 // QueryArgs is history.query's arguments.
