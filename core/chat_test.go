@@ -95,3 +95,65 @@ func TestChatSendIntoAnotherAgentsConversationRecordsNothing(t *testing.T) {
 		t.Errorf("alice's access_denied entries: %s (%v); want bob's refusal, counted once", denied, err)
 	}
 }
+
+// A turn.end whose update another agent's conversation or store refuses
+// leaves the access_denied entry every other refusal leaves (issue 13,
+// item 5), although it ran inside the turn's rolled-back transaction.
+func TestRefusedTurnEndUpdateIsInTheOwnersTrace(t *testing.T) {
+	e, err := Open(Options{InMemory: true, Clock: clock.NewFixed(t0), IDSeed: "chat test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
+	ctx := t.Context()
+	run := func(who, turn, name, args string) error {
+		_, err := e.Do(ctx, Request{Action: name, Principal: who, Turn: turn, Args: json.RawMessage(args)})
+		return err
+	}
+	if err := run("alice", "", "history.write", `{"conversation": "alice-chat", "speaker": "user", "text": "mine"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("alice", "", "memory.configure", `{"store": "alice-notes", "type": "episodic"}`); err != nil {
+		t.Fatal(err)
+	}
+	for i, update := range []string{
+		`{"history": [{"conversation": "alice-chat", "speaker": "user", "text": "mine now"}]}`,
+		`{"memory": [{"store": "alice-notes", "item": {"type": "fact", "text": "mine now", "agent_id": "bob"}}]}`,
+	} {
+		turn := "bob-" + string(rune('a'+i))
+		if err := run("bob", turn, "turn.start", `{"input": "hi", "conversation": "bob-chat"}`); err != nil {
+			t.Fatal(err)
+		}
+		if err := run("bob", turn, "turn.end", `{"updates": `+update+`}`); errs.KindOf(err) != errs.Permission {
+			t.Fatalf("bob's turn.end %s: %v, want a PermissionError", update, err)
+		}
+	}
+	out, err := e.Do(ctx, Request{Action: "trace.list", Principal: "alice", Args: json.RawMessage(`{"kind": "access_denied"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace struct {
+		Entries []struct {
+			Principal string `json:"principal"`
+			Data      struct {
+				ResourceType string `json:"resource_type"`
+			} `json:"data"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(out, &trace); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, en := range trace.Entries {
+		if en.Principal == "bob" {
+			seen[en.Data.ResourceType] = true
+		}
+	}
+	if !seen["conversation"] || !seen["memory store"] {
+		t.Errorf("alice's access_denied entries by bob: %s; want one about her conversation and one about her store", out)
+	}
+}

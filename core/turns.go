@@ -253,6 +253,11 @@ func (e *Engine) endTurn(ctx context.Context, call action.Call, args TurnEndArgs
 			map[string]any{"committed": sortedKeys(res.Committed)})
 		return err
 	})
+	if err != nil {
+		// A provider's refusal rolled back with the turn's transaction:
+		// its access_denied entry is written now (nothing else is).
+		_ = e.env.TraceFailure(ctx, call, err) // it returns err, which is returned below
+	}
 	if err != nil && failed != "" {
 		for _, p := range providers {
 			if r, ok := p.(kit.FailureReporter); ok && p.Name() == failed {
