@@ -46,6 +46,7 @@ func Register(env *kit.Env, opts Options) *Planner {
 	ActionTaskFail.Register(reg, action.Spec{Summary: "Fail the first n attempts (a plan step for testing failure policies)", ReadOnly: true}, pl.actFail)
 	ActionTaskNoop.Register(reg, action.Spec{Summary: "Do nothing (a plan step that only groups others)", ReadOnly: true}, pl.actNoop)
 	env.AddCounter("planner", pl.counts)
+	env.AddChecker("planner", pl.checkStored)
 	if env.Access != nil {
 		env.Access.Register("plan", canRead)
 	}
@@ -106,7 +107,7 @@ func (pl *Planner) actList(ctx context.Context, call action.Call, _ ListArgs) (L
 
 func (pl *Planner) actExecute(ctx context.Context, call action.Call, a ExecuteArgs) (ExecuteResult, error) {
 	req := ExecuteRequest{MaxConcurrent: a.MaxConcurrent, OnSubtaskFailure: a.OnSubtaskFailure, MaxRetries: a.MaxRetries,
-		Fallback: a.Fallback, Checkpoint: true, ProposedActions: a.ProposedActions}
+		Fallback: a.Fallback, Checkpoint: true, ProposedActions: a.ProposedActions, Approved: a.Approved}
 	if len(a.Checkpoint) > 0 && string(a.Checkpoint) != "null" {
 		var on bool
 		var path string
@@ -132,7 +133,7 @@ func (pl *Planner) actResume(ctx context.Context, call action.Call, a ResumeArgs
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	res, err := pl.Resume(ctx, call, a.PlanID, a.ProposedActions)
+	res, err := pl.Resume(ctx, call, a.PlanID, ExecuteRequest{ProposedActions: a.ProposedActions, Approved: a.Approved})
 	return ranResult(a.PlanID, acl, call.Principal, res, err)
 }
 

@@ -124,19 +124,28 @@ type PlanSummary struct {
 
 // ExecuteArgs are plan.execute's arguments.
 type ExecuteArgs struct {
-	PlanID           string          `json:"plan_id" arg:"required" help:"the plan"`
-	MaxConcurrent    int             `json:"max_concurrent,omitempty" help:"subtasks running at once (default 4; 1 runs them one by one)"`
-	OnSubtaskFailure string          `json:"on_subtask_failure,omitempty" help:"abort (default), skip, retry or replan"`
-	MaxRetries       int             `json:"max_retries,omitempty" help:"with retry: retries after the first attempt (default 3), waiting 100 ms, 200 ms, 400 ms..."`
-	Fallback         string          `json:"fallback,omitempty" help:"with retry: what to do once the retries are spent: abort (default), skip or replan"`
-	Checkpoint       json.RawMessage `json:"checkpoint,omitempty" help:"true (default): checkpoint in the store after every subtask; false: don't; a path: also write the checkpoint file there"`
-	ProposedActions  string          `json:"proposed_actions,omitempty" help:"the actions a model chose (proposed: true): run (default) runs them; ask refuses to start while the plan holds any; approve runs those it holds now. With ask and approve, those a replan proposes during the run run their description instead"`
+	PlanID           string           `json:"plan_id" arg:"required" help:"the plan"`
+	MaxConcurrent    int              `json:"max_concurrent,omitempty" help:"subtasks running at once (default 4; 1 runs them one by one)"`
+	OnSubtaskFailure string           `json:"on_subtask_failure,omitempty" help:"abort (default), skip, retry or replan"`
+	MaxRetries       int              `json:"max_retries,omitempty" help:"with retry: retries after the first attempt (default 3), waiting 100 ms, 200 ms, 400 ms..."`
+	Fallback         string           `json:"fallback,omitempty" help:"with retry: what to do once the retries are spent: abort (default), skip or replan"`
+	Checkpoint       json.RawMessage  `json:"checkpoint,omitempty" help:"true (default): checkpoint in the store after every subtask; false: don't; a path: also write the checkpoint file there"`
+	ProposedActions  string           `json:"proposed_actions,omitempty" help:"the actions a model chose (proposed: true): run (default) runs them; ask refuses to start while the plan holds any; approve runs those it holds now. With ask and approve, those a replan proposes during the run run their description instead"`
+	Approved         []ProposedAction `json:"approved,omitempty" help:"with approve: the actions you were shown, [{subtask, action: {name, args}}]; the run starts only if they are exactly those waiting"`
+}
+
+// ProposedAction is an action a model chose for a subtask, as the person
+// was shown it and approved it (ExecuteArgs.Approved).
+type ProposedAction struct {
+	Subtask string     `json:"subtask" arg:"required"`
+	Action  ActionSpec `json:"action"`
 }
 
 // ResumeArgs are plan.resume's arguments.
 type ResumeArgs struct {
-	PlanID          string `json:"plan_id" arg:"required" help:"the plan"`
-	ProposedActions string `json:"proposed_actions,omitempty" help:"the actions a model chose: run (default), ask or approve, as for plan.execute"`
+	PlanID          string           `json:"plan_id" arg:"required" help:"the plan"`
+	ProposedActions string           `json:"proposed_actions,omitempty" help:"the actions a model chose: run (default), ask or approve, as for plan.execute"`
+	Approved        []ProposedAction `json:"approved,omitempty" help:"with approve: the actions you were shown, as for plan.execute"`
 }
 
 // How a run treats the actions a model chose for subtasks
@@ -162,8 +171,10 @@ type ExecuteRequest struct {
 	Checkpoint       bool
 	CheckpointPath   string
 	// ProposedActions is ProposedRun (when empty), ProposedAsk or
-	// ProposedApprove.
+	// ProposedApprove; Approved, when set with ProposedApprove, is what
+	// the person was shown: the run starts only if it is exactly what waits.
 	ProposedActions string
+	Approved        []ProposedAction
 }
 
 // ExecuteResult is a run's outcome: plan.execute's and plan.resume's answer.

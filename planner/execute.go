@@ -4,9 +4,11 @@ package planner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -92,22 +94,23 @@ func (pl *Planner) Execute(ctx context.Context, call action.Call, id string, req
 	if settings.OnSubtaskFailure == "retry" && settings.MaxRetries == 0 {
 		settings.MaxRetries = 3
 	}
-	return pl.start(ctx, call, id, &settings, req.ProposedActions)
+	return pl.start(ctx, call, id, &settings, req)
 }
 
 // Resume runs a plan again with the settings it last ran with, skipping
-// what it completed; proposed is how to treat the actions a model chose
-// (ExecuteRequest.ProposedActions).
-func (pl *Planner) Resume(ctx context.Context, call action.Call, id string, proposed string) (ExecuteResult, error) {
-	return pl.start(ctx, call, id, nil, proposed)
+// what it completed; only how to treat the actions a model chose is taken
+// from how (ProposedActions, Approved).
+func (pl *Planner) Resume(ctx context.Context, call action.Call, id string, how ExecuteRequest) (ExecuteResult, error) {
+	return pl.start(ctx, call, id, nil, how)
 }
 
-func (pl *Planner) start(ctx context.Context, call action.Call, id string, settings *Settings, proposed string) (ExecuteResult, error) {
-	if proposed == "" {
-		proposed = ProposedRun
-	}
+func (pl *Planner) start(ctx context.Context, call action.Call, id string, settings *Settings, how ExecuteRequest) (ExecuteResult, error) {
+	proposed := cmp.Or(how.ProposedActions, ProposedRun)
 	if !slices.Contains([]string{ProposedRun, ProposedAsk, ProposedApprove}, proposed) {
 		return ExecuteResult{}, kit.Validation("proposed_actions", "unknown %q; use run, ask or approve", proposed)
+	}
+	if len(how.Approved) > 0 && proposed != ProposedApprove {
+		return ExecuteResult{}, kit.Validation("approved", "goes with proposed_actions approve")
 	}
 	var p *Plan
 	err := pl.env.Store.View(func(tx *storage.Tx) error {
@@ -134,7 +137,7 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	if err := approveProposed(p, call.Principal, proposed); err != nil {
+	if err := approveProposed(p, call.Principal, proposed, how.Approved); err != nil {
 		return ExecuteResult{}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -290,7 +293,10 @@ func (r *run) skipDependents(id string) {
 // approval, "approve" records principal as having approved them (issue 13,
 // item 1: a model's choice is shown to the person and confirmed before it
 // runs; the console asks, then approves).
-func approveProposed(p *Plan, principal, proposed string) error {
+//
+// shown, when set, is what the person approved: the run starts only if the
+// actions waiting are exactly those (a replan may have changed them since).
+func approveProposed(p *Plan, principal, proposed string, shown []ProposedAction) error {
 	if proposed == ProposedRun {
 		return nil
 	}
@@ -313,10 +319,46 @@ func approveProposed(p *Plan, principal, proposed string) error {
 		return errs.New(errs.Validation, "plan %s: a model chose the actions of %s; look at them (plan.get), then run it with proposed_actions approve, or write the plan yourself (plan.create)",
 			p.ID, strings.Join(names, ", ")).With("field", "proposed_actions").With("subtasks", ids)
 	}
+	if shown != nil && !sameProposals(waiting, shown) {
+		return errs.New(errs.Conflict, "plan %s: the actions a model chose are not the ones you approved (it was replanned meanwhile?); look at them again (plan.get)", p.ID).
+			With("field", "approved")
+	}
 	for _, s := range waiting {
 		s.ApprovedBy = principal
 	}
 	return nil
+}
+
+// sameProposals reports whether shown names exactly the waiting subtasks'
+// actions, arguments included (JSON compared after compacting).
+func sameProposals(waiting []*Subtask, shown []ProposedAction) bool {
+	if len(waiting) != len(shown) {
+		return false
+	}
+	want := map[string]ActionSpec{}
+	for _, a := range shown {
+		want[a.Subtask] = a.Action
+	}
+	for _, s := range waiting {
+		a, ok := want[s.ID]
+		if !ok || a.Name != s.Action.Name || !sameJSON(a.Args, s.Action.Args) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameJSON compares two JSON texts as values, ignoring spacing (absent and
+// null are the same).
+func sameJSON(a, b json.RawMessage) bool {
+	var va, vb any
+	if len(a) > 0 && json.Unmarshal(a, &va) != nil {
+		return false
+	}
+	if len(b) > 0 && json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // awaitsApproval reports whether s runs an action a model chose that no

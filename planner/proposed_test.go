@@ -143,3 +143,30 @@ func TestApprovalNamesThePrincipalThatApproved(t *testing.T) {
 		t.Errorf("note did not run: %s", ids(res.Plan))
 	}
 }
+
+// Approval names what the person was shown: if a replan changed the
+// model's actions between the showing and the yes, the run does not start
+// and nothing runs (a review found approve ran an action nobody saw).
+func TestApprovalOfActionsNoLongerWaitingRunsNothing(t *testing.T) {
+	r := proposedRig(t)
+	shown := []map[string]any{{"subtask": "note", "action": map[string]any{"name": "state.set", "args": map[string]any{"value": true, "key": "noted"}}}}
+	r.model.Answers = append(r.model.Answers,
+		llmtest.Text(`{"subtasks": [{"id": "sneak", "description": "x", "action": {"name": "state.set", "args": {"key": "unseen", "value": 1}}}]}`))
+	r.do("plan.replan", `{"plan_id": "tidy"}`)
+	before := r.do("plan.get", `{"plan_id": "tidy"}`)
+	e := r.fail(errs.Conflict, "plan.execute", map[string]any{"plan_id": "tidy", "proposed_actions": "approve", "approved": shown})
+	if e.Details["field"] != "approved" {
+		t.Errorf("the refusal: %+v, want it to name the field approved", e)
+	}
+	if after := r.do("plan.get", `{"plan_id": "tidy"}`); string(after) != string(before) {
+		t.Errorf("a refused approval changed the plan:\n%s\n%s", before, after)
+	}
+	// What waits now, as shown (the args' key order does not matter),
+	// runs.
+	now := []map[string]any{{"subtask": "sneak", "action": map[string]any{"name": "state.set", "args": map[string]any{"value": 1, "key": "unseen"}}}}
+	res := decodeResult(t, r.do("plan.execute", map[string]any{"plan_id": "tidy", "proposed_actions": "approve", "approved": now}))
+	if res.State["unseen"] != 1.0 || subtaskOf(t, res.Plan, "sneak").ApprovedBy != "local" {
+		t.Errorf("the approved run: state %v, plan %s", res.State, ids(res.Plan))
+	}
+	r.fail(errs.Validation, "plan.execute", map[string]any{"plan_id": "tidy", "approved": now})
+}

@@ -1006,15 +1006,24 @@ func (p *plansPane) openAsk(r runAsk) {
 
 // send starts r's run; proposed is how it treats the actions a model
 // chose (planner.ProposedAsk, or ProposedApprove once the person said yes).
+//
+// With approve, the request names the actions shown, so that the engine
+// runs none the person did not see (a replan may land in between).
 func (p *plansPane) send(r runAsk, proposed string) tea.Cmd {
+	var shown []planner.ProposedAction
+	if proposed == planner.ProposedApprove {
+		for _, s := range r.chosen {
+			shown = append(shown, planner.ProposedAction{Subtask: s.ID, Action: *s.Action})
+		}
+	}
 	if r.verb == "resume" {
-		args := planner.ResumeArgs{PlanID: r.plan, ProposedActions: proposed}
+		args := planner.ResumeArgs{PlanID: r.plan, ProposedActions: proposed, Approved: shown}
 		return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
 			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanResume, args)
 		})
 	}
 	args := r.execute
-	args.ProposedActions = proposed
+	args.ProposedActions, args.Approved = proposed, shown
 	return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
 		return requestCtx(ctx, &p.requests, nil, planner.ActionPlanExecute, args)
 	})

@@ -37,12 +37,17 @@ func (c *runRecorder) Do(ctx context.Context, req conn.Request) (json.RawMessage
 	switch req.Action {
 	case planner.ActionPlanExecute.Name(), planner.ActionPlanResume.Name():
 		var a struct {
-			PlanID   string `json:"plan_id"`
-			Proposed string `json:"proposed_actions"`
+			PlanID   string                   `json:"plan_id"`
+			Proposed string                   `json:"proposed_actions"`
+			Approved []planner.ProposedAction `json:"approved"`
 		}
 		_ = json.Unmarshal(req.Args, &a)
+		run := req.Action + " " + a.PlanID + " " + a.Proposed
+		for _, p := range a.Approved {
+			run += " " + p.Subtask + "=" + p.Action.Name // what the person was shown
+		}
 		c.mu.Lock()
-		c.runs = append(c.runs, req.Action+" "+a.PlanID+" "+a.Proposed)
+		c.runs = append(c.runs, run)
 		c.mu.Unlock()
 	case planner.ActionPlanGet.Name():
 		res, err := c.Conn.Do(ctx, req)
@@ -126,7 +131,7 @@ func TestPlansAskBeforeRunningModelChosenActions(t *testing.T) {
 	tm.Type("y")
 	waitFor(t, tm, "Plan tidy completed: 2 of 2 completed")
 	m := finish(t, tm)
-	if got, want := rc.sent(), "plan.execute tidy approve"; got != want {
+	if got, want := rc.sent(), "plan.execute tidy approve note=state.set"; got != want {
 		t.Errorf("sent %q, want %q", got, want)
 	}
 	d := getPlan(t, rc, "tidy")
@@ -191,7 +196,7 @@ func TestPlansAskBeforeResumingAReplansProposal(t *testing.T) {
 	tm.Type("y")
 	waitFor(t, tm, "Plan count completed")
 	finish(t, tm)
-	if got, want := rc.sent(), "plan.resume count approve"; got != want {
+	if got, want := rc.sent(), "plan.resume count approve again=task.noop"; got != want {
 		t.Errorf("sent %q, want %q", got, want)
 	}
 	if s := getPlan(t, rc, "count").SubtaskByID("again"); s == nil || s.Status != planner.Completed || s.ApprovedBy != rc.Agent() {
