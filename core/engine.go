@@ -159,6 +159,7 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 		LLM:     provider,
 		Log:     logger,
 	}
+	env.AddChecker("trace", tr.Check)
 	e := &Engine{env: env, clock: clk, agent: agent, sync: opts.SyncWrites}
 	env.Run = func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error) {
 		return e.Do(ctx, Request{Action: name, Args: args, Principal: call.Principal, Turn: call.Turn})

@@ -112,6 +112,7 @@ func Register(env *kit.Env, opts Options) (*Episodic, error) {
 	e.registerAccess()
 	env.AddProvider(&provider{e: e})
 	env.AddCounter("episodic", e.counts)
+	env.AddChecker("episodic", e.checkStored)
 	return e, nil
 }
 

@@ -63,6 +63,7 @@ func Register(env *kit.Env) (*Memory, error) {
 	}
 	env.AddProvider(&provider{m: m})
 	env.AddCounter("memory", m.counts)
+	env.AddChecker("memory", m.checkStored)
 	return m, nil
 }
 
