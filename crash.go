@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"syscall"
 )
 
 // crashBySignal makes a fatal error of the Go runtime end engram with
@@ -12,10 +13,21 @@ import (
 // write into a memory-mapped file on a full disk (SIGBUS), a data race
 // the runtime caught, a panic on a goroutine engram did not guard. A
 // shell reports the signal as status 134; standard error still has the
-// runtime's message and every goroutine's stack. It also asks for a core
-// dump where the system allows one (ulimit -c).
+// runtime's message and every goroutine's stack.
+//
+// SIGABRT would also write a core file where the system allows one (ulimit
+// -c), holding API keys and every agent's memory in plain bytes: engram
+// turns that off unless ENGRAM_CORE_DUMPS=1 asks for it.
 func crashBySignal() {
 	debug.SetTraceback("crash")
+	if os.Getenv("ENGRAM_CORE_DUMPS") == "1" {
+		return
+	}
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_CORE, &lim) == nil {
+		lim.Cur = 0
+		_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &lim) // lowering is always allowed; a failure leaves the system's choice
+	}
 }
 
 // crashToLog copies such a crash's message and stacks into the log file,

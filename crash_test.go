@@ -33,7 +33,7 @@ func TestRuntimeFatalErrorEndsBySignalNotUsageStatus(t *testing.T) {
 			log := filepath.Join(dir, "engram.log")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$")
 			cmd.Dir = dir // where a core dump would go, if the system writes one
-			cmd.Env = append(os.Environ(), crashEnv+"="+fault, "ENGRAM_LOG="+log)
+			cmd.Env = append(os.Environ(), crashEnv+"="+fault, "ENGRAM_LOG="+log, "ENGRAM_CORE_DUMPS=")
 			stderr, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) {
@@ -67,12 +67,13 @@ func TestCrashHelperProcess(t *testing.T) {
 	if fault == "" {
 		t.Skip("run by TestRuntimeFatalErrorEndsBySignalNotUsageStatus")
 	}
-	// No core file, whatever the machine's ulimit: the test wants the
-	// signal, not gigabytes on disk.
-	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
-		t.Fatal(err)
-	}
 	crashBySignal()
+	// No core file, whatever the machine's ulimit: one would hold every
+	// agent's memory.
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_CORE, &lim); err != nil || lim.Cur != 0 {
+		t.Fatalf("core files are allowed up to %d bytes (%v)", lim.Cur, err)
+	}
 	if _, closeLog, err := openLog(config{}); err != nil {
 		t.Fatal(err)
 	} else {

@@ -180,7 +180,10 @@ func loadPlan(tx *storage.Tx, id string) (*Plan, error) {
 
 // writeCheckpointFile writes the plan to path atomically: a temporary file
 // in the same directory, flushed to disk, then renamed over the old one.
-func writeCheckpointFile(path string, p *Plan) error {
+//
+// before, when set, runs once the new file is written and before it
+// replaces the old: its error leaves the old file as it was.
+func writeCheckpointFile(path string, p *Plan, before func() error) error {
 	b, err := EncodeCheckpoint(p)
 	if err != nil {
 		return err
@@ -195,6 +198,11 @@ func writeCheckpointFile(path string, p *Plan) error {
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && before != nil {
+		if err := before(); err != nil {
+			return err
+		}
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)

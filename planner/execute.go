@@ -579,10 +579,9 @@ func (r *run) finish(cancelled bool) {
 // the whole plan in the checkpoint file when there is one.
 func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 	if r.settings.Checkpoint || r.settings.CheckpointPath != "" {
-		err := r.pl.env.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error { return saveProgress(tx, r.plan.ID, s) })
-		if err == nil && r.settings.CheckpointPath != "" {
-			err = r.writeFile()
-		}
+		err := r.writeFile(func() error {
+			return r.pl.env.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error { return saveProgress(tx, r.plan.ID, s) })
+		})
 		if err != nil && r.failure == nil {
 			r.failure = errs.New(errs.Checkpoint, "checkpointing subtask %s: %w", s.ID, err)
 		}
@@ -592,22 +591,26 @@ func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 		Total: counts.Total, Running: len(r.running)})
 }
 
-// saveAll writes the whole plan (folding in the progress records). The
-// checkpoint file goes first: a path that cannot be written fails the run's
-// start before the store records the plan as running.
+// saveAll writes the whole plan (folding in the progress records), and the
+// checkpoint file if there is one (writeFile: a path that cannot be
+// written fails the run's start before the store records it as running).
 func (r *run) saveAll(ctx context.Context) error {
 	r.edit(func() { r.plan.UpdatedAt = r.call.Clock.Now() })
-	if r.settings.CheckpointPath != "" {
-		if err := r.writeFile(); err != nil {
-			return err
-		}
-	}
-	return r.pl.env.Store.Update(ctx, func(tx *storage.Tx) error { return savePlan(tx, r.plan) })
+	return r.writeFile(func() error {
+		return r.pl.env.Store.Update(ctx, func(tx *storage.Tx) error { return savePlan(tx, r.plan) })
+	})
 }
 
-// writeFile writes the checkpoint file, with what other principals' runs
-// produced left out (as plan.get shows it to this run's principal).
-func (r *run) writeFile() error {
+// writeFile runs store, the store's part of a checkpoint, and writes the
+// checkpoint file if the run has one, with what other principals' runs
+// produced left out (as plan.get shows it to this run's principal). The
+// file is prepared first and put in place only once store succeeded: a
+// path that cannot be written changes nothing, and neither does a store
+// that refuses the write (a full disk).
+func (r *run) writeFile(store func() error) error {
+	if r.settings.CheckpointPath == "" {
+		return store()
+	}
 	b, err := EncodeCheckpoint(r.plan)
 	if err != nil {
 		return err
@@ -616,7 +619,7 @@ func (r *run) writeFile() error {
 	if err != nil {
 		return err
 	}
-	return writeCheckpointFile(r.settings.CheckpointPath, redact(view, access.ACL{}, principalOf(r.call)))
+	return writeCheckpointFile(r.settings.CheckpointPath, redact(view, access.ACL{}, principalOf(r.call)), store)
 }
 
 // intHeap is a min-heap of positions.

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -505,12 +506,121 @@ func trimWriteAheadLogs(dir string, logger *slog.Logger) {
 		if err != nil {
 			continue
 		}
-		end, dropped, err := scanLog(path)
-		if err != nil || dropped > 0 || end >= info.Size() {
+		// Only a log preflight found whole up to its zeros (or a torn
+		// last entry, a kill's) is cut, and only to where Badger's own
+		// replay stops: the end of its last whole transaction.
+		_, dropped, err := scanLog(path)
+		if err != nil || dropped > 0 {
+			continue
+		}
+		end, err := committedEnd(path)
+		if err != nil || end >= info.Size() {
 			continue
 		}
 		if err := os.Truncate(path, end); err != nil && logger != nil {
 			logger.Warn("storage: could not trim a write-ahead log to open it read-only", "file", path, "err", err, "component", "storage")
 		}
 	}
+}
+
+// Badger's meta bits of a write-ahead log entry: part of a transaction,
+// and the entry that ends one (its value the transaction's timestamp).
+const (
+	bitTxn    = 1 << 6
+	bitFinTxn = 1 << 7
+)
+
+// committedEnd returns where the write-ahead log at path stops holding
+// whole transactions: the offset Badger's replay ends at (logFile.iterate),
+// after the last entry that ends a transaction, or after the last entry
+// outside any transaction. A transaction a kill cut short, its end entry
+// unwritten, was never acknowledged.
+func committedEnd(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := info.Size()
+	if size < logHeaderSize {
+		return size, nil
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, logHeaderSize, size-logHeaderSize), 1<<16)
+	offset, valid := int64(logHeaderSize), int64(logHeaderSize)
+	var open uint64 // the timestamp of the transaction being read (0: none)
+	for {
+		e, ok := readWALEntry(r, size-offset)
+		if !ok {
+			return valid, nil
+		}
+		offset += e.length
+		switch {
+		case e.meta&bitTxn != 0:
+			if len(e.key) < 8 {
+				return valid, nil
+			}
+			ts := math.MaxUint64 - binary.BigEndian.Uint64(e.key[len(e.key)-8:])
+			if open == 0 {
+				open = ts
+			}
+			if open != ts {
+				return valid, nil
+			}
+		case e.meta&bitFinTxn != 0:
+			ts, err := strconv.ParseUint(string(e.value), 10, 64)
+			if err != nil || ts != open {
+				return valid, nil
+			}
+			open, valid = 0, offset
+		default:
+			if open != 0 {
+				return valid, nil
+			}
+			valid = offset
+		}
+	}
+}
+
+// walEntry is one entry of a write-ahead log, read whole.
+type walEntry struct {
+	meta       byte
+	key, value []byte
+	length     int64
+}
+
+// readWALEntry reads one entry as readLogEntry does, keeping its meta
+// byte, key and value (a write-ahead log's values are small: larger ones go
+// to the value log).
+func readWALEntry(r *bufio.Reader, room int64) (walEntry, bool) {
+	crc := crc32.New(castagnoli)
+	tee := &teeByteReader{r: r, w: crc}
+	meta, err1 := tee.ReadByte()
+	userMeta, err2 := tee.ReadByte()
+	klen, err3 := binary.ReadUvarint(tee)
+	vlen, err4 := binary.ReadUvarint(tee)
+	expires, err5 := binary.ReadUvarint(tee)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return walEntry{}, false
+	}
+	if meta == 0 && userMeta == 0 && klen == 0 && vlen == 0 && expires == 0 {
+		return walEntry{}, false
+	}
+	body := int64(klen) + int64(vlen)
+	if klen > 1<<16 || body+int64(tee.n)+crc32.Size > room || body > maxTorn {
+		return walEntry{}, false
+	}
+	buf := make([]byte, body)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return walEntry{}, false
+	}
+	_, _ = crc.Write(buf) // a hash never fails
+	var sum [crc32.Size]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != crc.Sum32() {
+		return walEntry{}, false
+	}
+	return walEntry{meta: meta, key: buf[:klen], value: buf[klen:], length: int64(tee.n) + body + crc32.Size}, true
 }

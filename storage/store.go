@@ -290,6 +290,21 @@ func hasManifest(dir string) bool {
 	return err == nil
 }
 
+// RefuseWrite counts a write refused because the store was opened
+// read-only for want of space, and returns the *FullError to refuse it
+// with; nil when the store writes. For writes that go with this store's but
+// land elsewhere (an in-memory conversation, whose trace and directory
+// entries are here).
+func (s *Store) RefuseWrite() error {
+	if s.fullAtOpen == nil {
+		return nil
+	}
+	s.space.mu.Lock()
+	s.space.refusals++
+	s.space.mu.Unlock()
+	return s.fullAtOpen
+}
+
 // FullAtOpen is why the store was opened read-only (Options.ReadOnlyWhenFull):
 // its file system was too full to write. Nil when it writes.
 func (s *Store) FullAtOpen() *FullError { return s.fullAtOpen }

@@ -293,3 +293,28 @@ func TestAccessRegistryAnswersForConversations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The write check other actions ask ahead (chat.send, before it records a
+// thread message) finds a conversation as the history does, in its default
+// backend when its where record is missing: a review found the check took
+// such a conversation for a new one, anyone's to write.
+func TestWriteCheckFindsAConversationWithoutItsWhereRecord(t *testing.T) {
+	r := newRig(t)
+	r.Do(alice, "history.write", `{"conversation": "private", "speaker": "user", "text": "mine"}`, nil)
+	env := r.e.Env()
+	if err := env.Store.Update(t.Context(), func(tx *storage.Tx) error { return tx.Delete(history.WhereKey("private")) }); err != nil {
+		t.Fatal(err)
+	}
+	err := env.Store.View(func(tx *storage.Tx) error {
+		return env.Access.CheckWrite(tx, history.ObjectType, "bob", "private", r.clock.Now())
+	})
+	if errs.KindOf(err) != errs.Permission {
+		t.Errorf("bob's write check: %v, want a PermissionError", err)
+	}
+	err = env.Store.View(func(tx *storage.Tx) error {
+		return env.Access.CheckWrite(tx, history.ObjectType, "alice", "private", r.clock.Now())
+	})
+	if err != nil {
+		t.Errorf("alice's write check: %v", err)
+	}
+}

@@ -46,6 +46,7 @@ func Register(env *kit.Env, opts Options) (*History, error) {
 		env.Access.RegisterWrite(ObjectType, h.checkWrite)
 	}
 	env.AddCounter("history", h.counts)
+	env.AddChecker("history", h.checkStored)
 	return h, nil
 }
 
@@ -277,15 +278,17 @@ func (h *History) checkWrite(tx *storage.Tx, principal, id string, now time.Time
 }
 
 // withConversation calls fn with conversation id's state (nil when it has
-// none), read from the store it lives in; tx is the engine store's.
+// none), read from the store it lives in (as storeOf finds it: without a
+// where record, the default backend's); tx is the engine store's.
 func (h *History) withConversation(tx *storage.Tx, id string, fn func(conv *Conversation) error) error {
+	backend := h.defaultBackend
 	b, err := tx.Get(whereKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return fn(nil)
-	} else if err != nil {
+	if err == nil {
+		backend = string(b)
+	} else if !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	st, err := h.stores.get(string(b))
+	st, err := h.stores.get(backend)
 	if err != nil {
 		return err
 	}

@@ -58,3 +58,7 @@ func SeedEvictions(h *History, c string, n int) error {
 	}
 	return h.env.Store.Update(ctx, func(tx *storage.Tx) error { return tx.Set(whereKey(c), []byte(backend)) })
 }
+
+// WhereKey is the key naming conversation c's backend, for tests that
+// damage it.
+func WhereKey(c string) []byte { return whereKey(c) }

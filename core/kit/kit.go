@@ -232,6 +232,14 @@ func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Tx
 			return err
 		}
 	}
+	if store != e.Store {
+		// Such a write goes with entries in the engine's store (its trace,
+		// where the object lives): if that one takes no writes (its disk
+		// was full when it opened), neither does this one.
+		if err := e.Store.RefuseWrite(); err != nil {
+			return err
+		}
+	}
 	var committed *Txn
 	err := store.Update(ctx, func(stx *storage.Tx) error {
 		tx := &Txn{Tx: stx, env: e, foreign: store != e.Store}
