@@ -350,34 +350,8 @@ func entryLength(b []byte) (int64, bool) {
 // It returns the entry's length and whether it was whole, valid and not the
 // zero entry that ends a preallocated log.
 func readLogEntry(r *bufio.Reader, room int64) (int64, bool) {
-	crc := crc32.New(castagnoli)
-	tee := &teeByteReader{r: r, w: crc}
-	meta, err1 := tee.ReadByte()
-	userMeta, err2 := tee.ReadByte()
-	klen, err3 := binary.ReadUvarint(tee)
-	vlen, err4 := binary.ReadUvarint(tee)
-	expires, err5 := binary.ReadUvarint(tee)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return 0, false
-	}
-	if meta == 0 && userMeta == 0 && klen == 0 && vlen == 0 && expires == 0 {
-		return 0, false // the zeros after the last entry
-	}
-	body := int64(klen) + int64(vlen)
-	if klen > 1<<16 || body+int64(tee.n)+crc32.Size > room {
-		return 0, false
-	}
-	if _, err := io.CopyN(crc, r, body); err != nil {
-		return 0, false
-	}
-	var sum [crc32.Size]byte
-	if _, err := io.ReadFull(r, sum[:]); err != nil {
-		return 0, false
-	}
-	if binary.BigEndian.Uint32(sum[:]) != crc.Sum32() {
-		return 0, false
-	}
-	return int64(tee.n) + body + crc32.Size, true
+	e, ok := readWALEntry(r, room)
+	return e.length, ok
 }
 
 // teeByteReader reads bytes one at a time, hashing and counting them.
@@ -592,9 +566,8 @@ type walEntry struct {
 	length     int64
 }
 
-// readWALEntry reads one entry as readLogEntry does, keeping its meta
-// byte, key and value (a write-ahead log's values are small: larger ones go
-// to the value log).
+// readWALEntry reads one entry (see readLogEntry), keeping its meta byte,
+// key and value: one value, at most the file's size (room).
 func readWALEntry(r *bufio.Reader, room int64) (walEntry, bool) {
 	crc := crc32.New(castagnoli)
 	tee := &teeByteReader{r: r, w: crc}
@@ -610,7 +583,7 @@ func readWALEntry(r *bufio.Reader, room int64) (walEntry, bool) {
 		return walEntry{}, false
 	}
 	body := int64(klen) + int64(vlen)
-	if klen > 1<<16 || body+int64(tee.n)+crc32.Size > room || body > maxTorn {
+	if klen > 1<<16 || body+int64(tee.n)+crc32.Size > room {
 		return walEntry{}, false
 	}
 	buf := make([]byte, body)
