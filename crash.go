@@ -4,6 +4,8 @@ import (
 	"os"
 	"runtime/debug"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // crashBySignal makes a fatal error of the Go runtime end engram with
@@ -15,9 +17,12 @@ import (
 // shell reports the signal as status 134; standard error still has the
 // runtime's message and every goroutine's stack.
 //
-// SIGABRT would also write a core file where the system allows one (ulimit
-// -c), holding API keys and every agent's memory in plain bytes: engram
-// turns that off unless ENGRAM_CORE_DUMPS=1 asks for it.
+// SIGABRT would also write a core file where the system allows one,
+// holding API keys and every agent's memory in plain bytes: engram turns
+// that off unless ENGRAM_CORE_DUMPS=1 asks for it. The core size limit
+// (ulimit -c) stops a core file; marking the process not dumpable also
+// stops a core handler the system pipes cores to (apport, systemd-
+// coredump), and other processes of the same user attaching a debugger.
 func crashBySignal() {
 	debug.SetTraceback("crash")
 	if os.Getenv("ENGRAM_CORE_DUMPS") == "1" {
@@ -28,6 +33,7 @@ func crashBySignal() {
 		lim.Cur = 0
 		_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &lim) // lowering is always allowed; a failure leaves the system's choice
 	}
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // as above: a failure leaves the system's choice
 }
 
 // crashToLog copies such a crash's message and stacks into the log file,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // crashEnv names the fault TestCrashHelperProcess makes (a test of the
@@ -73,6 +75,9 @@ func TestCrashHelperProcess(t *testing.T) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_CORE, &lim); err != nil || lim.Cur != 0 {
 		t.Fatalf("core files are allowed up to %d bytes (%v)", lim.Cur, err)
+	}
+	if dumpable, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || dumpable != 0 {
+		t.Fatalf("the process is dumpable (%d, %v): a piped core handler would get its memory", dumpable, err)
 	}
 	if _, closeLog, err := openLog(config{}); err != nil {
 		t.Fatal(err)

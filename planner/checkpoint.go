@@ -178,39 +178,37 @@ func loadPlan(tx *storage.Tx, id string) (*Plan, error) {
 	return p, err
 }
 
-// writeCheckpointFile writes the plan to path atomically: a temporary file
-// in the same directory, flushed to disk, then renamed over the old one.
-//
-// before, when set, runs once the new file is written and before it
-// replaces the old: its error leaves the old file as it was.
-func writeCheckpointFile(path string, p *Plan, before func() error) error {
+// prepareCheckpointFile writes the plan to a temporary file beside path,
+// flushed to disk: put renames it over path (an atomic replace), discard
+// removes it if put was not called (or failed). Until put, path is as it
+// was.
+func prepareCheckpointFile(path string, p *Plan) (put func() error, discard func(), err error) {
 	b, err := EncodeCheckpoint(p)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
 	if err != nil {
-		return errs.New(errs.Checkpoint, "writing the checkpoint %s: %w", path, err)
+		return nil, nil, errs.New(errs.Checkpoint, "writing the checkpoint %s: %w", path, err)
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // fails once renamed; otherwise best effort
+	discard = func() { _ = os.Remove(tmp.Name()) } // fails once renamed; otherwise best effort
 	if _, err = tmp.Write(b); err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && before != nil {
-		if err := before(); err != nil {
-			return err
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
 	if err != nil {
-		return errs.New(errs.Checkpoint, "writing the checkpoint %s: %w", path, err)
+		discard()
+		return nil, nil, errs.New(errs.Checkpoint, "writing the checkpoint %s: %w", path, err)
 	}
-	return nil
+	put = func() error {
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return errs.New(errs.Checkpoint, "writing the checkpoint %s: %w", path, err)
+		}
+		return nil
+	}
+	return put, discard, nil
 }
 
 // readCheckpointFile reads a checkpoint file.

@@ -441,3 +441,30 @@ func interruptAtC(t *testing.T, r *rig) result {
 	}
 	return res
 }
+
+// A checkpoint file that cannot be written in the middle of a run fails
+// the run, but the store still records what completed, which a resume
+// relies on (a review found the progress record skipped when the file
+// failed first).
+func TestCheckpointFileFailingMidRunKeepsTheStoresRecord(t *testing.T) {
+	r := newRig(t)
+	r.create("p", st("a", "noop", nil), st("b", "test.gate", map[string]any{"name": "g"}, "a"), st("c", "noop", nil, "b"))
+	dir := filepath.Join(t.TempDir(), "cp")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	done := r.executeAsync("p", map[string]any{"checkpoint": filepath.Join(dir, "p.ckpt"), "max_concurrent": 1})
+	waitFor(t, r.probes.Started("g"), "the gate")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	r.probes.Release("g")
+	res := <-done
+	if errs.KindOf(res.err) != errs.Checkpoint {
+		t.Errorf("the run with its checkpoint directory gone: %v, want a CheckpointError", res.err)
+	}
+	p := decodePlan(t, r.do("plan.get", `{"plan_id": "p"}`))
+	if s := subtaskOf(t, p, "b"); s.Status != planner.Completed {
+		t.Errorf("b after the failed checkpoint: %s, want Completed in the store", s.Status)
+	}
+}

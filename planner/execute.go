@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -155,13 +156,13 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 	}
 	p.Status, p.Settings = "running", settings
 	r.index()
-	if err := r.saveAll(ctx); err != nil {
+	if err := r.saveAll(ctx, true); err != nil {
 		return ExecuteResult{}, err
 	}
 	pl.showLive(id, r.live)
 	r.loop(ctx)
 	r.finish(ctx.Err() != nil)
-	if err := r.saveAll(context.WithoutCancel(ctx)); err != nil {
+	if err := r.saveAll(context.WithoutCancel(ctx), false); err != nil {
 		return ExecuteResult{}, err
 	}
 	counts := p.Count()
@@ -306,7 +307,7 @@ func approveProposed(p *Plan, principal, proposed string, shown []ProposedAction
 			waiting = append(waiting, s)
 		}
 	}
-	if len(waiting) == 0 {
+	if len(waiting) == 0 && shown == nil {
 		return nil
 	}
 	if proposed == ProposedAsk {
@@ -348,17 +349,23 @@ func sameProposals(waiting []*Subtask, shown []ProposedAction) bool {
 	return true
 }
 
-// sameJSON compares two JSON texts as values, ignoring spacing (absent and
-// null are the same).
+// sameJSON compares two JSON texts as values, ignoring spacing and key
+// order (absent and null are the same). Numbers compare as written, not as
+// float64: 9007199254740993 is not 9007199254740992.
 func sameJSON(a, b json.RawMessage) bool {
-	var va, vb any
-	if len(a) > 0 && json.Unmarshal(a, &va) != nil {
-		return false
+	decode := func(raw json.RawMessage) (any, bool) {
+		var v any
+		if len(raw) == 0 {
+			return nil, true
+		}
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		err := d.Decode(&v)
+		return v, err == nil
 	}
-	if len(b) > 0 && json.Unmarshal(b, &vb) != nil {
-		return false
-	}
-	return reflect.DeepEqual(va, vb)
+	va, okA := decode(a)
+	vb, okB := decode(b)
+	return okA && okB && reflect.DeepEqual(va, vb)
 }
 
 // awaitsApproval reports whether s runs an action a model chose that no
@@ -540,7 +547,7 @@ func (r *run) replan(ctx context.Context) error {
 	r.edit(func() { *r.plan = *next })
 	r.order = order
 	r.index()
-	if err := r.saveAll(ctx); err != nil {
+	if err := r.saveAll(ctx, false); err != nil {
 		return err
 	}
 	EventPlanChanged.Publish(r.pl.env.Events, PlanChangedEvent{PlanID: r.plan.ID, Change: "replanned"})
@@ -579,7 +586,7 @@ func (r *run) finish(cancelled bool) {
 // the whole plan in the checkpoint file when there is one.
 func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 	if r.settings.Checkpoint || r.settings.CheckpointPath != "" {
-		err := r.writeFile(func() error {
+		err := r.writeFile(false, func() error {
 			return r.pl.env.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error { return saveProgress(tx, r.plan.ID, s) })
 		})
 		if err != nil && r.failure == nil {
@@ -592,11 +599,11 @@ func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 }
 
 // saveAll writes the whole plan (folding in the progress records), and the
-// checkpoint file if there is one (writeFile: a path that cannot be
-// written fails the run's start before the store records it as running).
-func (r *run) saveAll(ctx context.Context) error {
+// checkpoint file if there is one; start says it is the run's first save
+// (see writeFile).
+func (r *run) saveAll(ctx context.Context, start bool) error {
 	r.edit(func() { r.plan.UpdatedAt = r.call.Clock.Now() })
-	return r.writeFile(func() error {
+	return r.writeFile(start, func() error {
 		return r.pl.env.Store.Update(ctx, func(tx *storage.Tx) error { return savePlan(tx, r.plan) })
 	})
 }
@@ -604,10 +611,12 @@ func (r *run) saveAll(ctx context.Context) error {
 // writeFile runs store, the store's part of a checkpoint, and writes the
 // checkpoint file if the run has one, with what other principals' runs
 // produced left out (as plan.get shows it to this run's principal). The
-// file is prepared first and put in place only once store succeeded: a
-// path that cannot be written changes nothing, and neither does a store
-// that refuses the write (a full disk).
-func (r *run) writeFile(store func() error) error {
+// file is prepared first and put in place only once store succeeded, so a
+// store that refuses the write (a full disk) leaves the person's file as
+// it was. A file that cannot be prepared stops the run's start (start:
+// nothing has changed yet); later it fails the run only after store, whose
+// record a resume relies on.
+func (r *run) writeFile(start bool, store func() error) error {
 	if r.settings.CheckpointPath == "" {
 		return store()
 	}
@@ -619,7 +628,18 @@ func (r *run) writeFile(store func() error) error {
 	if err != nil {
 		return err
 	}
-	return writeCheckpointFile(r.settings.CheckpointPath, redact(view, access.ACL{}, principalOf(r.call)), store)
+	put, discard, err := prepareCheckpointFile(r.settings.CheckpointPath, redact(view, access.ACL{}, principalOf(r.call)))
+	if err != nil {
+		if start {
+			return err
+		}
+		return errors.Join(store(), err)
+	}
+	defer discard()
+	if err := store(); err != nil {
+		return err
+	}
+	return put()
 }
 
 // intHeap is a min-heap of positions.

@@ -170,3 +170,21 @@ func TestApprovalOfActionsNoLongerWaitingRunsNothing(t *testing.T) {
 	}
 	r.fail(errs.Validation, "plan.execute", map[string]any{"plan_id": "tidy", "approved": now})
 }
+
+// Approved arguments are compared exactly: numbers as written (not as
+// float64, which cannot tell 9007199254740993 from ...992), and an
+// approval naming an action when none waits any more is refused too.
+func TestApprovalComparesArgumentsExactly(t *testing.T) {
+	r := newRig(t)
+	r.model.Answers = []llmtest.Answer{llmtest.Text(`{"subtasks": [{"id": "big", "description": "x", "action": {"name": "state.set", "args": {"key": "n", "value": 9007199254740993}}}]}`)}
+	r.do("plan.decompose", `{"goal": "Count", "id": "p"}`)
+	near := []map[string]any{{"subtask": "big", "action": map[string]any{"name": "state.set", "args": json.RawMessage(`{"key": "n", "value": 9007199254740992}`)}}}
+	r.fail(errs.Conflict, "plan.execute", map[string]any{"plan_id": "p", "proposed_actions": "approve", "approved": near})
+	exact := []map[string]any{{"subtask": "big", "action": map[string]any{"name": "state.set", "args": json.RawMessage(`{"value": 9007199254740993, "key": "n"}`)}}}
+	res := decodeResult(t, r.do("plan.execute", map[string]any{"plan_id": "p", "proposed_actions": "approve", "approved": exact}))
+	if res.Plan.Status != planner.PlanCompleted {
+		t.Fatalf("the exactly approved run: %s", res.Plan.Status)
+	}
+	r.create("q", st("a", "noop", nil))
+	r.fail(errs.Conflict, "plan.execute", map[string]any{"plan_id": "q", "proposed_actions": "approve", "approved": exact})
+}

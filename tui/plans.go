@@ -58,6 +58,10 @@ type plansKeys struct {
 	Policy    key.Binding
 	AtOnce    key.Binding
 	Strategy  key.Binding
+	// AskScroll and AskPage scroll the actions the question lists, when
+	// they do not all fit.
+	AskScroll key.Binding
+	AskPage   key.Binding
 }
 
 func newPlansKeys() plansKeys {
@@ -78,6 +82,8 @@ func newPlansKeys() plansKeys {
 		Policy:    key.NewBinding(key.WithKeys("left", "right", "h", "l", "tab", "shift+tab"), key.WithHelp("←/→", "on failure")),
 		AtOnce:    key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-"), key.WithHelp("1-9", "at once")),
 		Strategy:  key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "strategy")),
+		AskScroll: key.NewBinding(key.WithKeys("up", "down", "k", "j"), key.WithHelp("↑/↓", "read the actions")),
+		AskPage:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
 	}
 }
 
@@ -101,10 +107,6 @@ type runAsk struct {
 	// question shows them.
 	chosen []*planner.Subtask
 }
-
-// planAskMax is how many of the model's actions the question lists before
-// "… and N more".
-const planAskMax = 5
 
 // promptKind is which line at the bottom takes the keyboard: a goal to
 // decompose, a YAML file to read a plan from, or the choices of a run.
@@ -190,6 +192,8 @@ type plansPane struct {
 	// approve is the question asked before a run of a plan holding actions
 	// a model chose that nobody approved.
 	approve confirm[runAsk]
+	// ask is how far the person has read the actions the question lists.
+	ask askScroll
 
 	// runs are the runs in flight the pane started, by plan id; others
 	// the replan and cancel requests in flight: req → plan id.
@@ -270,7 +274,12 @@ func (p *plansPane) Capturing() bool { return p.prompt.kind != promptNone || p.a
 func (p *plansPane) Keys() []key.Binding {
 	k := p.keys
 	if p.approve.Active() {
-		return p.approve.Keys()
+		yn := p.approve.Keys()
+		if !p.askLayout(p.width).scrolls {
+			return yn
+		}
+		// Reading comes before answering: y waits for the end.
+		return append([]key.Binding{k.AskScroll}, append(yn, k.AskPage)...)
 	}
 	switch p.prompt.kind {
 	case promptGoal:
@@ -1002,6 +1011,7 @@ func (p *plansPane) openAsk(r runAsk) {
 	}
 	p.approve.Yes = yes
 	p.approve.open(q, r)
+	p.ask = askScroll{} // a new list is read from its top
 }
 
 // send starts r's run; proposed is how it treats the actions a model
@@ -1029,9 +1039,39 @@ func (p *plansPane) send(r runAsk, proposed string) tea.Cmd {
 	})
 }
 
+// askScroll is where the person is in the actions the question lists:
+// the first line shown, and whether the last line has been on screen.
+type askScroll struct {
+	off  int
+	seen bool // the end has been shown: y may approve
+}
+
 // approveKey answers the question: y runs the plan, approving the actions
-// shown; n or esc runs nothing.
+// shown, once the person has had every one on screen in full; the arrows
+// and pgup/pgdn scroll them; n or esc runs nothing.
 func (p *plansPane) approveKey(msg tea.KeyMsg) tea.Cmd {
+	l := p.askLayout(p.width)
+	switch {
+	case key.Matches(msg, p.keys.AskScroll, p.keys.AskPage):
+		step := 1
+		if key.Matches(msg, p.keys.AskPage) {
+			step = l.rows // a page is what shows: no line is skipped
+		}
+		if key.Matches(msg, nav.Up, nav.PageUp) {
+			step = -step
+		}
+		p.ask.off = max(min(l.off(p.ask.off)+step, l.maxOff()), 0)
+		if l.scrolls && !p.ask.seen && p.ask.off >= l.maxOff() {
+			p.ask.seen = true
+			// The status line may still say to scroll first.
+			return showStatus("You have seen every action: y approves them.", false)
+		}
+		return nil
+	case key.Matches(msg, nav.Yes) && !p.ask.seen && l.off(p.ask.off) < l.maxOff():
+		// y approves every action in full: not one the person has not
+		// had on screen (issue 13, item 1).
+		return showStatus("Scroll to the last action first: ↓ · y approves only what you have seen.", false)
+	}
 	switch ans, r := p.approve.handleKey(msg); ans {
 	case answerYes:
 		if p.runs[r.plan] != nil {

@@ -237,42 +237,205 @@ func TestPlansAskAfterTheEngineRefusesAStalePlan(t *testing.T) {
 	}
 }
 
-// The question lists at most planAskMax lines of actions, each cut to the
-// width, then how many more; its keys are the footer's.
-func TestPlansQuestionListsAFewActionsThenHowManyMore(t *testing.T) {
-	rc, _ := newProposingEngine(t)
-	styles := DefaultStyles()
-	p := newPlansPane(rc, &styles)
-	p.SetSize(60, 24)
+// bigPlan is a pending plan "big" whose model chose n actions (a, b, …),
+// each a state.set with args of about argLen characters, on pane p.
+func bigPlan(p *plansPane, n, argLen int) *planner.Plan {
 	d := &planner.Plan{ID: "big", Goal: "g", Status: planner.PlanPending}
-	for _, id := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+	for i := range n {
+		id := string(rune('a' + i))
 		d.Subtasks = append(d.Subtasks, &planner.Subtask{ID: id, Status: planner.Pending, Proposed: true,
-			Action: &planner.ActionSpec{Name: "state.set", Args: json.RawMessage(`{"key": "` + strings.Repeat(id, 80) + `"}`)}})
+			Action: &planner.ActionSpec{Name: "state.set", Args: json.RawMessage(`{"key": "` + strings.Repeat(id, argLen) + `", "value": "` + id + `"}`)}})
 	}
-	d.Subtasks[6].ApprovedBy = "local" // approved already: not asked about
 	p.list.loaded, p.list.plans = true, []planner.PlanSummary{{ID: "big", Goal: "g", Status: planner.PlanPending}}
 	p.list.cursor.setLen(1)
 	p.plan.docs["big"] = d
+	return d
+}
+
+// pressAsk answers the open question with keys, and reports the status line
+// the last one asked for ("" for none).
+func pressAsk(t *testing.T, p *plansPane, ks ...string) string {
+	t.Helper()
+	var status string
+	for _, k := range ks {
+		status = ""
+		if cmd := p.handleKey(keyMsg(t, k)); cmd != nil {
+			if m, ok := cmd().(statusMsg); ok {
+				status = m.text
+			}
+		}
+	}
+	return status
+}
+
+// Issue 13, item 1 (review): the question shows each action whole, its
+// args JSON wrapped over the lines it needs, never cut; no line is wider
+// than the pane; the question fits at every size.
+func TestPlansQuestionShowsLongArgsWhole(t *testing.T) {
+	rc, _ := newProposingEngine(t)
+	styles := DefaultStyles()
+	p := newPlansPane(rc, &styles)
+	p.SetSize(80, 24)
+	d := bigPlan(p, 1, 300)
+	d.Subtasks = append(d.Subtasks, &planner.Subtask{ID: "done", Status: planner.Pending, Proposed: true, ApprovedBy: "local",
+		Action: &planner.ActionSpec{Name: "task.noop"}}) // approved already: not asked about
 	if cmd := p.resume(); cmd != nil || !p.approve.Active() || !p.Capturing() {
 		t.Fatalf("r did not ask: active %v", p.approve.Active())
 	}
-	lines := p.promptLines(60)
+	lines := p.promptLines(80)
 	text := strings.Join(lines, "\n")
-	if len(lines) != 1+planAskMax+2 || !strings.Contains(text, "… and 2 more") || strings.Contains(text, "   e  ") {
-		t.Errorf("the question:\n%s", text)
+	if strings.Contains(text, "…") || strings.Contains(text, "task.noop") || strings.Contains(text, "actions 1") {
+		t.Errorf("the question cuts, scrolls or lists an approved action:\n%s", text)
+	}
+	// The args, read back from their lines, are the args in full.
+	var args string
+	for _, l := range lines {
+		if a, ok := strings.CutPrefix(l, "     "); ok {
+			args += a
+		}
+	}
+	if want := compactArgs(d.Subtasks[0].Action.Args); args != want {
+		t.Errorf("the args shown:\n%s\nwant\n%s", args, want)
 	}
 	for i, l := range lines {
-		if w := lineWidth(l); w > 60 {
+		if w := lineWidth(l); w > 80 {
 			t.Errorf("line %d is %d wide: %q", i, w, l)
 		}
 	}
-	if k := p.Keys(); len(k) != 2 || k[0].Help().Desc != "run them" {
+	if k := p.Keys(); len(k) != 2 || k[0].Help().Desc != "run it" {
 		t.Errorf("keys %v", k)
 	}
-	for _, size := range [][2]int{{60, 24}, {80, 24}, {200, 60}, {40, 10}, {20, 6}} {
+	bigPlan(p, 8, 200)
+	p.approve.close()
+	p.resume()
+	for _, size := range [][2]int{{60, 24}, {80, 24}, {200, 60}, {40, 10}, {20, 6}, {30, 3}} {
 		p.SetSize(size[0], size[1])
 		checkScreen(t, fmt.Sprintf("the question at %dx%d", size[0], size[1]), p.View(), size[0], size[1])
+		if v := p.View(); !strings.Contains(v, "Run them?") {
+			t.Errorf("at %dx%d the question is cut off:\n%s", size[0], size[1], v)
+		}
 	}
+}
+
+// eightAnswer is a decomposition of "Set it all up" into eight subtasks
+// whose actions (state.set, with long args) the model chose: more than
+// the question shows at once at 80x24.
+var eightAnswer = func() string {
+	var subs []string
+	for i := range 8 {
+		id := fmt.Sprintf("set%d", i+1)
+		subs = append(subs, fmt.Sprintf(`{"id": %q, "description": "Set %d", "action": {"name": "state.set", "args": {"key": "setting.%d", "value": %q}}}`,
+			id, i+1, i+1, strings.Repeat(fmt.Sprint(i+1), 90)))
+	}
+	return `{"subtasks": [` + strings.Join(subs, ", ") + `]}`
+}()
+
+// eightApproved is what y sends once the person has read all eight.
+const eightApproved = "plan.execute eight approve set1=state.set set2=state.set set3=state.set set4=state.set set5=state.set set6=state.set set7=state.set set8=state.set"
+
+// Issue 13, item 1 (review): with more actions than fit, y before the
+// person has scrolled to the last one sends nothing and says why; once
+// the end has been on screen, y approves all eight.
+func TestPlansApproveOnlyOnceTheLastActionWasShown(t *testing.T) {
+	rc, _ := newProposingEngine(t, eightAnswer)
+	do(t, rc, "plan.decompose", "", `{"goal": "Set it all up", "id": "eight"}`)
+	tm := startPlans(t, rc, 80, 24)
+	waitFor(t, tm, "eight · Set it all up")
+	tm.Type("x")
+	waitFor(t, tm, "Execute eight")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "The model chose these actions for eight", "actions 1–", "of 8 · ↓ more", "Run them?", "↑/↓ read the actions")
+	tm.Type("y")
+	waitFor(t, tm, "Scroll to the last action first: ↓")
+	if got := rc.sent(); got != "" {
+		t.Errorf("sent %q before the person saw every action", got)
+	}
+	keys(tm, tea.KeyPgDown, tea.KeyPgDown, tea.KeyPgDown, tea.KeyPgDown, tea.KeyPgDown)
+	waitFor(t, tm, "of 8 · the end")
+	tm.Type("k") // back up: what was seen stays seen
+	tm.Type("y")
+	waitFor(t, tm, "Plan eight completed: 8 of 8 completed")
+	m := finish(t, tm)
+	if got := rc.sent(); got != eightApproved {
+		t.Errorf("sent %q, want %q", got, eightApproved)
+	}
+	for _, s := range getPlan(t, rc, "eight").Subtasks {
+		if s.Status != planner.Completed || s.ApprovedBy != rc.Agent() {
+			t.Errorf("%s: %s, approved by %q", s.ID, s.Status, s.ApprovedBy)
+		}
+	}
+	if p := plansOf(m); p.approve.Active() || p.Capturing() {
+		t.Error("the question is still open after the run")
+	}
+}
+
+// Issue 13, item 1 (review): a reload that changes the actions (a replan
+// elsewhere) starts the reading over: y waits for the new end. A reload
+// with the same actions keeps what was read.
+func TestPlansReloadWithOtherActionsStartsTheReadingOver(t *testing.T) {
+	rc, _ := newProposingEngine(t)
+	styles := DefaultStyles()
+	p := newPlansPane(rc, &styles)
+	p.SetSize(80, 24)
+	d := bigPlan(p, 8, 100)
+	p.resume()
+	if !p.askLayout(80).scrolls {
+		t.Fatalf("eight long actions fit at 80x24:\n%s", strings.Join(p.promptLines(80), "\n"))
+	}
+	if status := pressAsk(t, p, "y"); !strings.HasPrefix(status, "Scroll to the last action first: ↓") || !p.approve.Active() || len(p.runs) != 0 {
+		t.Fatalf("y before scrolling: status %q, question open %v, runs %v", status, p.approve.Active(), p.runs)
+	}
+	for range 40 {
+		pressAsk(t, p, "j")
+	}
+	if !p.ask.seen || !strings.Contains(strings.Join(p.promptLines(80), "\n"), "of 8 · the end") {
+		t.Fatalf("scrolled to the end, seen %v:\n%s", p.ask.seen, strings.Join(p.promptLines(80), "\n"))
+	}
+	reload := func(d *planner.Plan) {
+		p.plan.load.req, p.plan.load.busy, p.plan.asked = 7, true, "big"
+		p.Update(resultMsg[planner.PlanResult]{pane: plansPaneID, req: 7, value: planner.PlanResult{Plan: d}})
+	}
+	same := *d
+	reload(&same)
+	if !p.ask.seen {
+		t.Error("a reload with the same actions forgot what was read")
+	}
+	other := bigPlan(p, 8, 100)
+	other.Subtasks[7].Action.Args = json.RawMessage(`{"key": "other"}`)
+	reload(other)
+	if !p.approve.Active() || p.ask.seen || p.ask.off != 0 {
+		t.Fatalf("after the change: question open %v, seen %v, at line %d", p.approve.Active(), p.ask.seen, p.ask.off)
+	}
+	if status := pressAsk(t, p, "y"); !strings.HasPrefix(status, "Scroll to the last action first") || len(p.runs) != 0 {
+		t.Errorf("y after the change: status %q, runs %v", status, p.runs)
+	}
+	pressAsk(t, p, "pgdown", "pgdown", "pgdown", "pgdown", "pgdown", "pgdown", "pgup")
+	if !p.ask.seen {
+		t.Error("paging to the end did not count as read")
+	}
+	pressAsk(t, p, "y")
+	if p.approve.Active() || p.runs["big"] == nil {
+		t.Errorf("y after reading: question open %v, runs %v", p.approve.Active(), p.runs)
+	}
+	p.stop()
+}
+
+// TestGoldenPlansAskScrolls: eight long actions at 80x24, after a y that
+// came before the person scrolled: the first ones in full, where the
+// person is, and why nothing ran.
+func TestGoldenPlansAskScrolls(t *testing.T) {
+	rc, _ := newProposingEngine(t, eightAnswer)
+	do(t, rc, "plan.decompose", "", `{"goal": "Set it all up", "id": "eight"}`)
+	tm := startPlans(t, rc, 80, 24)
+	waitFor(t, tm, "eight · Set it all up")
+	tm.Type("x")
+	waitFor(t, tm, "Execute eight")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "Run them?")
+	tm.Type("y")
+	waitFor(t, tm, "Scroll to the last action first")
+	m := finish(t, tm)
+	requireGoldenSized(t, m, 80, 24)
 }
 
 // The walked subtask says a model chose its action, and whether someone

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/engram-console/engram/planner"
 )
 
@@ -303,36 +304,145 @@ func (p *plansPane) provenance(d *planner.Plan, st *planner.Subtask, w int) stri
 	return s.Muted.Render(truncateTo(text+" · it ran without approval (proposed_actions run)", w))
 }
 
+// planAskIDMax is the widest id the question pads the others to, so that
+// the actions line up; a longer id is shown whole, unpadded.
+const planAskIDMax = 20
+
+// askLayout is the question's list of actions laid out for the pane: every
+// action's lines in full, and how many of them show at once.
+type askLayout struct {
+	body []string // every line of every action
+	of   []int    // the action (index in the question's list) of each line
+	rows int      // how many lines of body show at once
+	// scrolls: body is longer than rows, and a line says where the
+	// person is; rule and note: the title and the note fit.
+	scrolls, rule, note bool
+}
+
+// maxOff is the first line shown once scrolled to the end.
+func (l askLayout) maxOff() int { return max(len(l.body)-l.rows, 0) }
+
+// off is off within the scroll (the pane may have grown since).
+func (l askLayout) off(off int) int { return max(min(off, l.maxOff()), 0) }
+
+// showing is the first and last action (from 1) with a line on screen
+// when the list starts at off.
+func (l askLayout) showing(off int) (first, last int) {
+	if len(l.body) == 0 {
+		return 0, 0
+	}
+	off = l.off(off)
+	end := min(off+l.rows, len(l.body)) - 1
+	return l.of[off] + 1, l.of[end] + 1
+}
+
+// askLayout lays out the open question at width w. It takes at most two
+// thirds of the pane (all of a small one), so that the plan stays in view;
+// what does not fit scrolls.
+func (p *plansPane) askLayout(w int) askLayout {
+	l := askLayout{rule: true, note: true}
+	l.body, l.of = p.askBody(p.approve.Payload().chosen, w)
+	budget := max(p.height*2/3, min(p.height, 6))
+	rows := budget - 3 // the rule, the note and the question
+	if len(l.body) > rows {
+		l.scrolls = true
+		rows-- // the line that says where the person is
+	}
+	if rows < 1 {
+		l.note, rows = false, rows+1
+	}
+	if rows < 1 {
+		l.rule, rows = false, rows+1
+	}
+	l.rows = max(rows, 1)
+	return l
+}
+
+// askBody is every chosen action in full: its id and action name, then
+// its args JSON, on one line when it fits in w, else the args wrapped
+// below, indented, over as many lines as they need. Nothing is cut: y
+// approves the actions whole (issue 13, item 1).
+func (p *plansPane) askBody(chosen []*planner.Subtask, w int) (lines []string, of []int) {
+	s := p.styles
+	idW := 0
+	for _, st := range chosen {
+		if n := lineWidth(oneLine(st.ID)); n <= planAskIDMax {
+			idW = max(idW, n)
+		}
+	}
+	const indent, argsIndent = "   ", "     "
+	for i, st := range chosen {
+		id := oneLine(st.ID)
+		if lineWidth(id) < idW {
+			id = fitLine(id, idW)
+		}
+		name, args := "", ""
+		if st.Action != nil {
+			name, args = oneLine(st.Action.Name), oneLine(compactArgs(st.Action.Args))
+		}
+		head := s.Emphasis.Render(id) + "  " + name
+		one := indent + head
+		if args != "" {
+			one += " " + s.Muted.Render(args)
+		}
+		block := []string{one}
+		if lineWidth(one) > w-1 {
+			block = nil
+			for _, l := range hardLines(head, w-1-len(indent)) {
+				block = append(block, indent+l)
+			}
+			if args != "" {
+				for _, l := range hardLines(args, w-1-len(argsIndent)) {
+					block = append(block, argsIndent+s.Muted.Render(l))
+				}
+			}
+		}
+		for _, l := range block {
+			lines, of = append(lines, l), append(of, i)
+		}
+	}
+	return lines, of
+}
+
+// hardLines breaks s into lines of w columns at most, anywhere (JSON has
+// few spaces), keeping every character: spaces included.
+func hardLines(s string, w int) []string {
+	return strings.Split(ansi.Hardwrap(s, max(w, 1), true), "\n")
+}
+
 // approveLines is the question asked before running a plan that holds
-// actions a model chose: each one (id, action and args), then y/n.
+// actions a model chose: each one in full (id, action and args), scrolled
+// when they do not all fit, where the person is, then y/n.
 func (p *plansPane) approveLines(w int, rule func(string) string) []string {
 	s := p.styles
+	l := p.askLayout(w)
 	r := p.approve.Payload()
-	title := "The model chose these actions for " + oneLine(r.plan)
-	if len(r.chosen) == 1 {
-		title = "The model chose this action for " + oneLine(r.plan)
-	}
-	lines := []string{rule(title)}
-	shown := r.chosen
-	if len(shown) > planAskMax {
-		shown = shown[:planAskMax-1] // the last line says how many more
-	}
-	idW := 0
-	for _, st := range shown {
-		idW = max(idW, min(lineWidth(oneLine(st.ID)), 20))
-	}
-	for _, st := range shown {
-		id := fitLine(truncateTo(oneLine(st.ID), idW), idW)
-		line := "   " + s.Emphasis.Render(id) + "  " + oneLine(st.Action.Name)
-		if args := compactArgs(st.Action.Args); args != "" {
-			line += " " + s.Muted.Render(oneLine(args))
+	var lines []string
+	if l.rule {
+		title := "The model chose these actions for " + oneLine(r.plan)
+		if len(r.chosen) == 1 {
+			title = "The model chose this action for " + oneLine(r.plan)
 		}
-		lines = append(lines, truncateTo(line, w-1))
+		lines = append(lines, rule(title))
 	}
-	if more := len(r.chosen) - len(shown); more > 0 {
-		lines = append(lines, "   "+s.Muted.Render(fmt.Sprintf("%s and %d more", glyphEllipsis, more)))
+	off := l.off(p.ask.off)
+	lines = append(lines, l.body[off:min(off+l.rows, len(l.body))]...)
+	if l.scrolls {
+		first, last := l.showing(off)
+		where := fmt.Sprintf("actions %d–%d of %d", first, last, len(r.chosen))
+		switch {
+		case off < l.maxOff() && !p.ask.seen:
+			where += " · ↓ more · y once you have read to the end"
+		case off < l.maxOff():
+			where += " · ↓ more"
+		default:
+			where += " · the end"
+		}
+		lines = append(lines, "   "+s.Prompt.Render(truncateTo(where, w-4)))
 	}
-	lines = append(lines, "   "+s.Muted.Render(truncateTo("they run only if you say so; y records "+oneLine(p.conn.Agent())+" as approving them", w-4)))
+	if l.note {
+		lines = append(lines, "   "+s.Muted.Render(truncateTo("they run only if you say so; y records "+oneLine(p.conn.Agent())+" as approving them", w-4)))
+	}
 	return append(lines, p.approve.View(s, w))
 }
 

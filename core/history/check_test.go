@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/storage"
@@ -307,5 +308,33 @@ func BenchmarkCheckHistory(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// What a kill can leave and the history reads correctly is not damage (a
+// review saw engram check exit 3 on such stores): a durable conversation
+// written before its first write also recorded its backend (it reads from
+// the durable default), and the copy an interrupted move leaves in the
+// backend it was leaving or entering (never read; the next move into that
+// backend clears it).
+func TestCheckAcceptsWhatAKillLeavesBehind(t *testing.T) {
+	r := newRigWith(t, rigOptions{dir: t.TempDir()})
+	r.write("old", "user", "written before the fix")
+	r.write("moved", "user", "moved to memory")
+	r.Do(enginetest.Who{}, "history.backend", `{"conversation": "moved", "backend": "in-memory"}`, nil)
+	env := r.e.Env()
+	err := env.Store.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.Delete(history.WhereKey("old")); err != nil {
+			return err
+		}
+		// A stray copy of "moved" in the durable store: its state only,
+		// as an interrupted move's first chunk may leave it.
+		return tx.Set(storage.Key(storage.PrefixHistory, "conv", "moved"), []byte(`{"conversation": "moved", "backend": "durable", "buffer_size": 50}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := historyProblems(t, r); len(p) > 0 {
+		t.Errorf("problems in a store a kill could leave:\n  %s", strings.Join(p, "\n  "))
 	}
 }

@@ -286,15 +286,24 @@ func (h *History) update(ctx context.Context, call action.Call, c, op string, fn
 		}
 		conv.UpdatedAt = h.env.Clock.Now()
 		committed = conv
+		if recorded != backend && st == h.env.Store {
+			// Where it lives, the first time, with it: a kill between two
+			// transactions would leave a conversation no where record
+			// names.
+			if err := tx.Set(whereKey(c), []byte(backend)); err != nil {
+				return err
+			}
+		}
 		return tx.SetJSON(convKey(c), conv)
 	})
 	if err != nil {
 		return err
 	}
-	// Record where it lives, the first time (the engine's store lists
-	// conversations). Moves happen under the lock, so what was read above
-	// still holds.
-	if recorded != backend {
+	// A conversation in another store (in memory) is listed in the
+	// engine's store after it commits: a kill in between loses both, as
+	// it loses everything in memory. Moves happen under the lock, so what
+	// was read above still holds.
+	if recorded != backend && st != h.env.Store {
 		err = h.env.Update(ctx, func(tx *kit.Txn) error { return tx.Set(whereKey(c), []byte(backend)) })
 	}
 	unlock()
