@@ -151,7 +151,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 
 	stop() // the console handles ctrl+c and SIGTERM itself
-	program := tea.NewProgram(tui.New(engine, tui.Options{}), tea.WithAltScreen())
+	// The palette's history lives beside the log, in engram's state directory.
+	var history string
+	if log := logPath(cfg); log != "" {
+		history = filepath.Join(filepath.Dir(log), "palette_history")
+	}
+	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: history}), tea.WithAltScreen())
 	if _, err := program.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		complain(stderr, "engram: %v\n", err)
 		return exitFailed
@@ -263,10 +268,16 @@ func defaultPath(flagValue, override, xdg, home, name string) string {
 	return filepath.Join(dir, home, name)
 }
 
+// logPath is the log file's: --log, $ENGRAM_LOG, or engram/engram.log in
+// the state directory; empty without a home.
+func logPath(cfg config) string {
+	return defaultPath(cfg.logFile, "ENGRAM_LOG", "XDG_STATE_HOME", ".local/state", filepath.Join("engram", "engram.log"))
+}
+
 // openLog opens the log file (creating its directory); Badger's messages and
 // the engine's go there, never to the terminal.
 func openLog(cfg config) (*slog.Logger, func(), error) {
-	path := defaultPath(cfg.logFile, "ENGRAM_LOG", "XDG_STATE_HOME", ".local/state", filepath.Join("engram", "engram.log"))
+	path := logPath(cfg)
 	if path == "" {
 		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}, nil
 	}

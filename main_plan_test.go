@@ -389,7 +389,7 @@ func TestPlanKilledMidRunResumesToTheSameResult(t *testing.T) {
 	for _, s := range before.Plan.Subtasks {
 		statuses = append(statuses, s.ID+":"+s.Status)
 	}
-	if before.Plan.Status != "running" || strings.Join(statuses, " ") != "s1:Completed s2:Completed s3:Completed s4:Pending s5:Pending" {
+	if before.Plan.Status != "interrupted" || strings.Join(statuses, " ") != "s1:Completed s2:Completed s3:Completed s4:Pending s5:Pending" {
 		t.Errorf("after the crash: %s %v", before.Plan.Status, statuses)
 	}
 	var startedAgain []string

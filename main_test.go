@@ -359,11 +359,14 @@ func TestScriptFromStandardInput(t *testing.T) {
 	}
 }
 
+// TestInvalidYAMLScript: a YAML syntax error makes the script unreadable:
+// exit status 2, saying so and where, not "1 of 1 step(s) did not pass"
+// (issue 14, bug 10); standard output still has its ParseError result.
 func TestInvalidYAMLScript(t *testing.T) {
 	script := writeScript(t, "bad.yaml", "steps:\n  - action: engine.info\n  - {action: [unclosed\n")
 	out := runEngram(t, "", "--in-memory", "--batch", script)
-	if out.code != 1 {
-		t.Fatalf("exit status %d, want 1\nstdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
+	if out.code != 2 || !strings.Contains(out.stderr, "engram: cannot read the script: line ") || strings.Contains(out.stderr, "did not pass") {
+		t.Fatalf("exit status %d, want 2 saying the script cannot be read\nstdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
 	}
 	results := parseResults(t, out.stdout)
 	if len(results) != 1 {

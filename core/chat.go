@@ -29,7 +29,44 @@ type ChatSendArgs struct {
 	Text         string `json:"text" arg:"required" help:"what the user says"`
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
 	Channel      string `json:"channel,omitempty" help:"web, app, sms, whatsapp or voice"`
-	ThreadID     string `json:"thread_id,omitempty" help:"the thread, for explicit channels"`
+	ThreadID     string `json:"thread_id,omitempty" help:"the thread, for explicit channels (without it, and without continue_thread: a new thread)"`
+	// ContinueThread is the console's way to keep a conversation in its
+	// thread across restarts (issue 14, bug 6); scripts that send without
+	// it keep starting a thread per message on web or app, as before.
+	ContinueThread bool `json:"continue_thread,omitempty" help:"on web or app without thread_id: continue the thread the conversation's latest message on that channel went to (also after a restart), or start one if there is none"`
+}
+
+// ChatRoute is where thread.message sent a chat.send message: kept in the
+// user's utterance's metadata under "thread", so that a face can say so
+// under the message after a restart (issue 14, bug 6).
+type ChatRoute struct {
+	Channel   string `json:"channel"`
+	ThreadID  string `json:"thread_id"`
+	NewThread bool   `json:"new_thread,omitempty"`
+	// TurnCount is the thread's turns with this message.
+	TurnCount   int      `json:"turn_count"`
+	EndedThread string   `json:"ended_thread,omitempty"`
+	Linked      []string `json:"linked_threads,omitempty"`
+	// Decisions counts a new thread's linking decisions.
+	Decisions int `json:"decisions,omitempty"`
+}
+
+// NewChatRoute is where res says a message on channel went.
+func NewChatRoute(channel string, res episodic.MessageResult) ChatRoute {
+	return ChatRoute{Channel: channel, ThreadID: res.ThreadID, NewThread: res.NewThread, TurnCount: res.TurnCount,
+		EndedThread: res.EndedThread, Linked: res.LinkedThreads, Decisions: len(res.Decisions)}
+}
+
+// ChatRouteOf reads the route chat.send recorded in an utterance's
+// metadata; false if there is none.
+func ChatRouteOf(metadata json.RawMessage) (ChatRoute, bool) {
+	var m struct {
+		Thread *ChatRoute `json:"thread"`
+	}
+	if len(metadata) == 0 || json.Unmarshal(metadata, &m) != nil || m.Thread == nil || m.Thread.ThreadID == "" {
+		return ChatRoute{}, false
+	}
+	return *m.Thread, true
 }
 
 // ChatSendResult is chat.send's result: one exchange.
@@ -60,6 +97,9 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 	if strings.TrimSpace(a.Text) == "" {
 		return ChatSendResult{}, kit.Validation("text", "say something")
 	}
+	if a.ContinueThread && !episodic.IsExplicit(a.Channel) {
+		return ChatSendResult{}, kit.Validation("continue_thread", "%s", continueRefusal(a.Channel))
+	}
 	if call.Turn == "" {
 		call.Turn = e.env.IDs.New()
 	}
@@ -89,7 +129,8 @@ func (e *Engine) chatSend(ctx context.Context, call action.Call, a ChatSendArgs)
 			return ChatSendResult{}, err
 		}
 		res, err := conn.CallAs(ctx, e, as, episodic.ActionThreadMessage,
-			episodic.MessageRequest{Channel: a.Channel, ThreadID: a.ThreadID, Text: a.Text})
+			episodic.MessageRequest{Channel: a.Channel, ThreadID: a.ThreadID, Text: a.Text, Conversation: conversation,
+				NewThread: episodic.IsExplicit(a.Channel) && a.ThreadID == "" && !a.ContinueThread})
 		if err != nil {
 			return ChatSendResult{}, err
 		}
@@ -124,6 +165,14 @@ func (e *Engine) chatTurn(ctx context.Context, as conn.Request, a ChatSendArgs, 
 	// which may take long, gives way to the cancel.
 	finish := context.WithoutCancel(ctx)
 	records := []history.WriteRequest{{Speaker: "user", Text: a.Text, Conversation: wc.Conversation}}
+	if routed != nil {
+		// Where the message went stays with it in the conversation.
+		meta, err := json.Marshal(map[string]ChatRoute{"thread": NewChatRoute(a.Channel, *routed)})
+		if err != nil {
+			return ChatSendResult{}, errs.New(errs.Internal, "encoding the message's thread: %w", err)
+		}
+		records[0].Metadata = meta
+	}
 	if llm.Available(e.env.LLM) {
 		answer, err := e.env.LLM.Complete(ctx, res.Prompt)
 		if err != nil {
@@ -212,4 +261,12 @@ func chatPrompt(wc WorkingContext) (llm.Request, error) {
 	}
 	messages = append(messages, llm.Message{Role: "user", Content: wc.Input})
 	return llm.Request{System: sys.String(), Messages: messages}, nil
+}
+
+// continueRefusal says why continue_thread does not go with channel c.
+func continueRefusal(c string) string {
+	if c == "" {
+		return "continuing a thread needs a channel: web or app"
+	}
+	return "a thread is chosen on web or app; on " + c + " engram infers the thread"
 }

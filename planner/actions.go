@@ -50,6 +50,7 @@ func Register(env *kit.Env, opts Options) *Planner {
 	if env.Access != nil {
 		env.Access.Register("plan", canRead)
 	}
+	pl.markInterrupted()
 	return pl
 }
 
@@ -314,8 +315,11 @@ func (pl *Planner) counts() (map[string]int, error) {
 		out["unreadable"] = len(unreadable)
 	}
 	for _, p := range plans {
-		if p.Status == PlanRunning {
+		switch p.Status {
+		case PlanRunning:
 			out["running"]++
+		case PlanInterrupted:
+			out["interrupted"]++ // only when there is one, as unreadable
 		}
 	}
 	return out, nil

@@ -43,8 +43,26 @@ var strategyGuidance = map[string]string{
 // use it to constrain the model).
 var proposalSchema = json.RawMessage(`{"type":"object","required":["subtasks"],"properties":{"subtasks":{"type":"array","items":{"type":"object","required":["description"],"properties":{"id":{"type":"string"},"description":{"type":"string"},"dependencies":{"type":"array","items":{"type":"string"}},"subtasks":{"type":"array"}}}}}}`)
 
-// decompose asks the model for a plan's subtasks.
-func (pl *Planner) decompose(ctx context.Context, goal, strategy string, maxDepth int, extra string) ([]*Subtask, error) {
+// asker is who asks the model for subtasks: the action the person ran and
+// what they can do instead without a model. The error that says a model is
+// missing names it (issue 14, bug 4): a plan.replan that blamed
+// plan.decompose sent the reader to an action they never ran.
+type asker struct{ action, instead string }
+
+var (
+	byDecompose = asker{"plan.decompose", "write the plan yourself with plan.create"}
+	byReplan    = asker{"plan.replan", "write the plan yourself with plan.create"}
+	byExecute   = asker{"plan.execute's replan (on_subtask_failure replan)", "execute the plan with on_subtask_failure skip, retry or abort"}
+)
+
+// needsModel is the LLMError of an asker when no model is configured.
+func needsModel(by asker, err error) error {
+	return errs.New(errs.LLM, "%s needs a language model: start engram with --llm ollama or --llm openai (and --model NAME), or %s%w", by.action, by.instead, quiet{err}).
+		With("transient", false).With("attempts", 0)
+}
+
+// decompose asks the model for a plan's subtasks, on behalf of by.
+func (pl *Planner) decompose(ctx context.Context, by asker, goal, strategy string, maxDepth int, extra string) ([]*Subtask, error) {
 	guidance := strategyGuidance[strategy]
 	if strategy == "hierarchical" {
 		guidance = fmt.Sprintf(guidance, maxDepth)
@@ -60,8 +78,7 @@ func (pl *Planner) decompose(ctx context.Context, goal, strategy string, maxDept
 	resp, err := pl.env.LLM.Complete(ctx, req)
 	if err != nil {
 		if !llm.Available(pl.env.LLM) {
-			return nil, errs.New(errs.LLM, "plan.decompose needs a language model: start engram with --llm ollama or --llm openai (and --model NAME), or write the plan yourself with plan.create%w", quiet{err}).
-				With("transient", false).With("attempts", 0)
+			return nil, needsModel(by, err)
 		}
 		return nil, kit.FromLLM(err)
 	}

@@ -3,6 +3,8 @@
 package planner
 
 import (
+	"context"
+
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
@@ -27,3 +29,9 @@ var ReadCheckpointFile = readCheckpointFile
 
 // ParseProposal parses a model's answer as decompose does.
 var ParseProposal = parseProposal
+
+// SaveStoredPlan writes p as the store's record of its plan, as an engram
+// that stopped at that moment would have left it.
+func SaveStoredPlan(env *kit.Env, p *Plan) error {
+	return env.Store.Update(context.Background(), func(tx *storage.Tx) error { return savePlan(tx, p) })
+}

@@ -126,6 +126,7 @@ func (pl *Planner) Get(id string) (*Plan, error) {
 	if isUnreadable(err) {
 		return nil, unreadablePlan(id, err)
 	}
+	pl.shownStatus(p)
 	return p, err
 }
 
@@ -323,7 +324,7 @@ func (pl *Planner) Decompose(ctx context.Context, call action.Call, goal, strate
 	if maxDepth == 0 {
 		maxDepth = 2
 	}
-	subtasks, err := pl.decompose(ctx, goal, strategy, maxDepth, "")
+	subtasks, err := pl.decompose(ctx, byDecompose, goal, strategy, maxDepth, "")
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +358,7 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 	} else if err != nil {
 		return nil, err
 	}
-	if p, err = pl.replanned(ctx, p, principalOf(call)); err != nil {
+	if p, err = pl.replannedBy(ctx, byReplan, p, principalOf(call)); err != nil {
 		return nil, err
 	}
 	err = pl.env.Update(ctx, func(tx *kit.Txn) error {
@@ -371,9 +372,14 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 	return p, err
 }
 
-// replanned asks for new subtasks and returns the plan with them in place
-// of the unfinished ones (p itself is not changed).
+// replanned is replannedBy for a run's replan (on_subtask_failure replan).
 func (pl *Planner) replanned(ctx context.Context, p *Plan, principal string) (*Plan, error) {
+	return pl.replannedBy(ctx, byExecute, p, principal)
+}
+
+// replannedBy asks for new subtasks on behalf of by and returns the plan
+// with them in place of the unfinished ones (p itself is not changed).
+func (pl *Planner) replannedBy(ctx context.Context, by asker, p *Plan, principal string) (*Plan, error) {
 	if p.ReplanCount >= p.MaxReplans {
 		return nil, errs.New(errs.MaxReplansExceeded, "plan %s was replanned %d times; one more (%d > %d) exceeds max_replans; it stays as it is",
 			p.ID, p.ReplanCount, p.ReplanCount+1, p.MaxReplans).
@@ -386,7 +392,7 @@ func (pl *Planner) replanned(ctx context.Context, p *Plan, principal string) (*P
 	if strategy == "manual" || strategy == "" {
 		strategy = "flat"
 	}
-	fresh, err := pl.decompose(ctx, p.Goal, strategy, 2, replanContext(p, principal))
+	fresh, err := pl.decompose(ctx, by, p.Goal, strategy, 2, replanContext(p, principal))
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,10 @@ func TestResumeAfterKillRunsEachSubtaskOnce(t *testing.T) {
 	run := script("run.jsonl",
 		map[string]any{"id": "create", "action": "plan.create", "args": map[string]any{"id": "p", "goal": "Write it all down", "subtasks": subtasks}},
 		map[string]any{"id": "execute", "action": "plan.execute", "args": map[string]any{"plan_id": "p", "max_concurrent": 2}})
-	resume := script("resume.jsonl", map[string]any{"id": "resume", "action": "plan.resume", "args": map[string]any{"plan_id": "p"}})
+	// Before resuming, the relaunched engram says how the kill left the
+	// plan: never "running", since nobody runs it (issue 14, bug 1).
+	resume := script("resume.jsonl", map[string]any{"id": "status", "action": "plan.status", "args": map[string]any{"plan_id": "p"}},
+		map[string]any{"id": "resume", "action": "plan.resume", "args": map[string]any{"plan_id": "p"}})
 	execute := script("execute.jsonl", map[string]any{"id": "resume", "action": "plan.execute", "args": map[string]any{"plan_id": "p", "max_concurrent": 2}})
 	check := []map[string]any{{"id": "memories", "action": "memory.capacity", "args": map[string]any{"store": "episodic"}}}
 	for i := 0; i < killSubtasks; i += 2 {
@@ -115,7 +118,7 @@ func TestResumeAfterKillRunsEachSubtaskOnce(t *testing.T) {
 	span := time.Since(created)
 	t.Logf("an uninterrupted run: %s, of which the plan %s", time.Since(start), span)
 
-	interrupted, rounds := 0, time.Now()
+	interrupted, interruptedSeen, rounds := 0, 0, time.Now()
 	for round := range *killRounds {
 		dir := filepath.Join(t.TempDir(), "data")
 		// From just after plan.create to just past the end of the run.
@@ -125,6 +128,25 @@ func TestResumeAfterKillRunsEachSubtaskOnce(t *testing.T) {
 			interrupted++
 		}
 		lines := runBatch(t, bin, env, dir, resume, nil)
+		if len(lines) != 2 || !lines[0].OK {
+			t.Errorf("round %d (killed after %s): plan.status, plan.resume: %+v", round, delay, lines)
+			continue
+		}
+		var left planner.StatusResult
+		if err := json.Unmarshal(lines[0].Result, &left); err != nil {
+			t.Fatal(err)
+		}
+		switch left.Status {
+		case planner.PlanInterrupted:
+			interruptedSeen++
+		case planner.PlanPending, planner.PlanCompleted: // killed before the run began, or after it ended
+		default:
+			t.Errorf("round %d (killed after %s): relaunched, plan.status says %s, want interrupted", round, delay, left.Status)
+		}
+		if left.InProgress != 0 {
+			t.Errorf("round %d (killed after %s): relaunched, plan.status says %d in progress", round, delay, left.InProgress)
+		}
+		lines = lines[1:]
 		if len(lines) == 1 && !lines[0].OK && strings.Contains(lines[0].Error.Message, "never ran") {
 			lines = runBatch(t, bin, env, dir, execute, nil) // killed before the run began
 		}
@@ -168,7 +190,7 @@ func TestResumeAfterKillRunsEachSubtaskOnce(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d rounds in %s, %d killed mid-run", *killRounds, time.Since(rounds), interrupted)
+	t.Logf("%d rounds in %s, %d killed mid-run, %d of them read interrupted", *killRounds, time.Since(rounds), interrupted, interruptedSeen)
 }
 
 // runBatch runs script against dir to the end and returns its result lines

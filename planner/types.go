@@ -27,6 +27,9 @@ const (
 	PlanFailed    = "failed"
 	PlanAborted   = "aborted"
 	PlanCancelled = "cancelled"
+	// PlanInterrupted is a plan whose run ended with the engram running it
+	// (a kill, a crash, a power cut): plan.resume continues it.
+	PlanInterrupted = "interrupted"
 )
 
 // Strategies of decomposition, the default first.
@@ -41,8 +44,8 @@ type Plan struct {
 	Goal     string     `json:"goal"`
 	Strategy string     `json:"strategy"` // flat|hierarchical|iterative|manual
 	Subtasks []*Subtask `json:"subtasks"`
-	// Status is the plan's: pending, running, completed, failed, aborted,
-	// cancelled.
+	// Status is the plan's: pending, running, completed, partial, failed,
+	// aborted, cancelled, interrupted.
 	Status         string `json:"status"`
 	ReplanCount    int    `json:"replan_count"`
 	MaxReplans     int    `json:"max_replans"`

@@ -28,6 +28,10 @@ type Options struct {
 	// EvictionFade is how long the Chat tab highlights the last eviction
 	// when one happens. Zero means StatusFade.
 	EvictionFade time.Duration
+	// PaletteHistory is the file that keeps the palette's commands across
+	// runs (↑ recalls them). Empty means none: the history lasts as long as
+	// the console.
+	PaletteHistory string
 }
 
 // tab indexes the panes, in the order of their number keys.
@@ -96,7 +100,7 @@ func New(engine conn.Conn, opts Options) *Model {
 		tabMemory:  newMemoryPane(engine, st),
 		tabTrace:   newTracePane(engine, st),
 	}
-	m.palette = newPalette(engine, st)
+	m.palette = newPalette(engine, st, opts.PaletteHistory)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	// Quitting cancels whatever the panes still have running, so that the

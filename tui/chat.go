@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -77,6 +78,12 @@ type chatKeys struct {
 	Pick    key.Binding
 	Move    key.Binding
 	Channel key.Binding
+	// Older and Newer recall the searches made before, in the search line.
+	Older, Newer key.Binding
+	// Jump shows the selected hit in the conversation; Results goes back
+	// from there to the hits.
+	Jump    key.Binding
+	Results key.Binding
 }
 
 func newChatKeys() chatKeys {
@@ -98,6 +105,10 @@ func newChatKeys() chatKeys {
 		Pick:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "switch")),
 		Move:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "choose")),
 		Channel: key.NewBinding(key.WithKeys("ctrl+t"), key.WithHelp("ctrl+t", "channel")),
+		Older:   key.NewBinding(key.WithKeys("up"), key.WithHelp("↑/↓", "earlier searches")),
+		Newer:   key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "later search")),
+		Jump:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "show in the chat")),
+		Results: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back to the results")),
 	}
 }
 
@@ -151,6 +162,11 @@ type chatBuffer struct {
 	loadErr     string
 	// view scrolls the conversation, the newest kept in view.
 	view scrollView
+	// at is the line of each utterance's header in view, by index.
+	at map[int]int
+	// mark is the utterance a search hit was shown at (marked: there is one).
+	mark   int
+	marked bool
 }
 
 // chatOutgoing is the message in flight (its text is "" when none is) and
@@ -187,6 +203,59 @@ type chatSearch struct {
 	searched bool // hits holds the answer to query
 	err      string
 	view     scrollView
+	// sel is the hit selected (enter shows it in the conversation); starts
+	// the line each hit begins on in view (-1: not shown).
+	sel    int
+	starts []int
+	// jumped: enter showed a hit in the conversation; esc goes back to the
+	// hits from there.
+	jumped bool
+	// past is the searches made this session, for ↑ and ↓.
+	past queryHistory
+}
+
+// queryHistory is the queries asked, oldest first, and where ↑/↓ are in
+// it: like a shell's, the line being typed comes back after the newest.
+type queryHistory struct {
+	queries []string
+	pos     int    // the query shown; len(queries): the line being typed
+	draft   string // the line being typed, kept while older ones show
+}
+
+// add records q as the newest query (once: asking an old one again moves
+// it to the end) and starts over from the line being typed.
+func (h *queryHistory) add(q string) {
+	h.queries = append(slices.DeleteFunc(h.queries, func(o string) bool { return o == q }), q)
+	h.start()
+}
+
+// start puts ↑/↓ back after the newest query, with an empty line.
+func (h *queryHistory) start() { h.pos, h.draft = len(h.queries), "" }
+
+// older is the query before the one shown (cur is the line as it stands);
+// ok is false when there is none.
+func (h *queryHistory) older(cur string) (string, bool) {
+	if h.pos == 0 {
+		return "", false
+	}
+	if h.pos == len(h.queries) {
+		h.draft = cur
+	}
+	h.pos--
+	return h.queries[h.pos], true
+}
+
+// newer is the query after the one shown, and after the newest the line
+// that was being typed; ok is false when the line being typed shows.
+func (h *queryHistory) newer() (string, bool) {
+	if h.pos >= len(h.queries) {
+		return "", false
+	}
+	h.pos++
+	if h.pos == len(h.queries) {
+		return h.draft, true
+	}
+	return h.queries[h.pos], true
 }
 
 // chatSide is the side panel's scrollable page: the summary or the
@@ -214,6 +283,10 @@ type chatRouting struct {
 	routes map[string]map[int]*chatRoute
 	titles map[string]string
 	load   loader // the titles
+	// fresh is the conversation whose next message starts a new thread
+	// (chosen in the picker); otherwise, with no thread yet, it continues
+	// the conversation's thread on the channel, if it has one.
+	fresh string
 }
 
 func newChatPane(engine conn.Conn, styles *Styles, fade time.Duration, model bool) *chatPane {
@@ -308,10 +381,14 @@ func (p *chatPane) Keys() []key.Binding {
 	case p.mode == chatTyping:
 		return []key.Binding{k.Send, k.Leave, k.Switch, ctx, k.Channel, withHelp(k.Search, "/", "search (on an empty line)"),
 			withHelp(k.Scroll, "↑/↓", "scroll"), k.Page, k.Side}
+	case p.mode == chatSearching && len(p.find.past.queries) > 0:
+		return []key.Binding{k.Run, k.Cancel, k.Older}
 	case p.mode == chatSearching:
 		return []key.Binding{k.Run, k.Cancel}
 	case p.mode == chatResults:
-		return []key.Binding{k.Back, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Switch, ctx, k.Channel}
+		return []key.Binding{k.Back, k.Jump, withHelp(k.Search, "/", "new search"), withHelp(k.Scroll, "↑/↓", "choose"), k.Page, k.Switch, ctx, k.Channel}
+	case p.find.jumped && p.main == mainConversation:
+		return []key.Binding{k.Results, k.Type, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Ends, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel}
 	}
 	return []key.Binding{k.Type, k.Search, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel, k.Scroll, k.Page, k.Ends, k.Side}
 }
@@ -493,11 +570,12 @@ func (p *chatPane) bufferResult(msg resultMsg[history.Utterances]) tea.Cmd {
 		p.buf.loadErr, p.buf.utts = "", msg.value.Utterances
 	}
 	p.buf.loaded = true
+	titles := p.restoreRoutes()
 	p.render()
 	if again {
-		return p.loadBuffer()
+		return tea.Batch(titles, p.loadBuffer())
 	}
-	return nil
+	return titles
 }
 
 // statsResult takes history.stats's answer.
@@ -662,12 +740,20 @@ func (p *chatPane) browseKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
 	switch {
 	case key.Matches(msg, k.Type):
+		// Typing leaves the search for good: the hits and the mark go.
+		p.find.clear()
+		p.buf.marked = false
 		p.mode = chatTyping
 		p.main = mainConversation
 		p.render()
 		return p.input.Focus()
 	case key.Matches(msg, k.Search):
 		return p.startSearch()
+	case key.Matches(msg, k.Results) && p.find.jumped && p.main == mainConversation:
+		p.find.jumped = false
+		p.mode = chatResults
+		p.render()
+		return nil
 	case key.Matches(msg, nav.Esc) && p.main == mainSide:
 		p.main = mainConversation
 		p.render()
@@ -701,6 +787,7 @@ func (p *chatPane) send() tea.Cmd {
 	args := core.ChatSendArgs{Text: text, Conversation: p.conv, Channel: p.route.channel}
 	if episodic.IsExplicit(p.route.channel) {
 		args.ThreadID = p.route.threadID
+		args.ContinueThread = args.ThreadID == "" && p.route.fresh != p.conv
 	}
 	cmd := request(&p.requests, &p.out.load, core.ActionChatSend, args)
 	p.out.text, p.out.conv, p.out.from, p.out.channel = text, p.conv, p.buf.stats.NextIndex, p.route.channel
@@ -718,9 +805,11 @@ func (p *chatPane) startSearch() tea.Cmd {
 	}
 	p.mode = chatSearching
 	p.main = mainConversation
+	p.find.jumped = false
 	p.input.Blur()
-	p.find.input.SetValue(p.find.query)
-	p.find.input.CursorEnd()
+	// A new search starts empty: the ones before are on ↑.
+	p.find.input.SetValue("")
+	p.find.past.start()
 	p.render()
 	return p.find.input.Focus()
 }
@@ -736,7 +825,8 @@ func (p *chatPane) searchKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		f.input.Blur()
 		p.mode = chatResults
-		f.query, f.hits, f.searched, f.err = q, nil, false, ""
+		f.past.add(q)
+		f.query, f.hits, f.searched, f.err, f.sel = q, nil, false, "", 0
 		cmd := request(&p.requests, &f.load, history.ActionSearch,
 			history.SearchRequest{Conversation: p.conv, Query: q, Limit: chatSearchLimit})
 		p.render()
@@ -749,6 +839,18 @@ func (p *chatPane) searchKey(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		return p.back()
+	case key.Matches(msg, k.Older):
+		if q, ok := f.past.older(f.input.Value()); ok {
+			f.input.SetValue(q)
+			f.input.CursorEnd()
+		}
+		return nil
+	case key.Matches(msg, k.Newer):
+		if q, ok := f.past.newer(); ok {
+			f.input.SetValue(q)
+			f.input.CursorEnd()
+		}
+		return nil
 	}
 	var cmd tea.Cmd
 	f.input, cmd = f.input.Update(msg)
@@ -768,6 +870,7 @@ func (p *chatPane) searchResult(msg resultMsg[history.SearchResult]) tea.Cmd {
 		f.err, f.hits = "", msg.value.Results
 	}
 	f.searched = true
+	f.sel = 0
 	p.renderHits()
 	f.view.home()
 	return nil
@@ -780,14 +883,79 @@ func (p *chatPane) resultsKey(msg tea.KeyMsg) tea.Cmd {
 		return p.back()
 	case key.Matches(msg, k.Search):
 		return p.startSearch()
+	case key.Matches(msg, k.Jump):
+		return p.jump()
 	}
-	p.mainView().handleKey(msg)
+	if navigate(&hitCursor{p}, msg, nav) {
+		p.renderHits()
+	}
 	return nil
 }
+
+// jump shows the selected hit in the conversation: the conversation
+// scrolls to it, with the exchange before it in view, and marks it. The
+// hits give way (the conversation needs the whole area and the scroll
+// keys to be read in), but stay: esc goes back to them, the same hit
+// selected, to show the next. A hit no longer in the buffer cannot be
+// shown: the status line says so, and the hits stay.
+func (p *chatPane) jump() tea.Cmd {
+	f := &p.find
+	if !f.searched || f.sel >= len(f.hits) || f.hits[f.sel].Utterance == nil {
+		return nil
+	}
+	u := f.hits[f.sel].Utterance
+	line, ok := p.buf.at[u.UtteranceIndex]
+	if !ok {
+		return showStatus(fmt.Sprintf("#%d has left the buffer: the conversation no longer shows it (the summary covers it).", u.UtteranceIndex), false)
+	}
+	f.jumped = true
+	p.mode, p.main = chatBrowse, mainConversation
+	p.buf.mark, p.buf.marked = u.UtteranceIndex, true
+	p.render()
+	p.buf.view.setOffset(line - p.buf.view.Height()/4)
+	return nil
+}
+
+// hitCursor moves the selection through the hits (the navigation keys),
+// scrolling the results to keep the selected one in view.
+type hitCursor struct{ p *chatPane }
+
+func (c *hitCursor) set(i int) {
+	f := &c.p.find
+	f.sel = max(min(i, len(f.hits)-1), 0)
+	if f.sel >= len(f.starts) || f.starts[f.sel] < 0 {
+		return
+	}
+	start, end := f.starts[f.sel], f.view.TotalLineCount()
+	for _, s := range f.starts[f.sel+1:] {
+		if s >= 0 {
+			end = s - 1 // the blank line between hits
+			break
+		}
+	}
+	v := &f.view
+	if end > v.Offset()+v.Height() {
+		v.setOffset(end - v.Height())
+	}
+	if start < v.Offset() {
+		v.setOffset(start)
+	}
+}
+
+// perPage is about how many hits a page of the results holds.
+func (c *hitCursor) perPage() int { return max(c.p.find.view.Height()/4, 1) }
+
+func (c *hitCursor) up()       { c.set(c.p.find.sel - 1) }
+func (c *hitCursor) down()     { c.set(c.p.find.sel + 1) }
+func (c *hitCursor) pageUp()   { c.set(c.p.find.sel - c.perPage()) }
+func (c *hitCursor) pageDown() { c.set(c.p.find.sel + c.perPage()) }
+func (c *hitCursor) home()     { c.set(0); c.p.find.view.home() }
+func (c *hitCursor) end()      { c.set(len(c.p.find.hits) - 1) }
 
 // clear forgets the search; an answer in flight is then stale.
 func (f *chatSearch) clear() {
 	f.query, f.hits, f.searched, f.err, f.load = "", nil, false, "", loader{}
+	f.sel, f.jumped = 0, false
 	f.input.SetValue("")
 }
 
@@ -843,7 +1011,7 @@ func (p *chatPane) routed(conv, channel string, res episodic.MessageResult) tea.
 	}
 	// The history records the message at the index the conversation was
 	// at when it was sent.
-	r.routes[conv][p.out.from] = &chatRoute{channel: channel, res: res}
+	r.routes[conv][p.out.from] = newChatRoute(channel, res)
 	// On an explicit channel, the thread the first message started is the
 	// one the conversation's next messages continue.
 	if episodic.IsExplicit(channel) && r.channel == channel {

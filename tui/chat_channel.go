@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
@@ -31,10 +32,14 @@ type channelPicker struct {
 	list listCursor
 }
 
-// chatRoute is where thread.message sent one of the pane's messages.
-type chatRoute struct {
-	channel string
-	res     episodic.MessageResult
+// chatRoute is where thread.message sent one of the conversation's
+// messages: from chat.send's answer, or from what chat.send recorded with
+// the message (after a restart).
+type chatRoute struct{ core.ChatRoute }
+
+// newChatRoute is where res says a message on channel went.
+func newChatRoute(channel string, res episodic.MessageResult) *chatRoute {
+	return &chatRoute{core.NewChatRoute(channel, res)}
 }
 
 func channelName(c string) string {
@@ -128,9 +133,12 @@ func (p *chatPane) pickerKey(msg tea.KeyMsg) tea.Cmd {
 		return p.closePicker()
 	case key.Matches(msg, k.Pick):
 		r := &p.route
-		r.channel, r.threadID, r.announce = c.channel, "", ""
+		r.channel, r.threadID, r.announce, r.fresh = c.channel, "", "", ""
 		if episodic.IsExplicit(c.channel) {
 			r.threadID = c.threadID()
+			if r.threadID == "" {
+				r.fresh = p.conv // "+ a new thread", chosen
+			}
 		}
 		return tea.Batch(p.closePicker(), showStatus(p.channelNote(), false))
 	case key.Matches(msg, navArrows.Left), key.Matches(msg, nav.Prev):
@@ -224,33 +232,90 @@ func (p *chatPane) titlesResult(msg resultMsg[episodic.ListResult]) tea.Cmd {
 	if id != p.route.threadID {
 		return nil // moved elsewhere meanwhile
 	}
+	if !p.startedThread(id) {
+		// The engine continued the conversation's thread from an earlier
+		// run, one this pane had not seen (its messages no longer in the
+		// buffer).
+		return showStatus(withTitle("Messages on "+p.route.channel+" continue the conversation's thread “%s”.", p.threadTitle(id)), false)
+	}
 	return showStatus(withTitle("New thread “%s”: messages on "+p.route.channel+" continue it.", p.threadTitle(id)), false)
+}
+
+// startedThread reports whether one of the conversation's messages
+// started the thread id (or none went there, to say otherwise).
+func (p *chatPane) startedThread(id string) bool {
+	seen := false
+	for _, r := range p.route.routes[p.conv] {
+		if r.ThreadID == id {
+			if r.NewThread {
+				return true
+			}
+			seen = true
+		}
+	}
+	return !seen
 }
 
 // routeNote says where a message went: "→ sms · thread “Weather in New
 // York” (new, linked to “…”)".
 func (p *chatPane) routeNote(r *chatRoute) string {
-	res := r.res
 	var how []string
 	switch {
-	case res.NewThread:
+	case r.NewThread:
 		how = append(how, "new")
-		if res.EndedThread != "" && !slices.Contains(res.LinkedThreads, res.EndedThread) {
-			how = append(how, fmt.Sprintf("“%s” had gone quiet", p.threadTitle(res.EndedThread)))
+		if r.EndedThread != "" && !slices.Contains(r.Linked, r.EndedThread) {
+			how = append(how, fmt.Sprintf("“%s” had gone quiet", p.threadTitle(r.EndedThread)))
 		}
-		if len(res.LinkedThreads) > 0 {
+		if len(r.Linked) > 0 {
 			var titles []string
-			for _, id := range res.LinkedThreads {
+			for _, id := range r.Linked {
 				titles = append(titles, "“"+p.threadTitle(id)+"”")
 			}
 			how = append(how, "linked to "+strings.Join(titles, ", "))
-		} else if n := len(res.Decisions); n > 0 {
-			how = append(how, "not linked to "+plural(n, "earlier thread", "earlier threads"))
+		} else if r.Decisions > 0 {
+			how = append(how, "not linked to "+plural(r.Decisions, "earlier thread", "earlier threads"))
 		}
 	default:
-		how = append(how, fmt.Sprintf("turn %d", res.TurnCount))
+		how = append(how, fmt.Sprintf("turn %d", r.TurnCount))
 	}
-	return fmt.Sprintf("→ %s · thread “%s” (%s)", r.channel, p.threadTitle(res.ThreadID), strings.Join(how, ", "))
+	return fmt.Sprintf("→ %s · thread “%s” (%s)", r.Channel, p.threadTitle(r.ThreadID), strings.Join(how, ", "))
+}
+
+// restoreRoutes takes where the loaded messages went from what chat.send
+// recorded with them, so that the notes under them survive a restart;
+// and on an explicit channel with no thread yet (and no new one chosen),
+// the thread the conversation's latest message there went to, which the
+// engine continues (issue 14, bug 6). It asks for the titles it lacks.
+func (p *chatPane) restoreRoutes() tea.Cmd {
+	r := &p.route
+	if r.routes[p.conv] == nil {
+		r.routes[p.conv] = map[int]*chatRoute{}
+	}
+	latest, unknown := "", false
+	for _, u := range p.buf.utts {
+		stored, ok := core.ChatRouteOf(u.Metadata)
+		if !ok || u.Speaker != "user" {
+			continue
+		}
+		r.routes[p.conv][u.UtteranceIndex] = &chatRoute{stored}
+		if stored.Channel == r.channel {
+			latest = stored.ThreadID
+		}
+		for _, id := range append([]string{stored.ThreadID, stored.EndedThread}, stored.Linked...) {
+			if _, ok := r.titles[id]; id != "" && !ok {
+				unknown = true
+			}
+		}
+	}
+	// A send in flight says itself where its message went (and announces a
+	// new thread).
+	if episodic.IsExplicit(r.channel) && r.threadID == "" && r.fresh != p.conv && latest != "" && !p.out.load.busy {
+		r.threadID = latest
+	}
+	if unknown {
+		return p.loadTitles()
+	}
+	return nil
 }
 
 // pickerLines render the picker in the main area.

@@ -114,7 +114,7 @@ func (p *chatPane) inputLine() string {
 	case p.mode == chatSearching:
 		return strings.TrimRight(" "+p.find.input.View(), " ")
 	case p.mode == chatResults:
-		return " " + s.Muted.Render("search: ") + oneLine(p.find.query) + s.Muted.Render("   / searches again · esc goes back to the chat")
+		return " " + s.Muted.Render("search: ") + oneLine(p.find.query) + s.Muted.Render("   enter shows the hit in the chat · / searches again · esc goes back")
 	case p.picker != nil:
 		return " " + p.styles.Muted.Render("enter uses it · esc goes back")
 	case p.mode == chatTyping && p.switcher == nil:
@@ -205,6 +205,7 @@ func (p *chatPane) convLines(w int) []string {
 		return lines
 	}
 	now := p.conn.Now()
+	p.buf.at = make(map[int]int, len(p.buf.utts))
 	prevTurn := -1
 	// The message in flight, once recorded: its send is still finishing.
 	finishing := -1
@@ -216,8 +217,15 @@ func (p *chatPane) convLines(w int) []string {
 			lines = append(lines, "")
 		}
 		prevTurn = u.TurnNumber
-		lines = append(lines, truncateTo(" "+p.uttHeader(u, now, false), w))
-		lines = append(lines, wrapText(u.Text, w-4, "   ")...)
+		p.buf.at[u.UtteranceIndex] = len(lines)
+		if p.buf.marked && p.buf.mark == u.UtteranceIndex {
+			// The hit a search showed: marked, and its text stands out.
+			lines = append(lines, truncateTo(s.Selected.Render(glyphCursor)+p.uttHeader(u, now, false)+s.Selected.Render(" · found"), w))
+			lines = append(lines, styleLines(s.Selected, wrapText(u.Text, w-4, "   "))...)
+		} else {
+			lines = append(lines, truncateTo(" "+p.uttHeader(u, now, false), w))
+			lines = append(lines, wrapText(u.Text, w-4, "   ")...)
+		}
 		if r := p.route.routes[p.conv][u.UtteranceIndex]; r != nil && u.Speaker == "user" {
 			lines = append(lines, styleLines(s.Prompt, wrapText(p.routeNote(r), w-6, "   "))...)
 		} else if u.Speaker == "user" && u.UtteranceIndex == finishing {
@@ -285,15 +293,22 @@ func (p *chatPane) renderHits() {
 	s := p.styles
 	now := p.conn.Now()
 	var lines []string
+	p.find.starts = make([]int, len(p.find.hits))
 	for i, hit := range p.find.hits {
+		p.find.starts[i] = -1
 		if hit.Utterance == nil {
 			continue
 		}
 		if i > 0 {
 			lines = append(lines, "")
 		}
+		p.find.starts[i] = len(lines)
 		u := hit.Utterance
-		head := s.Emphasis.Render(fmt.Sprintf(" %2d ", i+1)) + s.Prompt.Render(fmt.Sprintf("%7.3f", hit.RelevanceScore)) + "  " +
+		num := s.Emphasis.Render(fmt.Sprintf(" %2d ", i+1))
+		if i == p.find.sel {
+			num = s.Selected.Render(fmt.Sprintf("%s%2d ", glyphCursor, i+1))
+		}
+		head := num + s.Prompt.Render(fmt.Sprintf("%7.3f", hit.RelevanceScore)) + "  " +
 			p.uttHeader(u, now, true)
 		lines = append(lines, truncateTo(head, w))
 		text := wrapText(u.Text, w-6, "      ")

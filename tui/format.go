@@ -85,6 +85,82 @@ func shortenLeft(s string, n int) string {
 	return glyphEllipsis + strings.TrimLeft(ansi.TruncateLeft(s, w-n+1, ""), "-")
 }
 
+// fitMessage fits a message (plain text, one line) in width columns the
+// way it reads: it starts with what went wrong and ends with what to do
+// about it, so a message too long keeps its start and its last clause,
+// the middle cut at spaces ("… or write the plan yourself with
+// plan.create"), never inside a flag or a bracket. When the last clause
+// would leave the start too little room, the message is cut at its end,
+// at a space. (Issue 14, bug 4: the status line cut off the alternative.)
+func fitMessage(s string, width int) string {
+	if ansi.StringWidth(s) <= width {
+		return s
+	}
+	kept, ok := keepFlags(s)
+	release := func(s string) string {
+		if ok {
+			return releaseFlags(s)
+		}
+		return s
+	}
+	words := strings.Split(kept, " ")
+	tail := lastClause(words)
+	if tail > 0 {
+		end := strings.Join(words[tail:], " ")
+		if room := width - ansi.StringWidth(end) - 3; room >= width/3 {
+			if head := wordsWithin(words[:tail], room); head != "" {
+				return release(head + " " + glyphEllipsis + " " + end)
+			}
+		}
+	}
+	if head := wordsWithin(words, width-1); head != "" {
+		return release(head + glyphEllipsis)
+	}
+	return truncateTo(s, width)
+}
+
+// lastClause is the index of the word that starts the last clause of
+// words (after a word ending in a comma, semicolon or colon), or 0.
+func lastClause(words []string) int {
+	for i := len(words) - 1; i > 1; i-- {
+		if strings.TrimSpace(words[i]) != "" && strings.ContainsAny(words[i-1][max(len(words[i-1])-1, 0):], ",;:") {
+			return i
+		}
+	}
+	return 0
+}
+
+// wordsWithin joins as many of words, from the first, as fit in width
+// columns, without a bracket the cut would leave open: "(and --model …"
+// reads as a mistake.
+func wordsWithin(words []string, width int) string {
+	n, w := 0, -1
+	for n < len(words) && w+1+ansi.StringWidth(words[n]) <= width {
+		w += 1 + ansi.StringWidth(words[n])
+		n++
+	}
+	if n < len(words) {
+		depth, open := 0, -1
+		for i := range n {
+			for _, r := range words[i] {
+				switch r {
+				case '(', '[', '{':
+					if depth == 0 {
+						open = i
+					}
+					depth++
+				case ')', ']', '}':
+					depth = max(depth-1, 0)
+				}
+			}
+		}
+		if depth > 0 {
+			n = open
+		}
+	}
+	return strings.TrimRight(strings.Join(words[:n], " "), " ")
+}
+
 // shortID is the end of a UUIDv7 id: what tells ids made in one run apart.
 func shortID(id string) string {
 	if len(id) > 8 {
@@ -153,7 +229,7 @@ func joinLines(lines []string) string { return strings.Join(lines, "\n") }
 
 // wrap word-wraps s to width columns and starts every line with indent.
 func wrap(s string, width int, indent string) string {
-	lines := strings.Split(ansi.Wrap(s, max(width, 1), ""), "\n")
+	lines := strings.Split(wordWrap(s, max(width, 1)), "\n")
 	for i, l := range lines {
 		lines[i] = indent + strings.TrimRight(l, " ")
 	}
@@ -166,35 +242,59 @@ func wrap(s string, width int, indent string) string {
 func wrapText(s string, width int, indent string) []string {
 	var out []string
 	for _, par := range strings.Split(strings.ReplaceAll(s, "\t", "    "), "\n") {
-		par, kept := keepFlags(strings.TrimRight(oneLine(par), " "))
-		for _, l := range strings.Split(ansi.Wrap(par, max(width, 1), ""), "\n") {
-			if kept {
-				l = strings.ReplaceAll(l, nonBreakingHyphen, "-")
-			}
+		for _, l := range strings.Split(wordWrap(strings.TrimRight(oneLine(par), " "), max(width, 1)), "\n") {
 			out = append(out, strings.TrimRight(indent+l, " "))
 		}
 	}
 	return out
 }
 
-// nonBreakingHyphen stands in for the hyphens of a flag while wrapping:
-// the wrapper breaks lines after any hyphen, and "--llm" split as "-" and
-// "-llm" reads as nothing.
-const nonBreakingHyphen = "\u2011"
+// wordWrap wraps s (plain or styled) to width columns at spaces, never
+// inside a flag: "--llm ollama" moves to the next line whole (issue 14,
+// bug 4: an error split it as "--llm" and "ollama"). A unit wider than
+// width is cut where it must be.
+func wordWrap(s string, width int) string {
+	kept, ok := keepFlags(s)
+	if !ok {
+		return ansi.Wrap(s, width, "")
+	}
+	return releaseFlags(ansi.Wrap(kept, width, ""))
+}
 
-// flagWord is a word that starts with a hyphen: a flag, a negative number.
-var flagWord = regexp.MustCompile(`(^|\s)-\S*`)
+// The stand-ins that hold a flag together while wrapping: the wrapper
+// breaks lines after any hyphen ("--llm" split as "-" and "-llm" reads as
+// nothing) and at any space but a non-breaking one.
+const (
+	nonBreakingHyphen = "\u2011"
+	nonBreakingSpace  = "\u00a0"
+)
 
-// keepFlags makes the hyphens of flag-like words non-breaking, unless s
-// has non-breaking hyphens of its own (they would come back as hyphens).
+// flagWord is a word that starts with a hyphen (a flag, a negative
+// number), at the start, after a space or after a style's escape code.
+var flagWord = regexp.MustCompile(`(^|\s|\x1b\[[0-9;]*m)-\S*`)
+
+// flagAndValue is a flag ("--llm", "-n") and the word after it when that
+// is no flag itself: its value, which reads as nothing on a line of its own.
+var flagAndValue = regexp.MustCompile(`(^|\s|\x1b\[[0-9;]*m)--?[A-Za-z]\S* [^\s-]\S*`)
+
+// keepFlags makes every flag of s one unbreakable unit (its hyphens and
+// the space before its value stand-ins), unless s holds a stand-in of its
+// own: it would come back as a hyphen or a space.
 func keepFlags(s string) (string, bool) {
-	if !strings.Contains(s, "-") || strings.Contains(s, nonBreakingHyphen) {
+	if !strings.Contains(s, "-") || strings.Contains(s, nonBreakingHyphen) || strings.Contains(s, nonBreakingSpace) {
 		return s, false
 	}
+	s = flagAndValue.ReplaceAllStringFunc(s, func(w string) string {
+		i := strings.LastIndex(w, " ")
+		return w[:i] + nonBreakingSpace + w[i+1:]
+	})
 	return flagWord.ReplaceAllStringFunc(s, func(w string) string {
 		return strings.ReplaceAll(w, "-", nonBreakingHyphen)
 	}), true
 }
+
+// releaseFlags turns keepFlags' stand-ins back into hyphens and spaces.
+var releaseFlags = strings.NewReplacer(nonBreakingHyphen, "-", nonBreakingSpace, " ").Replace
 
 // wrapIndented wraps a line to width columns, at spaces where it can,
 // continuing it two columns deeper than it starts.
@@ -202,6 +302,7 @@ func wrapIndented(l string, width int) string {
 	if width < 8 || ansi.StringWidth(l) <= width {
 		return l
 	}
+	l, kept := keepFlags(l)
 	first := strings.SplitN(ansi.Wrap(l, width, ""), "\n", 2)[0]
 	if !strings.HasPrefix(l, first) {
 		first = ansi.Truncate(l, width, "")
@@ -209,12 +310,16 @@ func wrapIndented(l string, width int) string {
 	rest := strings.TrimLeft(l[len(first):], " ")
 	indent := strings.Repeat(" ", min(len(l)-len(strings.TrimLeft(l, " "))+2, width/2))
 	rest = ansi.Wrap(rest, width-len(indent), "")
-	return strings.TrimRight(first, " ") + "\n" + indent + strings.ReplaceAll(rest, "\n", "\n"+indent)
+	out := strings.TrimRight(first, " ") + "\n" + indent + strings.ReplaceAll(rest, "\n", "\n"+indent)
+	if kept {
+		out = releaseFlags(out)
+	}
+	return out
 }
 
 // wrapValue wraps a long value over at most n lines.
 func wrapValue(s string, width, n int) []string {
-	lines := strings.Split(ansi.Wrap(s, max(width-1, 4), ""), "\n")
+	lines := strings.Split(wordWrap(s, max(width-1, 4)), "\n")
 	if len(lines) > n {
 		lines = lines[:n]
 		lines[n-1] = truncateTo(lines[n-1]+" …", width-1)

@@ -133,9 +133,9 @@ func TestOneLineNeutralisesControls(t *testing.T) {
 
 func TestWrapping(t *testing.T) {
 	// wrapText: plain text from outside, its line breaks kept, indented,
-	// flags never split at their hyphens.
-	got := wrapText("run it with --llm offline\nthen stop", 12, "  ")
-	want := []string{"  run it with", "  --llm", "  offline", "  then stop"}
+	// flags never split at their hyphens nor from their values.
+	got := wrapText("run it with --llm offline\nthen stop", 14, "  ")
+	want := []string{"  run it with", "  --llm offline", "  then stop"}
 	if !slices.Equal(got, want) {
 		t.Errorf("wrapText = %q, want %q", got, want)
 	}
@@ -162,6 +162,91 @@ func TestWrapping(t *testing.T) {
 	}
 	if got := styleLines(lipgloss.NewStyle(), []string{"a", "b"}); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("styleLines = %q", got)
+	}
+}
+
+// The error plan.replan gives without a model, as the console shows it.
+const noModel = "LLMError: plan.replan needs a language model: start engram with --llm ollama or --llm openai (and --model NAME), or write the plan yourself with plan.create"
+
+// Issue 14, bug 4: the detail panel split "--llm ollama" across lines.
+// Every wrapper breaks at spaces and keeps a flag with its value, at every
+// width, in plain and styled text.
+func TestWrappingNeverSplitsAFlagFromItsValue(t *testing.T) {
+	units := []string{"--llm ollama", "--llm openai", "--model NAME),", "plan.create"}
+	check := func(how string, lines []string, width int) {
+		t.Helper()
+		text := strings.Join(lines, "\n")
+		for _, u := range units {
+			if !strings.Contains(text, u) {
+				t.Errorf("%s at %d split %q:\n%s", how, width, u, text)
+			}
+		}
+		for _, l := range lines {
+			if lineWidth(l) > width {
+				t.Errorf("%s at %d: %q is %d wide", how, width, l, lineWidth(l))
+			}
+			if strings.ContainsAny(l, nonBreakingHyphen+nonBreakingSpace) {
+				t.Errorf("%s at %d left a stand-in: %q", how, width, l)
+			}
+		}
+	}
+	for width := 16; width <= 120; width++ {
+		check("wrapText", wrapText(noModel, width, ""), width)
+		check("wrap", strings.Split(ansi.Strip(wrap(red(noModel), width, "")), "\n"), width)
+		check("wrapValue", wrapValue(noModel, width+1, 20), width)
+		check("wrapIndented", strings.Split(wrapIndented(noModel, width), "\n"), width)
+	}
+	// The line breaks fall at spaces: joined again, the text is whole.
+	if got := strings.Join(wrapText(noModel, 30, ""), " "); got != noModel {
+		t.Errorf("wrapText lost or added text: %q", got)
+	}
+	// A negative number keeps its sign; a flag without a value stays whole;
+	// text that holds a stand-in of its own comes back unchanged.
+	if got := wrapText("move it by -12 now", 9, ""); !slices.Equal(got, []string{"move it", "by -12", "now"}) {
+		t.Errorf("negative number: %q", got)
+	}
+	if got := wrapText("run with --in-memory", 12, ""); !slices.Equal(got, []string{"run with", "--in-memory"}) {
+		t.Errorf("flag alone: %q", got)
+	}
+	if got := wrapText("a\u00a0b --llm x", 40, ""); !slices.Equal(got, []string{"a\u00a0b --llm x"}) {
+		t.Errorf("own stand-in: %q", got)
+	}
+}
+
+// Issue 14, bug 4: the status line cut the alternative off at 120
+// columns. A message too long keeps its start and its last clause, cut at
+// spaces, never inside a flag or leaving a bracket open.
+func TestFitMessageKeepsTheStartAndTheAlternative(t *testing.T) {
+	for _, c := range []struct {
+		width int
+		want  string
+	}{
+		{200, noModel},
+		// The cut would leave "(and" open: the bracket goes whole.
+		{140, "LLMError: plan.replan needs a language model: start engram with --llm ollama or --llm openai … or write the plan yourself with plan.create"},
+		{119, "LLMError: plan.replan needs a language model: start engram with … or write the plan yourself with plan.create"},
+		{79, "LLMError: plan.replan needs a … or write the plan yourself with plan.create"},
+		// Too narrow for the last clause and a start: cut at the end, at a space.
+		{50, "LLMError: plan.replan needs a language model:…"},
+	} {
+		got := fitMessage(noModel, c.width)
+		if got != c.want {
+			t.Errorf("at %d:\n got %q\nwant %q", c.width, got, c.want)
+		}
+		if lineWidth(got) > c.width {
+			t.Errorf("at %d: %d wide", c.width, lineWidth(got))
+		}
+	}
+	// One word wider than the line: cut inside it, as before.
+	if got := fitMessage("supercalifragilistic", 8); got != "superca…" {
+		t.Errorf("one long word: %q", got)
+	}
+	// The status line shows it so, after its one column of margin.
+	var st status
+	st.set(noModel, true)
+	styles := DefaultStyles()
+	if got := ansi.Strip(st.view(&styles, 120)); !strings.HasSuffix(got, "or write the plan yourself with plan.create") || lineWidth(got) > 120 {
+		t.Errorf("status line at 120: %q", got)
 	}
 }
 

@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/conn"
@@ -30,6 +34,7 @@ type paletteKeys struct {
 	Newer    key.Binding // and the one after
 	Scroll   key.Binding
 	Close    key.Binding
+	Cancel   key.Binding // the newest action still running
 }
 
 // palette runs any registered action: "name {json args}". It completes
@@ -37,30 +42,45 @@ type paletteKeys struct {
 // chosen action's args, and shows the JSON result in a scrollable section.
 // It is the one place the console handles raw JSON, by design: it runs
 // actions by name and shows whatever they return.
+//
+// Closing it does not stop what it runs (a plan's run, a model call): an
+// answer that comes while it is closed goes to the status line. Several
+// actions may run at once; ctrl+x cancels the newest.
 type palette struct {
 	requests
 	styles *Styles
 	keys   paletteKeys
 	// actions is actions.list's answer, asked for every time the palette
-	// opens (list tracks that request).
-	actions []conn.ActionInfo
-	list    loader
+	// opens (list tracks that request); suggestions are their completions.
+	actions     []conn.ActionInfo
+	suggestions []string
+	list        loader
 
 	input   textinput.Model
 	result  scrollView
-	running string // the action in flight, if any
-	exec    loader // the action running, for telling its answer from a stale one
-	cancel  context.CancelFunc
+	runs    []*paletteRun // the actions in flight, oldest first
+	shown   bool          // the palette is open: answers show in it, not in the status line
 	spinner spinner.Model
 	last    string // the header line of the result shown
 	body    string // the result shown, before wrapping to the width
-	history []string
-	histPos int
+
+	history  []string // the commands run, oldest first, at most historyCap
+	histPos  int      // the command ↑/↓ shows; len(history) is the line being typed
+	draft    string   // the line being typed, kept while ↑ shows older ones
+	histFile *historyFile
 
 	width, height int
 }
 
-func newPalette(engine conn.Conn, styles *Styles) *palette {
+// paletteRun is one action the palette started that has not answered yet.
+type paletteRun struct {
+	req       int
+	name      string
+	cancel    context.CancelFunc
+	cancelled bool // ctrl+x asked it to stop; its answer says how it ended
+}
+
+func newPalette(engine conn.Conn, styles *Styles, historyPath string) *palette {
 	in := textinput.New()
 	in.Prompt = ": "
 	in.PromptStyle = styles.Prompt
@@ -83,31 +103,78 @@ func newPalette(engine conn.Conn, styles *Styles) *palette {
 			Newer:    key.NewBinding(key.WithKeys("down")),
 			Scroll:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "scroll")),
 			Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
+			Cancel:   key.NewBinding(key.WithKeys("ctrl+x"), key.WithHelp("ctrl+x", "cancel")),
 		},
 	}
 	p.input.KeyMap.AcceptSuggestion = p.keys.Complete
 	p.input.KeyMap.NextSuggestion = p.keys.Next
 	p.input.KeyMap.PrevSuggestion = p.keys.Prev
+	if historyPath != "" {
+		p.histFile = &historyFile{path: historyPath}
+		p.history = p.histFile.load()
+	}
 	return p
 }
 
-// open shows the palette and asks for the current list of actions (the
-// one from the last opening serves until it comes).
+// open shows the palette clean: an empty line, fresh completions, no
+// earlier result (issue 14, item 11). Actions still running show, and it
+// asks for the current list of actions (the one from the last opening
+// serves until it comes).
 func (p *palette) open() tea.Cmd {
+	p.shown = true
+	p.setInput("")
+	p.histPos, p.draft = len(p.history), ""
+	p.last, p.body = "", ""
+	p.setBody()
+	cmds := []tea.Cmd{p.input.Focus(), request(&p.requests, &p.list, core.ActionListActions, conn.ListActionsArgs{})}
+	if len(p.runs) > 0 {
+		cmds = append(cmds, p.spinner.Tick) // its ticks stopped while closed
+	}
+	return tea.Batch(cmds...)
+}
+
+// close hides the palette. What it runs keeps running (issue 14, item 2):
+// the status line says so, and will say how it ended.
+func (p *palette) close() tea.Cmd {
+	p.shown = false
+	p.input.Blur()
+	if len(p.runs) == 0 {
+		return nil
+	}
+	text := p.runs[len(p.runs)-1].name + " keeps running: its result will show here"
+	if n := len(p.runs); n > 1 {
+		text = fmt.Sprintf("%d actions keep running: their results will show here", n)
+	}
+	return paletteStatus(text, false)
+}
+
+// paletteStatus asks the console for a message in the status line: what
+// the palette ran, reported while it is closed.
+func paletteStatus(text string, isError bool) tea.Cmd {
+	return func() tea.Msg { return statusMsg{text: text, isError: isError} }
+}
+
+// setInput puts value in the input, the cursor at its end, and matches the
+// completions against it afresh: the text input alone keeps the matches
+// (and the one ctrl+n chose) of the text it held before, so that tab would
+// complete from a stale list.
+func (p *palette) setInput(value string) {
 	p.input.SetValue("")
-	p.histPos = len(p.history)
-	return tea.Batch(p.input.Focus(), request(&p.requests, &p.list, core.ActionListActions, conn.ListActionsArgs{}))
+	p.input.SetSuggestions(p.suggestions) // no text, no match: the choice starts over
+	p.input.SetValue(value)
+	p.input.SetSuggestions(p.suggestions)
+	p.input.CursorEnd()
 }
 
 // setActions takes actions.list's answer: what describe names and tab
 // completes.
 func (p *palette) setActions(actions []conn.ActionInfo) {
 	p.actions = actions
-	suggestions := make([]string, 0, len(actions))
+	p.suggestions = make([]string, 0, len(actions))
 	for _, a := range actions {
-		suggestions = append(suggestions, completion(a))
+		p.suggestions = append(p.suggestions, completion(a))
 	}
-	p.input.SetSuggestions(suggestions)
+	p.input.SetSuggestions(p.suggestions)
 }
 
 // completion is what tab inserts for an action: its name, and a JSON
@@ -128,22 +195,40 @@ func (p *palette) setSize(w, h int) {
 
 // keyHelp lists the palette's keys, the ones needed most first: a narrow
 // footer drops the last ones (and the result's line says pgup/pgdn when
-// there is something to scroll).
+// there is something to scroll). ctrl+x shows only while it has something
+// to cancel.
 func (p *palette) keyHelp() []key.Binding {
-	return []key.Binding{p.keys.Run, p.keys.Close, p.keys.Complete, p.keys.Next, p.keys.Older, p.keys.Scroll}
+	cancel := p.keys.Cancel
+	cancel.SetEnabled(p.cancellable() != nil)
+	return []key.Binding{p.keys.Run, p.keys.Close, cancel, p.keys.Complete, p.keys.Next, p.keys.Older, p.keys.Scroll}
 }
 
-// update handles a key while the palette is open; closed reports esc.
+// cancellable is the newest run not cancelled yet, or nil.
+func (p *palette) cancellable() *paletteRun {
+	for i := len(p.runs) - 1; i >= 0; i-- {
+		if !p.runs[i].cancelled {
+			return p.runs[i]
+		}
+	}
+	return nil
+}
+
+// update handles a key while the palette is open (closed reports esc) and
+// the answers to what it runs, open or not.
 func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
 		switch {
 		case key.Matches(msg, p.keys.Close):
-			// Closing the palette gives up on what it runs (a slow model
-			// call, say): its result would have nowhere to show.
-			p.cancelRunning()
-			p.input.Blur()
-			return nil, true
+			return p.close(), true
+		case key.Matches(msg, p.keys.Cancel):
+			// Enabled or not, ctrl+x is the palette's: the input has no use
+			// for it.
+			if run := p.cancellable(); run != nil {
+				run.cancelled = true
+				run.cancel() // its answer, an error most likely, still comes
+			}
+			return nil, false
 		case key.Matches(msg, p.keys.Run):
 			return p.run(), false
 		case key.Matches(msg, p.keys.Scroll):
@@ -168,15 +253,18 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 		}
 		return nil, false
 	case resultMsg[rawResult]:
-		if latest, _ := p.exec.answer(msg.req); !latest {
-			return nil, false
+		run := p.finish(msg.req)
+		if run == nil {
+			return nil, false // dropped when the console quit
 		}
-		p.cancelRunning() // done: release its context
-		p.showResult(msg)
+		if !p.shown {
+			return paletteStatus(p.summary(msg, run.cancelled), msg.err != nil), false
+		}
+		p.showResult(msg, run.cancelled)
 		return nil, false
 	case spinner.TickMsg:
-		if p.running == "" {
-			return nil, false // nothing in flight: let the spinner stop
+		if len(p.runs) == 0 || !p.shown {
+			return nil, false // nothing in flight, or not shown: let the spinner stop
 		}
 		p.spinner, cmd = p.spinner.Update(msg)
 		return cmd, false
@@ -185,18 +273,58 @@ func (p *palette) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 	return cmd, false
 }
 
-// cancelRunning cancels the action in flight, if any.
-func (p *palette) cancelRunning() {
-	if p.cancel != nil {
-		p.cancel()
-		p.cancel = nil
+// finish takes the run req answers off the runs in flight and releases its
+// context; nil if no run has that number.
+func (p *palette) finish(req int) *paletteRun {
+	for i, run := range p.runs {
+		if run.req == req {
+			run.cancel()
+			p.runs = append(p.runs[:i], p.runs[i+1:]...)
+			return run
+		}
 	}
-	p.running = ""
+	return nil
 }
 
+// cancelRunning cancels every action in flight: the console is quitting.
+func (p *palette) cancelRunning() {
+	for _, run := range p.runs {
+		run.cancel()
+	}
+	p.runs = nil
+}
+
+// summary is an answer on one line, for the status line: the palette was
+// closed when it came. An error says all it says; a result, its start.
+func (p *palette) summary(msg resultMsg[rawResult], cancelled bool) string {
+	if msg.err != nil {
+		e := errs.As(msg.err)
+		how := "failed"
+		if cancelled {
+			how = "cancelled"
+		}
+		return fmt.Sprintf("✗ %s %s: %s: %s", msg.action, how, e.Kind, e.Message)
+	}
+	// One element a line, then one line: spaces between the elements, where
+	// the status line may cut a long result.
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, msg.value, "", ""); err != nil {
+		buf.Reset()
+		buf.Write(msg.value)
+	}
+	// Cut here to the console's width: a result is no sentence to shorten
+	// at its clauses, as the status line does a message too long.
+	return ansi.Truncate("✓ "+msg.action+" ok: "+oneLine(buf.String()), max(p.width-2, 1), "…")
+}
+
+// recall shows the command before (older) or after the one shown; past the
+// newest is the line that was being typed.
 func (p *palette) recall(older bool) {
 	if len(p.history) == 0 {
 		return
+	}
+	if p.histPos == len(p.history) {
+		p.draft = p.input.Value()
 	}
 	if older {
 		p.histPos = max(p.histPos-1, 0)
@@ -204,53 +332,94 @@ func (p *palette) recall(older bool) {
 		p.histPos = min(p.histPos+1, len(p.history))
 	}
 	if p.histPos == len(p.history) {
-		p.input.SetValue("")
+		p.setInput(p.draft)
 	} else {
-		p.input.SetValue(p.history[p.histPos])
+		p.setInput(p.history[p.histPos])
 	}
-	p.input.CursorEnd()
 }
 
-// run parses "name {args}" and starts the action.
+// run parses "name {args}" and starts the action, beside any still
+// running: each answers on its own.
 func (p *palette) run() tea.Cmd {
 	line := strings.TrimSpace(p.input.Value())
-	if line == "" || p.running != "" {
+	if line == "" {
 		return nil
 	}
 	name, args, _ := strings.Cut(line, " ")
 	args = strings.TrimSpace(args)
-	if len(p.history) == 0 || p.history[len(p.history)-1] != line {
-		p.history = append(p.history, line)
-	}
-	p.histPos = len(p.history)
-	p.running = name
+	p.remember(line)
 	var raw json.RawMessage
 	if args != "" {
 		raw = json.RawMessage(args)
 	}
+	// The result shown was another command's.
+	p.last, p.body = "", ""
+	p.setBody()
 	// Actions can be slow (a model call): the spinner shows one is in flight.
 	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	return tea.Batch(p.runRaw(ctx, name, raw), p.spinner.Tick)
+	run := &paletteRun{req: p.next(nil), name: name, cancel: cancel}
+	p.runs = append(p.runs, run)
+	return tea.Batch(p.runRaw(ctx, run, raw, p.saveHistory()), p.spinner.Tick)
+}
+
+// remember puts line at the end of the history (once: an earlier copy
+// goes), which keeps its newest historyCap commands.
+func (p *palette) remember(line string) {
+	if i := slices.Index(p.history, line); i >= 0 {
+		p.history = slices.Delete(p.history, i, i+1)
+	}
+	p.history = append(p.history, line)
+	if over := len(p.history) - historyCap; over > 0 {
+		p.history = slices.Delete(p.history, 0, over)
+	}
+	p.histPos, p.draft = len(p.history), ""
+}
+
+// saveHistory is what writes the history as it is now, to run off the UI
+// goroutine; nil without a history file.
+func (p *palette) saveHistory() func() error {
+	if p.histFile == nil {
+		return nil
+	}
+	h, gen, lines := p.histFile, p.histFile.bump(), slices.Clone(p.history)
+	return func() error { return h.save(gen, lines) }
 }
 
 // runRaw runs the action with args as typed, answering with its result
 // undecoded: the palette shows whatever JSON it is, and the engine (not an
-// encoder here) judges args that are not JSON.
-func (p *palette) runRaw(ctx context.Context, name string, args json.RawMessage) tea.Cmd {
-	c, pane, req := p.conn, p.pane, p.next(&p.exec)
+// encoder here) judges args that are not JSON. It saves the history first,
+// as a shell does, so that a command is on file once its answer shows; a
+// history that cannot be saved says so once, in the status line.
+func (p *palette) runRaw(ctx context.Context, run *paletteRun, args json.RawMessage, save func() error) tea.Cmd {
+	c, pane, req, name := p.conn, p.pane, run.req, run.name
 	return func() tea.Msg {
+		var saveErr error
+		if save != nil {
+			saveErr = save()
+		}
 		res, err := c.Do(ctx, conn.Request{Action: name, Args: args})
-		return resultMsg[rawResult]{pane: pane, req: req, action: name, value: res, err: err}
+		var answer tea.Msg = resultMsg[rawResult]{pane: pane, req: req, action: name, value: res, err: err}
+		if saveErr == nil {
+			return answer
+		}
+		return tea.BatchMsg{
+			func() tea.Msg { return answer },
+			paletteStatus("palette history not saved: "+saveErr.Error(), true),
+		}
 	}
 }
 
 // showResult puts an action's result (or error) in the viewport.
-func (p *palette) showResult(msg resultMsg[rawResult]) {
+// An action that ctrl+x cancelled and that then failed says cancelled: its
+// error (a context's) says how, below.
+func (p *palette) showResult(msg resultMsg[rawResult], cancelled bool) {
 	var body []byte
 	if msg.err != nil {
 		e := errs.As(msg.err)
 		p.last = p.styles.Failed.Render("✗ "+msg.action) + p.styles.Muted.Render(" failed: ") + oneLine(string(e.Kind))
+		if cancelled {
+			p.last = p.styles.Failed.Render("✗ "+msg.action) + p.styles.Muted.Render(" cancelled")
+		}
 		body, _ = json.MarshalIndent(struct {
 			Kind    errs.Kind      `json:"kind"`
 			Message string         `json:"message"`
@@ -348,13 +517,23 @@ func argsSummary(fields []action.Field) string {
 }
 
 func (p *palette) view() string {
-	var status string
-	switch {
-	case p.running != "":
-		status = p.spinner.View() + p.styles.Muted.Render(" running "+p.running+"…")
-	case p.last != "":
-		status = p.last + p.styles.Muted.Render(scrollInfo(p.result))
-	default:
+	var parts []string
+	if n := len(p.runs); n > 0 {
+		run, doing := p.runs[n-1], " running "
+		if run.cancelled {
+			doing = " cancelling "
+		}
+		s := p.spinner.View() + p.styles.Muted.Render(doing+run.name+"…")
+		if n > 1 {
+			s += p.styles.Muted.Render(fmt.Sprintf(" (%d more)", n-1))
+		}
+		parts = append(parts, s)
+	}
+	if p.last != "" {
+		parts = append(parts, p.last+p.styles.Muted.Render(scrollInfo(p.result)))
+	}
+	status := strings.Join(parts, p.styles.Muted.Render(" · "))
+	if status == "" {
 		status = p.styles.Muted.Render("The result appears here.")
 	}
 	// The text input pads its value to its width but then adds the cursor
@@ -371,4 +550,87 @@ func scrollInfo(v scrollView) string {
 		return ""
 	}
 	return fmt.Sprintf("  (lines %d-%d of %d, pgup/pgdn)", v.Offset()+1, min(v.Offset()+v.Height(), v.TotalLineCount()), v.TotalLineCount())
+}
+
+// historyCap is how many commands the palette's history keeps.
+const historyCap = 200
+
+// historyFile keeps the palette's history across runs of the console: one
+// command a line (the input has no line breaks), oldest first.
+type historyFile struct {
+	path string
+
+	mu     sync.Mutex
+	gen    int  // numbers every snapshot asked to be saved
+	saved  int  // the snapshot on file: an older one never overwrites it
+	failed bool // a save failed already (and said so)
+}
+
+// load reads the history; a missing or unreadable file is an empty one
+// (the first save says if it cannot be written).
+func (h *historyFile) load() []string {
+	data, err := os.ReadFile(h.path)
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	for l := range strings.SplitSeq(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines[max(len(lines)-historyCap, 0):]
+}
+
+// bump numbers the next snapshot to save.
+func (h *historyFile) bump() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gen++
+	return h.gen
+}
+
+// save writes snapshot gen atomically (a temporary file renamed over the
+// old one), readable by its owner only, unless a newer one is on file
+// already (saves run concurrently). It reports only its first failure.
+func (h *historyFile) save(gen int, lines []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen <= h.saved {
+		return nil
+	}
+	err := h.write(lines)
+	if err == nil {
+		h.saved = gen
+		return nil
+	}
+	if h.failed {
+		return nil
+	}
+	h.failed = true
+	return err
+}
+
+func (h *historyFile) write(lines []string) error {
+	dir := filepath.Dir(h.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(h.path)+"-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(f.Name()) }() // gone once renamed
+	var buf strings.Builder
+	for _, l := range lines {
+		buf.WriteString(l + "\n")
+	}
+	if _, err := f.WriteString(buf.String()); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), h.path)
 }

@@ -302,7 +302,7 @@ func (p *plansPane) Keys() []key.Binding {
 	switch {
 	case sum != nil && (sum.Status == planner.PlanRunning || p.runs[sum.ID] != nil):
 		first = []key.Binding{k.Cancel}
-	case sum != nil && sum.Status == planner.PlanCancelled:
+	case sum != nil && (sum.Status == planner.PlanCancelled || sum.Status == planner.PlanInterrupted):
 		first = []key.Binding{k.Resume}
 	case sum != nil && (sum.Status == planner.PlanAborted || sum.Status == planner.PlanFailed):
 		// Resume and execute run what is pending, never a failed subtask
@@ -617,8 +617,8 @@ func (p *plansPane) reportRun(id, verb string, msg resultMsg[planner.ExecuteResu
 	if c.Skipped > 0 {
 		text += fmt.Sprintf(", %d skipped", c.Skipped)
 	}
-	if d, ok := planElapsed(pl, p.conn.Now()); ok {
-		text += " in " + formatPlanDuration(d)
+	if t, ok := planElapsed(pl, p.conn.Now()); ok {
+		text += " " + t.sentence()
 	}
 	switch pl.Status {
 	case planner.PlanCancelled:
@@ -1126,8 +1126,17 @@ func (p *plansPane) cancelRun() tea.Cmd {
 		return nil
 	}
 	if r := p.runs[sum.ID]; r != nil {
-		r.cancel()
-		return showStatus("Cancelling "+oneLine(sum.ID)+"…", false)
+		// The status first, then the cancel: the run's report, which the
+		// cancel brings, must not be overwritten by "Cancelling…" (a
+		// test saw it once, under load).
+		return tea.Sequence(showStatus("Cancelling "+oneLine(sum.ID)+"…", false), func() tea.Msg {
+			r.cancel()
+			return nil
+		})
+	}
+	if sum.Status == planner.PlanInterrupted {
+		// Engram stopped during its run (issue 14, bug 1).
+		return showStatus("Plan "+oneLine(sum.ID)+" is not running (engram stopped mid-run): r resumes it.", false)
 	}
 	cmd := request(&p.requests, nil, planner.ActionPlanCancel, planner.PlanArgs{PlanID: sum.ID})
 	p.others[p.seq] = sum.ID

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,7 +124,8 @@ func (p *plansPane) stepStyle(status, text string) string {
 }
 
 // planMark is a plan's status as one character: ✓ completed, ⤼ partial
-// (some skipped), ✗ aborted or failed, ‖ cancelled (resume continues it), ·
+// (some skipped), ✗ aborted or failed, ‖ cancelled (resume continues it),
+// ↯ interrupted (engram stopped during its run; resume continues it), ·
 // pending, the spinner while it runs.
 func (p *plansPane) planMark(status string) string {
 	switch status {
@@ -135,6 +137,8 @@ func (p *plansPane) planMark(status string) string {
 		return glyphFailed
 	case planner.PlanCancelled:
 		return "‖"
+	case planner.PlanInterrupted:
+		return planGlyphInterrupted
 	case planner.PlanRunning:
 		return p.stepMark(planner.InProgress)
 	}
@@ -148,7 +152,7 @@ func (p *plansPane) planStyle(status, text string) string {
 		return s.OK.Render(text)
 	case planner.PlanAborted, planner.PlanFailed:
 		return s.Failed.Render(text)
-	case planner.PlanPartial, planner.PlanCancelled:
+	case planner.PlanPartial, planner.PlanCancelled, planner.PlanInterrupted:
 		return s.Muted.Render(text)
 	case planner.PlanRunning:
 		return s.Prompt.Render(text)
@@ -170,31 +174,90 @@ func stepElapsed(s *planner.Subtask, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// planElapsed is the time from the first subtask's start to the last one's
-// end (or now, while one runs).
-func planElapsed(d *planner.Plan, now time.Time) (time.Duration, bool) {
+// planTimes are how long a plan ran, and over how long (issue 14, bug 7:
+// one figure counted the idle time between an abort and a resume as
+// running). run is the time some subtask was running, overlaps counted
+// once: the runs' spans, without the time between them. wall is from the
+// first subtask's start to the last one's end. A subtask running counts
+// up to now; one whose run was cancelled or interrupted keeps no span (its
+// end was not recorded), only its start.
+type planTimes struct{ run, wall time.Duration }
+
+// planElapsed measures d's times by the engine clock's now; false if no
+// subtask has started.
+func planElapsed(d *planner.Plan, now time.Time) (planTimes, bool) {
+	type span struct{ from, to time.Time }
+	var spans []span
 	var first, last time.Time
 	for _, s := range d.Subtasks {
 		if s.StartedAt == nil {
 			continue
 		}
-		if first.IsZero() || s.StartedAt.Before(first) {
-			first = *s.StartedAt
+		from, to := *s.StartedAt, *s.StartedAt
+		switch {
+		case s.FinishedAt != nil:
+			to = *s.FinishedAt
+		case s.Status == planner.InProgress:
+			to = now
 		}
-		end := now
-		if s.FinishedAt != nil {
-			end = *s.FinishedAt
-		} else if s.Status != planner.InProgress {
-			end = *s.StartedAt
+		if to.After(from) {
+			spans = append(spans, span{from, to})
 		}
-		if end.After(last) {
-			last = end
+		if first.IsZero() || from.Before(first) {
+			first = from
+		}
+		if to.After(last) {
+			last = to
 		}
 	}
 	if first.IsZero() {
-		return 0, false
+		return planTimes{}, false
 	}
-	return last.Sub(first), true
+	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+	var run time.Duration
+	var cur span
+	for i, sp := range spans {
+		switch {
+		case i == 0:
+			cur = sp
+		case !sp.from.After(cur.to): // overlaps or touches the current one
+			if sp.to.After(cur.to) {
+				cur.to = sp.to
+			}
+		default:
+			run += cur.to.Sub(cur.from)
+			cur = sp
+		}
+	}
+	if len(spans) > 0 {
+		run += cur.to.Sub(cur.from)
+	}
+	return planTimes{run: run, wall: last.Sub(first)}, true
+}
+
+// String is the run time, and the wall time when it reads otherwise:
+// "4.6s", or "4.6s run · 15s wall" (the progress line).
+func (t planTimes) String() string {
+	if run, wall, same := t.formatted(); !same {
+		return run + " run · " + wall + " wall"
+	}
+	return formatPlanDuration(t.run)
+}
+
+// sentence is the same for the end of a sentence: "in 4.6s", or "in
+// 4.6s (15s wall)" (the status line).
+func (t planTimes) sentence() string {
+	if run, wall, same := t.formatted(); !same {
+		return "in " + run + " (" + wall + " wall)"
+	}
+	return "in " + formatPlanDuration(t.run)
+}
+
+// formatted is both times as the tab shows them, and whether they read
+// the same.
+func (t planTimes) formatted() (run, wall string, same bool) {
+	run, wall = formatPlanDuration(t.run), formatPlanDuration(t.wall)
+	return run, wall, run == wall
 }
 
 // formatPlanDuration is a short duration: 0ms, 350ms, 1.5s, 42s, 2m05s,
@@ -219,6 +282,10 @@ func formatPlanDuration(d time.Duration) string {
 // planGlyphProposed marks a subtask whose action a model chose: in its box,
 // and at the head of the line that says so under the walked subtask.
 const planGlyphProposed = "◆"
+
+// planGlyphInterrupted marks a plan whose run ended with the engram that
+// ran it (a kill, a crash): nothing runs it, r resumes it.
+const planGlyphInterrupted = "↯"
 
 // stepMeta is what a subtask's box says on the right of its id: its
 // attempts when more than one, and how long it ran.

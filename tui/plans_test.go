@@ -53,7 +53,15 @@ func (g *planGate) waitEntered(t *testing.T) {
 func newPlanEngine(t *testing.T) (conn.Conn, *clock.Fixed, *planGate) {
 	t.Helper()
 	clk := clock.NewFixed(goldenTime)
-	opts := core.Options{InMemory: true, Clock: clk, IDSeed: "golden"}
+	engine, gate := newPlanEngineAt(t, "", clk)
+	return engine, clk, gate
+}
+
+// newPlanEngineAt is newPlanEngine on clk, with a durable store in dir
+// ("": in memory), so that a test can open it again as a relaunch does.
+func newPlanEngineAt(t *testing.T, dir string, clk *clock.Fixed) (*core.Engine, *planGate) {
+	t.Helper()
+	opts := core.Options{InMemory: dir == "", DataDir: dir, Clock: clk, IDSeed: "golden"}
 	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}))
 	engine, err := core.Open(opts)
 	if err != nil {
@@ -93,7 +101,7 @@ func newPlanEngine(t *testing.T) (conn.Conn, *clock.Fixed, *planGate) {
 		}
 		t.Error("a plan was still running at the end of the test")
 	})
-	return engine, clk, gate
+	return engine, gate
 }
 
 // work is a test.work action of ms.
@@ -416,7 +424,7 @@ func TestPlansReplanWithoutModel(t *testing.T) {
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "[4 Plans]", "stage 4")
 	tm.Type("p")
-	waitFor(t, tm, "✗ replan report: LLMError: plan.decompose needs a language model")
+	waitFor(t, tm, "✗ replan report: LLMError: plan.replan needs a language model")
 	m := finish(t, tm)
 	if p := plansOf(m); !p.notice.isErr || !strings.Contains(p.notice.text, "write the plan yourself with plan.create") {
 		t.Errorf("notice %q", p.notice.text)
@@ -597,5 +605,51 @@ func TestPlansNeutralisesControlCharacters(t *testing.T) {
 				t.Fatalf("the view holds control character %U:\n%q", r, view)
 			}
 		}
+	}
+}
+
+// Issue 14, bug 7: a plan cancelled, left alone, then resumed shows the
+// time its subtasks ran, and the wall time apart: fetch and parse run 3 s,
+// the plan waits 10 s cancelled, the rest runs 1.6 s.
+func TestPlansRunTimeLeavesOutTheIdleTimeBetweenRuns(t *testing.T) {
+	engine, clk, gate := newPlanEngine(t)
+	seedPlans(t, engine, clk, `{"name": "test.gate"}`)
+	tm := startPlans(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "[4 Plans]", "stage 4")
+	execute(t, tm, 0, "1")
+	gate.waitEntered(t)
+	tm.Type("c")
+	waitFor(t, tm, "Plan report cancelled: 2 of 6 completed in 3.0s; r resumes it.")
+	clk.Advance(10 * time.Second)
+	gate.release()
+	tm.Type("r")
+	waitFor(t, tm, "Plan report completed: 6 of 6 completed in 4.6s (14s wall).", "6 of 6 completed · 4.6s run · 14s wall")
+	finish(t, tm)
+}
+
+// planElapsed counts overlapping subtasks once, a running one up to now,
+// and the gaps between runs only in the wall time (issue 14, bug 7).
+func TestPlanElapsedSeparatesRunTimeFromWallTime(t *testing.T) {
+	at := func(s int) *time.Time { v := goldenTime.Add(time.Duration(s) * time.Second); return &v }
+	d := &planner.Plan{Subtasks: []*planner.Subtask{
+		{ID: "a", Status: planner.Completed, StartedAt: at(0), FinishedAt: at(4)},
+		{ID: "b", Status: planner.Completed, StartedAt: at(1), FinishedAt: at(3)}, // beside a
+		{ID: "c", Status: planner.Pending, StartedAt: at(5)},                      // cancelled: no span
+		{ID: "d", Status: planner.Completed, StartedAt: at(20), FinishedAt: at(22)},
+		{ID: "e", Status: planner.InProgress, StartedAt: at(22)},
+		{ID: "f", Status: planner.Pending},
+	}}
+	got, ok := planElapsed(d, *at(25))
+	if want := (planTimes{run: 9 * time.Second, wall: 25 * time.Second}); !ok || got != want {
+		t.Errorf("planElapsed = %+v, want %+v", got, want)
+	}
+	if s := got.String(); s != "9.0s run · 25s wall" {
+		t.Errorf("shown as %q", s)
+	}
+	if s := (planTimes{run: 1500 * time.Millisecond, wall: 1520 * time.Millisecond}).sentence(); s != "in 1.5s" {
+		t.Errorf("times that read the same show once: %q", s)
+	}
+	if _, ok := planElapsed(&planner.Plan{Subtasks: []*planner.Subtask{{ID: "a", Status: planner.Pending}}}, *at(0)); ok {
+		t.Error("a plan that never ran has times")
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !noplanning
+
 package tui
 
 import (

@@ -85,7 +85,13 @@ func (p *plansPane) listView(w, h int) []string {
 	for _, pl := range p.list.plans {
 		idW = max(idW, min(lineWidth(oneLine(pl.ID))+2, 24))
 	}
-	const statusW, doneW = 11, 8
+	const doneW = 8
+	statusW := 11
+	for _, pl := range p.list.plans {
+		// "interrupted" fills 11 columns: the column widens only then,
+		// so that the other lists stay as they were.
+		statusW = max(statusW, lineWidth(pl.Status)+1)
+	}
 	goalW := max(w-5-idW-statusW-doneW, 8)
 	for i := start; i < min(start+rows, len(p.list.plans)); i++ {
 		pl := p.list.plans[i]
@@ -170,6 +176,10 @@ func (p *plansPane) planRule(id, goal string, w int) string {
 func (p *plansPane) planMeta(d *planner.Plan) string {
 	s := p.styles
 	parts := []string{p.planStyle(d.Status, p.planMark(d.Status)+" "+d.Status)}
+	if d.Status == planner.PlanInterrupted {
+		// Engram stopped during its run: nothing runs it now (issue 14, bug 1).
+		parts[0] += s.Muted.Render(": r resumes it")
+	}
 	strategy := "written by hand"
 	if d.Strategy != "manual" {
 		strategy = "decomposed " + d.Strategy
@@ -206,15 +216,18 @@ func (p *plansPane) progressLine(d *planner.Plan, w int) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
 		}
 	}
-	if el, ok := planElapsed(d, p.conn.Now()); ok {
-		parts = append(parts, formatPlanDuration(el))
+	if t, ok := planElapsed(d, p.conn.Now()); ok {
+		parts = append(parts, t.String())
 	}
-	p.bar.Width = max(min(w/3, 40), 12)
+	text := strings.Join(parts, " · ")
+	// The bar (its width counts its percentage) gives room to the
+	// counts and times, down to 12 columns, when they would not fit.
+	p.bar.Width = max(min(w/3, 40, w-3-lineWidth(text)), 12)
 	percent := 0.0
 	if c.Total > 0 {
 		percent = float64(c.Completed) / float64(c.Total)
 	}
-	return " " + p.bar.ViewAs(percent) + "  " + s.Muted.Render(strings.Join(parts, " · "))
+	return " " + p.bar.ViewAs(percent) + "  " + s.Muted.Render(text)
 }
 
 // stepDetail is the walked subtask: status, attempts and times; its
@@ -293,7 +306,7 @@ func (p *plansPane) provenance(d *planner.Plan, st *planner.Subtask, w int) stri
 		return s.Muted.Render(truncateTo(text+" · approved by "+oneLine(st.ApprovedBy), w))
 	case st.Status != planner.Completed:
 		again := "x"
-		if d.Status == planner.PlanCancelled {
+		if d.Status == planner.PlanCancelled || d.Status == planner.PlanInterrupted {
 			again = "r"
 		}
 		return s.Prompt.Render(truncateTo(text+" · not approved yet: "+again+" asks before it runs", w))

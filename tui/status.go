@@ -4,7 +4,6 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // status is the one-line message area above the footer. A message shows
@@ -62,5 +61,11 @@ func (s *status) view(st *Styles, width int) string {
 	case s.isError:
 		style = st.StatusError
 	}
-	return style.Render(ansi.Truncate(" "+s.text, width, "…"))
+	if width < 2 {
+		return ""
+	}
+	// A message too long keeps its start and its last clause (what to do
+	// instead), the middle cut at spaces; the pane that asked shows an
+	// error in full (the Plans tab's notice, the palette's result).
+	return style.Render(" " + fitMessage(s.text, width-1))
 }

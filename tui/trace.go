@@ -36,6 +36,8 @@ type traceKeys struct {
 	Scroll key.Binding
 	Page   key.Binding
 	Ends   key.Binding
+	// Follow is End, named for the footer while the list is scrolled up.
+	Follow key.Binding
 }
 
 // tracePane lists trace entries live, optionally for one turn.
@@ -57,8 +59,16 @@ type tracePane struct {
 	editing bool
 	input   textinput.Model
 	view    scrollView
-	width   int
-	height  int
+	// following keeps the newest entry in view, as less +F does: it stops
+	// when the person scrolls up and starts again when they come back to
+	// the bottom. Only their keys change it (a resize or a load does not),
+	// so that nothing but the person decides what the list shows.
+	following bool
+	// unseen is how many entries arrived while not following: the list
+	// says "N new below" until the person comes back to the bottom.
+	unseen int
+	width  int
+	height int
 	// the widths of the turn and kind columns: as wide as what they show,
 	// up to their maximum, leaving the message the rest
 	turnW, kindW int
@@ -69,13 +79,13 @@ func newTracePane(engine conn.Conn, styles *Styles) *tracePane {
 	in.Prompt = "turn: "
 	in.Placeholder = "a turn id, or its end as shown (enter applies, esc cancels)"
 	in.CharLimit = 200
-	none := func(int) string { return "" } // a log: no notes over its lines
-	return &tracePane{
-		requests: requests{conn: engine, pane: tracePaneID},
-		styles:   styles,
-		input:    in,
-		view:     scrollView{Above: none, Below: none, Follow: true},
-		turns:    map[string]bool{},
+	none := func(int) string { return "" } // a log: no note over its first line
+	p := &tracePane{
+		requests:  requests{conn: engine, pane: tracePaneID},
+		styles:    styles,
+		input:     in,
+		following: true,
+		turns:     map[string]bool{},
 		keys: traceKeys{
 			Filter: key.NewBinding(key.WithKeys("f", "/"), key.WithHelp("f", "filter by turn")),
 			Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
@@ -83,8 +93,22 @@ func newTracePane(engine conn.Conn, styles *Styles) *tracePane {
 			Scroll: withHelp(nav.Move, "↑/↓", "scroll"),
 			Page:   nav.Pages,
 			Ends:   nav.Ends,
+			Follow: withHelp(nav.End, "G", "follow new entries"),
 		},
 	}
+	// The pane follows the tail itself (following), not the view: the view
+	// would stop following whenever a change found it off the bottom.
+	p.view = scrollView{Above: none, Below: p.belowNote}
+	return p
+}
+
+// belowNote is the line in place of the last one shown while entries are
+// below the view: how many arrived unseen, or how many more there are.
+func (p *tracePane) belowNote(hidden int) string {
+	if n := min(p.unseen, hidden); n > 0 {
+		return fmt.Sprintf(" %s %d new below · G follows", glyphDown, n)
+	}
+	return fmt.Sprintf(" %s %s below · G follows", glyphDown, plural(hidden, "more entry", "more entries"))
 }
 
 func (p *tracePane) Title() string { return "Trace" }
@@ -110,6 +134,9 @@ func (p *tracePane) Keys() []key.Binding {
 		return []key.Binding{p.keys.Apply, withHelp(p.keys.Clear, "esc", "cancel")}
 	}
 	keys := []key.Binding{p.keys.Filter}
+	if !p.following {
+		keys = append(keys, p.keys.Follow)
+	}
 	if p.turn != "" {
 		keys = append(keys, p.keys.Clear)
 	}
@@ -121,6 +148,14 @@ func (p *tracePane) SetSize(w, h int) {
 	p.view.setHeight(max(h-2, 1))
 	p.input.Width = max(w-len(p.input.Prompt)-2, 1)
 	p.refresh()
+	p.follow()
+}
+
+// follow keeps the newest entry in view while following.
+func (p *tracePane) follow() {
+	if p.following {
+		p.view.end()
+	}
 }
 
 func (p *tracePane) Update(msg tea.Msg) tea.Cmd {
@@ -181,7 +216,14 @@ func (p *tracePane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		p.ambiguous = 0
 		return p.setFilter("")
 	}
-	p.view.handleKey(msg)
+	if p.view.handleKey(msg) {
+		// Back at the bottom, the list follows again (and has shown
+		// what was new); anywhere else it stays where the person put it.
+		p.following = p.view.AtBottom()
+		if p.following {
+			p.unseen = 0
+		}
+	}
 	return nil
 }
 
@@ -216,13 +258,25 @@ func (p *tracePane) setFilter(turn string) tea.Cmd {
 	p.turn = turn
 	p.entries = nil
 	p.loaded = false
+	// Another list: it starts at its newest entry.
+	p.following, p.unseen = true, 0
 	p.refresh()
 	return p.load()
 }
 
 // merge adds entries (from a load or live events), keeping seq order and no
-// duplicates, and follows the tail if the view was at the bottom.
+// duplicates. While following, the newest shows; otherwise the entries
+// shown stay in place and the new ones are counted as unseen.
 func (p *tracePane) merge(entries ...trace.Entry) {
+	anchor, newest := p.shown()
+	if !p.following {
+		for _, e := range entries {
+			if e.Seq > newest {
+				p.unseen++
+			}
+		}
+	}
+	defer p.keepInPlace(anchor)
 	// The common case is a live entry newer than every one shown: append
 	// it and render it alone. Re-rendering all (up to traceKeep) entries for
 	// every event would make a burst of events quadratic.
@@ -265,6 +319,28 @@ func (p *tracePane) merge(entries ...trace.Entry) {
 	p.refresh()
 }
 
+// shown is the seq of the first entry in view and of the newest entry (0
+// when there is none).
+func (p *tracePane) shown() (first, newest uint64) {
+	if len(p.entries) == 0 {
+		return 0, 0
+	}
+	first = p.entries[min(p.view.Offset(), len(p.entries)-1)].Seq
+	return first, p.entries[len(p.entries)-1].Seq
+}
+
+// keepInPlace follows the tail, or else scrolls back to the entry that was
+// first in view (older entries may have come in above it, or gone at the
+// cap), so that what the person reads does not move under them.
+func (p *tracePane) keepInPlace(anchor uint64) {
+	if p.following {
+		p.view.end()
+		return
+	}
+	i := sort.Search(len(p.entries), func(i int) bool { return p.entries[i].Seq >= anchor })
+	p.view.setOffset(i)
+}
+
 // trim keeps the newest traceKeep entries.
 func (p *tracePane) trim() {
 	if len(p.entries) > traceKeep {
@@ -279,8 +355,7 @@ func (p *tracePane) widensColumns(e trace.Entry) bool {
 		ansi.StringWidth(truncateTo(e.Kind, maxKindColumn)) > p.kindW
 }
 
-// refresh re-renders the list into its scrollable section, which keeps
-// the newest in view if it showed.
+// refresh re-renders the list into its scrollable section.
 func (p *tracePane) refresh() {
 	p.turnW, p.kindW = len("turn"), len("kind")
 	for _, e := range p.entries {

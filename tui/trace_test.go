@@ -3,8 +3,13 @@ package tui
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
 )
 
@@ -35,5 +40,170 @@ func TestTraceLiveEntriesRenderAsAFullRefreshWould(t *testing.T) {
 			}
 		}
 		t.Fatalf("%d lines live, %d refreshed", len(live), len(p.view.Lines()))
+	}
+}
+
+// traceEvent is the event of a live trace entry, as the engine publishes it.
+func traceEvent(seq int) events.Event {
+	return events.Event{Name: kit.EventTraceRecorded.Name(), Data: trace.Entry{
+		Seq: uint64(seq), TurnID: fmt.Sprintf("t%d", seq%3), Kind: "turn.start", Message: fmt.Sprintf("entry %d", seq), At: goldenTime}}
+}
+
+// loadedTrace is a trace pane of the given size holding entries 1 to n.
+func loadedTrace(t *testing.T, width, height, n int) *tracePane {
+	t.Helper()
+	styles := DefaultStyles()
+	p := newTracePane(nil, &styles)
+	p.SetSize(width, height)
+	p.loaded = true
+	for i := 1; i <= n; i++ {
+		p.Update(traceEvent(i))
+	}
+	return p
+}
+
+// helpText is a footer's keys as "key help" pairs.
+func helpText(keys []key.Binding) string {
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k.Help().Key+" "+k.Help().Desc)
+	}
+	return strings.Join(parts, " • ")
+}
+
+// traceKey hands the pane one key press.
+func traceKey(p *tracePane, k tea.KeyMsg) { p.Update(k) }
+
+// traceShows reports whether entry seq's line is on the pane's screen.
+func traceShows(p *tracePane, seq int) bool {
+	for _, l := range strings.Split(p.View(), "\n") {
+		if strings.HasSuffix(strings.TrimRight(l, " "), fmt.Sprintf(" entry %d", seq)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTraceSaysHowManyNewEntriesAreBelowWhileScrolledUp: issue 14 bug 9.
+// Scrolled up, the list stays where the person put it and says "N new
+// below" as entries arrive; back at the bottom it follows again.
+func TestTraceSaysHowManyNewEntriesAreBelowWhileScrolledUp(t *testing.T) {
+	p := loadedTrace(t, goldenWidth, 12, 40) // 10 rows for entries
+	if !traceShows(p, 40) {
+		t.Fatalf("the newest entry is not shown at first:\n%s", p.View())
+	}
+	for range 5 {
+		traceKey(p, tea.KeyMsg{Type: tea.KeyUp})
+	}
+	first := p.view.Offset()
+	view := p.View()
+	if strings.Contains(view, "new below") || !strings.Contains(view, "6 more entries below · G follows") {
+		t.Errorf("scrolled up 5 lines with nothing new, the last line should say that 6 more entries are below (5 and the one it covers):\n%s", view)
+	}
+	for i := 41; i <= 43; i++ {
+		p.Update(traceEvent(i))
+	}
+	view = p.View()
+	if p.view.Offset() != first {
+		t.Errorf("new entries moved the list from line %d to %d while scrolled up", first, p.view.Offset())
+	}
+	if !strings.Contains(view, "↓ 3 new below · G follows") || traceShows(p, 43) {
+		t.Errorf("three entries arrived while scrolled up: want \"3 new below\" and the newest out of view:\n%s", view)
+	}
+	if !strings.Contains(helpText(p.Keys()), "G follow new entries") {
+		t.Errorf("the footer does not say how to follow again: %q", helpText(p.Keys()))
+	}
+	// Coming back to the bottom line by line follows again.
+	for range 8 {
+		traceKey(p, tea.KeyMsg{Type: tea.KeyDown})
+	}
+	if !traceShows(p, 43) || strings.Contains(p.View(), "below") {
+		t.Fatalf("back at the bottom, the newest shows and nothing is said to be below:\n%s", p.View())
+	}
+	p.Update(traceEvent(44))
+	if !traceShows(p, 44) || strings.Contains(p.View(), "below") {
+		t.Errorf("back at the bottom, a new entry is not followed:\n%s", p.View())
+	}
+	// G from anywhere follows too.
+	traceKey(p, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("g")})
+	p.Update(traceEvent(45))
+	if !strings.Contains(p.View(), "1 new below") {
+		t.Errorf("at the top, a new entry is not counted:\n%s", p.View())
+	}
+	traceKey(p, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("G")})
+	p.Update(traceEvent(46))
+	if !traceShows(p, 46) {
+		t.Errorf("after G, a new entry is not followed:\n%s", p.View())
+	}
+}
+
+// TestTraceFollowsAcrossResizes: issue 14 bug 9. Resizes (the first size
+// too, which may come after the entries) never stop the list following,
+// and never move a list scrolled up.
+func TestTraceFollowsAcrossResizes(t *testing.T) {
+	styles := DefaultStyles()
+	p := newTracePane(nil, &styles)
+	// The load answers before the terminal's size is known.
+	entries := make([]trace.Entry, 50)
+	for i := range entries {
+		entries[i] = traceEvent(i + 1).Data.(trace.Entry)
+	}
+	p.Update(resultMsg[trace.ListResult]{pane: tracePaneID, action: "trace.list", value: trace.ListResult{Entries: entries}})
+	p.loaded = true
+	for _, size := range [][2]int{{120, 34}, {80, 22}, {60, 13}, {120, 34}, {80, 5}, {80, 22}} {
+		p.SetSize(size[0], size[1])
+		if !traceShows(p, len(p.entries)) {
+			t.Fatalf("%dx%d: the newest entry is not shown:\n%s", size[0], size[1], p.View())
+		}
+		p.Update(traceEvent(len(p.entries) + 1))
+		if !traceShows(p, len(p.entries)) || strings.Contains(p.View(), "below") {
+			t.Fatalf("%dx%d: a new entry is not followed:\n%s", size[0], size[1], p.View())
+		}
+	}
+	// Scrolled up, a resize keeps the first entry shown and the count.
+	traceKey(p, tea.KeyMsg{Type: tea.KeyPgUp})
+	p.Update(traceEvent(len(p.entries) + 1))
+	first := p.entries[p.view.Offset()].Seq
+	p.SetSize(100, 30)
+	if got := p.entries[p.view.Offset()].Seq; got != first || !strings.Contains(p.View(), "1 new below") {
+		t.Errorf("a resize moved the list from entry %d to %d, or lost the count:\n%s", first, got, p.View())
+	}
+}
+
+// TestTraceScrolledUpStaysPutAtTheCap: at the cap the oldest entries go as
+// new ones come; a list scrolled up keeps showing the same entries.
+func TestTraceScrolledUpStaysPutAtTheCap(t *testing.T) {
+	p := loadedTrace(t, goldenWidth, 12, traceKeep)
+	traceKey(p, tea.KeyMsg{Type: tea.KeyPgUp})
+	first := p.entries[p.view.Offset()].Seq
+	for i := traceKeep + 1; i <= traceKeep+5; i++ {
+		p.Update(traceEvent(i))
+	}
+	if got := p.entries[p.view.Offset()].Seq; got != first {
+		t.Errorf("the first entry shown went from %d to %d as old ones were dropped", first, got)
+	}
+	if !strings.Contains(p.View(), "5 new below") {
+		t.Errorf("want 5 new below:\n%s", p.View())
+	}
+}
+
+// TestGoldenTraceNewBelow: issue 14 bug 9. Scrolled up while turns run, the
+// Trace tab keeps its place and its last line says how many entries came.
+func TestGoldenTraceNewBelow(t *testing.T) {
+	engine, clk := newEngine(t)
+	for i := range 12 {
+		turn(t, engine, clk, fmt.Sprintf("turn-%02d", i), "hello")
+	}
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "[6 Trace]", allTurnsLine(t, engine), "turn-11")
+	keys(tm, tea.KeyPgUp)
+	waitFor(t, tm, "more entries below · G follows")
+	do(t, engine, "turn.start", "turn-12", `{"input": "unseen"}`)
+	waitFor(t, tm, allTurnsLine(t, engine), "new below · G follows")
+	m := finish(t, tm)
+	requireGolden(t, m)
+	if strings.Contains(m.View(), "turn-12") {
+		t.Error("the new turn's entries show while the tab is scrolled up")
 	}
 }

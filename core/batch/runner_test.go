@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -393,6 +394,10 @@ func TestEmptyYAMLRunsNothing(t *testing.T) {
 	}
 }
 
+// TestInvalidYAML: a file that is not a YAML script runs nothing: one
+// ParseError result saying where, and ErrUnreadable (exit status 2). Issue
+// 14, bug 10: it passed for one failed step (exit 1), and a bare list was
+// "not a Sequence", the YAML library's word.
 func TestInvalidYAML(t *testing.T) {
 	cases := map[string]struct {
 		script string
@@ -403,17 +408,26 @@ func TestInvalidYAML(t *testing.T) {
 		"no steps":     {"name: x\n", 1, "needs a `steps:` list"},
 		"unknown key":  {"steps: []\nstep:\n  - action: x\n", 2, `unknown top-level key "step"`},
 		"steps scalar": {"steps: 3\n", 1, "must be a list"},
-		"a list":       {"- action: engine.info\n", 1, "a mapping with a `steps:` list"},
+		"a list":       {"- action: engine.info\n", 1, "the script must be a list of steps under `steps:`; this is a bare list: put a line `steps:` above it"},
+		"text":         {"engine.info\n", 1, "the script must be a list of steps under `steps:`, not text"},
+		"a number":     {"3\n", 1, "the script must be a list of steps under `steps:`, not a single value"},
 		"alias":        {"steps:\n  - &a {action: engine.info}\n  - *a\n", 3, "aliases"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			results, summary, out := run(t, newEngine(t), c.script, true, batch.Options{})
-			if len(results) != 1 || summary.OK() {
-				t.Fatalf("want one failing result:\n%s", out)
+			var out bytes.Buffer
+			_, err := batch.NewRunner(newEngine(t), &out, batch.Options{}).Run(context.Background(), strings.NewReader(c.script), true)
+			if !errors.Is(err, batch.ErrUnreadable) || !strings.Contains(err.Error(), fmt.Sprintf("line %d: ", c.line)) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v; want ErrUnreadable naming line %d and saying %q", err, c.line, c.want)
 			}
-			r := results[0]
-			if r.Error.Kind != "ParseError" || !strings.Contains(r.Error.Message, c.want) || r.Line != c.line {
+			if strings.Contains(out.String(), "Sequence") || strings.Contains(out.String(), "String") {
+				t.Errorf("the YAML library's words: %s", out.String())
+			}
+			var r result
+			if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &r) != nil {
+				t.Fatalf("want one result line:\n%s", out.String())
+			}
+			if r.OK || r.Error.Kind != "ParseError" || !strings.Contains(r.Error.Message, c.want) || r.Line != c.line {
 				t.Errorf("got line %d %s %q; want line %d ParseError containing %q", r.Line, r.Error.Kind, r.Error.Message, c.line, c.want)
 			}
 		})

@@ -18,7 +18,9 @@ import (
 // runYAML runs a YAML script: a mapping whose `steps` is a list of step
 // objects (with optional `name` and `description`). A step that cannot be
 // read is reported, with its line, like a malformed JSON line, and the run
-// goes on; a file that is not YAML at all is one ParseError result.
+// goes on. A file that is not such a script (not YAML, or not a `steps:`
+// list) runs nothing: it is one ParseError result, and ErrUnreadable
+// (exit status 2; issue 14, bug 10: it used to pass for a failed step).
 func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
 	data, err := io.ReadAll(io.LimitReader(in, input.MaxScript+1))
 	if err != nil {
@@ -29,9 +31,9 @@ func (r *Runner) runYAML(ctx context.Context, in io.Reader) error {
 	}
 	steps, err := yamlSteps(data)
 	if err != nil {
-		e := errs.As(err)
-		r.runStep(ctx, yamlLine(err), Step{}, e)
-		return nil
+		e, line := errs.As(err), yamlLine(err)
+		r.runStep(ctx, line, Step{}, e)
+		return fmt.Errorf("%w: line %d: %s", ErrUnreadable, line, e.Message)
 	}
 	for _, node := range steps {
 		if ctx.Err() != nil {
@@ -80,7 +82,7 @@ func yamlSteps(data []byte) ([]ast.Node, error) {
 	}
 	body, ok := file.Docs[0].Body.(*ast.MappingNode)
 	if !ok {
-		return nil, errs.New(errs.Parse, "a YAML script is a mapping with a `steps:` list, not a %s", file.Docs[0].Body.Type())
+		return nil, errs.New(errs.Parse, "%s", notAScript(file.Docs[0].Body))
 	}
 	var steps *ast.SequenceNode
 	for _, mv := range body.Values {
@@ -100,6 +102,19 @@ func yamlSteps(data []byte) ([]ast.Node, error) {
 		return nil, errs.New(errs.Parse, "a YAML script needs a `steps:` list")
 	}
 	return steps.Values, nil
+}
+
+// notAScript says why a YAML document that is no mapping is no script, in
+// the script's words: "not a Sequence" was the YAML library's.
+func notAScript(body ast.Node) string {
+	const want = "the script must be a list of steps under `steps:`"
+	switch body.Type() {
+	case ast.SequenceType:
+		return want + "; this is a bare list: put a line `steps:` above it"
+	case ast.StringType, ast.LiteralType:
+		return want + ", not text"
+	}
+	return want + ", not a single value"
 }
 
 // lineCarrier wraps an error for its position without adding to the message.

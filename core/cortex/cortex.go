@@ -476,9 +476,11 @@ func (c *Cortex) applyUpdate(tx *kit.Txn, call action.Call, txID, id string, cha
 				}
 			}
 			if len(clash) > 0 {
+				// One version, the item's: a field's own count beside it
+				// read as a second, contradicting one (issue 14, bug 10).
 				return UpdateResult{}, errs.New(errs.Conflict,
-					"%s %q changed since version %d: %s now at version %d (v%d); read it again and retry",
-					it.Type, id, *expected, strings.Join(clash, ", "), it.FieldVersions[clash[0]], it.GlobalVersion).
+					"%s %q is at version %d, not %d: %s changed since; read it again and retry",
+					it.Type, id, it.GlobalVersion, *expected, strings.Join(clash, ", ")).
 					With("current", it).With("fields", clash).With("expected_version", *expected).With("current_version", it.GlobalVersion)
 			}
 			merge = true

@@ -139,6 +139,11 @@ func TestStaleUpdateOfTheSameFieldConflicts(t *testing.T) {
 	}
 	before := e.dump()
 	err := e.Fail(turnB, "cortex.update", obj{"id": "goal_1", "updates": obj{"progress": 80}, "expected_version": 5}, errs.Conflict, "progress")
+	// Issue 14, bug 10: the message said "version 2 (v6)", the field's count
+	// beside the item's version; it gives the item's version once.
+	if want := `goal "goal_1" is at version 6, not 5: progress changed since; read it again and retry`; err.Message != want {
+		t.Errorf("message %q, want %q", err.Message, want)
+	}
 	cur, ok := err.Details["current"].(*Item)
 	if !ok || cur.GlobalVersion != 6 || cur.Progress != 75 {
 		t.Fatalf("ConflictError details.current = %#v; want the goal at v6 with progress 75", err.Details["current"])

@@ -119,10 +119,14 @@ func Register(env *kit.Env, opts Options) (*Episodic, error) {
 // MessageRequest is a message to route into a thread.
 type MessageRequest struct {
 	Channel  string `json:"channel" arg:"required" help:"web or app (explicit: the thread you select), or sms, whatsapp, voice (implicit: engram infers the thread)"`
-	ThreadID string `json:"thread_id,omitempty" help:"the thread the user selected; without it, an explicit channel starts a new thread and an implicit one continues the most recent thread unless it has been inactive too long"`
+	ThreadID string `json:"thread_id,omitempty" help:"the thread the user selected; without it, an explicit channel starts a new thread (with conversation: continues the conversation's thread there) and an implicit one continues the most recent thread unless it has been inactive too long"`
 	Text     string `json:"text" arg:"required" help:"what was said"`
 	Speaker  string `json:"speaker,omitempty" help:"user (default) or assistant; an assistant's message never starts a thread"`
 	Title    string `json:"title,omitempty" help:"a new thread's title (default: from its first message)"`
+	// Conversation makes the web or app thread a conversation's own, so
+	// that it is continued across restarts (issue 14, bug 6).
+	Conversation string `json:"conversation,omitempty" help:"the conversation the message belongs to (chat.send gives it): on web or app without thread_id, the message continues the thread the conversation's latest message on that channel went to, and starts one if there is none"`
+	NewThread    bool   `json:"new_thread,omitempty" help:"with conversation, on web or app: start a new thread even though the conversation has one there (the messages after it continue the new one)"`
 }
 
 // MessageResult is where a message went.
@@ -161,6 +165,12 @@ func (r *MessageRequest) validate() error {
 	}
 	if err := kit.CheckName("thread_id", r.ThreadID, ""); err != nil {
 		return err
+	}
+	if err := kit.CheckName("conversation", r.Conversation, "/"); err != nil {
+		return err
+	}
+	if r.NewThread && (r.ThreadID != "" || !IsExplicit(r.Channel) || r.Speaker != "user") {
+		return kit.Validation("new_thread", "only a user's message on web or app without thread_id starts a new thread on request")
 	}
 	if utf8.RuneCountInString(r.Title) > 200 || strings.IndexFunc(r.Title, unicode.IsControl) >= 0 || !utf8.ValidString(r.Title) {
 		return kit.Validation("title", "a title is one line of at most 200 characters, without control characters")
@@ -330,6 +340,9 @@ func (e *Episodic) route(tx *storage.Tx, principal string, req MessageRequest, n
 			}
 			return route{thread: latest}, nil
 		case IsExplicit(req.Channel):
+			if t, err := e.conversationThread(tx, principal, req); err != nil || t != nil {
+				return route{thread: t}, err
+			}
 			r := route{cands: recent}
 			if len(recent) > 0 {
 				r.previous = recent[0].ID
@@ -449,6 +462,13 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	}
 	if err := saveThread(tx.Tx, t, was); err != nil {
 		return res, err
+	}
+	if req.Conversation != "" && IsExplicit(req.Channel) && req.Speaker == "user" {
+		// The conversation's messages on this channel continue this thread
+		// from now on, in this run and the next.
+		if err := tx.SetJSON(conversationKey(req.Conversation, req.Channel), conversationThread{ThreadID: t.ID}); err != nil {
+			return res, err
+		}
 	}
 	if res.NewThread {
 		// Published once the thread has its first turn: the payload is a

@@ -21,6 +21,7 @@ import (
 //	episodic/dec/<id>               Decision (ids sort by time)
 //	episodic/pending/<episode id>   an episode waiting for compaction (empty)
 //	episodic/tuning                 Tuning
+//	episodic/conv/<conversation>/<channel>  the conversation's thread on an explicit channel
 //	idx/episodic/act/<time>/<id>    threads by last activity (key only)
 
 func threadKey(id string) []byte { return storage.Key(storage.PrefixEpisodic, "thread", id) }
@@ -47,6 +48,9 @@ func turnKey(thread string, n int) []byte {
 }
 func archKey(thread string, n int) []byte {
 	return storage.Key(storage.PrefixEpisodic, "arch", thread, storage.Uint64(uint64(n)))
+}
+func conversationKey(conversation, channel string) []byte {
+	return storage.Key(storage.PrefixEpisodic, "conv", conversation, channel)
 }
 func activityKey(t time.Time, id string) []byte {
 	return storage.IndexKey("episodic", "act", storage.Time(t), id)

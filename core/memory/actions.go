@@ -183,7 +183,7 @@ type ItemInput struct {
 	Text           string          `json:"text" arg:"required" help:"the memory"`
 	TokensEstimate int             `json:"tokens_estimate,omitempty" help:"its size (default: counted)"`
 	Timestamp      *time.Time      `json:"timestamp,omitempty" help:"when it happened (default: now)"`
-	AgentID        string          `json:"agent_id" arg:"required" help:"the agent it belongs to"`
+	AgentID        string          `json:"agent_id,omitempty" help:"the agent it is about (default: the agent acting)"`
 	Tags           []string        `json:"tags,omitempty" help:"tags"`
 	Metadata       json.RawMessage `json:"metadata,omitempty" help:"any JSON object (metadata.episode groups an episode)"`
 	Importance     *float64        `json:"importance,omitempty" help:"from 0 to 1 (default 0.5)"`
@@ -206,7 +206,7 @@ func (in ItemInput) Item() Item {
 // updates.memory.
 type MemorizeArgs struct {
 	Store string    `json:"store" arg:"required" help:"the store"`
-	Item  ItemInput `json:"item" arg:"required" help:"{id?, type, text, tokens_estimate?, timestamp?, agent_id, tags?, metadata?, importance?}"`
+	Item  ItemInput `json:"item" arg:"required" help:"{id?, type, text, tokens_estimate?, timestamp?, agent_id?, tags?, metadata?, importance?}"`
 }
 
 func (m *Memory) actMemorize(ctx context.Context, call action.Call, a MemorizeArgs) (MemorizeResult, error) {

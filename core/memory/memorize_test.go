@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/llm"
 )
@@ -84,9 +85,10 @@ func TestMemorizeFillsDefaults(t *testing.T) {
 	}
 }
 
-// TestMemorizeRejectsItemWithoutRequiredField: an item without text, type
-// or agent is refused, naming the field.
-// (Seed 004, scenario 2.9.)
+// TestMemorizeRejectsItemWithoutRequiredField: an item without text or
+// type is refused, naming the field. (Seed 004, scenario 2.9; an item
+// without agent_id is the acting agent's since issue 14: see
+// TestMemorizeWithoutAgentIsAboutTheAgentActing.)
 func TestMemorizeRejectsItemWithoutRequiredField(t *testing.T) {
 	r := newRig(t)
 	r.memorize("working", it("keep", "an item already there"))
@@ -97,10 +99,8 @@ func TestMemorizeRejectsItemWithoutRequiredField(t *testing.T) {
 	}{
 		{map[string]any{"type": "fact", "agent_id": "a"}, "text"},
 		{map[string]any{"text": "no type", "agent_id": "a"}, "type"},
-		{map[string]any{"type": "fact", "text": "no agent"}, "agent_id"},
 		{map[string]any{"type": "fact", "text": "   ", "agent_id": "a"}, "item.text"},
 		{map[string]any{"type": "", "text": "empty type", "agent_id": "a"}, "item.type"},
-		{map[string]any{"type": "fact", "text": "empty agent", "agent_id": ""}, "item.agent_id"},
 	} {
 		e := r.Fail(agent, "memory.memorize", map[string]any{"store": "working", "item": c.item}, errs.Validation, c.field)
 		if f, _ := e.Details["field"].(string); !strings.HasSuffix(f, c.field) {
@@ -109,4 +109,33 @@ func TestMemorizeRejectsItemWithoutRequiredField(t *testing.T) {
 	}
 	sameDump(t, "invalid items", before, r.dump())
 	r.checkCounters("working")
+}
+
+// TestMemorizeWithoutAgentIsAboutTheAgentActing: an item without agent_id
+// (or with an empty one) is about the principal acting, the engine's agent
+// for the console and --agent, a step's `as` otherwise (issue 14: it failed
+// with a ValidationError, though the engine knows who acts).
+func TestMemorizeWithoutAgentIsAboutTheAgentActing(t *testing.T) {
+	r := newRig(t)
+	var res memorized
+	r.Do(agent, "memory.memorize", map[string]any{"store": "working", "item": map[string]any{"id": "mine", "type": "fact", "text": "no agent given"}}, &res)
+	if res.Item.AgentID != core.DefaultAgent {
+		t.Errorf("as the engine's agent: agent_id %q, want %q", res.Item.AgentID, core.DefaultAgent)
+	}
+	r.Do(alice, "memory.configure", map[string]any{"store": "alice_notes", "type": "working"}, nil)
+	r.Do(alice, "memory.memorize", map[string]any{"store": "alice_notes", "item": map[string]any{"id": "hers", "type": "fact", "text": "an empty agent", "agent_id": ""}}, &res)
+	if res.Item.AgentID != "alice" {
+		t.Errorf("as alice: agent_id %q, want alice", res.Item.AgentID)
+	}
+	// Stored so: a filter on the agent finds it.
+	var got struct{ Items []item }
+	r.Do(alice, "memory.remember", map[string]any{"store": "alice_notes", "filters": map[string]any{"agent_id": "alice"}}, &got)
+	if len(got.Items) != 1 || got.Items[0].ID != "hers" {
+		t.Errorf("remember by agent_id alice: %+v", got.Items)
+	}
+	// An agent_id given is kept, whoever acts.
+	r.Do(agent, "memory.memorize", map[string]any{"store": "working", "item": it("theirs", "about another agent")}, &res)
+	if res.Item.AgentID != "agent_a" {
+		t.Errorf("given agent_a: agent_id %q", res.Item.AgentID)
+	}
 }

@@ -270,8 +270,13 @@ func (s *store) memorizeIn(tx *kit.Txn, call action.Call, item Item) (MemorizeRe
 	return res, err
 }
 
-// prepare validates an item and fills in what it may leave out.
+// prepare validates an item and fills in what it may leave out. An item
+// without agent_id is about the agent acting (issue 14: it failed, though
+// the engine always knows who acts: --agent, a step's `as`, the console's).
 func (s *store) prepare(call action.Call, it *Item) error {
+	if it.AgentID == "" {
+		it.AgentID = call.Principal
+	}
 	switch {
 	case strings.TrimSpace(it.Text) == "":
 		return kit.Validation("item.text", "a memory needs text")

@@ -28,7 +28,6 @@ func TestMemorizeBadInput(t *testing.T) {
 		{map[string]any{"store": "working", "item": it("", "")}, errs.Validation, []string{"item.text"}},
 		{map[string]any{"store": "working", "item": it("", "\n\t ")}, errs.Validation, []string{"item.text"}},
 		{map[string]any{"store": "working", "item": map[string]any{"text": "x", "agent_id": "a"}}, errs.Validation, []string{"type"}},
-		{map[string]any{"store": "working", "item": map[string]any{"text": "x", "type": "fact"}}, errs.Validation, []string{"agent_id"}},
 		{map[string]any{"store": "working", "item": it("", "x", "importance", -0.1)}, errs.Validation, []string{"item.importance", "-0.1"}},
 		{map[string]any{"store": "working", "item": it("", "x", "importance", 1.5)}, errs.Validation, []string{"item.importance", "1.5"}},
 		{map[string]any{"store": "working", "item": it("", "x", "importance", "high")}, errs.Validation, []string{"importance"}},
