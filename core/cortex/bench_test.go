@@ -9,11 +9,11 @@ import (
 	"github.com/engram-console/engram/storage"
 )
 
-// Benchmarks of seed 6.4's query sizes and of writes. Each reports the
-// median time of one operation as p50-ms besides Go's mean ns/op. The data
-// set (itemSpecs: three types, five statuses, four priorities, 20 tags plus
-// "security", due dates, blocking flags, two owners) is built once, outside
-// the timed loop.
+// Benchmarks of retrieval and of writes (seed 6.4's query latencies are in
+// latency_bench_test.go). Each reports the median time of one operation as
+// p50-ms besides Go's mean ns/op. The data set (itemSpecs: three types, five
+// statuses, four priorities, 20 tags plus "security", due dates, blocking
+// flags, two owners) is built once, outside the timed loop.
 
 // latencies collects one duration per operation.
 type latencies []time.Duration
@@ -28,33 +28,24 @@ func (l latencies) report(b *testing.B) {
 	if len(l) == 0 {
 		return
 	}
-	s := slices.Clone(l)
-	slices.Sort(s)
+	s := l.sorted()
 	b.ReportMetric(float64(s[len(s)/2])/1e6, "p50-ms")
 	b.ReportMetric(float64(s[len(s)*99/100])/1e6, "p99-ms")
 }
 
-// benchQuery is the query of the benchmarks: several filters at once.
-var benchQuery = obj{"type": "goal", "status": []string{"active", "in_progress"}, "tags": []string{"security"}, "priority": []string{"critical", "high"}}
-
-func benchmarkQuery(b *testing.B, n int) {
-	e := newEnv(b)
-	e.bulkCreate(itemSpecs(n, 7), 250)
-	first := e.query(agentA, "cortex.query", benchQuery)
-	b.Logf("%d items: %d match, %d in the first page", n, first.Count, len(first.Items))
-	var l latencies
-	for b.Loop() {
-		l.time(func() {
-			if _, err := e.Try(agentA, "cortex.query", benchQuery); err != nil {
-				b.Fatal(err)
-			}
-		})
+// p50 is the median; 0 without samples.
+func (l latencies) p50() time.Duration {
+	if len(l) == 0 {
+		return 0
 	}
-	l.report(b)
+	return l.sorted()[len(l)/2]
 }
 
-func BenchmarkCortexQuery10k(b *testing.B)  { benchmarkQuery(b, 10_000) }
-func BenchmarkCortexQuery100k(b *testing.B) { benchmarkQuery(b, 100_000) }
+func (l latencies) sorted() latencies {
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return s
+}
 
 // BenchmarkCortexActive10k is turn-start retrieval: no filters but the
 // caller's open items, first page in priority order.
