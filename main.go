@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -151,12 +153,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 
 	stop() // the console handles ctrl+c and SIGTERM itself
-	// The palette's history lives beside the log, in engram's state directory.
-	var history string
-	if log := logPath(cfg); log != "" {
-		history = filepath.Join(filepath.Dir(log), "palette_history")
-	}
-	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: history}), tea.WithAltScreen())
+	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: paletteHistory(cfg)}), tea.WithAltScreen())
 	if _, err := program.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		complain(stderr, "engram: %v\n", err)
 		return exitFailed
@@ -267,6 +264,25 @@ func defaultPath(flagValue, override, xdg, home, name string) string {
 	}
 	return filepath.Join(dir, home, name)
 }
+
+// paletteHistory is the file of the console palette's history: the data
+// directory's and the agent's own, since a command holds what was typed
+// (a memory's text), which another agent, another store or an
+// --in-memory run must not see. None for --in-memory: nothing of it is
+// kept on disk.
+func paletteHistory(cfg config) string {
+	if cfg.inMemory || cfg.data == "" {
+		return ""
+	}
+	name := cfg.agent
+	if !safeFileName.MatchString(name) {
+		name = hex.EncodeToString([]byte(name))
+	}
+	return filepath.Join(cfg.data, "palette_history."+name)
+}
+
+// safeFileName is an agent id usable as it is in a file name.
+var safeFileName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
 
 // logPath is the log file's: --log, $ENGRAM_LOG, or engram/engram.log in
 // the state directory; empty without a home.

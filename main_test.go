@@ -723,3 +723,21 @@ func TestSignalStopsBatchCleanly(t *testing.T) {
 		})
 	}
 }
+
+// The console palette's history is kept per data directory and agent,
+// never for --in-memory: a command holds what was typed (a memory's text),
+// which another agent or store must not see (issue 14, bug 11; a review
+// found one history file shared by all).
+func TestPaletteHistoryIsTheDataDirectorysAndTheAgents(t *testing.T) {
+	data := t.TempDir()
+	alice := paletteHistory(config{data: data, agent: "alice"})
+	bob := paletteHistory(config{data: data, agent: "bob"})
+	other := paletteHistory(config{data: t.TempDir(), agent: "alice"})
+	odd := paletteHistory(config{data: data, agent: "../x"})
+	if alice == bob || alice == other || filepath.Dir(alice) != data || filepath.Dir(odd) != data {
+		t.Errorf("history files: alice %s, bob %s, alice elsewhere %s, ../x %s", alice, bob, other, odd)
+	}
+	if got := paletteHistory(config{inMemory: true, agent: "alice"}); got != "" {
+		t.Errorf("--in-memory keeps a history file: %s", got)
+	}
+}

@@ -287,6 +287,21 @@ type chatRouting struct {
 	// (chosen in the picker); otherwise, with no thread yet, it continues
 	// the conversation's thread on the channel, if it has one.
 	fresh string
+	// continued is the thread the conversation's stored messages on the
+	// channel last went to, shown as where the next goes (after a
+	// relaunch). It is never sent as thread_id: the engine's
+	// continue_thread decides, with its write check (an agent that may not
+	// write that thread starts its own).
+	continued string
+}
+
+// shownThread is the thread messages are said to go to: the one chosen or
+// continued in this run, else the one the stored messages went to.
+func (r *chatRouting) shownThread() string {
+	if r.threadID != "" {
+		return r.threadID
+	}
+	return r.continued
 }
 
 func newChatPane(engine conn.Conn, styles *Styles, fade time.Duration, model bool) *chatPane {
@@ -806,6 +821,7 @@ func (p *chatPane) startSearch() tea.Cmd {
 	p.mode = chatSearching
 	p.main = mainConversation
 	p.find.jumped = false
+	p.buf.marked = false // the last search's hit
 	p.input.Blur()
 	// A new search starts empty: the ones before are on ↑.
 	p.find.input.SetValue("")
@@ -963,6 +979,7 @@ func (f *chatSearch) clear() {
 // had it before.
 func (p *chatPane) back() tea.Cmd {
 	p.find.clear()
+	p.buf.marked = false // leaving the search leaves its hit too
 	p.mode = p.find.before
 	p.render()
 	if p.mode == chatTyping {
@@ -986,7 +1003,7 @@ func (p *chatPane) switchTo(c string) tea.Cmd {
 	// messages went to last, or a new one.
 	r := &p.route
 	r.threads[p.conv] = r.threadID
-	r.threadID, r.announce = r.threads[c], ""
+	r.threadID, r.announce, r.continued = r.threads[c], "", ""
 	p.conv = c
 	// What loads for the conversation left is stale: a fresh buffer (whose
 	// loaders number nothing yet) waits for the new one's.

@@ -133,7 +133,7 @@ func (p *chatPane) pickerKey(msg tea.KeyMsg) tea.Cmd {
 		return p.closePicker()
 	case key.Matches(msg, k.Pick):
 		r := &p.route
-		r.channel, r.threadID, r.announce, r.fresh = c.channel, "", "", ""
+		r.channel, r.threadID, r.announce, r.fresh, r.continued = c.channel, "", "", "", ""
 		if episodic.IsExplicit(c.channel) {
 			r.threadID = c.threadID()
 			if r.threadID == "" {
@@ -187,10 +187,10 @@ func (p *chatPane) channelNote() string {
 		// min of silence.": a status line's 80 columns.
 		return fmt.Sprintf("On %s: the latest %s thread, new after %d min of silence.",
 			p.route.channel, strings.Join(episodic.ImplicitChannels, "/"), episodic.DefaultInactivityTimeout)
-	case p.route.threadID == "":
+	case p.route.shownThread() == "":
 		return fmt.Sprintf("Messages go on %s: the next one starts a new thread.", p.route.channel)
 	}
-	return withTitle("Messages go on "+p.route.channel+", in thread “%s”.", p.threadTitle(p.route.threadID))
+	return withTitle("Messages go on "+p.route.channel+", in thread “%s”.", p.threadTitle(p.route.shownThread()))
 }
 
 // learnTitles keeps the threads' titles for the routing notes.
@@ -310,7 +310,7 @@ func (p *chatPane) restoreRoutes() tea.Cmd {
 	// A send in flight says itself where its message went (and announces a
 	// new thread).
 	if episodic.IsExplicit(r.channel) && r.threadID == "" && r.fresh != p.conv && latest != "" && !p.out.load.busy {
-		r.threadID = latest
+		r.continued = latest
 	}
 	if unknown {
 		return p.loadTitles()
@@ -362,7 +362,7 @@ func (p *chatPane) pickerLines(w, h int) []string {
 		} else {
 			t := c.threads[i-1]
 			facts := oneLine(strings.Join(t.Channels, ",")) + " · " + plural(t.TurnCount, "turn", "turns") + " · " + t.Status
-			if t.ID == p.route.threadID && p.route.channel == c.channel {
+			if t.ID == p.route.shownThread() && p.route.channel == c.channel {
 				facts += " · current"
 			}
 			text = fitLine(truncateTo(oneLine(t.Title), titleW-2), titleW) + facts

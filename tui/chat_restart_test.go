@@ -120,3 +120,40 @@ func TestChatContinuingAThreadNoLongerInTheBufferSaysSo(t *testing.T) {
 		t.Errorf("threads %s: want the one the first launch started", threadIDs(threads))
 	}
 }
+
+// After a relaunch as another agent, a shared conversation's web thread
+// that agent may not write is shown as where the conversation went, but
+// the message is not sent into it: the engine's continue_thread decides,
+// and starts the agent's own thread (a review found the console sent the
+// stored thread_id, and the message was refused).
+func TestChatAfterARelaunchAsAnotherAgentStartsItsOwnThread(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFixed(goldenTime)
+	first := openDurable(t, dir, "first launch", clk)
+	ctx := context.Background()
+	if _, err := conn.Call(ctx, first, core.ActionChatSend, core.ChatSendArgs{Text: "Book flights to Paris.", Channel: "web", ContinueThread: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Do(ctx, core.Request{Action: "history.share",
+		Args: []byte(`{"conversation": "default", "principal": "bob", "permissions": ["read", "write"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	closeEngine(t, first)
+
+	clk.Advance(time.Hour)
+	engine, err := core.Open(core.Options{DataDir: dir, Clock: clk, IDSeed: "bob's launch", Agent: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeEngine(t, engine) })
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	waitFor(t, tm, "Book flights to Paris.")
+	keys(tm, tea.KeyEnter)
+	tm.Type("And a hotel, please.")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "New thread “A hotel, please”", "(new)")
+	m := finish(t, tm)
+	if strings.Contains(m.View(), "PermissionError") {
+		t.Errorf("bob's message was refused:\n%s", m.View())
+	}
+}

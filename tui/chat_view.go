@@ -57,8 +57,8 @@ func (p *chatPane) titleLine() string {
 		line += s.Muted.Render(" · on ") + p.route.channel
 		if episodic.IsExplicit(p.route.channel) {
 			thread := s.Muted.Render("a new thread")
-			if p.route.threadID != "" {
-				thread = "“" + p.threadTitle(p.route.threadID) + "”"
+			if shown := p.route.shownThread(); shown != "" {
+				thread = "“" + p.threadTitle(shown) + "”"
 			}
 			line += s.Muted.Render(" › ") + thread
 		}

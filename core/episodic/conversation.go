@@ -15,7 +15,8 @@ import (
 // that channel went to, and starts one if there is none; new_thread
 // starts another, which the messages after it continue; a message with
 // thread_id goes there, and the messages after it continue that one.
-// The thread is stored (episodic/conv/<conversation>/<channel>) as the
+// The thread is stored (episodic/conv/<conversation>/<channel>/<principal>: each
+// agent of a shared conversation keeps its own) as the
 // message is, so that the rule holds the same after a restart as within
 // one run.
 
@@ -33,7 +34,7 @@ func (e *Episodic) conversationThread(tx *storage.Tx, principal string, req Mess
 		return nil, nil
 	}
 	var rec conversationThread
-	switch err := tx.GetJSON(conversationKey(req.Conversation, req.Channel), &rec); {
+	switch err := tx.GetJSON(conversationKey(req.Conversation, req.Channel, principal), &rec); {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, nil
 	case err != nil:

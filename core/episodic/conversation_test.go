@@ -141,3 +141,27 @@ func TestConversationThreadIsOnlyContinuedByWhoMayWriteIt(t *testing.T) {
 	}
 	r.Fail(agent, "thread.message", map[string]any{"channel": "web", "conversation": "a/b", "text": "hi"}, errs.Validation, "conversation")
 }
+
+// Each agent of a shared conversation continues its own thread: one
+// alternating with another does not start a thread at every message (a
+// review found the conversation's thread was one for all its agents).
+func TestAgentsOfASharedConversationEachContinueTheirOwnThread(t *testing.T) {
+	r := newRigWith(t, rigOptions{dir: t.TempDir(), history: true, idSeed: "shared conversation test"})
+	send := func(who enginetest.Who, text string) core.ChatSendResult {
+		t.Helper()
+		return enginetest.Call[core.ChatSendResult](r.Rig, who, "chat.send",
+			map[string]any{"channel": "web", "conversation": "shared", "text": text, "continue_thread": true})
+	}
+	a1 := send(alice, "Plan the offsite agenda.")
+	r.Do(alice, "history.share", `{"conversation": "shared", "principal": "bob", "permissions": ["read", "write"]}`, nil)
+	b1 := send(bob, "Book the venue by the river.")
+	a2 := send(alice, "Add a lunch break.")
+	b2 := send(bob, "Two rooms, please.")
+	if a1.Thread.ThreadID == b1.Thread.ThreadID {
+		t.Fatalf("bob's first message went into alice's thread %s, which he may not write", a1.Thread.ThreadID)
+	}
+	if a2.Thread.ThreadID != a1.Thread.ThreadID || b2.Thread.ThreadID != b1.Thread.ThreadID {
+		t.Errorf("alternating messages: alice %s then %s, bob %s then %s; want each to continue their own",
+			a1.Thread.ThreadID, a2.Thread.ThreadID, b1.Thread.ThreadID, b2.Thread.ThreadID)
+	}
+}

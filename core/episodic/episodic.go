@@ -466,7 +466,7 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	if req.Conversation != "" && IsExplicit(req.Channel) && req.Speaker == "user" {
 		// The conversation's messages on this channel continue this thread
 		// from now on, in this run and the next.
-		if err := tx.SetJSON(conversationKey(req.Conversation, req.Channel), conversationThread{ThreadID: t.ID}); err != nil {
+		if err := tx.SetJSON(conversationKey(req.Conversation, req.Channel, call.Principal), conversationThread{ThreadID: t.ID}); err != nil {
 			return res, err
 		}
 	}

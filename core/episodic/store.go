@@ -21,7 +21,7 @@ import (
 //	episodic/dec/<id>               Decision (ids sort by time)
 //	episodic/pending/<episode id>   an episode waiting for compaction (empty)
 //	episodic/tuning                 Tuning
-//	episodic/conv/<conversation>/<channel>  the conversation's thread on an explicit channel
+//	episodic/conv/<conversation>/<channel>/<principal>  a principal's thread of the conversation on an explicit channel
 //	idx/episodic/act/<time>/<id>    threads by last activity (key only)
 
 func threadKey(id string) []byte { return storage.Key(storage.PrefixEpisodic, "thread", id) }
@@ -49,8 +49,13 @@ func turnKey(thread string, n int) []byte {
 func archKey(thread string, n int) []byte {
 	return storage.Key(storage.PrefixEpisodic, "arch", thread, storage.Uint64(uint64(n)))
 }
-func conversationKey(conversation, channel string) []byte {
-	return storage.Key(storage.PrefixEpisodic, "conv", conversation, channel)
+
+// conversationKey holds the thread a principal's messages of a
+// conversation on an explicit channel continue: each agent of a shared
+// conversation keeps its own (one alternating with another would
+// otherwise start a thread at every message).
+func conversationKey(conversation, channel, principal string) []byte {
+	return storage.Key(storage.PrefixEpisodic, "conv", conversation, channel, principal)
 }
 func activityKey(t time.Time, id string) []byte {
 	return storage.IndexKey("episodic", "act", storage.Time(t), id)
