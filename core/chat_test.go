@@ -8,12 +8,11 @@ import (
 	"github.com/engram-console/engram/core/errs"
 )
 
-// TestChatSendFailsBeforeThreading: a chat.send that cannot run its turn
-// (a reused turn id, a bad conversation name) fails before routing its
-// message into a thread, so nothing is recorded anywhere.
-func TestChatSendFailsBeforeThreading(t *testing.T) {
-	opts := Options{InMemory: true, Clock: clock.NewFixed(t0), IDSeed: "chat test"}
-	e, err := Open(opts)
+// newChatEngine opens an in-memory engine with every default subsystem, on
+// the fixed test clock.
+func newChatEngine(t *testing.T) *Engine {
+	t.Helper()
+	e, err := Open(Options{InMemory: true, Clock: clock.NewFixed(t0), IDSeed: "chat test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,6 +21,14 @@ func TestChatSendFailsBeforeThreading(t *testing.T) {
 			t.Errorf("closing the engine: %v", err)
 		}
 	})
+	return e
+}
+
+// TestChatSendFailsBeforeThreading: a chat.send that cannot run its turn
+// (a reused turn id, a bad conversation name) fails before routing its
+// message into a thread, so nothing is recorded anywhere.
+func TestChatSendFailsBeforeThreading(t *testing.T) {
+	e := newChatEngine(t)
 	do(t, e, "chat.send", "t-1", `{"text": "What's the weather in New York?", "channel": "sms"}`)
 	doErr(t, e, Request{Action: "chat.send", Turn: "t-1", Args: json.RawMessage(`{"text": "And tomorrow?", "channel": "sms"}`)},
 		errs.Conflict, `turn "t-1" already started`)
@@ -45,15 +52,7 @@ func TestChatSendFailsBeforeThreading(t *testing.T) {
 // nothing): no thread message in the sender's channel, no turn, and an
 // access_denied entry in the trace for the conversation's owner.
 func TestChatSendIntoAnotherAgentsConversationRecordsNothing(t *testing.T) {
-	e, err := Open(Options{InMemory: true, Clock: clock.NewFixed(t0), IDSeed: "chat test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("closing the engine: %v", err)
-		}
-	})
+	e := newChatEngine(t)
 	ctx := t.Context()
 	if _, err := e.Do(ctx, Request{Action: "history.write", Principal: "alice",
 		Args: json.RawMessage(`{"conversation": "alice-chat", "speaker": "user", "text": "mine"}`)}); err != nil {
@@ -100,15 +99,7 @@ func TestChatSendIntoAnotherAgentsConversationRecordsNothing(t *testing.T) {
 // leaves the access_denied entry every other refusal leaves (issue 13,
 // item 5), although it ran inside the turn's rolled-back transaction.
 func TestRefusedTurnEndUpdateIsInTheOwnersTrace(t *testing.T) {
-	e, err := Open(Options{InMemory: true, Clock: clock.NewFixed(t0), IDSeed: "chat test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("closing the engine: %v", err)
-		}
-	})
+	e := newChatEngine(t)
 	ctx := t.Context()
 	run := func(who, turn, name, args string) error {
 		_, err := e.Do(ctx, Request{Action: name, Principal: who, Turn: turn, Args: json.RawMessage(args)})

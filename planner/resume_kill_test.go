@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,21 +194,29 @@ func TestResumeAfterKillRunsEachSubtaskOnce(t *testing.T) {
 	t.Logf("%d rounds in %s, %d killed mid-run, %d of them read interrupted", *killRounds, time.Since(rounds), interrupted, interruptedSeen)
 }
 
-// runBatch runs script against dir to the end and returns its result lines
-// (seen, if set, hears each as it comes).
-func runBatch(t *testing.T, bin string, env []string, dir, script string, seen func(batchLine)) []batchLine {
+// startBatch starts engram --batch script against dir, its results on out
+// and its standard error gathered in stderr.
+func startBatch(t *testing.T, bin string, env []string, dir, script string) (cmd *exec.Cmd, out io.Reader, stderr *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(bin, "--data", dir, "--batch", script)
+	cmd = exec.Command(bin, "--data", dir, "--batch", script)
 	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	stderr = &bytes.Buffer{}
+	cmd.Stderr = stderr
+	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, pipe, stderr
+}
+
+// runBatch runs script against dir to the end and returns its result lines
+// (seen, if set, hears each as it comes).
+func runBatch(t *testing.T, bin string, env []string, dir, script string, seen func(batchLine)) []batchLine {
+	t.Helper()
+	cmd, out, stderr := startBatch(t, bin, env, dir, script)
 	lines, torn := readLines(t, out, seen)
 	if torn != nil {
 		t.Errorf("engram --batch %s: a result line that is not JSON: %q", filepath.Base(script), torn)
@@ -225,24 +234,14 @@ func runBatch(t *testing.T, bin string, env []string, dir, script string, seen f
 // finished.
 func killDuring(t *testing.T, bin string, env []string, dir, script string, delay time.Duration) (finished bool) {
 	t.Helper()
-	cmd := exec.Command(bin, "--data", dir, "--batch", script)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, stderr := startBatch(t, bin, env, dir, script)
 	var timer *time.Timer
 	lines, torn := readLines(t, out, func(l batchLine) {
 		if l.ID == "create" {
 			timer = time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) }) // fails only once it exited
 		}
 	})
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if timer != nil {
 		timer.Stop()
 	}
@@ -265,7 +264,7 @@ func killDuring(t *testing.T, bin string, env []string, dir, script string, dela
 // readLines reads result lines until out ends. A line that is not JSON
 // ends the reading and comes back as torn: only a killed engram may leave
 // one, as its last.
-func readLines(t *testing.T, out interface{ Read([]byte) (int, error) }, seen func(batchLine)) (lines []batchLine, torn []byte) {
+func readLines(t *testing.T, out io.Reader, seen func(batchLine)) (lines []batchLine, torn []byte) {
 	t.Helper()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)

@@ -119,31 +119,21 @@ func TestFullDiskAtOpenReadsAndRefusesWrites(t *testing.T) {
 
 // Issue 13 item 6: a store a kill (or a SIGBUS on a full disk) left with
 // unfinished write-ahead logs opens read-only on a full file system too:
-// the logs are cut to their last whole entry (which only frees space),
+// the logs are cut after their last whole transaction (which only frees space),
 // every acknowledged write reads back, and the store writes again once
 // there is room.
 func TestKilledStoreOnAFullDiskOpensReadOnly(t *testing.T) {
 	var free atomic.Uint64
 	free.Store(1 << 30)
 	statfs := func(string) (uint64, error) { return free.Load(), nil }
-	live := t.TempDir()
-	s, err := Open(Options{Dir: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 200 {
-		put(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
-	}
-	// The directory as a kill -9 would leave it: logs at their
-	// preallocated size, nothing flushed.
-	crashed := t.TempDir()
-	copyDir(t, live, crashed)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	crashed := killedCopy(t, func(s *Store) {
+		for i := range 200 {
+			put(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
+		}
+	})
 
 	free.Store(10 << 20)
-	s, err = Open(Options{Dir: crashed, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
+	s, err := Open(Options{Dir: crashed, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
 	if err != nil {
 		t.Fatalf("opening a killed store on a full disk: %v", err)
 	}
@@ -181,30 +171,22 @@ func TestStoreKilledMidCommitOnAFullDiskOpensReadOnly(t *testing.T) {
 	var free atomic.Uint64
 	free.Store(1 << 30)
 	statfs := func(string) (uint64, error) { return free.Load(), nil }
-	live := t.TempDir()
-	s, err := Open(Options{Dir: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 50 {
-		put(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
-	}
-	err = s.Update(t.Context(), func(tx *Tx) error {
-		for _, k := range []string{"m1", "m2", "m3"} {
-			if err := tx.Set([]byte(k), []byte("v")); err != nil {
-				return err
-			}
+	crashed := killedCopy(t, func(s *Store) {
+		for i := range 50 {
+			put(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
 		}
-		return nil
+		err := s.Update(t.Context(), func(tx *Tx) error {
+			for _, k := range []string{"m1", "m2", "m3"} {
+				if err := tx.Set([]byte(k), []byte("v")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crashed := t.TempDir()
-	copyDir(t, live, crashed)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// Zero the last entry, the one that closes the three-key commit.
 	path := filesWith(t, crashed, walExt)[0]
 	data, err := os.ReadFile(path)
@@ -226,7 +208,7 @@ func TestStoreKilledMidCommitOnAFullDiskOpensReadOnly(t *testing.T) {
 	}
 
 	free.Store(10 << 20)
-	s, err = Open(Options{Dir: crashed, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
+	s, err := Open(Options{Dir: crashed, MinFree: 100 << 20, Statfs: statfs, ReadOnlyWhenFull: true})
 	if err != nil {
 		t.Fatalf("opening a store killed mid-commit on a full disk: %v", err)
 	}
@@ -241,4 +223,23 @@ func TestStoreKilledMidCommitOnAFullDiskOpensReadOnly(t *testing.T) {
 			t.Errorf("%s of the unfinished commit is there", k)
 		}
 	}
+}
+
+// killedCopy writes to a new store with write, and returns a copy of its
+// directory as a kill -9 would leave it: logs at their preallocated size,
+// nothing flushed.
+func killedCopy(t *testing.T, write func(s *Store)) string {
+	t.Helper()
+	live := t.TempDir()
+	s, err := Open(Options{Dir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(s)
+	crashed := t.TempDir()
+	copyDir(t, live, crashed)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return crashed
 }
