@@ -35,7 +35,11 @@ type Context struct {
 	// Threads are the threads drawn on, earliest first; the current one last.
 	Threads           []ContextThread `json:"threads"`
 	PreviousQuestions []QA            `json:"previous_questions"`
-	CurrentQuestion   string          `json:"current_question"`
+	// Said is what the user said that asked nothing ("I'm planning
+	// Maria's party"), with the reply: the previous questions are
+	// questions only.
+	Said            []QA   `json:"said,omitempty"`
+	CurrentQuestion string `json:"current_question"`
 	// Continuing: an earlier thread is pulled in; GapMinutes is the break
 	// between it and the current thread.
 	Continuing bool `json:"continuing"`
@@ -177,6 +181,7 @@ func assemble(tx *storage.Tx, principal, threadID, channel, input string) (Conte
 	}
 	threads = append(threads, cur)
 	var qas []QA
+	var firstMessage string // the first thread's first user message
 	var summaries []string
 	var skills []Skill
 	for _, t := range threads {
@@ -199,6 +204,9 @@ func assemble(tx *storage.Tx, principal, threadID, channel, input string) (Conte
 			}
 		}
 		ct.Turns = len(all)
+		if t == threads[0] {
+			firstMessage = firstUserText(all, input)
+		}
 		qas = append(qas, questionsOf(all)...)
 		c.Threads = append(c.Threads, ct)
 	}
@@ -210,9 +218,16 @@ func assemble(tx *storage.Tx, principal, threadID, channel, input string) (Conte
 	if c.older {
 		qas = qas[len(qas)-maxQuestions:]
 	}
-	c.PreviousQuestions = append(c.PreviousQuestions, qas...)
+	for _, qa := range qas {
+		if isQuestion(qa.Question) {
+			qa.Question = withoutGreeting(qa.Question)
+			c.PreviousQuestions = append(c.PreviousQuestions, qa)
+		} else {
+			c.Said = append(c.Said, qa)
+		}
+	}
 	first := threads[0]
-	c.Topic = lowerFirst(strings.TrimRight(strings.TrimSuffix(first.Title, " (cont.)"), ".?!… "))
+	c.Topic = discussedTopic(first.Title, firstMessage)
 	c.Recap = "You were asking about " + c.Topic
 	if len(threads) > 1 {
 		prev := threads[len(threads)-2]
@@ -257,6 +272,16 @@ func (c *Context) render() string {
 			fmt.Fprintf(&b, "- (%s) %s\n", s.Kind, s.Text)
 		}
 	}
+	if len(c.Said) > 0 {
+		b.WriteString("What you said:\n")
+		for _, qa := range c.Said {
+			if qa.Answer != "" {
+				fmt.Fprintf(&b, "- %s (%s)\n", qa.Question, qa.Answer)
+			} else {
+				fmt.Fprintf(&b, "- %s\n", qa.Question)
+			}
+		}
+	}
 	if len(c.PreviousQuestions) > 0 {
 		b.WriteString("Previous questions:\n")
 		for _, qa := range c.PreviousQuestions {
@@ -274,6 +299,17 @@ func (c *Context) render() string {
 		fmt.Fprintf(&b, "\n(Continuing from previous thread after %s break)", gapText(time.Duration(c.GapMinutes)*time.Minute))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// firstUserText is the first user message of turns, or else input (the
+// thread's first message is the one about to be answered).
+func firstUserText(turns []*Turn, input string) string {
+	for _, t := range turns {
+		if t.Speaker == "user" {
+			return t.Text
+		}
+	}
+	return input
 }
 
 // questionsOf pairs each user message with the answer that followed it.
@@ -370,7 +406,7 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	if err != nil {
 		return kit.Section{}, p.e.failed(ctx, action.Call{Principal: start.Principal, Turn: start.TurnID}, err)
 	}
-	if len(c.PreviousQuestions) == 0 && len(c.Summaries) == 0 && !c.Continuing {
+	if len(c.PreviousQuestions) == 0 && len(c.Said) == 0 && len(c.Summaries) == 0 && !c.Continuing {
 		// A thread's first message: nothing to remember yet.
 		return kit.Section{Notes: []kit.Note{{Kind: "episodic.context", Message: fmt.Sprintf("thread %s: nothing earlier to draw on", id)}}}, nil
 	}

@@ -171,3 +171,53 @@ func TestContextRendersAsThePromptInjection(t *testing.T) {
 		t.Errorf("lines %q\nwant  %q", lines, wantLines)
 	}
 }
+
+// TestContextSaysWhatWasAskedInWholeSentences: the topic is what the
+// thread is about, not its greeting ("You were discussing hi, …"); a name
+// keeps its case; and "Previous questions" lists the questions asked,
+// without their greeting, while what was only said is listed apart.
+func TestContextSaysWhatWasAskedInWholeSentences(t *testing.T) {
+	r := newRig(t)
+	r.at("10:00")
+	id := r.send("web", "", "Hi, I'm planning Maria's birthday party in Lisbon.").ThreadID
+	r.answer("web", id, "Happy to help.")
+	r.send("web", id, "Hi! What's the budget?")
+	r.answer("web", id, "About $2,000.")
+	r.send("web", id, "Lisbon venues near the river are nice.")
+	r.send("web", id, "Shall we look at venues near the river?")
+
+	c := r.contextOf(id, "", "")
+
+	if c.Topic != "Maria's birthday party in Lisbon" {
+		t.Errorf("topic %q, want \"Maria's birthday party in Lisbon\"", c.Topic)
+	}
+	var asked []string
+	for _, qa := range c.PreviousQuestions {
+		asked = append(asked, qa.Question)
+	}
+	if want := []string{"What's the budget?"}; !slices.Equal(asked, want) {
+		t.Errorf("previous questions %q, want %q", asked, want)
+	}
+	if c.CurrentQuestion != "Shall we look at venues near the river?" {
+		t.Errorf("current question %q", c.CurrentQuestion)
+	}
+	want := strings.Join([]string{
+		"You were discussing Maria's birthday party in Lisbon.",
+		"What you said:",
+		"- Hi, I'm planning Maria's birthday party in Lisbon. (Happy to help)",
+		"- Lisbon venues near the river are nice.",
+		"Previous questions:",
+		"- What's the budget? (About $2,000)",
+		"",
+		"Current question: Shall we look at venues near the river?",
+	}, "\n")
+	if c.Text != want {
+		t.Errorf("context:\n%s\nwant:\n%s", c.Text, want)
+	}
+	// A common word opening a topic is lowered; a name is not.
+	r.at("11:00")
+	id2 := r.send("app", "", "Hello there! I need help with venues near the river.").ThreadID
+	if got := r.contextOf(id2, "", "").Topic; got != "venues near the river" {
+		t.Errorf("topic %q, want \"venues near the river\"", got)
+	}
+}

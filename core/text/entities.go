@@ -55,7 +55,7 @@ var commonOpeners = map[string]bool{
 	"okay": true, "sure": true, "great": true, "please": true, "also": true, "and": true, "but": true, "so": true,
 	"then": true, "let": true, "let's": true, "lets": true, "i'm": true, "i'll": true, "we'll": true, "we're": true,
 	"it's": true, "that's": true, "there's": true, "here's": true, "what's": true, "can": true, "could": true,
-	"would": true, "will": true, "should": true, "did": true, "do": true, "does": true, "is": true, "are": true,
+	"would": true, "will": true, "should": true, "shall": true, "must": true, "might": true, "did": true, "do": true, "does": true, "is": true, "are": true,
 	"was": true, "were": true, "have": true, "has": true, "had": true, "good": true, "well": true, "oh": true,
 	"right": true, "done": true, "sounds": true, "perfect": true, "got": true, "noted": true, "understood": true,
 	"absolutely": true, "certainly": true, "maybe": true, "perhaps": true, "actually": true, "remember": true,

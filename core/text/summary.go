@@ -21,8 +21,8 @@ type Line struct {
 // Summary is a running extractive summary: what each folded utterance said,
 // compressed only as far as the token limit demands. Compression goes in
 // steps, each losing as little as it can, oldest parts first: keep the
-// sentences that carry entities or decide something; then write them
-// telegraphically (without stop words, but with every negation and entity);
+// sentences that carry entities or decide something; then keep the one
+// sentence that says most, whole, and name the entities it leaves out;
 // then merge neighbouring parts already reduced to entities; then reduce a
 // part to its entities; then drop the oldest entities. Names, numbers,
 // dates and actions are what survives longest, and the newest survive
@@ -40,8 +40,9 @@ type Part struct {
 	Speaker  string   `json:"speaker"`
 	Text     string   `json:"text"`
 	Entities []string `json:"entities"`
-	// Level is how far the part is compressed: key sentences (0),
-	// telegraphic (1), its entities (2), merged with its neighbours (3).
+	// Level is how far the part is compressed: key sentences (0), its
+	// lead sentence (1), its entities (2), merged with its neighbours (3).
+	// Every level reads as whole sentences.
 	Level int `json:"level"`
 	// Tokens counts the part's line as Render writes it (0: not yet
 	// counted), so that compressing recounts only what changed.
@@ -190,8 +191,9 @@ func (s *Summary) estimate(count Counter) (tokens, lines int) {
 }
 
 // Render is the summary as text, one line per part:
-// "[3] user: need venue Friday." / "[0-2] earlier: Acme, $40,000". A part
-// with nothing left to say ("Thanks!") takes no line.
+// "[3] user: We need a venue by Friday." / "[0-2] earlier: Mentioned
+// Acme and $40,000." A part with nothing left to say ("Thanks!") takes no
+// line.
 func (s *Summary) Render() string {
 	var b strings.Builder
 	for _, p := range s.Parts {
@@ -212,7 +214,7 @@ func (p *Part) line() string {
 
 // compressStep makes the summary one step shorter; false when it cannot.
 func (s *Summary) compressStep(excess int, count Counter) bool {
-	// The oldest part still in sentences becomes telegraphic.
+	// The oldest part still in its key sentences keeps only its lead one.
 	for i := range s.Parts {
 		if s.Parts[i].Level == 0 {
 			s.Parts[i].compress()
@@ -224,7 +226,7 @@ func (s *Summary) compressStep(excess int, count Counter) bool {
 	if s.mergeOldestPair() {
 		return true
 	}
-	// The oldest telegraphic part becomes its entities.
+	// The oldest part down to its lead sentence becomes its entities.
 	for i := range s.Parts {
 		if s.Parts[i].Level == 1 {
 			s.Parts[i].compress()
@@ -244,7 +246,7 @@ func (s *Summary) compressStep(excess int, count Counter) bool {
 				drop++
 			}
 			p.Entities = p.Entities[drop:]
-			p.Text = strings.Join(p.Entities, ", ")
+			p.Text = entitySentence("Mentioned", p.Entities)
 			p.Tokens = 0
 			return true
 		}
@@ -262,7 +264,7 @@ func (s *Summary) mergeOldestPair() bool {
 		}
 		merged := Part{Spans: addSpans(a.Spans, b.Spans), Speaker: "earlier", Level: 3}
 		merged.Entities = dedupe(append(slices.Clone(a.Entities), b.Entities...))
-		merged.Text = strings.Join(merged.Entities, ", ")
+		merged.Text = entitySentence("Mentioned", merged.Entities)
 		s.Parts = slices.Replace(s.Parts, i, i+2, merged)
 		return true
 	}
@@ -302,16 +304,15 @@ func (p *Part) compress() {
 	p.Tokens = 0
 	switch p.Level {
 	case 0:
-		p.Text = Telegraphic(p.Text)
-		if missing := missingEntities(p.Entities, p.Text); len(missing) > 0 {
-			if p.Text != "" {
-				p.Text += " "
-			}
-			p.Text += "(" + strings.Join(missing, ", ") + ")"
+		// The one sentence that says most, whole: a summary that reads
+		// as sentences, not as a telegram ("budget?").
+		p.Text = LeadSentence(p.Text, p.Entities)
+		if missing := missingEntities(p.Entities, p.Text); len(missing) > 0 && p.Text != "" {
+			p.Text += " " + entitySentence("Also mentioned", missing)
 		}
 	case 1:
 		p.Entities = dedupe(p.Entities)
-		p.Text = strings.Join(p.Entities, ", ")
+		p.Text = entitySentence("Mentioned", p.Entities)
 	}
 	p.Level++
 }
@@ -333,6 +334,70 @@ func keySentences(text string, entities []string) string {
 		keep = sentences[:1]
 	}
 	return strings.Join(keep, " ")
+}
+
+// LeadSentence is the one sentence of text that says most, kept whole:
+// the one with the most of entities in it, then one that decides or asks
+// (an action cue, a question), the earliest on a tie. A greeting or thanks
+// alone is never chosen while another sentence says something. Nothing to
+// say at all ("Thanks!") is "".
+func LeadSentence(text string, entities []string) string {
+	best, bestScore := "", -1
+	for _, s := range splitSentences(text) {
+		if SaysNothing(s) {
+			continue
+		}
+		score := 0
+		for _, e := range entities {
+			if strings.Contains(s, e) {
+				score += 2
+			}
+		}
+		if actionCue.MatchString(s) || strings.HasSuffix(strings.TrimRight(s, `"')]}”’`), "?") {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = s, score
+		}
+	}
+	return best
+}
+
+// SaysNothing reports whether a sentence is only greetings, thanks and
+// stop words ("Hi!", "Thanks, that's all for now.").
+func SaysNothing(s string) bool {
+	for _, f := range strings.Fields(s) {
+		w := strings.ReplaceAll(strings.ToLower(strings.Trim(f, `.,;:!?"()[]{}“”‘’'`)), "’", "'")
+		if w != "" && !fillers[w] && !english.IsStopWord(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// entitySentence lists entities as a sentence: "Mentioned Maria Lopez,
+// Lisbon and $40,000." A possessive is written as the name it is of
+// ("Maria's" → "Maria"), and every name keeps its case.
+func entitySentence(lead string, entities []string) string {
+	if len(entities) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(entities))
+	for _, e := range entities {
+		for _, suffix := range []string{"'s", "’s"} {
+			if t, ok := strings.CutSuffix(e, suffix); ok && t != "" {
+				e = t
+			}
+		}
+		if !slices.Contains(names, e) {
+			names = append(names, e)
+		}
+	}
+	list := names[0]
+	if n := len(names); n > 1 {
+		list = strings.Join(names[:n-1], ", ") + " and " + names[n-1]
+	}
+	return lead + " " + list + "."
 }
 
 // keptStopWords are stop words a telegraphic text keeps: negations and the
@@ -403,6 +468,10 @@ var abbreviations = map[string]bool{
 	"capt": true, "lt": true, "sgt": true, "rev": true, "fr": true, "jan": true, "feb": true, "mar": true, "apr": true,
 	"jun": true, "jul": true, "aug": true, "sep": true, "sept": true, "oct": true, "nov": true, "dec": true, "a.m": true, "p.m": true,
 }
+
+// Sentences are the sentences of text, whole, as a summary keeps them
+// (see splitSentences).
+func Sentences(text string) []string { return splitSentences(text) }
 
 // splitSentences splits text at sentence ends: '.', '!' or '?' (with any
 // closing quotes or brackets) before a space or the end, except after an

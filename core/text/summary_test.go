@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -194,5 +195,59 @@ func BenchmarkCompress(b *testing.B) {
 		c := conversation[i%len(conversation)]
 		s.Add(Line{Index: i, Speaker: "user", Text: c})
 		s.Compress(200, words)
+	}
+}
+
+// TestLeadSentence: a part compressed to one sentence keeps the one that
+// says most, whole, and never a greeting alone.
+func TestLeadSentence(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"What's the budget?", "What's the budget?"},
+		{"Shall we look at venues near the river?", "Shall we look at venues near the river?"},
+		{"Hi! Maria Lopez here. We need the Lisbon venue by Friday.", "We need the Lisbon venue by Friday."},
+		{"Thanks, that's all for now.", ""},
+		{"The weather was nice. Should we book it?", "Should we book it?"},
+	} {
+		if got := LeadSentence(c.in, Entities(c.in)); got != c.want {
+			t.Errorf("LeadSentence(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestSummaryReadsAsSentences: at every limit each line of a summary says
+// whole sentences (it ends as a sentence ends, and starts with a capital
+// or a figure), names keep their case, and no part reads as a telegram
+// ("budget?", "look venues near river? (Shall)").
+func TestSummaryReadsAsSentences(t *testing.T) {
+	lines := []string{
+		"Hi, I'm planning Maria's birthday party in Lisbon.",
+		"What's the budget?",
+		"Shall we look at venues near the river?",
+		"The budget is $2,000 and Tom Becker books the boat on Friday.",
+		"Thanks, that's all for now.",
+	}
+	lines = append(lines, conversation...)
+	var all Summary
+	for i, l := range lines {
+		all.Add(Line{Index: i, Speaker: "user", Text: l})
+	}
+	for _, limit := range []int{1000, 150, 120, 90, 70, 50, 30} {
+		s := Summary{Parts: slices.Clone(all.Parts)}
+		text, _ := s.Compress(limit, words)
+		for _, line := range strings.Split(text, "\n") {
+			_, said, ok := strings.Cut(line, ": ")
+			if !ok {
+				t.Fatalf("limit %d: %q has no speaker", limit, line)
+			}
+			first, _ := utf8.DecodeRuneInString(said)
+			if !strings.ContainsAny(said[len(said)-1:], ".?!") || !(unicode.IsUpper(first) || unicode.IsDigit(first) || strings.ContainsRune("$€£", first)) {
+				t.Errorf("limit %d: %q is not a whole sentence", limit, said)
+			}
+			for _, broken := range []string{"(Shall)", "Shall)", "look venues", ": budget?", "Maria's,", "lisbon", "maria"} {
+				if strings.Contains(line, broken) {
+					t.Errorf("limit %d: %q reads as a fragment (%q)", limit, line, broken)
+				}
+			}
+		}
 	}
 }
