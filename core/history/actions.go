@@ -216,20 +216,21 @@ type RevokeArgs struct {
 func (h *History) actShare(ctx context.Context, call action.Call, a ShareArgs) (access.ACL, error) {
 	acl, err := h.changeACL(ctx, call, a.Conversation, "shared with "+a.Principal, func(acl *access.ACL, obj access.Object) error {
 		return acl.Grant(call.Principal, a.Principal, a.Permissions, obj, h.env.Clock.Now())
-	})
+	}, AccessEvent{Principal: a.Principal, Change: "shared"})
 	return acl, h.afterFailure(ctx, call, err)
 }
 
 func (h *History) actRevoke(ctx context.Context, call action.Call, a RevokeArgs) (access.ACL, error) {
 	acl, err := h.changeACL(ctx, call, a.Conversation, "access of "+a.Principal+" revoked", func(acl *access.ACL, obj access.Object) error {
 		return acl.Revoke(call.Principal, a.Principal, obj, h.env.Clock.Now())
-	})
+	}, AccessEvent{Principal: a.Principal, Change: "revoked"})
 	return acl, h.afterFailure(ctx, call, err)
 }
 
 // changeACL changes an existing conversation's grants with fn (which
-// checks who may), and returns its ACL.
-func (h *History) changeACL(ctx context.Context, call action.Call, c, what string, fn func(acl *access.ACL, obj access.Object) error) (access.ACL, error) {
+// checks who may), and returns its ACL; ev, completed with the
+// conversation and the agent's permissions, is published after the commit.
+func (h *History) changeACL(ctx context.Context, call action.Call, c, what string, fn func(acl *access.ACL, obj access.Object) error, ev AccessEvent) (access.ACL, error) {
 	c, err := conversationName(c)
 	if err != nil {
 		return access.ACL{}, err
@@ -248,6 +249,13 @@ func (h *History) changeACL(ctx context.Context, call action.Call, c, what strin
 		if out.Owner == "" {
 			out.Owner = acl.OwnerOf()
 		}
+		ev.Conversation, ev.Permissions = c, []string{}
+		for _, g := range acl.Grants {
+			if g.PrincipalID == ev.Principal {
+				ev.Permissions = append(ev.Permissions, g.Permissions...)
+			}
+		}
+		EventAccess.Publish(tx, ev)
 		_, err := tx.Trace(call, "history.access", fmt.Sprintf("history %s: %s", c, what), out)
 		return err
 	})

@@ -85,3 +85,40 @@ func TestDeleteAndMovePublishTheirEvents(t *testing.T) {
 		t.Errorf("after the move: %+v, %v", m, ok)
 	}
 }
+
+// TestConfigurePublishesTheNewSettings: history.configure publishes the
+// settings it left, evicting or not, and history.share and history.revoke
+// say whose access changed, so that a view follows them at once (issue
+// 14, bug 8).
+func TestConfigurePublishesTheNewSettings(t *testing.T) {
+	r := newRig(t)
+	r.write("trip", "user", "one")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := r.e.Subscribe(ctx, history.EventConfigured.Name(), history.EventAccess.Name())
+	next := func() events.Event {
+		t.Helper()
+		select {
+		case ev := <-ch:
+			return ev
+		case <-time.After(5 * time.Second):
+			t.Fatal("no conversation event within 5s")
+			return events.Event{}
+		}
+	}
+
+	r.configure(map[string]any{"conversation": "trip", "summary_token_limit": 80}) // evicts nothing
+	c, ok := history.EventConfigured.Of(next())
+	if !ok || c.Conversation != "trip" || c.SummaryTokenLimit != 80 || c.BufferSize < 1 || c.Backend == "" {
+		t.Errorf("after configure: %+v, %v", c, ok)
+	}
+	r.do("history.share", map[string]any{"conversation": "trip", "principal": "bob", "permissions": []string{"read", "write"}}, nil)
+	if a, ok := history.EventAccess.Of(next()); !ok || a.Conversation != "trip" || a.Principal != "bob" || a.Change != "shared" ||
+		!slices.Equal(a.Permissions, []string{"read", "write"}) {
+		t.Errorf("after share: %+v, %v", a, ok)
+	}
+	r.do("history.revoke", map[string]any{"conversation": "trip", "principal": "bob"}, nil)
+	if a, ok := history.EventAccess.Of(next()); !ok || a.Principal != "bob" || a.Change != "revoked" || len(a.Permissions) != 0 {
+		t.Errorf("after revoke: %+v, %v", a, ok)
+	}
+}

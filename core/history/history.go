@@ -55,6 +55,28 @@ type MovedEvent struct {
 	To   string `json:"to"`
 }
 
+// ConfiguredEvent is the payload of EventConfigured: a conversation's
+// settings as history.configure left them.
+type ConfiguredEvent struct {
+	Conversation      string `json:"conversation"`
+	BufferSize        int    `json:"buffer_size"`
+	MaxTokens         int    `json:"max_tokens"`
+	SummaryTokenLimit int    `json:"summary_token_limit"`
+	Backend           string `json:"backend"`
+}
+
+// AccessEvent is the payload of EventAccess: who was given or lost access
+// to a conversation.
+type AccessEvent struct {
+	Conversation string `json:"conversation"`
+	// Principal is the agent whose access changed.
+	Principal string `json:"principal"`
+	// Change is "shared" or "revoked".
+	Change string `json:"change"`
+	// Permissions are what the agent may do now (empty once revoked).
+	Permissions []string `json:"permissions"`
+}
+
 // Events the history publishes after each commit. A view of a conversation
 // (the console's Chat tab) reloads on any of them that names it.
 var (
@@ -62,7 +84,13 @@ var (
 	EventEvicted = events.Define[EvictedEvent]("utterance.evicted", "after a write pushes utterances out of a conversation's buffer")
 	EventSummary = events.Define[SummaryEvent]("summary.updated", "after evicted utterances are folded into a conversation's running summary (extractive, then the model's)")
 	EventDeleted = events.Define[DeletedEvent]("utterance.deleted", "after an utterance is deleted from a conversation (history.delete): from its buffer, or from the archive of evicted ones")
-	EventMoved   = events.Define[MovedEvent]("conversation.moved", "after a conversation is moved to the other backend (history.backend, or history.configure with a backend), once the new backend holds all of it")
+	// EventConfigured lets a view refresh a conversation's figures and
+	// summary when its settings change, evicted or not (issue 14, bug 8).
+	EventConfigured = events.Define[ConfiguredEvent]("conversation.configured", "after history.configure changes a conversation's settings (buffer size, token budget, summary limit, backend)")
+	// EventAccess lets a view follow a conversation shared with or taken
+	// from an agent.
+	EventAccess = events.Define[AccessEvent]("conversation.access", "after history.share or history.revoke changes who may use a conversation")
+	EventMoved  = events.Define[MovedEvent]("conversation.moved", "after a conversation is moved to the other backend (history.backend, or history.configure with a backend), once the new backend holds all of it")
 )
 
 // countTokens is llm.CountTokens, remembering the counts of the chunks of
@@ -710,7 +738,12 @@ func (h *History) Configure(ctx context.Context, call action.Call, req Configure
 			conv.SummaryTokenLimit = *req.SummaryTokenLimit
 		}
 		var evicted []int
-		return h.evict(tx, call, conv, &evicted)
+		if err := h.evict(tx, call, conv, &evicted); err != nil {
+			return err
+		}
+		EventConfigured.Publish(tx, ConfiguredEvent{Conversation: c, BufferSize: conv.BufferSize, MaxTokens: conv.MaxTokens,
+			SummaryTokenLimit: conv.SummaryTokenLimit, Backend: conv.Backend})
+		return nil
 	})
 	if err != nil {
 		return Stats{}, err
