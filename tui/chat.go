@@ -40,6 +40,8 @@ const (
 	chatSearching
 	// chatResults: search results show; the app's keys work.
 	chatResults
+	// chatReplying: the line of an assistant's reply written by hand.
+	chatReplying
 )
 
 // chatMain is what the main area shows on a narrow screen, where the side
@@ -84,6 +86,10 @@ type chatKeys struct {
 	// from there to the hits.
 	Jump    key.Binding
 	Results key.Binding
+	// Reply writes the assistant's reply by hand (no model answers);
+	// Save saves it.
+	Reply key.Binding
+	Save  key.Binding
 }
 
 func newChatKeys() chatKeys {
@@ -109,6 +115,8 @@ func newChatKeys() chatKeys {
 		Newer:   key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "later search")),
 		Jump:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "show in the chat")),
 		Results: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back to the results")),
+		Reply:   key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "reply by hand")),
+		Save:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "save the reply")),
 	}
 }
 
@@ -145,6 +153,7 @@ type chatPane struct {
 	find  chatSearch
 	side  chatSide
 	route chatRouting
+	reply chatReply
 
 	// The switcher and the channel picker, while open.
 	switcher *chatSwitcher
@@ -167,6 +176,9 @@ type chatBuffer struct {
 	// mark is the utterance a search hit was shown at (marked: there is one).
 	mark   int
 	marked bool
+	// revoked: the conversation's owner took the console's access back;
+	// nothing reloads it (it would be refused) until access is given again.
+	revoked bool
 }
 
 // chatOutgoing is the message in flight (its text is "" when none is) and
@@ -182,6 +194,9 @@ type chatOutgoing struct {
 	// sent with; lastConv its conversation.
 	last     *core.ChatSendResult
 	lastConv string
+	// reconfigured holds the settings history.configure gave lastConv
+	// after the last message was sent (nil: none since).
+	reconfigured *history.ConfiguredEvent
 }
 
 // chatHighlight is the highlight of a new eviction in the side panel, on
@@ -330,6 +345,7 @@ func newChatPane(engine conn.Conn, styles *Styles, fade time.Duration, model boo
 		out:      chatOutgoing{spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt))},
 		evict:    chatHighlight{fade: fade},
 		find:     chatSearch{input: search, view: scrollView{Above: fixedNote(""), Below: fixedNote("")}},
+		reply:    newChatReply(styles),
 		side:     chatSide{view: scrollView{Above: fixedNote(" ↑ more above (shift+↑)"), Below: fixedNote(" ↓ more below (shift+↓)")}},
 		// Every message goes through the episodic layer too, by default as
 		// on the web: the first starts a thread, the next ones continue it
@@ -349,8 +365,11 @@ func (p *chatPane) Focus() tea.Cmd {
 	if p.out.text != "" {
 		cmds = append(cmds, p.out.spinner.Tick) // ticks that came while away went to another tab
 	}
-	if p.mode == chatTyping {
+	switch p.mode {
+	case chatTyping:
 		cmds = append(cmds, p.input.Focus())
+	case chatReplying:
+		cmds = append(cmds, p.reply.input.Focus())
 	}
 	return tea.Batch(cmds...)
 }
@@ -358,7 +377,7 @@ func (p *chatPane) Focus() tea.Cmd {
 func (p *chatPane) Blur() {
 	p.switcher, p.picker = nil, nil
 	switch p.mode {
-	case chatTyping:
+	case chatTyping, chatReplying:
 		p.mode = chatBrowse
 	case chatSearching:
 		p.mode = chatBrowse
@@ -368,12 +387,13 @@ func (p *chatPane) Blur() {
 	}
 	p.input.Blur()
 	p.find.input.Blur()
+	p.reply.input.Blur()
 }
 
 // Capturing: the message line, the search line and the switcher take every
 // key (q and 1-6 included); esc gives the keyboard back.
 func (p *chatPane) Capturing() bool {
-	return p.switcher != nil || p.picker != nil || p.mode == chatTyping || p.mode == chatSearching
+	return p.switcher != nil || p.picker != nil || p.mode == chatTyping || p.mode == chatSearching || p.mode == chatReplying
 }
 
 func (p *chatPane) Keys() []key.Binding {
@@ -396,6 +416,8 @@ func (p *chatPane) Keys() []key.Binding {
 	case p.mode == chatTyping:
 		return []key.Binding{k.Send, k.Leave, k.Switch, ctx, k.Channel, withHelp(k.Search, "/", "search (on an empty line)"),
 			withHelp(k.Scroll, "↑/↓", "scroll"), k.Page, k.Side}
+	case p.mode == chatReplying:
+		return []key.Binding{k.Save, k.Cancel, withHelp(k.Scroll, "↑/↓", "scroll")}
 	case p.mode == chatSearching && len(p.find.past.queries) > 0:
 		return []key.Binding{k.Run, k.Cancel, k.Older}
 	case p.mode == chatSearching:
@@ -405,7 +427,12 @@ func (p *chatPane) Keys() []key.Binding {
 	case p.find.jumped && p.main == mainConversation:
 		return []key.Binding{k.Results, k.Type, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Ends, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel}
 	}
-	return []key.Binding{k.Type, k.Search, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel, k.Scroll, k.Page, k.Ends, k.Side}
+	keys := []key.Binding{k.Type, k.Search, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel, k.Scroll, k.Page, k.Ends, k.Side}
+	if !p.hasModel() {
+		// After the search, so that the footer keeps its first keys.
+		keys = append(keys[:2], append([]key.Binding{k.Reply}, keys[2:]...)...)
+	}
+	return keys
 }
 
 func (p *chatPane) contextHelp() string {
@@ -439,6 +466,7 @@ func (p *chatPane) SetSize(w, h int) {
 	p.width, p.height = w, h
 	p.input.Width = max(w-len("› ")-4, 1)
 	p.find.input.Width = max(w-len(p.find.input.Prompt)-4, 1)
+	p.reply.input.Width = max(w-len(p.reply.input.Prompt)-4, 1)
 	if p.switcher != nil {
 		p.switcher.input.Width = max(p.mainWidth()-len(p.switcher.input.Prompt)-4, 1)
 	}
@@ -460,8 +488,12 @@ func (p *chatPane) loadStats() tea.Cmd {
 
 func (p *chatPane) load() tea.Cmd { return tea.Batch(p.loadBuffer(), p.loadStats()) }
 
-// reload refreshes the buffer and the stats, once per burst of events.
+// reload refreshes the buffer and the stats, once per burst of events
+// (not a conversation whose access was taken back).
 func (p *chatPane) reload() tea.Cmd {
+	if p.buf.revoked {
+		return nil
+	}
 	return tea.Batch(p.refresh(&p.buf.read, p.loadBuffer), p.refresh(&p.buf.stat, p.loadStats))
 }
 
@@ -499,6 +531,10 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return p.sendResult(msg)
 	case resultMsg[history.SearchResult]:
 		return p.searchResult(msg)
+	case resultMsg[history.WriteResult]:
+		return p.replyWritten(msg)
+	case resultMsg[episodic.MessageResult]:
+		return p.replyCopied(msg)
 	case resultMsg[history.ListResult]:
 		if p.switcher != nil {
 			return p.switcher.setList(p, msg)
@@ -538,6 +574,8 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		p.input, cmd = p.input.Update(msg)
 	case p.mode == chatSearching:
 		p.find.input, cmd = p.find.input.Update(msg)
+	case p.mode == chatReplying:
+		p.reply.input, cmd = p.reply.input.Update(msg)
 	}
 	return cmd
 }
@@ -555,12 +593,18 @@ func (p *chatPane) event(ev events.Event) tea.Cmd {
 	if _, ok := episodic.EventTurnAdded.Of(ev); ok {
 		return p.refreshPicker() // the thread's count of turns changed
 	}
+	if c, ok := history.EventConfigured.Of(ev); ok {
+		return p.configured(c)
+	}
+	if a, ok := history.EventAccess.Of(ev); ok {
+		return p.accessChanged(a)
+	}
 	c, ok := historyEvent(ev)
 	if !ok {
 		return nil
 	}
 	var cmds []tea.Cmd
-	if c == p.conv {
+	if c == p.conv && !p.buf.revoked {
 		cmds = append(cmds, p.reload())
 	}
 	_, written := history.EventWritten.Of(ev)
@@ -645,7 +689,7 @@ func (p *chatPane) sendResult(msg resultMsg[core.ChatSendResult]) tea.Cmd {
 		return nil // the root shows the error in the status line
 	}
 	res := msg.value
-	p.out.last, p.out.lastConv = &res, conv
+	p.out.last, p.out.lastConv, p.out.reconfigured = &res, conv, nil
 	var cmds []tea.Cmd
 	if res.Thread != nil {
 		cmds = append(cmds, p.routed(conv, channel, *res.Thread))
@@ -704,6 +748,8 @@ func (p *chatPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return p.searchKey(msg)
 	case chatResults:
 		return p.resultsKey(msg)
+	case chatReplying:
+		return p.replyKey(msg)
 	}
 	return p.browseKey(msg)
 }
@@ -764,6 +810,8 @@ func (p *chatPane) browseKey(msg tea.KeyMsg) tea.Cmd {
 		return p.input.Focus()
 	case key.Matches(msg, k.Search):
 		return p.startSearch()
+	case key.Matches(msg, k.Reply):
+		return p.startReply()
 	case key.Matches(msg, k.Results) && p.find.jumped && p.main == mainConversation:
 		p.find.jumped = false
 		p.mode = chatResults

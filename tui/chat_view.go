@@ -119,6 +119,8 @@ func (p *chatPane) inputLine() string {
 		return " " + p.styles.Muted.Render("enter uses it · esc goes back")
 	case p.mode == chatTyping && p.switcher == nil:
 		return strings.TrimRight(" "+p.input.View(), " ")
+	case p.mode == chatReplying && p.switcher == nil:
+		return strings.TrimRight(" "+p.reply.input.View(), " ")
 	case p.switcher != nil:
 		return " " + p.styles.Muted.Render("enter switches · esc goes back")
 	case p.input.Value() != "":
@@ -185,6 +187,9 @@ func (p *chatPane) finishingLine() string {
 func (p *chatPane) convLines(w int) []string {
 	s := p.styles
 	switch {
+	case p.buf.revoked:
+		return append([]string{""}, styleLines(s.Failed, wrapText("Access to "+oneLine(p.conv)+
+			" was taken back by its owner: it no longer shows. ctrl+o switches to another conversation.", w-2, " "))...)
 	case p.buf.loadErr != "" && !p.buf.loaded:
 		return []string{"", s.Failed.Render(" ✗ Could not read the conversation: " + oneLine(p.buf.loadErr))}
 	case !p.buf.loaded:
@@ -203,6 +208,11 @@ func (p *chatPane) convLines(w int) []string {
 			lines = append(lines, s.Muted.Render(l))
 		}
 		return lines
+	}
+	if !p.hasModel() {
+		// Said once, not under every message.
+		lines = append(lines, styleLines(s.Muted, wrapText(offlineNote, w-2, " "))...)
+		lines = append(lines, "")
 	}
 	now := p.conn.Now()
 	p.buf.at = make(map[int]int, len(p.buf.utts))
@@ -405,6 +415,9 @@ func (p *chatPane) pageHeader(w int) []string {
 		default:
 			title = " Context that would be sent"
 		}
+		if p.out.reconfigured != nil && p.out.lastConv == p.conv {
+			note = " · reconfigured since"
+		}
 	} else {
 		sum := p.buf.stats.Summary
 		title = " Summary"
@@ -452,6 +465,12 @@ func (p *chatPane) contextLines(w int) []string {
 	lines := styleLines(s.Muted, wrapText(fmt.Sprintf("system prompt + %s,%s", plural(len(pr.Messages), "message", "messages"), what), w-2, " "))
 	if p.out.last.LLMError != "" {
 		lines = append(lines, styleLines(s.Failed, wrapText("the model failed: "+p.out.last.LLMError, w-2, " "))...)
+	}
+	if c := p.out.reconfigured; c != nil {
+		// What shows is history: the message was sent before the change.
+		lines = append(lines, styleLines(s.Prompt, wrapText(fmt.Sprintf(
+			"The conversation was reconfigured since (buffer %d, summary limit %d tokens): this is the context the last message was sent with; the next one gets the new settings.",
+			c.BufferSize, c.SummaryTokenLimit), w-2, " "))...)
 	}
 	lines = append(lines, "", " "+s.Prompt.Render("system"))
 	lines = append(lines, wrapText(pr.System, w-3, "  ")...)
