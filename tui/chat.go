@@ -323,7 +323,7 @@ func newChatPane(engine conn.Conn, styles *Styles, fade time.Duration, model boo
 	in := textinput.New()
 	in.Prompt = "› "
 	in.PromptStyle = styles.Prompt
-	in.Placeholder = "say something (enter sends, esc stops typing)"
+	in.Placeholder = "say something (enter sends; / on an empty line searches)"
 	in.CharLimit = 8000
 	// The line's own up/down and ctrl+p/ctrl+n cycle suggestions, which
 	// it has none of: the pane uses those keys.
@@ -414,8 +414,10 @@ func (p *chatPane) Keys() []key.Binding {
 		}
 		return []key.Binding{pick, k.Cancel, k.Move}
 	case p.mode == chatTyping:
-		return []key.Binding{k.Send, k.Leave, k.Switch, ctx, k.Channel, withHelp(k.Search, "/", "search (on an empty line)"),
-			withHelp(k.Scroll, "↑/↓", "scroll"), k.Page, k.Side}
+		// One line at 120 columns: the line's placeholder says what /
+		// does, and the scroll notes name pgdn and shift+↓.
+		return []key.Binding{k.Send, k.Leave, k.Switch, withHelp(k.Context, "ctrl+p", p.contextHelpShort()), k.Channel,
+			withHelp(k.Scroll, "↑/↓", "scroll")}
 	case p.mode == chatReplying:
 		return []key.Binding{k.Save, k.Cancel, withHelp(k.Scroll, "↑/↓", "scroll")}
 	case p.mode == chatSearching && len(p.find.past.queries) > 0:
@@ -443,6 +445,17 @@ func (p *chatPane) contextHelp() string {
 		return "show the summary"
 	}
 	return "show the context"
+}
+
+// contextHelpShort is contextHelp in a word, for the typing footer.
+func (p *chatPane) contextHelpShort() string {
+	switch {
+	case p.narrow():
+		return "side panel"
+	case p.side.page == pageContext:
+		return "summary"
+	}
+	return "context"
 }
 
 // narrow reports that the side panel does not fit beside the conversation.

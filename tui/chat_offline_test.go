@@ -190,3 +190,26 @@ func TestChatSaysWhenAccessToTheConversationShownIsTakenBack(t *testing.T) {
 		t.Error("the conversation taken back still shows what was written after")
 	}
 }
+
+// TestChatTypingFooterFitsAt120Columns: while typing, the footer shows
+// every key it names on one line at 120 columns, ctrl+c included, without
+// cutting any.
+func TestChatTypingFooterFitsAt120Columns(t *testing.T) {
+	_, _, tm := startOffsite(t)
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "enter send")
+	m := finish(t, tm)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
+	footer := lastLine(m.View())
+	if strings.Contains(footer, "…") || lineCount(m.footer()) != 1 {
+		t.Errorf("the typing footer is cut or wraps at 120 columns: %q", m.footer())
+	}
+	for _, want := range []string{"enter send", "esc stop typing", "ctrl+c quit", "ctrl+o conversations", "ctrl+p context", "ctrl+t channel", "↑/↓ scroll"} {
+		if !strings.Contains(footer, want) {
+			t.Errorf("the typing footer lacks %q: %q", want, footer)
+		}
+	}
+	if !strings.Contains(m.View(), "/ on an empty line searches") {
+		t.Error("the message line no longer says what / does")
+	}
+}

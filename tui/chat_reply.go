@@ -39,8 +39,14 @@ func newChatReply(styles *Styles) chatReply {
 	return chatReply{input: in}
 }
 
-// offlineNote is what the conversation says once when no model answers.
-const offlineNote = "No model replies: esc, then a, writes its reply by hand."
+// offlineNote is what the conversation says once when no model answers:
+// how to write the reply by hand from where the keyboard is.
+func (p *chatPane) offlineNote() string {
+	if p.Capturing() {
+		return "No model replies: esc, then a, writes its reply by hand."
+	}
+	return "No model replies: a writes the assistant's reply by hand."
+}
 
 // startReply opens the reply line, unless a model answers or the
 // conversation has no message to answer yet.

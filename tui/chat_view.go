@@ -211,7 +211,7 @@ func (p *chatPane) convLines(w int) []string {
 	}
 	if !p.hasModel() {
 		// Said once, not under every message.
-		lines = append(lines, styleLines(s.Muted, wrapText(offlineNote, w-2, " "))...)
+		lines = append(lines, styleLines(s.Muted, wrapText(p.offlineNote(), w-2, " "))...)
 		lines = append(lines, "")
 	}
 	now := p.conn.Now()
