@@ -110,7 +110,7 @@ func TestChatRefreshesOnConfigureFromElsewhere(t *testing.T) {
 	sendLine(tm, "Can we book the boat?")
 	waitFor(t, tm, "Context that would be sent")
 	do(t, engine, "history.configure", "", `{"buffer_size": 8}`)
-	waitFor(t, tm, "4/8 utterances", "The conversation was reconfigured")
+	waitFor(t, tm, "4/8 utterances", "The conversation was reconfigured", "buffer_size reached (now 8)")
 	m := finish(t, tm)
 	if c := chatOf(m).out.reconfigured; c == nil || c.BufferSize != 8 {
 		t.Errorf("the settings since: %+v", c)

@@ -392,6 +392,10 @@ func (p *chatPane) sideFixed(w int) []string {
 func evictionReason(reason string, st history.Stats) string {
 	switch reason {
 	case "buffer_size":
+		if st.Size < st.BufferSize {
+			// Configured since: the size it reached then is not today's.
+			return fmt.Sprintf("buffer_size reached (now %d)", st.BufferSize)
+		}
 		return fmt.Sprintf("buffer_size %d reached", st.BufferSize)
 	case "max_tokens":
 		return fmt.Sprintf("over max_tokens %d", st.MaxTokens)
