@@ -131,7 +131,7 @@ type chatFadeMsg struct{ id int }
 // eviction and, below, the running summary or the context the last message
 // was sent with. / searches the whole conversation (the evicted part too);
 // ctrl+o switches conversations or starts a new one; ctrl+t picks the
-// channel messages go on.
+// channel messages go on; without a model, a writes the assistant's reply.
 type chatPane struct {
 	requests      // the engine, and the numbering of this pane's requests
 	model    bool // a language model answers messages
@@ -358,8 +358,8 @@ func (p *chatPane) Title() string { return "Chat" }
 
 func (p *chatPane) Init() tea.Cmd { return p.load() }
 
-// Focus catches up (history.configure changes the buffer's size without
-// an event when it evicts nothing) and restarts what was running.
+// Focus catches up (with what the palette did while it covered the tab)
+// and restarts what was running.
 func (p *chatPane) Focus() tea.Cmd {
 	cmds := []tea.Cmd{p.reload()}
 	if p.out.text != "" {

@@ -54,6 +54,9 @@ func (p *chatPane) startReply() tea.Cmd {
 	if p.hasModel() {
 		return showStatus("A model answers messages here; a reply by hand is for when none is configured.", false)
 	}
+	if p.out.text != "" {
+		return showStatus("Still waiting for the last message: a reply can follow once it is in.", false)
+	}
 	if len(p.buf.utts) == 0 {
 		return showStatus("Nothing to reply to yet: enter types a message first.", false)
 	}
