@@ -220,4 +220,9 @@ func TestContextSaysWhatWasAskedInWholeSentences(t *testing.T) {
 	if got := r.contextOf(id2, "", "").Topic; got != "venues near the river" {
 		t.Errorf("topic %q, want \"venues near the river\"", got)
 	}
+	r.at("12:00")
+	id3 := r.sendTitled("web", "", "Lisbon offsite", "Where do we stay?").ThreadID
+	if got := r.contextOf(id3, "", "").Topic; got != "Lisbon offsite" {
+		t.Errorf("topic %q, want \"Lisbon offsite\" (a name keeps its case)", got)
+	}
 }
