@@ -73,6 +73,7 @@ var strangerMatrix = map[string]strangerCase{
 	"memory.forget":       {`{"store":"alice-notes","instruction":"from agent alice","mode":"hard"}`, refused, ""},
 	"memory.share":        {`{"store":"alice-notes","principal":"bob","permissions":["read"]}`, refused, ""},
 	"memory.revoke":       {`{"store":"alice-notes","principal":"carol"}`, refused, ""},
+	"memory.unforget":     {`{"store":"alice-notes","id":"pin"}`, refused, ""},
 	"history.list":        {`{}`, quiet, ""},
 	"history.read":        {`{"conversation":"alice-chat"}`, refused, ""},
 	"history.last":        {`{"conversation":"alice-chat","n":5}`, refused, ""},

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
@@ -79,6 +80,7 @@ func (m *Memory) changeACL(ctx context.Context, call action.Call, name, kind str
 		}
 		out = acl.Clone()
 		out.Owner = acl.OwnerOf()
+		EventStoreChanged.Publish(tx, StoreChangedEvent{Store: name, Change: strings.TrimPrefix(kind, "memory.")})
 		_, err = tx.Trace(call, kind, fmt.Sprintf("memory %s: access is now %v", name, out.Readers()), out)
 		return err
 	})

@@ -58,6 +58,7 @@ func Register(env *kit.Env) (*Memory, error) {
 	ActionGet.Register(reg, action.Spec{Summary: "One memory item, forgotten ones included", ReadOnly: true}, m.actGet)
 	ActionShare.Register(reg, action.Spec{Summary: "Grant an agent permissions on a memory store"}, m.actShare)
 	ActionRevoke.Register(reg, action.Spec{Summary: "Remove an agent's access to a memory store"}, m.actRevoke)
+	ActionUnforget.Register(reg, action.Spec{Summary: "Bring a soft-forgotten item back (making room per the store's policy)", Joinable: true}, m.actUnforget)
 	if env.Access != nil {
 		env.Access.Register(objectType, m.canRead)
 	}
@@ -150,6 +151,7 @@ func (m *Memory) actConfigure(ctx context.Context, call action.Call, a Configure
 		if err := s.shrink(tx, call, st); err != nil {
 			return err
 		}
+		EventStoreChanged.Publish(tx, StoreChangedEvent{Store: a.Store, Change: "configured"})
 		return tx.SetJSON(stateKey(a.Store), st)
 	})
 	if err != nil {

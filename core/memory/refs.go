@@ -28,4 +28,6 @@ var (
 	ActionShare = action.NewRef[ShareArgs, access.ACL]("memory.share")
 	// ActionRevoke is the memory.revoke action. Remove an agent's access to a memory store.
 	ActionRevoke = action.NewRef[RevokeArgs, access.ACL]("memory.revoke")
+	// ActionUnforget is the memory.unforget action. Bring a soft-forgotten item back.
+	ActionUnforget = action.NewRef[UnforgetArgs, UnforgetResult]("memory.unforget")
 )
