@@ -38,6 +38,7 @@ const (
 	glyphBarEmpty = "·"   // a meter's empty cells
 	glyphBranch   = "├─ " // a tree's branch
 	glyphLastOne  = "└─ " // a tree's last branch
+	glyphChild    = "└ "  // an item under its parent
 )
 
 // --- measuring, cutting and padding (in screen cells) ---

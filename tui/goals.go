@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/engram-console/engram/core/conn"
@@ -51,6 +52,14 @@ type goalsKeys struct {
 	Apply   key.Binding
 	Cancel  key.Binding
 	Field   key.Binding
+	// New creates an item (under the open one, from its detail); Edit,
+	// Complete and Delete act on the open item or the one under the
+	// cursor; Deleted shows soft-deleted items too, or hides them.
+	New      key.Binding
+	Edit     key.Binding
+	Complete key.Binding
+	Delete   key.Binding
+	Deleted  key.Binding
 }
 
 func newGoalsKeys() goalsKeys {
@@ -72,6 +81,12 @@ func newGoalsKeys() goalsKeys {
 		Apply:   withHelp(nav.Enter, "enter", "apply"),
 		Cancel:  nav.Esc,
 		Field:   key.NewBinding(key.WithKeys("tab", "shift+tab", "up", "down"), key.WithHelp("tab", "next field")),
+
+		New:      key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new")),
+		Edit:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Complete: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "complete")),
+		Delete:   key.NewBinding(key.WithKeys("D", "delete"), key.WithHelp("D", "delete")),
+		Deleted:  key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "show deleted")),
 	}
 }
 
@@ -94,6 +109,9 @@ type goalsPane struct {
 	confirm confirm[revertConfirm] // the question asked before a revert
 	revert  goalsRevert            // the revert in flight
 	form    *aclForm               // the share or revoke form, while open
+	edit    *itemForm              // the create or edit form, while open
+	remove  confirm[string]        // the question asked before a delete (the id)
+	act     goalsAct               // the complete or delete in flight
 }
 
 // goalsList is the list of items and its filter line.
@@ -107,6 +125,14 @@ type goalsList struct {
 	filter  goalsFilter
 	editing bool // the filter line has the keyboard
 	input   textinput.Model
+	// deleted: soft-deleted items show too (d).
+	deleted bool
+	// depth is how deep under its parent each listed item is (0: its
+	// parent is not listed); the list keeps children under their parent.
+	depth map[string]int
+	// jump is an item to put the cursor on once the list holds it (one
+	// just created).
+	jump string
 }
 
 // goalsOpen is the open item and the scrolled view of its fields.
@@ -116,6 +142,9 @@ type goalsOpen struct {
 	err    string
 	load   loader
 	detail scrollView
+	// children are the items under it, and their load.
+	children     []*cortex.Item
+	childrenLoad loader
 }
 
 // goalsLineage is the open item's audit trail: its entries, whether their
@@ -163,6 +192,7 @@ func newGoalsPane(engine conn.Conn, styles *Styles) *goalsPane {
 		open:    goalsOpen{detail: scrollView{Above: fixedNote(""), Below: fixedNote("")}},
 		lineage: goalsLineage{diff: scrollView{Above: fixedNote(glyphUp + " more above (pgup)"), Below: fixedNote(glyphDown + " more below (pgdn)")}},
 		confirm: confirm[revertConfirm]{Yes: "revert", Hint: " (y/n)", CancelKey: "n"},
+		remove:  confirm[string]{Yes: "delete", Danger: true},
 	}
 }
 
@@ -175,12 +205,16 @@ func (p *goalsPane) Focus() tea.Cmd { return nil }
 func (p *goalsPane) Blur() {
 	p.stopEditing(false)
 	p.confirm.close()
+	p.remove.close()
 	p.form = nil
+	p.edit = nil
 }
 
-// Capturing: the filter line, the share form and the revert question take
-// every key (q and 1-6 included).
-func (p *goalsPane) Capturing() bool { return p.list.editing || p.confirm.Active() || p.form != nil }
+// Capturing: the filter line, the forms and the questions take every key
+// (q and 1-6 included).
+func (p *goalsPane) Capturing() bool {
+	return p.list.editing || p.confirm.Active() || p.remove.Active() || p.form != nil || p.edit != nil
+}
 
 func (p *goalsPane) Keys() []key.Binding {
 	k := p.keys
@@ -189,6 +223,10 @@ func (p *goalsPane) Keys() []key.Binding {
 		return []key.Binding{k.Apply, k.Cancel}
 	case p.confirm.Active():
 		return p.confirm.Keys()
+	case p.remove.Active():
+		return p.remove.Keys()
+	case p.edit != nil:
+		return formKeys(p.edit.verb())
 	case p.form != nil:
 		verb := "share"
 		if p.form.revoke {
@@ -200,9 +238,13 @@ func (p *goalsPane) Keys() []key.Binding {
 		}
 		return keys
 	}
+	deleted := k.Deleted
+	if p.list.deleted {
+		deleted = withHelp(k.Deleted, "d", "hide deleted")
+	}
 	switch p.level {
 	case levelDetail:
-		return []key.Binding{k.Lineage, k.Back, k.Share, k.Revoke, k.Scroll}
+		return []key.Binding{k.Lineage, k.Back, k.Edit, k.Complete, k.Delete, withHelp(k.New, "n", "new under it"), k.Share, k.Revoke, k.Scroll}
 	case levelLineage:
 		return []key.Binding{k.Version, k.Revert, k.Back, k.Share, k.Revoke, k.Diff}
 	}
@@ -210,7 +252,7 @@ func (p *goalsPane) Keys() []key.Binding {
 	if p.list.filter.raw != "" {
 		keys = append(keys, k.Clear)
 	}
-	return append(keys, k.Move, k.Ends, k.Page)
+	return append(keys, k.New, k.Edit, k.Complete, k.Delete, deleted, k.Move, k.Ends, k.Page)
 }
 
 // split reports whether the list and the open item show side by side.
@@ -233,6 +275,9 @@ func (p *goalsPane) SetSize(w, h int) {
 	if p.form != nil {
 		p.form.setWidth(p.itemWidth())
 	}
+	if p.edit != nil {
+		p.edit.setWidth(p.overlayWidth())
+	}
 	p.layoutItem()
 }
 
@@ -249,6 +294,14 @@ func (p *goalsPane) loadList() tea.Cmd {
 	}
 	q := f.q
 	q.Limit = goalsListLimit
+	if p.list.deleted && !q.IncludeDeleted {
+		// The open items and the deleted ones (a delete archives).
+		q.IncludeDeleted = true
+		if len(q.Status) == 0 && !f.all {
+			q.Status = append(slices.Clone(openStatuses), "archived")
+		}
+		ref = cortex.ActionQuery
+	}
 	return request(&p.requests, &p.list.load, ref, q)
 }
 
@@ -266,20 +319,32 @@ func (p *goalsPane) loadHistory() tea.Cmd {
 	return request(&p.requests, &p.lineage.load, cortex.ActionHistory, cortex.IDArgs{ID: p.open.id})
 }
 
+// loadChildren asks for the items under the open one.
+func (p *goalsPane) loadChildren() tea.Cmd {
+	if p.open.id == "" {
+		return nil
+	}
+	return request(&p.requests, &p.open.childrenLoad, cortex.ActionQuery, cortex.Query{Parent: p.open.id, Limit: goalsListLimit})
+}
+
 // show opens an item (loading it and its lineage) unless it is open.
 func (p *goalsPane) show(id string) tea.Cmd {
 	if id == "" || id == p.open.id {
 		return nil
 	}
-	p.open.id, p.open.item, p.open.err = id, nil, ""
+	p.open.id, p.open.item, p.open.err, p.open.children = id, nil, "", nil
 	l := &p.lineage
 	l.history, l.loaded, l.err, l.chain, l.want = nil, false, "", cortex.ChainCheck{}, 0
 	l.sel.setLen(0)
 	p.confirm.close()
+	p.remove.close()
 	p.form = nil
+	if p.edit != nil && p.edit.item != nil {
+		p.edit = nil // the edit was of the item shown before
+	}
 	p.layoutItem()
 	p.open.detail.home()
-	return tea.Batch(p.loadItem(), p.loadHistory())
+	return tea.Batch(p.loadItem(), p.loadHistory(), p.loadChildren())
 }
 
 // reloadOpen refreshes the open item and its lineage.
@@ -287,7 +352,7 @@ func (p *goalsPane) reloadOpen() tea.Cmd {
 	if p.open.id == "" {
 		return nil
 	}
-	return tea.Batch(p.refresh(&p.open.load, p.loadItem), p.refresh(&p.lineage.load, p.loadHistory))
+	return tea.Batch(p.refresh(&p.open.load, p.loadItem), p.refresh(&p.lineage.load, p.loadHistory), p.refresh(&p.open.childrenLoad, p.loadChildren))
 }
 
 func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
@@ -298,6 +363,9 @@ func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
 	}
 	switch msg := msg.(type) {
 	case resultMsg[cortex.QueryResult]:
+		if msg.req == p.open.childrenLoad.req {
+			return p.childrenResult(msg)
+		}
 		return p.listResult(msg)
 	case resultMsg[cortex.ItemResult]:
 		if latest, again := p.open.load.answer(msg.req); latest {
@@ -306,7 +374,21 @@ func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
 		if latest, _ := p.revert.load.answer(msg.req); latest {
 			return p.revertResult(msg)
 		}
+		if p.edit != nil && msg.req == p.edit.send.req {
+			return p.itemSaved(msg.req, msg.value.Item, msg.err)
+		}
+		if msg.req == p.act.load.req {
+			return p.actDone(msg.req, msg.err)
+		}
 		return nil // stale
+	case resultMsg[cortex.UpdateResult]:
+		if p.edit != nil && msg.req == p.edit.send.req {
+			return p.itemSaved(msg.req, msg.value.Item, msg.err)
+		}
+		if msg.req == p.act.load.req {
+			return p.actDone(msg.req, msg.err)
+		}
+		return nil
 	case resultMsg[cortex.HistoryResult]:
 		return p.historyResult(msg)
 	case resultMsg[cortex.ACLResult]:
@@ -319,6 +401,9 @@ func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
 		cmds := []tea.Cmd{p.refresh(&p.list.load, p.loadList)}
 		if ev.ItemID == p.open.id {
 			cmds = append(cmds, p.reloadOpen())
+		} else if p.open.id != "" {
+			// It may be (or have been) one of the open item's children.
+			cmds = append(cmds, p.refresh(&p.open.childrenLoad, p.loadChildren))
 		}
 		return tea.Batch(cmds...)
 	case tea.KeyMsg:
@@ -329,10 +414,29 @@ func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
 	switch {
 	case p.list.editing:
 		p.list.input, cmd = p.list.input.Update(msg)
+	case p.edit != nil:
+		cmd = p.edit.update(msg)
 	case p.form != nil:
 		cmd = p.form.update(msg)
 	}
 	return cmd
+}
+
+func (p *goalsPane) childrenResult(msg resultMsg[cortex.QueryResult]) tea.Cmd {
+	latest, again := p.open.childrenLoad.answer(msg.req)
+	if !latest {
+		return nil
+	}
+	if msg.err == nil {
+		p.open.children = msg.value.Items
+	} else {
+		p.open.children = nil // the item itself says why (no longer shared)
+	}
+	p.layoutItem()
+	if again {
+		return p.loadChildren()
+	}
+	return nil
 }
 
 func (p *goalsPane) itemResult(msg resultMsg[cortex.ItemResult], again bool) tea.Cmd {
@@ -340,7 +444,7 @@ func (p *goalsPane) itemResult(msg resultMsg[cortex.ItemResult], again bool) tea
 	switch {
 	case msg.err != nil:
 		// Gone, or no longer readable (access revoked elsewhere).
-		o.item, o.err = nil, errs.As(msg.err).Message
+		o.item, o.err = nil, notShared(msg.err, o.id)
 	case msg.value.Item == nil:
 		o.err = "unexpected cortex.get result"
 	default:
@@ -365,7 +469,7 @@ func (p *goalsPane) historyResult(msg resultMsg[cortex.HistoryResult]) tea.Cmd {
 	}
 	p.lineage.loaded = true
 	if msg.err != nil {
-		p.lineage.err = errs.As(msg.err).Message
+		p.lineage.err = notShared(msg.err, p.open.id)
 	} else {
 		p.setHistory(msg.value.Mutations, msg.value.ChainCheck)
 	}
@@ -389,9 +493,14 @@ func (p *goalsPane) listResult(msg resultMsg[cortex.QueryResult]) tea.Cmd {
 		l.cursor.setLen(0)
 	} else {
 		l.err = ""
-		// The cursor stays on its item when the list changes around it.
+		// The cursor stays on its item when the list changes around it
+		// (or goes to the one just created).
 		at := p.current()
-		l.items, l.count = msg.value.Items, msg.value.Count
+		if l.jump != "" && slices.ContainsFunc(msg.value.Items, func(it *cortex.Item) bool { return it.ID == l.jump }) {
+			at, l.jump = l.jump, ""
+		}
+		l.items, l.depth = treeOrder(msg.value.Items)
+		l.count = msg.value.Count
 		l.cursor.setLen(len(l.items))
 		l.cursor.keep(func(i int) bool { return l.items[i].ID == at })
 	}
@@ -472,6 +581,93 @@ func (p *goalsPane) revertResult(msg resultMsg[cortex.ItemResult]) tea.Cmd {
 	return tea.Batch(showStatus(text, false), p.reloadOpen(), p.refresh(&p.list.load, p.loadList))
 }
 
+// itemKey handles the keys that work on an item from the list and from
+// its detail: new, edit, complete, delete, and showing deleted items.
+func (p *goalsPane) itemKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := p.keys
+	if p.level == levelLineage {
+		return nil, false // the lineage's keys are about versions
+	}
+	switch {
+	case key.Matches(msg, k.New):
+		parent := ""
+		if p.level == levelDetail && p.open.item != nil {
+			parent = p.open.item.ID
+		}
+		return p.openItemForm(nil, parent), true
+	case key.Matches(msg, k.Edit):
+		if it := p.selectedItem(); it != nil {
+			if p.level == levelList && p.split() {
+				// The form shows on the right, under the item it edits.
+				return tea.Batch(p.show(it.ID), p.openItemForm(it, "")), true
+			}
+			return p.openItemForm(it, ""), true
+		}
+		return nil, true
+	case key.Matches(msg, k.Complete):
+		return p.complete(p.selectedItem()), true
+	case key.Matches(msg, k.Delete):
+		return p.askDelete(p.selectedItem()), true
+	case key.Matches(msg, k.Deleted) && p.level == levelList:
+		p.list.deleted = !p.list.deleted
+		p.list.loaded = false
+		return p.loadList(), true
+	}
+	return nil, false
+}
+
+func (p *goalsPane) editKey(msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, p.keys.Cancel):
+		p.edit = nil
+		p.layoutItem()
+		return nil
+	case key.Matches(msg, p.keys.Apply):
+		return p.submitItem()
+	}
+	return p.edit.update(msg)
+}
+
+// treeOrder puts every item whose parent is listed right under it (in the
+// order given among siblings), and says how deep each item is.
+func treeOrder(items []*cortex.Item) ([]*cortex.Item, map[string]int) {
+	listed := make(map[string]bool, len(items))
+	for _, it := range items {
+		listed[it.ID] = true
+	}
+	children := map[string][]*cortex.Item{}
+	var roots []*cortex.Item
+	for _, it := range items {
+		if it.Parent != "" && listed[it.Parent] && it.Parent != it.ID {
+			children[it.Parent] = append(children[it.Parent], it)
+		} else {
+			roots = append(roots, it)
+		}
+	}
+	out := make([]*cortex.Item, 0, len(items))
+	depth := make(map[string]int, len(items))
+	var walk func(it *cortex.Item, d int)
+	walk = func(it *cortex.Item, d int) {
+		if _, seen := depth[it.ID]; seen {
+			return
+		}
+		depth[it.ID] = d
+		out = append(out, it)
+		for _, c := range children[it.ID] {
+			walk(c, d+1)
+		}
+	}
+	for _, it := range roots {
+		walk(it, 0)
+	}
+	// A cycle the engine should never allow leaves items unreached: list
+	// them anyway.
+	for _, it := range items {
+		walk(it, 0)
+	}
+	return out, depth
+}
+
 // showStatus asks the root to show text in the status line.
 func showStatus(text string, isError bool) tea.Cmd {
 	return func() tea.Msg { return statusMsg{text: text, isError: isError} }
@@ -493,8 +689,15 @@ func (p *goalsPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return p.filterKey(msg)
 	case p.confirm.Active():
 		return p.confirmKey(msg)
+	case p.remove.Active():
+		return p.removeKey(msg)
+	case p.edit != nil:
+		return p.editKey(msg)
 	case p.form != nil:
 		return p.formKey(msg)
+	}
+	if cmd, ok := p.itemKey(msg); ok {
+		return cmd
 	}
 	switch p.level {
 	case levelDetail:

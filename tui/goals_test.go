@@ -100,8 +100,9 @@ func TestGoldenGoalsList(t *testing.T) {
 	_, _, tm := startGoals(t)
 	m := finish(t, tm)
 	requireGolden(t, m)
-	// Active order: priority, then due date (none last), blocking first.
-	want := "[goal_launch q_license act_docs goal_perf]"
+	// Active order: priority, then due date (none last), blocking first;
+	// a child (act_docs) right under its parent.
+	want := "[goal_launch act_docs q_license goal_perf]"
 	if got := fmt.Sprint(itemIDs(goalsOf(m))); got != want {
 		t.Errorf("list %s, want %s (the completed goal_old left out)", got, want)
 	}
@@ -156,7 +157,7 @@ func TestGoalsFilter(t *testing.T) {
 		want          []string
 	}{
 		{"status:completed", "1 item matching", []string{"goal_old"}},
-		{"status:all", "5 items matching", []string{"goal_launch", "q_license", "act_docs", "goal_old", "goal_perf"}},
+		{"status:all", "5 items matching", []string{"goal_launch", "act_docs", "q_license", "goal_old", "goal_perf"}},
 		{"#docs", "1 open item matching", []string{"act_docs"}},
 		{"tag:launch", "1 open item matching", []string{"goal_launch"}},
 		{"type:goal", "2 open items matching", []string{"goal_launch", "goal_perf"}},
@@ -229,7 +230,7 @@ func TestGoalsFilterTakesQAndDigits(t *testing.T) {
 
 func TestGoalsOpenAndBack(t *testing.T) {
 	_, _, tm := startGoals(t)
-	keys(tm, tea.KeyDown, tea.KeyEnter) // the question
+	keys(tm, tea.KeyDown, tea.KeyDown, tea.KeyEnter) // the question, under goal_launch's child
 	waitFor(t, tm, "Which license do we ship under?", "question q_license · v1", "yes (it holds up other work)")
 	keys(tm, tea.KeyEsc)
 	waitFor(t, tm, "4 open items, most urgent first")
@@ -410,7 +411,7 @@ func TestGoalsLiveUpdates(t *testing.T) {
 	keys(tm, tea.KeyEsc, tea.KeyEsc)
 	waitFor(t, tm, "4 open items")
 	m := finish(t, tm)
-	if got := fmt.Sprint(itemIDs(goalsOf(m))); got != "[goal_launch q_license act_docs goal_perf]" {
+	if got := fmt.Sprint(itemIDs(goalsOf(m))); got != "[goal_launch act_docs q_license goal_perf]" {
 		t.Errorf("list %s after act_hotfix was completed", got)
 	}
 }
@@ -496,7 +497,7 @@ func TestGoalsSplitAtWideSizes(t *testing.T) {
 	tm := start(t, engine, 200, 60)
 	tm.Type("3")
 	waitFor(t, tm, "4 open items", "goal goal_launch · v4 · owner local")
-	keys(tm, tea.KeyDown)
+	keys(tm, tea.KeyDown, tea.KeyDown) // past goal_launch's child
 	waitFor(t, tm, "question q_license · v1")
 	m := finish(t, tm)
 	view := m.View()

@@ -27,7 +27,9 @@ func (p *goalsPane) View() string {
 		left := strings.Split(fit(p.listView(lw), lw, p.height), "\n")
 		var right []string
 		if p.open.id == "" {
-			right = strings.Split(fit(p.styles.Muted.Render("\n Move the cursor (↑/↓) to show an item here; enter works on it."), rw, p.height), "\n")
+			over := p.overlay()
+			hint := fit(p.styles.Muted.Render("\n Move the cursor (↑/↓) to show an item here; enter works on it."), rw, max(p.height-len(over), 0))
+			right = strings.Split(fit(strings.TrimPrefix(hint+"\n"+joinLines(over), "\n"), rw, p.height), "\n")
 		} else {
 			right = strings.Split(fit(p.itemView(), rw, p.height), "\n")
 		}
@@ -38,7 +40,16 @@ func (p *goalsPane) View() string {
 		return joinLines(left)
 	}
 	if p.level == levelList {
-		return fit(p.listView(p.width), p.width, p.height)
+		// A form or question opened from the list shows under it.
+		over := p.overlay()
+		body := fit(p.listView(p.width), p.width, max(p.height-len(over), 0))
+		if len(over) == 0 {
+			return body
+		}
+		if body == "" {
+			return fit(joinLines(over), p.width, p.height)
+		}
+		return body + "\n" + joinLines(over)
 	}
 	return fit(p.itemView(), p.width, p.height)
 }
@@ -62,7 +73,22 @@ func (p *goalsPane) listHeaderRows() int {
 }
 
 // listRows is how many items the list shows at once.
-func (p *goalsPane) listRows() int { return max(p.height-p.listHeaderRows(), 1) }
+func (p *goalsPane) listRows() int {
+	over := 0
+	if p.level == levelList && !p.split() {
+		over = len(p.overlay())
+	}
+	return max(p.height-p.listHeaderRows()-over, 1)
+}
+
+// overlayWidth is the width of a form or question: the item's, or the
+// whole pane's under the list.
+func (p *goalsPane) overlayWidth() int {
+	if p.level == levelList && !p.split() {
+		return p.width
+	}
+	return p.itemWidth()
+}
 
 func (p *goalsPane) listView(w int) string {
 	s := p.styles
@@ -85,8 +111,8 @@ func (p *goalsPane) listView(w int) string {
 		return joinLines(append(lines, "", s.Muted.Render(" Nothing matches "+l.filter.raw+". / edits the filter, esc clears it.")))
 	case len(l.items) == 0:
 		return joinLines(append(lines, "",
-			s.Muted.Render(" No open goals, actions or questions. Create one from the palette, e.g."),
-			` :cortex.create {"type": "goal", "fields": {"title": "Ship v1", "priority": "high"}}`))
+			s.Muted.Render(" No open goals, actions or questions. ")+s.Prompt.Render("n")+s.Muted.Render(" creates a goal."),
+			s.Muted.Render(" (From the palette: :cortex.create {\"type\": \"goal\", \"fields\": {\"title\": \"Ship v1\"}})")))
 	}
 	cols, titleW := p.listColumns(w)
 	var head strings.Builder
@@ -117,6 +143,9 @@ func (p *goalsPane) listTitle() string {
 	if l.filter.all || len(l.filter.q.Status) > 0 {
 		what = "item"
 	}
+	if l.deleted {
+		what = "item"
+	}
 	n := l.count
 	if l.filter.err != "" || l.err != "" || !l.loaded {
 		if l.filter.raw == "" {
@@ -127,6 +156,9 @@ func (p *goalsPane) listTitle() string {
 	text := " " + s.Emphasis.Render("Goals") + s.Muted.Render(" · "+plural(n, what, what+"s"))
 	if n > len(l.items) {
 		text += s.Muted.Render(fmt.Sprintf(" (the first %d shown)", len(l.items)))
+	}
+	if l.deleted {
+		text += s.Muted.Render(", deleted ones too (d hides them)")
 	}
 	if l.filter.raw != "" {
 		return text + s.Muted.Render(" matching ") + l.filter.raw + s.Muted.Render(" · esc clears")
@@ -149,6 +181,10 @@ func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
 		tagsW = max(tagsW, min(lineWidth(strings.Join(it.Tags, ","))+2, 22))
 		idW = max(idW, min(lineWidth(it.ID)+2, 28))
 	}
+	dueW := 13
+	if slices.ContainsFunc(p.list.items, func(it *cortex.Item) bool { return isLate(it, now) }) {
+		dueW += len(" late")
+	}
 	plain := func(_ *cortex.Item, t string) string { return t }
 	muted := func(_ *cortex.Item, t string) string { return s.Muted.Render(t) }
 	all := []listColumn{
@@ -169,7 +205,13 @@ func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
 			}
 			return ""
 		}, style: func(_ *cortex.Item, t string) string { return s.Failed.Render(t) }},
-		{title: "title", cell: func(it *cortex.Item) string { return oneLine(it.Title) }, style: plain},
+		{title: "title", cell: func(it *cortex.Item) string {
+			// A child sits under its parent, indented.
+			if d := p.list.depth[it.ID]; d > 0 {
+				return strings.Repeat("  ", d-1) + glyphChild + oneLine(it.Title)
+			}
+			return oneLine(it.Title)
+		}, style: plain},
 		{title: "type", width: 9, cell: func(it *cortex.Item) string { return it.Type }, style: muted},
 		{title: "status", width: 12, cell: func(it *cortex.Item) string {
 			if it.DeletedAt != nil {
@@ -192,16 +234,20 @@ func (p *goalsPane) listColumns(w int) ([]listColumn, int) {
 			return t
 		}},
 		{title: "done", width: 5, cell: func(it *cortex.Item) string { return fmt.Sprintf("%3d%%", it.Progress) }, style: muted},
-		{title: "due", width: 13, cell: func(it *cortex.Item) string {
+		{title: "due", width: dueW, cell: func(it *cortex.Item) string {
 			if it.DueAt == nil {
 				return glyphNone
 			}
+			text := it.DueAt.Format("Jan 02 15:04")
 			if it.DueAt.Year() != now.Year() {
-				return it.DueAt.Format("2006-01-02")
+				text = it.DueAt.Format("2006-01-02")
 			}
-			return it.DueAt.Format("Jan 02 15:04")
+			if isLate(it, now) {
+				text += " late"
+			}
+			return text
 		}, style: func(it *cortex.Item, t string) string {
-			if it.DueAt != nil && it.DueAt.Before(now) {
+			if isLate(it, now) {
 				return s.Failed.Render(t)
 			}
 			return t
@@ -259,6 +305,12 @@ func (p *goalsPane) listRow(it *cortex.Item, cols []listColumn, titleW int, curr
 	return strings.TrimRight(b.String(), " ")
 }
 
+// isLate reports an item past its due date (by the engine's clock) and
+// not done: neither completed nor archived nor deleted.
+func isLate(it *cortex.Item, now time.Time) bool {
+	return it.DueAt != nil && it.DueAt.Before(now) && it.DeletedAt == nil && it.Status != "completed" && it.Status != "archived"
+}
+
 // --- the open item ---
 
 // overlay is what the revert question or the form takes at the bottom of
@@ -267,6 +319,10 @@ func (p *goalsPane) overlay() []string {
 	switch {
 	case p.confirm.Active():
 		return []string{"", p.confirm.View(p.styles, p.itemWidth())}
+	case p.remove.Active():
+		return []string{"", p.remove.View(p.styles, p.overlayWidth())}
+	case p.edit != nil:
+		return p.edit.lines()
 	case p.form != nil:
 		return p.form.lines()
 	}
@@ -313,6 +369,9 @@ func (p *goalsPane) itemView() string {
 	w := p.itemWidth()
 	var lines []string
 	switch o := &p.open; {
+	case o.err != "" && o.item == nil && strings.HasSuffix(o.err, "no longer shared with you."):
+		// Not a failure: the owner took the item back.
+		lines = []string{" " + s.Emphasis.Render(oneLine(o.err)), "", s.Muted.Render(" Its owner revoked your access. esc goes back to the list.")}
 	case o.err != "" && o.item == nil:
 		lines = []string{" " + s.Failed.Render(glyphFailed+" "+oneLine(o.err)), "", s.Muted.Render(" esc goes back to the list.")}
 	case o.item == nil:
@@ -440,8 +499,8 @@ func (p *goalsPane) detailLines(w int) []string {
 			vals = aclLines(it.ACL, it.Owner)
 		case f == "description":
 			vals = wrapValue(vals[0], valueW, 6)
-		case f == "due_at" && it.DueAt != nil && it.DueAt.Before(now) && it.Status != "completed":
-			vals[0] += " " + s.Failed.Render("overdue")
+		case f == "due_at" && isLate(it, now):
+			vals[0] += " " + s.Failed.Render("late")
 		case f == "blocking" && it.Blocking:
 			vals[0] = s.Failed.Render("yes") + s.Muted.Render(" (it holds up other work)")
 		}
@@ -466,9 +525,21 @@ func (p *goalsPane) detailLines(w int) []string {
 			lines = append(lines, strings.TrimRight(line, " "))
 		}
 	}
+	if kids := p.open.children; len(kids) > 0 {
+		lines = append(lines, "", s.Muted.Render(" "+plural(len(kids), "child", "children")+" (n adds one)"))
+		for _, c := range kids {
+			state := c.Status
+			if c.DeletedAt != nil {
+				state = "deleted"
+			} else if isLate(c, now) {
+				state += ", late"
+			}
+			lines = append(lines, truncateTo(" "+glyphChild+oneLine(c.Title)+s.Muted.Render(fmt.Sprintf(" · %s %s · %s · %d%%", c.Type, c.ID, state, c.Progress)), w))
+		}
+	}
 	lines = append(lines, "",
 		s.Muted.Render(fmt.Sprintf(" created %s · updated %s", it.CreatedAt.Format("2006-01-02 15:04:05"), it.UpdatedAt.Format("2006-01-02 15:04:05"))),
-		s.Muted.Render(" enter: lineage, diffs and revert · s: share · x: revoke access"))
+		s.Muted.Render(" e edit · c complete · D delete · n child · enter lineage · s share · x revoke"))
 	return lines
 }
 
