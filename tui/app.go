@@ -193,7 +193,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 // failures in the status line.
 func (m *Model) routeResult(msg addressed) tea.Cmd {
 	var cmds []tea.Cmd
-	if err := msg.failure(); err != nil {
+	if err := msg.failure(); err != nil && !m.quietFailure(msg) {
 		e := errs.As(err)
 		cmds = append(cmds, m.status.set(fmt.Sprintf("%s: %s", e.Kind, e.Message), true))
 	}
@@ -207,6 +207,16 @@ func (m *Model) routeResult(msg addressed) tea.Cmd {
 		}
 	}
 	return tea.Batch(cmds...)
+}
+
+// quietFailure reports a failure the asking pane shows itself.
+func (m *Model) quietFailure(msg addressed) bool {
+	for _, p := range m.panes {
+		if q, ok := p.(quietFailures); ok && p.ID() == msg.addressee() {
+			return q.quietFailure(msg.requestNumber(), msg.failure())
+		}
+	}
+	return false
 }
 
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {

@@ -146,10 +146,17 @@ func (f *fieldForm) lines() []string {
 	head := s.Rule.Render("── ") + s.Emphasis.Render(f.title) + " "
 	head += s.Rule.Render(strings.Repeat("─", max(f.width-lineWidth(head)-1, 0)))
 	out := []string{" " + head}
+	// The hints line up after the widest input that has one.
+	hintCol := 0
+	for _, fd := range f.fields {
+		if fd.hint != "" {
+			hintCol = max(hintCol, 1+len(fd.input.Prompt)+fd.input.Width+2)
+		}
+	}
 	for _, fd := range f.fields {
 		line := " " + strings.TrimRight(fd.input.View(), " ")
 		if fd.hint != "" {
-			line = fitLine(line, 1+len(fd.input.Prompt)+fd.input.Width+1) + s.Muted.Render(" "+fd.hint)
+			line = fitLine(line, hintCol) + s.Muted.Render(" "+fd.hint)
 		}
 		out = append(out, truncateTo(line, f.width))
 	}

@@ -67,10 +67,10 @@ func newItemForm(styles *Styles, it *cortex.Item, parent string) *itemForm {
 		newField("title", title, "what it is about", "", 60, 1024),
 		newField("priority", priority, "", one(cortex.Priorities), 10, 10),
 		newField("status", status, "", one(cortex.Statuses), 12, 12),
-		newField("due", due, "YYYY-MM-DD [HH:MM]", "empty: none", 17, 25),
+		newField("due", due, "YYYY-MM-DD [HH:MM]", "empty: none", 18, 25),
 		newField("tags", tags, "e.g. launch, q4", "", 40, 300),
 		newField("progress", progress, "", "0-100 %", 4, 4),
-		newField("parent", parent, "the id of the item this one is part of", "", 36, 200),
+		newField("parent", parent, "id of the parent item", "", 36, 200),
 	)
 	title = "New item"
 	if it != nil {
@@ -316,6 +316,15 @@ func (p *goalsPane) selectedItem() *cortex.Item {
 		return p.list.items[i]
 	}
 	return nil
+}
+
+// quietFailure: the loads that follow the open item say themselves that
+// it is no longer shared; the status line need not shout it.
+func (p *goalsPane) quietFailure(req int, err error) bool {
+	if errs.KindOf(err) != errs.Permission {
+		return false
+	}
+	return req == p.open.load.req || req == p.lineage.load.req || req == p.open.childrenLoad.req
 }
 
 // notShared says that an item or its lineage can no longer be read: the

@@ -48,6 +48,15 @@ type addressed interface {
 	addressee() paneID
 	// failure is the request's error, shown in the status line; nil if none.
 	failure() error
+	// requestNumber is the asking pane's number for the request.
+	requestNumber() int
+}
+
+// quietFailures is a pane that shows some failures itself, plainly (an
+// item no longer shared with the viewer), so that the status line does not
+// repeat them as errors.
+type quietFailures interface {
+	quietFailure(req int, err error) bool
 }
 
 // resultMsg is the outcome of a request: the action's result decoded into
@@ -62,8 +71,9 @@ type resultMsg[R any] struct {
 	err    error
 }
 
-func (m resultMsg[R]) addressee() paneID { return m.pane }
-func (m resultMsg[R]) failure() error    { return m.err }
+func (m resultMsg[R]) addressee() paneID  { return m.pane }
+func (m resultMsg[R]) failure() error     { return m.err }
+func (m resultMsg[R]) requestNumber() int { return m.req }
 
 // loader tracks one kind of request: the number of the latest (answers to
 // earlier ones are stale), whether it is in flight, and whether something
