@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -50,6 +51,10 @@ type memoryKeys struct {
 	Yes       key.Binding
 	No        key.Binding
 	Scroll    key.Binding
+	// Memorize opens the memorize form; Unforget brings the selected
+	// soft-forgotten item back.
+	Memorize key.Binding
+	Unforget key.Binding
 }
 
 func newMemoryKeys() memoryKeys {
@@ -72,6 +77,8 @@ func newMemoryKeys() memoryKeys {
 		Yes:       key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "forget them")),
 		No:        key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n", "change it")),
 		Scroll:    key.NewBinding(key.WithKeys("up", "down", "k", "j", "pgup", "pgdown"), key.WithHelp("↑/↓", "scroll")),
+		Memorize:  key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "memorize")),
+		Unforget:  key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "unforget")),
 	}
 }
 
@@ -143,6 +150,10 @@ type memoryPane struct {
 
 	forget *forgetBox    // nil: closed
 	detail *memoryDetail // nil: the list shows
+	// memorize is the memorize form (nil: closed).
+	memorize *fieldForm
+	// unforgetLoad is the unforget in flight.
+	unforgetLoad loader
 }
 
 func newMemoryPane(c conn.Conn, styles *Styles) *memoryPane {
@@ -163,7 +174,8 @@ func (p *memoryPane) Title() string { return "Memory" }
 
 func (p *memoryPane) Init() tea.Cmd { return p.loadStores() }
 
-// Focus catches up: memory.configure changes a store without an event.
+// Focus catches up with whatever changed while another tab showed (every
+// change publishes an event now; a reload on focus costs little).
 func (p *memoryPane) Focus() tea.Cmd {
 	return p.reload()
 }
@@ -172,12 +184,15 @@ func (p *memoryPane) Blur() {
 	p.mode = memBrowse
 	p.input.Blur()
 	p.forget = nil
+	p.memorize = nil
 	p.layout()
 }
 
-// Capturing: the remember prompt and the forget box take every key (q and
-// 1-6 included).
-func (p *memoryPane) Capturing() bool { return p.mode == memPrompting || p.forget != nil }
+// Capturing: the remember prompt, the forget box and the memorize form
+// take every key (q and 1-6 included).
+func (p *memoryPane) Capturing() bool {
+	return p.mode == memPrompting || p.forget != nil || p.memorize != nil
+}
 
 func (p *memoryPane) Keys() []key.Binding {
 	k := p.keys
@@ -187,6 +202,8 @@ func (p *memoryPane) Keys() []key.Binding {
 		deleted = withHelp(deleted, "d", "hide forgotten")
 	}
 	switch {
+	case p.memorize != nil:
+		return formKeys("memorize")
 	case p.forget != nil:
 		return p.forget.keys(k)
 	case p.mode == memPrompting:
@@ -196,12 +213,16 @@ func (p *memoryPane) Keys() []key.Binding {
 		if p.detail.item != nil && p.detail.item.Deleted {
 			x = withHelp(x, "x", "erase it")
 		}
-		return []key.Binding{withHelp(k.Back, "esc", "back to list"), x, withHelp(k.Scroll, "↑/↓", "scroll")}
+		keys := []key.Binding{withHelp(k.Back, "esc", "back to list"), x}
+		if p.detail.item != nil && p.detail.item.Deleted {
+			keys = append(keys, k.Unforget)
+		}
+		return append(keys, withHelp(k.Scroll, "↑/↓", "scroll"))
 	case p.list.want.prompt != "":
 		return []key.Binding{withHelp(k.Back, "esc", "back to store"), rank, deleted, withHelp(k.Remember, "/", "new prompt"),
-			k.Open, k.Forget, k.ForgetOne, k.Store, k.Move}
+			k.Open, k.Forget, k.ForgetOne, k.Unforget, k.Memorize, k.Store, k.Move}
 	}
-	return []key.Binding{k.Remember, k.Forget, k.Open, k.Store, rank, deleted, k.ForgetOne, k.Move, k.Page}
+	return []key.Binding{k.Remember, k.Memorize, k.Forget, k.Open, k.Store, rank, deleted, k.ForgetOne, k.Unforget, k.Move, k.Page}
 }
 
 func (p *memoryPane) SetSize(w, h int) {
@@ -209,6 +230,9 @@ func (p *memoryPane) SetSize(w, h int) {
 	p.input.Width = max(w-len(p.input.Prompt)-4, 1)
 	if p.forget != nil {
 		p.forget.setWidth(w)
+	}
+	if p.memorize != nil {
+		p.memorize.setWidth(w)
 	}
 	p.layout()
 }
@@ -268,7 +292,17 @@ func eventStore(ev events.Event) (store string, ok bool) {
 	if e, ok := memory.EventForgotten.Of(ev); ok {
 		return e.Store, true
 	}
-	return "", ev.Name == memory.EventMemorized.Name() || ev.Name == memory.EventForgotten.Name()
+	if e, ok := memory.EventUnforgotten.Of(ev); ok {
+		return e.Store, true
+	}
+	if e, ok := memory.EventStoreChanged.Of(ev); ok {
+		return e.Store, true
+	}
+	switch ev.Name {
+	case memory.EventMemorized.Name(), memory.EventForgotten.Name(), memory.EventUnforgotten.Name(), memory.EventStoreChanged.Name():
+		return "", true
+	}
+	return "", false
 }
 
 func (p *memoryPane) Update(msg tea.Msg) tea.Cmd {
@@ -279,6 +313,10 @@ func (p *memoryPane) Update(msg tea.Msg) tea.Cmd {
 		return p.listResult(msg)
 	case resultMsg[memory.GetResult]:
 		return p.detailResult(msg)
+	case resultMsg[memory.MemorizeResult]:
+		return p.memorized(msg)
+	case resultMsg[memory.UnforgetResult]:
+		return p.unforgotten(msg)
 	case resultMsg[memory.ForgetResult]:
 		if p.forget != nil {
 			return p.forget.result(p, msg)
@@ -307,6 +345,8 @@ func (p *memoryPane) Update(msg tea.Msg) tea.Cmd {
 	// Cursor blinks and the like go to the line that has the keyboard.
 	var cmd tea.Cmd
 	switch {
+	case p.memorize != nil:
+		cmd = p.memorize.update(msg)
 	case p.forget != nil:
 		p.forget.input, cmd = p.forget.input.Update(msg)
 	case p.mode == memPrompting:
@@ -326,7 +366,7 @@ func (p *memoryPane) detailResult(msg resultMsg[memory.GetResult]) tea.Cmd {
 	}
 	switch {
 	case msg.err != nil:
-		d.item, d.err = nil, errs.As(msg.err).Message // erased (hard), most likely
+		d.item, d.err = nil, storeGone(msg.err, d.store) // erased (hard), or the store revoked
 	case msg.value.Item == nil:
 		d.err = "unexpected memory.get result"
 	default:
@@ -374,9 +414,13 @@ func (p *memoryPane) storesResult(msg resultMsg[memory.StoresResult]) tea.Cmd {
 	if again {
 		cmds = append(cmds, p.loadStores())
 	}
-	// The first answer chooses the store; a store that went away gives
-	// way to the first one.
-	if p.store(p.list.want.store) == nil && len(st.all) > 0 {
+	// The first answer chooses the store; a store that went away (no
+	// longer shared with the viewer: stores are never removed) gives way
+	// to the first one, and the status line says why.
+	if gone := p.list.want.store; p.store(gone) == nil && len(st.all) > 0 {
+		if gone != "" && msg.err == nil {
+			cmds = append(cmds, showStatus(fmt.Sprintf("Store %s is no longer shared with you: showing %s.", gone, st.all[0].Store), false))
+		}
 		cmds = append(cmds, p.selectStore(st.all[0].Store))
 	}
 	p.layout()
@@ -391,7 +435,7 @@ func (p *memoryPane) listResult(msg resultMsg[memory.RememberResult]) tea.Cmd {
 	}
 	asked := l.asked
 	if msg.err != nil {
-		l.err = errs.As(msg.err).Message
+		l.err = storeGone(msg.err, asked.store)
 		l.items = nil
 		l.cursor.setLen(0)
 	} else {
@@ -493,6 +537,8 @@ func (p *memoryPane) selectStore(name string) tea.Cmd {
 
 func (p *memoryPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
+	case p.memorize != nil:
+		return p.memorizeKey(msg)
 	case p.forget != nil:
 		return p.forget.key(p, msg)
 	case p.mode == memPrompting:
@@ -514,6 +560,13 @@ func (p *memoryPane) listKey(msg tea.KeyMsg) tea.Cmd {
 		return p.input.Focus()
 	case key.Matches(msg, k.Forget):
 		return p.openForget("", false)
+	case key.Matches(msg, k.Memorize):
+		return p.openMemorize()
+	case key.Matches(msg, k.Unforget):
+		if it := p.current(); it != nil {
+			return p.unforget(p.list.shown.store, it.Item)
+		}
+		return nil
 	case key.Matches(msg, k.ForgetOne):
 		if it := p.current(); it != nil {
 			return p.openForget("item "+it.ID, it.Deleted)
@@ -636,6 +689,8 @@ func (p *memoryPane) detailKey(msg tea.KeyMsg) tea.Cmd {
 		id, hard := d.id, d.item.Deleted
 		p.detail = nil
 		return p.openForget("item "+id, hard)
+	case key.Matches(msg, k.Unforget):
+		return p.unforget(d.store, d.item)
 	}
 	d.view.handleKey(msg)
 	return nil

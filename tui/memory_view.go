@@ -36,6 +36,8 @@ func (p *memoryPane) View() string {
 	lines = append(lines, "")
 	var area []string
 	switch {
+	case p.memorize != nil:
+		area = p.memorize.lines()
 	case p.forget != nil:
 		area = p.forgetLines()
 	case p.mode == memPrompting || p.list.want.prompt != "":
@@ -289,15 +291,17 @@ func (p *memoryPane) listLines() []string {
 	}
 	lines := []string{truncateTo(title, p.width)}
 	switch {
+	case p.list.err != "" && p.list.shown.store == p.list.want.store && strings.HasSuffix(p.list.err, "no longer shared with you."):
+		return append(lines, "", " "+s.Emphasis.Render(oneLine(p.list.err)), s.Muted.Render(" Its owner revoked your access."))
 	case p.list.err != "" && p.list.shown.store == p.list.want.store:
 		return append(lines, "", s.Failed.Render(" "+glyphFailed+" Could not list the items: "+oneLine(p.list.err)))
 	case !p.list.loaded || p.list.shown.store != p.list.want.store:
 		return append(lines, "", s.Muted.Render(" Loading…"))
 	case len(p.list.items) == 0 && count == 0 && (!p.list.want.deleted || store.Deleted == 0):
 		lines = append(lines, "")
-		lines = append(lines, styleLines(s.Muted, wrapText("No memories in "+store.Store+" yet. Memorize one from the palette, e.g.", p.width-2, " "))...)
-		return append(lines, fmt.Sprintf(` :memory.memorize {"store": %q, "item": {"type": "fact", "text": "…", "agent_id": %q}}`,
-			oneLine(store.Store), oneLine(p.conn.Agent())))
+		lines = append(lines, styleLines(s.Muted, wrapText("No memories in "+oneLine(store.Store)+" yet. m memorizes one.", p.width-2, " "))...)
+		return append(lines, s.Muted.Render(fmt.Sprintf(` (From the palette: :memory.memorize {"store": %q, "item": {"type": "fact", "text": "…"}})`,
+			oneLine(store.Store))))
 	case len(p.list.items) == 0:
 		return append(lines, "", s.Muted.Render(" Nothing to show: every item is forgotten. d shows them."))
 	}
@@ -614,6 +618,9 @@ func (p *memoryPane) detailLines(w int) []string {
 	d := p.detail
 	s := p.styles
 	if d.item == nil {
+		if strings.HasSuffix(d.err, "no longer shared with you.") {
+			return []string{" " + s.Emphasis.Render(oneLine(d.err)), "", s.Muted.Render(" Its owner revoked your access. esc goes back to the list.")}
+		}
 		if d.err != "" {
 			return []string{s.Failed.Render(" " + glyphFailed + " " + oneLine(d.err)), "", s.Muted.Render(" esc goes back to the list.")}
 		}
@@ -654,7 +661,7 @@ func (p *memoryPane) detailLines(w int) []string {
 	}
 	field("tags", tags)
 	field("tokens_estimate", fmt.Sprint(it.TokensEstimate))
-	field("deleted", yesNo(it.Deleted, "soft-forgotten: kept for audit, hidden from remember"))
+	field("deleted", yesNo(it.Deleted, "soft-forgotten: kept for audit, hidden from remember; u brings it back"))
 	if it.DeletedAt != nil {
 		field("deleted_at", it.DeletedAt.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
