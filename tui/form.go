@@ -19,6 +19,16 @@ type formField struct {
 	hint string
 	// width is how wide the input gets at most.
 	width int
+	// overwrite: the first letter typed after the field gets the cursor
+	// replaces its value (a choice such as "medium", or a number), rather
+	// than being added to it ("mediumhigh").
+	overwrite bool
+}
+
+// choice makes fd a field whose value is typed over.
+func (fd formField) choice() formField {
+	fd.overwrite = true
+	return fd
 }
 
 // newField is a field named name holding value, with a placeholder shown
@@ -43,7 +53,10 @@ type fieldForm struct {
 	fields  []formField
 	focused int
 	labelW  int
-	err     string
+	// armed: the focused field has had no key since it got the cursor
+	// (its value is typed over, if it is a choice).
+	armed bool
+	err   string
 	send    loader // the request in flight
 	width   int
 }
@@ -92,6 +105,7 @@ func (f *fieldForm) fail(name, format string, args ...any) tea.Cmd {
 }
 
 func (f *fieldForm) focus() tea.Cmd {
+	f.armed = true
 	for i := range f.fields {
 		f.fields[i].input.Blur()
 	}
@@ -130,7 +144,14 @@ func (f *fieldForm) update(msg tea.Msg) tea.Cmd {
 		}
 	}
 	var cmd tea.Cmd
-	in := &f.fields[f.focused].input
+	fd := &f.fields[f.focused]
+	in := &fd.input
+	if k, ok := msg.(tea.KeyMsg); ok {
+		if f.armed && fd.overwrite && k.Type == tea.KeyRunes {
+			in.SetValue("")
+		}
+		f.armed = false
+	}
 	before := in.Value()
 	*in, cmd = in.Update(msg)
 	if in.Value() != before {

@@ -61,15 +61,15 @@ func newItemForm(styles *Styles, it *cortex.Item, parent string) *itemForm {
 			due = it.DueAt.UTC().Format(dueFormat)
 		}
 	} else {
-		fields = append(fields, newField("type", "goal", "", one(cortex.Types), 10, 10))
+		fields = append(fields, newField("type", "goal", "", one(cortex.Types), 10, 10).choice())
 	}
 	fields = append(fields,
 		newField("title", title, "what it is about", "", 60, 1024),
-		newField("priority", priority, "", one(cortex.Priorities), 10, 10),
-		newField("status", status, "", one(cortex.Statuses), 12, 12),
+		newField("priority", priority, "", one(cortex.Priorities), 10, 10).choice(),
+		newField("status", status, "", one(cortex.Statuses), 12, 12).choice(),
 		newField("due", due, "YYYY-MM-DD [HH:MM]", "empty: none", 18, 25),
 		newField("tags", tags, "e.g. launch, q4", "", 40, 300),
-		newField("progress", progress, "", "0-100 %", 4, 4),
+		newField("progress", progress, "", "0-100 %", 4, 4).choice(),
 		newField("parent", parent, "id of the parent item", "", 36, 200),
 	)
 	title = "New item"

@@ -66,13 +66,13 @@ func TestGoalsNewFormCreatesAGoal(t *testing.T) {
 	waitFor(t, tm, "New item", "type:", "title:", "priority:", "progress:", "enter create")
 	tm.Type("Plan the launch party")
 	keys(tm, tea.KeyTab)
-	typeInto(tm, "high")
+	tm.Type("high") // typed over "medium", not added to it
 	keys(tm, tea.KeyTab, tea.KeyTab)
-	typeInto(tm, "2025-11-30")
+	tm.Type("2025-11-30")
 	keys(tm, tea.KeyTab)
-	typeInto(tm, "Launch, party")
+	tm.Type("Launch, party")
 	keys(tm, tea.KeyTab)
-	typeInto(tm, "10")
+	tm.Type("10") // typed over "0"
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "Created goal", "Plan the launch party", "5 open items")
 	m := finish(t, tm)

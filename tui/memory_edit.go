@@ -17,10 +17,10 @@ import (
 func newMemorizeForm(styles *Styles, store string) *fieldForm {
 	f := newFieldForm(styles, "Memorize",
 		newField("store", store, "working, episodic or another store", "", 30, 200),
-		newField("kind", "fact", "fact, preference, event, task…", "what kind of memory", 20, 100),
+		newField("kind", "fact", "fact, preference, event, task…", "what kind of memory", 20, 100).choice(),
 		newField("text", "", "what to remember", "", 200, 4000),
 		newField("tags", "", "e.g. offsite, budget", "", 40, 300),
-		newField("importance", "0.5", "", "0 to 1", 5, 5),
+		newField("importance", "0.5", "", "0 to 1", 5, 5).choice(),
 	)
 	f.focused = 2 // the text: the store and kind are right most of the time
 	return f
