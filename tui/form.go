@@ -57,8 +57,8 @@ type fieldForm struct {
 	// (its value is typed over, if it is a choice).
 	armed bool
 	err   string
-	send    loader // the request in flight
-	width   int
+	send  loader // the request in flight
+	width int
 }
 
 // newFieldForm makes a form titled title with fields, the first focused.

@@ -67,7 +67,7 @@ func newItemForm(styles *Styles, it *cortex.Item, parent string) *itemForm {
 		newField("title", title, "what it is about", "", 60, 1024),
 		newField("priority", priority, "", one(cortex.Priorities), 10, 10).choice(),
 		newField("status", status, "", one(cortex.Statuses), 12, 12).choice(),
-		newField("due", due, "YYYY-MM-DD [HH:MM]", "empty: none", 18, 25),
+		newField("due", due, "YYYY-MM-DD [HH:MM]", "empty: none", 19, 25),
 		newField("tags", tags, "e.g. launch, q4", "", 40, 300),
 		newField("progress", progress, "", "0-100 %", 4, 4).choice(),
 		newField("parent", parent, "id of the parent item", "", 36, 200),
@@ -275,7 +275,7 @@ func (p *goalsPane) askDelete(it *cortex.Item) tea.Cmd {
 	if it.DeletedAt != nil {
 		return showStatus(it.ID+" is deleted already: the lineage's r reverts it to a version before the delete", false)
 	}
-	p.remove.open(fmt.Sprintf("Delete %s %q? It stays in the lineage, and d shows it.", it.ID, oneLine(it.Title)), it.ID)
+	p.remove.open(fmt.Sprintf("Delete %s %q? It stays in its lineage.", it.ID, oneLine(it.Title)), it.ID)
 	p.layoutItem()
 	return nil
 }

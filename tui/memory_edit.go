@@ -96,7 +96,11 @@ func (p *memoryPane) memorized(msg resultMsg[memory.MemorizeResult]) tea.Cmd {
 	p.memorize = nil
 	res := msg.value
 	store := f.value("store")
-	text := fmt.Sprintf("Memorized %s in %s.", res.Ref, store)
+	id := res.Ref
+	if res.Item != nil {
+		id = res.Item.ID
+	}
+	text := fmt.Sprintf("Memorized %s in %s.", id, store)
 	if n := len(res.Evicted); n > 0 {
 		text += fmt.Sprintf(" %s evicted to make room (d shows them).", plural(n, "item was", "items were"))
 	}

@@ -23,7 +23,7 @@ func TestMemoryMemorizeForm(t *testing.T) {
 	keys(tm, tea.KeyTab)
 	typeInto(tm, "0.95")
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "Memorized working/", "7/8", "Joe is vegetarian.")
+	waitFor(t, tm, "Memorized ", " in working.", "7/8", "Joe is vegetarian.")
 	m := finish(t, tm)
 	p := memoryOf(m)
 	if p.memorize != nil || p.Capturing() {
