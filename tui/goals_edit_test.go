@@ -255,11 +255,16 @@ func TestGoalsEmptySaysNCreatesAGoal(t *testing.T) {
 	finish(t, tm)
 }
 
-// TestGoalsRevokedItemIsNoLongerShared: an item another agent shared,
-// open in the detail, is revoked by its owner: the pane follows the event
-// and says plainly that it is no longer shared, with no PermissionError.
+// TestGoalsRevokedItemIsNoLongerShared: an item another agent shares
+// appears in the list; open in the detail, it is revoked by its owner: the
+// pane follows the event and says plainly that it is no longer shared,
+// with no PermissionError.
 func TestGoalsRevokedItemIsNoLongerShared(t *testing.T) {
 	engine, _ := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("3")
+	waitFor(t, tm, "n creates a goal")
+	// Bob's item shows once he shares it, no key pressed.
 	if _, err := conn.CallAs(context.Background(), engine, conn.Request{Principal: "bob"}, cortex.ActionCreate,
 		cortex.CreateArgs{Type: "goal", ID: "bob_goal", Fields: rawFields(t, `{"title": "Bob's shared goal"}`)}); err != nil {
 		t.Fatal(err)
@@ -268,8 +273,6 @@ func TestGoalsRevokedItemIsNoLongerShared(t *testing.T) {
 		cortex.ShareArgs{ID: "bob_goal", Principal: "local", Permissions: []string{"read"}}); err != nil {
 		t.Fatal(err)
 	}
-	tm := start(t, engine, goldenWidth, goldenHeight)
-	tm.Type("3")
 	waitFor(t, tm, "Bob's shared goal")
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "owner bob")
