@@ -902,8 +902,8 @@ func (p *goalsPane) formKey(msg tea.KeyMsg) tea.Cmd {
 		if f.send.busy {
 			return nil
 		}
-		if f.err = f.validate(); f.err != "" {
-			return nil
+		if ok, cmd := f.check(); !ok {
+			return cmd
 		}
 		if f.revoke {
 			return request(&p.requests, &f.send, cortex.ActionRevoke, cortex.RevokeArgs{ID: f.itemID, Principal: f.principal()})

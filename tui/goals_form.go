@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/engram-console/engram/core/cortex"
 )
@@ -101,45 +99,30 @@ func splitList(s string) []string {
 }
 
 // aclForm shares an item (principal and permissions) or revokes a
-// principal's access to it.
+// principal's access to it: the console's fieldForm with the item's access
+// list under the fields when revoking.
 type aclForm struct {
-	styles  *Styles
-	revoke  bool
-	itemID  string
-	owner   string
-	acl     []cortex.ACLEntry
-	inputs  []textinput.Model // principal, then (to share) permissions
-	focused int
-	err     string
-	send    loader // the share or revoke in flight
-	width   int
+	*fieldForm
+	revoke bool
+	itemID string
+	owner  string
+	acl    []cortex.ACLEntry
 }
 
 func newACLForm(styles *Styles, it *cortex.Item, revoke bool, agent string) *aclForm {
-	f := &aclForm{styles: styles, revoke: revoke, itemID: it.ID, owner: it.Owner, acl: it.ACL}
-	principal := textinput.New()
-	principal.Prompt = "principal:   "
-	principal.Placeholder = "an agent id"
-	principal.CharLimit = 200
-	f.inputs = append(f.inputs, principal)
+	f := &aclForm{revoke: revoke, itemID: it.ID, owner: it.Owner, acl: it.ACL}
+	title := "Share " + it.ID
+	fields := []formField{newField("principal", "", "an agent id", "", 36, 200)}
 	if revoke {
-		f.inputs[0].Prompt = "principal: "
+		title = "Revoke access to " + it.ID
 		// The one agent that can be revoked, if there is just one.
 		if others := f.others(); len(others) == 1 {
-			f.inputs[0].SetValue(others[0].PrincipalID)
+			fields[0].input.SetValue(others[0].PrincipalID)
 		}
 	} else {
-		perms := textinput.New()
-		perms.Prompt = "permissions: "
-		perms.Placeholder = strings.Join(cortex.Permissions, ",")
-		perms.CharLimit = 100
-		perms.SetValue("read")
-		f.inputs = append(f.inputs, perms)
+		fields = append(fields, newField("permissions", "read", strings.Join(cortex.Permissions, ","), "any of "+strings.Join(cortex.Permissions, ", "), 22, 100).choice())
 	}
-	for i := range f.inputs {
-		f.inputs[i].PromptStyle = styles.Prompt
-		f.inputs[i].CursorEnd()
-	}
+	f.fieldForm = newFieldForm(styles, title, fields...)
 	return f
 }
 
@@ -154,49 +137,15 @@ func (f *aclForm) others() []cortex.ACLEntry {
 	return out
 }
 
-func (f *aclForm) focus() tea.Cmd {
-	for i := range f.inputs {
-		f.inputs[i].Blur()
-	}
-	return f.inputs[f.focused].Focus()
-}
-
-func (f *aclForm) setWidth(w int) {
-	f.width = w
-	for i, limit := range []int{36, 22}[:len(f.inputs)] {
-		f.inputs[i].Width = max(min(limit, w-len(f.inputs[i].Prompt)-4), 1)
-	}
-}
-
-func (f *aclForm) update(msg tea.Msg) tea.Cmd {
-	// The arrows only: letters are typed into the fields.
-	if k, ok := msg.(tea.KeyMsg); ok && len(f.inputs) > 1 {
-		switch {
-		case key.Matches(k, navArrows.Next, navArrows.Down):
-			f.focused = (f.focused + 1) % len(f.inputs)
-			return f.focus()
-		case key.Matches(k, navArrows.Prev, navArrows.Up):
-			f.focused = (f.focused + len(f.inputs) - 1) % len(f.inputs)
-			return f.focus()
-		}
-	}
-	var cmd tea.Cmd
-	f.inputs[f.focused], cmd = f.inputs[f.focused].Update(msg)
-	if _, ok := msg.(tea.KeyMsg); ok {
-		f.err = "" // an edit answers the error
-	}
-	return cmd
-}
-
-func (f *aclForm) principal() string { return strings.TrimSpace(f.inputs[0].Value()) }
+func (f *aclForm) principal() string { return f.value("principal") }
 
 // permissions parses "read, write" (or "all").
 func (f *aclForm) permissions() ([]string, error) {
-	if len(f.inputs) < 2 {
+	if f.revoke {
 		return nil, nil
 	}
 	var out []string
-	for _, p := range splitList(f.inputs[1].Value()) {
+	for _, p := range splitList(f.value("permissions")) {
 		switch {
 		case p == "all":
 			out = slices.Clone(cortex.Permissions)
@@ -215,57 +164,39 @@ func (f *aclForm) permissions() ([]string, error) {
 	return out, nil
 }
 
-// validate says what must be fixed before the form can be sent.
-func (f *aclForm) validate() string {
+// check says what must be fixed before the form can be sent, naming the
+// field (false then, the cursor on that field).
+func (f *aclForm) check() (bool, tea.Cmd) {
 	switch p := f.principal(); {
 	case p == "" && f.revoke:
-		return "give the agent whose access to revoke"
+		return false, f.fail("principal", "give the agent whose access to revoke")
 	case p == "":
-		return "give the agent to share with"
+		return false, f.fail("principal", "give the agent to share with")
 	case strings.ContainsAny(p, " \t"):
-		return fmt.Sprintf("%q: an agent id has no spaces", p)
+		return false, f.fail("principal", "%q: an agent id has no spaces", p)
 	}
 	if _, err := f.permissions(); err != nil {
-		return err.Error()
+		return false, f.fail("permissions", "%s", err.Error())
 	}
-	return ""
+	return true, nil
 }
 
-// lines renders the form, one string per line.
+// lines renders the form, one string per line: when revoking, who has
+// access goes between the field and the error line.
 func (f *aclForm) lines() []string {
+	out := f.fieldForm.lines()
+	if !f.revoke {
+		return out
+	}
 	s := f.styles
-	title := "Share " + f.itemID
-	if f.revoke {
-		title = "Revoke access to " + f.itemID
+	var who []string
+	for _, e := range f.others() {
+		who = append(who, fmt.Sprintf("%s (%s)", e.PrincipalID, strings.Join(e.Permissions, ", ")))
 	}
-	head := s.Rule.Render("── ") + s.Emphasis.Render(title) + " "
-	head += s.Rule.Render(strings.Repeat("─", max(f.width-lineWidth(head)-1, 0)))
-	out := []string{" " + head}
-	for i, in := range f.inputs {
-		line := " " + strings.TrimRight(in.View(), " ")
-		if i == 1 {
-			line = fitLine(line, 15+in.Width) + s.Muted.Render("  any of "+strings.Join(cortex.Permissions, ", "))
-		}
-		out = append(out, line)
+	line := s.Muted.Render(" has access: " + strings.Join(who, "; "))
+	if len(who) == 0 {
+		line = s.Muted.Render(" Only the owner, " + f.owner + ", has access: there is nobody to revoke.")
 	}
-	if f.revoke {
-		var who []string
-		for _, e := range f.others() {
-			who = append(who, fmt.Sprintf("%s (%s)", e.PrincipalID, strings.Join(e.Permissions, ", ")))
-		}
-		if len(who) == 0 {
-			out = append(out, s.Muted.Render(" Only the owner, "+f.owner+", has access: there is nobody to revoke."))
-		} else {
-			out = append(out, s.Muted.Render(" has access: "+strings.Join(who, "; ")))
-		}
-	}
-	switch {
-	case f.send.busy:
-		out = append(out, s.Muted.Render(" sending"+glyphEllipsis))
-	case f.err != "":
-		out = append(out, s.Failed.Render(" "+glyphFailed+" "+oneLine(f.err)))
-	default:
-		out = append(out, "")
-	}
-	return out
+	last := len(out) - 1
+	return append(append(out[:last:last], line), out[last])
 }

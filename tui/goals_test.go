@@ -364,12 +364,12 @@ func TestGoalsShareBadPermission(t *testing.T) {
 	tm.Type("s")
 	waitFor(t, tm, "Share goal_launch")
 	keys(tm, tea.KeyEnter) // no principal
-	waitFor(t, tm, "✗ give the agent to share with")
+	waitFor(t, tm, "✗ principal: give the agent to share with")
 	tm.Type("bob")
 	keys(tm, tea.KeyTab, tea.KeyCtrlU)
 	tm.Type("read,admin")
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, `✗ unknown permission "admin": use any of read, write, delete, share`)
+	waitFor(t, tm, `✗ permissions: unknown permission "admin": use any of read, write, delete, share`)
 	// The engine's refusals show in the form too: the owner has every
 	// permission already.
 	keys(tm, tea.KeyShiftTab, tea.KeyCtrlU)
