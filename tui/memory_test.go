@@ -589,5 +589,11 @@ func TestMemoryFitsEveryState(t *testing.T) {
 		check("detail", "esc back to list")
 		press(m, "esc")
 		p.setPrompt("")
+		press(m, "m", strings.Repeat("long memory ", 40))
+		check("memorize form", "enter memorize")
+		press(m, "tab", "tab", "tab", "9")
+		press(m, "enter")
+		check("memorize form, an error", "enter memorize")
+		press(m, "esc")
 	}
 }
