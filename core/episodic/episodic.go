@@ -47,16 +47,17 @@ type CompactFailedEvent struct {
 // Events the episodic layer publishes (after each commit, except the
 // judging pair, which brackets the model's judgement).
 var (
-	EventConfigured    = events.Define[Thread]("thread.configured", "after thread.configure changes a thread's settings")
-	EventThreadCreated = events.Define[Thread]("thread.created", "after a message starts a new thread")
-	EventTurnAdded     = events.Define[MessageResult]("thread.turn", "after a message is added to a thread")
-	EventJudging       = events.Define[JudgingEvent]("link.judging", "when the model starts judging a new thread's links to earlier threads")
-	EventJudged        = events.Define[JudgedEvent]("link.judged", "when the model's judging is over (decided or not)")
-	EventLinkDecided   = events.Define[Decision]("link.decided", "after a linking decision for a new thread and one candidate is recorded")
-	EventCompacted     = events.Define[Episode]("episode.compacted", "after a closed episode is compacted into summaries and skills")
-	EventOutcome       = events.Define[Decision]("episode.outcome", "after episode.outcome marks a linking decision right or wrong")
-	EventTuned         = events.Define[TuningRecord]("episode.tuned", "after episode.tune records a tuning (whether or not it moved the threshold)")
-	EventCompactFailed = events.Define[CompactFailedEvent]("episode.compact_failed", "when a background compaction fails (it is retried on the next start)")
+	EventConfigured      = events.Define[Thread]("thread.configured", "after thread.configure changes a thread's settings")
+	EventThreadCreated   = events.Define[Thread]("thread.created", "after a message starts a new thread")
+	EventTurnAdded       = events.Define[MessageResult]("thread.turn", "after a message is added to a thread")
+	EventJudging         = events.Define[JudgingEvent]("link.judging", "when the model starts judging a new thread's links to earlier threads")
+	EventJudged          = events.Define[JudgedEvent]("link.judged", "when the model's judging is over (decided or not)")
+	EventLinkDecided     = events.Define[Decision]("link.decided", "after a linking decision for a new thread and one candidate is recorded")
+	EventCompacted       = events.Define[Episode]("episode.compacted", "after a closed episode is compacted into summaries and skills")
+	EventOutcome         = events.Define[Decision]("episode.outcome", "after episode.outcome marks a linking decision right or wrong")
+	EventOutcomeInferred = events.Define[Decision]("episode.outcome_inferred", "after a user's next message lets engram infer a linking decision's outcome (the decision, with its inferred outcomes)")
+	EventTuned           = events.Define[TuningRecord]("episode.tuned", "after episode.tune records a tuning (whether or not it moved the threshold)")
+	EventCompactFailed   = events.Define[CompactFailedEvent]("episode.compact_failed", "when a background compaction fails (it is retried on the next start)")
 )
 
 // Options configure the episodic layer.
@@ -481,6 +482,9 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 		msg = fmt.Sprintf("%s message on %s started thread %s", req.Speaker, req.Channel, t.ID)
 	}
 	if _, err := tx.TraceAbout(call, about(t.ID), "thread.message", msg, messageTrace{Channel: req.Channel, NewThread: res.NewThread, ThreadID: t.ID, Turn: t.TurnCount}); err != nil {
+		return res, err
+	}
+	if err := e.inferOutcomes(tx, call, req, t, turn, &res); err != nil {
 		return res, err
 	}
 	EventTurnAdded.Publish(tx, res)

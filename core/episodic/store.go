@@ -22,6 +22,7 @@ import (
 //	episodic/pending/<episode id>   an episode waiting for compaction (empty)
 //	episodic/tuning                 Tuning
 //	episodic/conv/<conversation>/<channel>/<principal>  a principal's thread of the conversation on an explicit channel
+//	episodic/await/<principal>      the decisions of its latest new thread, awaiting its next message (infer.go)
 //	idx/episodic/act/<time>/<id>    threads by last activity (key only)
 
 func threadKey(id string) []byte { return storage.Key(storage.PrefixEpisodic, "thread", id) }
