@@ -714,6 +714,9 @@ func (e *Episodic) Get(ctx context.Context, principal, id string, archived bool)
 		if err := e.authorize(tx, principal, id, access.Read); err != nil {
 			return err
 		}
+		if err := readableLinks(tx, principal, t); err != nil {
+			return err
+		}
 		v.Thread = t
 		if v.Turns, err = turnsOf(tx, id, archived); err != nil {
 			return err
@@ -731,13 +734,39 @@ func (e *Episodic) Threads(ctx context.Context, principal string) ([]*Thread, er
 	var out []*Thread
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
-		out, err = recentThreadsFor(tx, principal, 0)
-		return err
+		if out, err = recentThreadsFor(tx, principal, 0); err != nil {
+			return err
+		}
+		for _, t := range out {
+			if err := readableLinks(tx, principal, t); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if out == nil {
 		out = []*Thread{}
 	}
 	return out, err
+}
+
+// readableLinks keeps of t's linked threads those principal may read: a
+// thread another agent linked to it (its own, unshared) is not this
+// agent's to see, not even by id (issue 14, bug 8).
+func readableLinks(tx *storage.Tx, principal string, t *Thread) error {
+	keep := t.LinkedThreads[:0:0]
+	for _, id := range t.LinkedThreads {
+		if ok, err := canRead(tx, principal, id); err != nil {
+			return err
+		} else if ok {
+			keep = append(keep, id)
+		}
+	}
+	if keep == nil {
+		keep = []string{}
+	}
+	t.LinkedThreads = keep
+	return nil
 }
 
 // Configure sets a thread's inactivity timeout.
