@@ -447,11 +447,21 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 	default:
 		tableRows, detail = max(tableFor(rows-head), 1), nil
 	}
-	summary := " " + plural(len(ds), "decision", "decisions") + s.Muted.Render(threshold+" · → an earlier thread it was judged against · ← a later one")
+	// Where the footer has no room, the summary explains the parentheses.
+	legend := ""
+	if anyInferred(ds) {
+		legend = " · (✓)/(✗) inferred, not marked"
+	}
+	summary := " " + plural(len(ds), "decision", "decisions") + s.Muted.Render(threshold+legend+" · → an earlier thread it was judged against · ← a later one")
 	if compact {
 		summary = " " + fmt.Sprintf("decision %d of %d", cur+1, len(ds)) + s.Muted.Render(threshold+" · ↑/↓ another · esc back")
 	}
 	lines := []string{truncateTo(summary, w)}
+	// An inferred outcome shows in parentheses, and its column widens for them.
+	outcomeW := 13
+	if anyInferred(ds) {
+		outcomeW = 15
+	}
 	cols := dropColumns([]tableColumn{
 		{title: "with"},
 		{title: "alg", width: 6, right: true},
@@ -459,7 +469,7 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 		{title: "agree", width: 7},
 		{title: "decision", width: 12},
 		{title: "confidence", width: 18},
-		{title: "outcome", width: 13},
+		{title: "outcome", width: outcomeW},
 	}, "with", w, 16, "agree")
 	var colHead strings.Builder
 	colHead.WriteString("   ")
@@ -483,7 +493,7 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 		lines = append(lines, detail...)
 	}
 	hint := " o marks the chosen decision correct or incorrect · t tunes the threshold"
-	if slices.ContainsFunc(ds, func(d *episodic.Decision) bool { return d.Outcome == "" && len(d.Inferred) > 0 }) {
+	if anyInferred(ds) {
 		// The parentheses need a word: they are what engram read, not a mark.
 		hint = " (✓)/(✗) inferred from the user's next message · o marks it yourself · t tunes"
 		if !p.lower.inside {
@@ -501,6 +511,12 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 		lines = append(lines, "", truncateTo(s.Muted.Render(hint), w))
 	}
 	return lines
+}
+
+// anyInferred reports whether a decision of ds shows an inferred outcome
+// (one without a mark).
+func anyInferred(ds []*episodic.Decision) bool {
+	return slices.ContainsFunc(ds, func(d *episodic.Decision) bool { return d.Outcome == "" && len(d.Inferred) > 0 })
 }
 
 // decisionRow is one row of the table.
