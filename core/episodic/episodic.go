@@ -19,6 +19,7 @@ import (
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -123,7 +124,7 @@ type MessageRequest struct {
 	ThreadID string `json:"thread_id,omitempty" help:"the thread the user selected; without it, an explicit channel starts a new thread (with conversation: continues the conversation's thread there) and an implicit one continues the most recent thread unless it has been inactive too long"`
 	Text     string `json:"text" arg:"required" help:"what was said"`
 	Speaker  string `json:"speaker,omitempty" help:"user (default) or assistant; an assistant's message never starts a thread"`
-	Title    string `json:"title,omitempty" help:"a new thread's title (default: from its first message)"`
+	Title    string `json:"title,omitempty" help:"a new thread's title (default: from its first message with content; a greeting alone leaves it Untitled until one comes)"`
 	// Conversation makes the web or app thread a conversation's own, so
 	// that it is continued across restarts (issue 14, bug 6).
 	Conversation string `json:"conversation,omitempty" help:"the conversation the message belongs to (chat.send gives it): on web or app without thread_id, the message continues the thread the conversation's latest message on that channel went to, and starts one if there is none"`
@@ -414,6 +415,14 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 		if !t.titled {
 			t.Title = titleFrom(req.Text)
 		}
+		if t.Title == "" {
+			// A greeting says nothing to title a thread by: the first
+			// message with content will.
+			t.Title = Untitled
+			if err := tx.Set(untitledKey(t.ID), nil); err != nil {
+				return res, err
+			}
+		}
 		owner := call.Principal
 		if owner == "" {
 			owner = access.LegacyOwner
@@ -442,6 +451,11 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 			return res, err
 		}
 		if ep, err = loadEpisode(tx.Tx, t.currentEpisode()); err != nil {
+			return res, err
+		}
+	}
+	if r.thread != nil && req.Speaker == "user" && t.Title == Untitled {
+		if err := retitle(tx.Tx, t, req.Text); err != nil {
 			return res, err
 		}
 	}
@@ -672,11 +686,32 @@ func weakTitle(title string) bool {
 // questionOpening: the words a question opens with before its subject.
 var questionOpening = regexp.MustCompile(`(?i)^(what's|what is|what are|what was|how's|how is|how are|tell me about|do you know|can you tell me|could you tell me|any news on)\s+(the\s+)?`)
 
-// titleFrom makes a thread's title from its first message: the subject of
-// its first sentence ("What's the weather in New York?" → "Weather in New
-// York"), cut to a few words.
-func titleFrom(text string) string {
-	line := strings.Join(strings.Fields(text), " ")
+// Untitled is the title of a thread whose messages have said nothing to
+// title it by yet (greetings only).
+const Untitled = "Untitled"
+
+// helloOpening: a greeting a message opens with before what it says
+// ("Hello there, book a table").
+var helloOpening = regexp.MustCompile(`(?i)^(hi|hello|hey|hiya|good (morning|afternoon|evening))( there| again| all| team)?\b[\s,!.:;—-]*`)
+
+// titleFrom makes a thread's title from a message: the subject of its
+// first sentence that says something ("Hi! What's the weather in New
+// York?" → "Weather in New York"), cut to a few words; "" when the
+// message says nothing (a greeting, thanks).
+func titleFrom(msg string) string {
+	var line string
+	for _, sentence := range text.Sentences(strings.Join(strings.Fields(msg), " ")) {
+		if !saysNothing(sentence) {
+			line = sentence
+			break
+		}
+	}
+	if line == "" {
+		return ""
+	}
+	if rest := helloOpening.ReplaceAllString(line, ""); rest != "" {
+		line = upperFirst(rest)
+	}
 	if i := strings.IndexAny(line, "?!."); i > 0 {
 		line = line[:i]
 	}
@@ -689,9 +724,29 @@ func titleFrom(text string) string {
 		line = strings.Join(words[:8], " ") + "…"
 	}
 	if line == "" {
-		return "Untitled"
+		return Untitled
 	}
 	return line
+}
+
+// saysNothing reports whether a sentence is a greeting and thanks only
+// ("Good morning!", "Thanks.").
+func saysNothing(sentence string) bool {
+	return text.SaysNothing(helloOpening.ReplaceAllString(sentence, ""))
+}
+
+// retitle titles t, made Untitled by a greeting, from a later user message
+// with content, unless a title was given.
+func retitle(tx *storage.Tx, t *Thread, msg string) error {
+	title := titleFrom(msg)
+	if title == "" {
+		return nil
+	}
+	if ok, err := tx.Has(untitledKey(t.ID)); err != nil || !ok {
+		return err
+	}
+	t.Title = title
+	return tx.Delete(untitledKey(t.ID))
 }
 
 // ThreadView is a thread with its turns and decisions, as thread.get shows it.
