@@ -313,6 +313,12 @@ func TestLinksToUnreadableThreadsAreHidden(t *testing.T) {
 	if get, list := links(); slices.Contains(get, bobs) || slices.Contains(list, bobs) || !slices.Contains(get, w.first) || !slices.Contains(list, w.first) {
 		t.Errorf("alice sees links %v (get) and %v (list); want %s, not bob's %s", get, list, w.first, bobs)
 	}
+	// Nor the cross-thread episode his thread joined, as episode.list
+	// leaves it out for her.
+	_, xs := r.episodesAs(alice, w.second)
+	if got := r.aliceThread(w.second).CrossThreadEpisodes; len(got) != len(xs) {
+		t.Errorf("alice's thread lists cross-thread episodes %v; episode.list shows her %d", got, len(xs))
+	}
 	// Bob reads her thread with every link: he may read both.
 	if got := enginetest.Call[episodic.GetResult](r.Rig, bob, "thread.get", episodic.GetArgs{ThreadID: w.second}).Thread.LinkedThreads; !slices.Contains(got, bobs) {
 		t.Errorf("bob sees links %v, want his %s among them", got, bobs)
@@ -321,4 +327,11 @@ func TestLinksToUnreadableThreadsAreHidden(t *testing.T) {
 	if get, list := links(); !slices.Contains(get, bobs) || !slices.Contains(list, bobs) {
 		t.Errorf("after bob shared, alice sees links %v (get) and %v (list); want his %s", get, list, bobs)
 	}
+}
+
+// episodesAs is episode.list about a thread, as who.
+func (r *rig) episodesAs(who enginetest.Who, threadID string) (eps []*episodic.Episode, xs []*episodic.CrossEpisode) {
+	r.T.Helper()
+	res := enginetest.Call[episodic.EpisodesResult](r.Rig, who, "episode.list", episodic.EpisodesArgs{ThreadID: threadID})
+	return res.Episodes, res.CrossThreadEpisodes
 }

@@ -769,7 +769,7 @@ func (e *Episodic) Get(ctx context.Context, principal, id string, archived bool)
 		if err := e.authorize(tx, principal, id, access.Read); err != nil {
 			return err
 		}
-		if err := readableLinks(tx, principal, t); err != nil {
+		if err := newLinkFilter(tx, principal).apply(t); err != nil {
 			return err
 		}
 		v.Thread = t
@@ -792,8 +792,9 @@ func (e *Episodic) Threads(ctx context.Context, principal string) ([]*Thread, er
 		if out, err = recentThreadsFor(tx, principal, 0); err != nil {
 			return err
 		}
+		f := newLinkFilter(tx, principal)
 		for _, t := range out {
-			if err := readableLinks(tx, principal, t); err != nil {
+			if err := f.apply(t); err != nil {
 				return err
 			}
 		}
@@ -805,23 +806,73 @@ func (e *Episodic) Threads(ctx context.Context, principal string) ([]*Thread, er
 	return out, err
 }
 
-// readableLinks keeps of t's linked threads those principal may read: a
-// thread another agent linked to it (its own, unshared) is not this
-// agent's to see, not even by id (issue 14, bug 8).
-func readableLinks(tx *storage.Tx, principal string, t *Thread) error {
-	keep := t.LinkedThreads[:0:0]
-	for _, id := range t.LinkedThreads {
-		if ok, err := canRead(tx, principal, id); err != nil {
-			return err
-		} else if ok {
-			keep = append(keep, id)
+// linkFilter keeps of threads' links what principal may see (issue 14,
+// bug 8): a thread another agent linked to a shared one (its own,
+// unshared) is not this agent's to see, not even by id, nor a cross-thread
+// episode it is in (shown whole or not at all, as episode.list does). It
+// remembers its answers, so that thread.list reads each ACL and
+// cross-thread episode once.
+type linkFilter struct {
+	tx        *storage.Tx
+	principal string
+	readable  map[string]bool
+	cross     map[string]bool
+}
+
+func newLinkFilter(tx *storage.Tx, principal string) *linkFilter {
+	return &linkFilter{tx: tx, principal: principal, readable: map[string]bool{}, cross: map[string]bool{}}
+}
+
+func (f *linkFilter) canRead(id string) (bool, error) {
+	ok, seen := f.readable[id]
+	if !seen {
+		var err error
+		if ok, err = canRead(f.tx, f.principal, id); err != nil {
+			return false, err
+		}
+		f.readable[id] = ok
+	}
+	return ok, nil
+}
+
+func (f *linkFilter) canSeeCross(id string) (bool, error) {
+	ok, seen := f.cross[id]
+	if seen {
+		return ok, nil
+	}
+	x, err := loadCross(f.tx, id)
+	if err != nil {
+		return false, err
+	}
+	ok = true
+	for _, tid := range x.LinkedThreads {
+		if ok, err = f.canRead(tid); err != nil || !ok {
+			break
 		}
 	}
-	if keep == nil {
-		keep = []string{}
+	f.cross[id] = ok
+	return ok, err
+}
+
+// apply removes from t the links principal may not see.
+func (f *linkFilter) apply(t *Thread) error {
+	keep := func(ids []string, visible func(string) (bool, error)) ([]string, error) {
+		out := []string{}
+		for _, id := range ids {
+			if ok, err := visible(id); err != nil {
+				return nil, err
+			} else if ok {
+				out = append(out, id)
+			}
+		}
+		return out, nil
 	}
-	t.LinkedThreads = keep
-	return nil
+	var err error
+	if t.LinkedThreads, err = keep(t.LinkedThreads, f.canRead); err != nil {
+		return err
+	}
+	t.CrossThreadEpisodes, err = keep(t.CrossThreadEpisodes, f.canSeeCross)
+	return err
 }
 
 // Configure sets a thread's inactivity timeout.
