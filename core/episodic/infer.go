@@ -24,7 +24,7 @@ import (
 //     this?", "as I said before"): each LINK is correct, or when nothing
 //     linked, the strongest DON'T_LINK is incorrect (signal
 //     "back_reference");
-//   - it changes the subject ("anyway, …", "on another note"): each LINK
+//   - it changes the subject ("on another note", "different question:"): each LINK
 //     is incorrect, the strongest DON'T_LINK correct (signal
 //     "topic_switch");
 //   - it goes to another thread (the user picked another one, or started
@@ -60,7 +60,7 @@ var (
 	// confirmingReference: the user points back at an earlier conversation.
 	confirmingReference = regexp.MustCompile(`(?i)\b(didn'?t we (talk|speak|chat) about|did we not (talk|speak) about|we (already )?(talked|spoke|chatted) about|as (i|we) (said|mentioned|discussed)|like (i|we) (said|mentioned|discussed)|(i|we) (said|mentioned|discussed) (this |that |it )?(before|earlier|last time)|remember (when|what|that)|you said (earlier|before|last time)|earlier you said|from (last time|before|earlier|our last))`)
 	// topicSwitch: the user turns to something else.
-	topicSwitch = regexp.MustCompile(`(?i)(^\s*(anyway|anyhow|moving on)\b|\b(on (another|a different) (note|topic|subject)|(changing|change of|change the) (the )?subject|(a )?(different|new|unrelated) (question|topic|subject):?|something (else|different) entirely))`)
+	topicSwitch = regexp.MustCompile(`(?i)\b(on (another|a different) (note|topic|subject)|(changing|change of|change the) (the )?subject|(different|unrelated) (question|topic|subject)|new (topic|subject)|something (else|different) entirely|unrelated, but)`)
 )
 
 // InferredOutcome is an outcome engram read from what the user did after a
@@ -145,16 +145,9 @@ func (e *Episodic) infer(tx *kit.Txn, call action.Call, w awaiting, text string,
 		}
 		ds = append(ds, d)
 	}
-	signal, evidence := SignalContinued, ""
-	switch {
-	case t.ID != w.ThreadID:
-		signal, evidence = SignalThreadSwitch, t.ID
-	case correctionPhrase.MatchString(text):
-		signal, evidence = SignalCorrection, correctionPhrase.FindString(text)
-	case confirmingReference.MatchString(text):
-		signal, evidence = SignalBackReference, confirmingReference.FindString(text)
-	case topicSwitch.MatchString(text):
-		signal, evidence = SignalTopicSwitch, topicSwitch.FindString(text)
+	signal, evidence := SignalThreadSwitch, t.ID
+	if t.ID == w.ThreadID {
+		signal, evidence = readSignal(text)
 	}
 	linked := false
 	for _, d := range ds {
@@ -195,4 +188,18 @@ func (e *Episodic) infer(tx *kit.Txn, call action.Call, w awaiting, text string,
 		EventOutcomeInferred.Publish(tx, *d)
 	}
 	return nil
+}
+
+// readSignal is what a message in the same thread says about the link:
+// its signal, and the phrase it was read from ("" for continued).
+func readSignal(text string) (signal, evidence string) {
+	for _, p := range []struct {
+		signal string
+		re     *regexp.Regexp
+	}{{SignalCorrection, correctionPhrase}, {SignalBackReference, confirmingReference}, {SignalTopicSwitch, topicSwitch}} {
+		if m := p.re.FindString(text); m != "" {
+			return p.signal, m
+		}
+	}
+	return SignalContinued, ""
 }

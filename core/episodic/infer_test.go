@@ -56,7 +56,7 @@ func TestEngineInfersSwitchesAwayFromALinkAsIncorrect(t *testing.T) {
 
 	// C links to B; the user changes the subject in it at once.
 	r.clock.Advance(time.Minute)
-	r.send("web", c, "Anyway, a different question: what's for dinner?")
+	r.send("web", c, "On another note: what's for dinner?")
 	if got := inferredOf(r.decisionOf(c, b.ThreadID)); fmt.Sprint(got) != "[incorrect/topic_switch]" {
 		t.Errorf("C after a change of subject: %v", got)
 	}
