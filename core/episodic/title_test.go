@@ -27,6 +27,10 @@ func TestGreetingsDoNotTitleAThread(t *testing.T) {
 	if got := r.thread(id).Title; got != "Weather in New York" {
 		t.Errorf("after the first message with content: title %q, want \"Weather in New York\"", got)
 	}
+	// The context speaks of it as the title does, from that message.
+	if got := r.contextOf(id, "", "").Topic; got != "weather in New York" {
+		t.Errorf("context topic %q, want \"weather in New York\"", got)
+	}
 	r.clock.Advance(time.Minute)
 	r.send("web", id, "And what about Boston?")
 	if got := r.thread(id).Title; got != "Weather in New York" {
