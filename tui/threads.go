@@ -489,7 +489,14 @@ func (p *threadsPane) listResult(msg resultMsg[episodic.ListResult]) tea.Cmd {
 	// a new thread is to be followed); the first answer selects the most
 	// recent thread.
 	ts, l := p.list.threads, &p.list
-	switch i := slices.IndexFunc(ts, func(t *episodic.Thread) bool { return t.ID == l.want }); {
+	i := slices.IndexFunc(ts, func(t *episodic.Thread) bool { return t.ID == l.want })
+	if i < 0 && !again && msg.err == nil {
+		// The list was asked for after the thread started, and has it
+		// not: another agent's thread, not this agent's to follow (nor to
+		// jump to should it be shared later).
+		l.want = ""
+	}
+	switch {
 	case i >= 0 && l.want != "":
 		l.want = ""
 		cmds = append(cmds, p.selectThread(i))

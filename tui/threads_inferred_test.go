@@ -162,3 +162,47 @@ func TestThreadsFollowAccessChangesFromAnotherAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsDoNotFollowAnotherAgentsNewThread: the cursor follows a new
+// thread only if the console may read it; one another agent started, and
+// shares later, does not take the cursor then.
+func TestThreadsDoNotFollowAnotherAgentsNewThread(t *testing.T) {
+	engine, clk := newEngine(t)
+	_, _, paris := seedThreads(t, engine, clk)
+	styles := DefaultStyles()
+	p := newThreadsPane(engine, &styles)
+	p.SetSize(120, 36)
+	drain(p, p.Init())
+	if p.list.sel != paris {
+		t.Fatalf("the cursor starts on %s, want Paris %s", p.list.sel, paris)
+	}
+	as := conn.Request{Principal: "bob"}
+	ctx := context.Background()
+	res, err := conn.CallAs(ctx, engine, as, episodic.ActionThreadMessage, episodic.MessageRequest{Channel: "web", Text: "Bob's notes on the Lisbon offsite."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := getThreadAs(t, engine, as, res.ThreadID)
+	drain(p, p.Update(events.Event{Name: episodic.EventThreadCreated.Name(), Data: th}))
+	if p.list.want != "" {
+		t.Errorf("the list still waits to follow bob's thread %s", p.list.want)
+	}
+	acl := episodic.ThreadAccessEvent{ThreadID: res.ThreadID, Principal: engine.Agent(), Change: "shared", Permissions: []string{"read"}}
+	if _, err := conn.CallAs(ctx, engine, as, episodic.ActionThreadShare, episodic.ShareArgs{ThreadID: res.ThreadID, Principal: engine.Agent(), Permissions: []string{"read"}}); err != nil {
+		t.Fatal(err)
+	}
+	drain(p, p.Update(events.Event{Name: episodic.EventAccess.Name(), Data: acl}))
+	if len(p.list.threads) != 4 || p.list.sel != paris {
+		t.Errorf("after the share: %d threads, cursor on %s; want 4, still on Paris %s", len(p.list.threads), p.list.sel, paris)
+	}
+}
+
+// getThreadAs is thread.get as another agent.
+func getThreadAs(t *testing.T, engine conn.Conn, as conn.Request, id string) episodic.Thread {
+	t.Helper()
+	res, err := conn.CallAs(context.Background(), engine, as, episodic.ActionThreadGet, episodic.GetArgs{ThreadID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *res.Thread.Thread
+}
