@@ -846,7 +846,12 @@ func (p *threadsPane) askOutcome() tea.Cmd {
 		return showStatus("No linking decision about this thread to mark: decisions are made when a new thread starts.", false)
 	}
 	d := ds[p.decIndex()]
-	p.ask.open(fmt.Sprintf("Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate)), d)
+	q := fmt.Sprintf("Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate))
+	if n := len(d.Inferred); n > 0 && d.Outcome == "" {
+		// What engram read, so that the mark confirms or overrides it.
+		q += fmt.Sprintf(" (inferred %s)", d.Inferred[n-1].Outcome)
+	}
+	p.ask.open(q, d)
 	return nil
 }
 

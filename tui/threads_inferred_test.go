@@ -122,6 +122,15 @@ func TestThreadsMarkShowsOverInference(t *testing.T) {
 			link = d
 		}
 	}
+	// The question says what was inferred.
+	p.list.sel = thursday
+	drain(p, p.loadDetail())
+	p.showSection(secDecisions)
+	p.Update(keyMsg(t, "o"))
+	if q := p.ask.Question(); !strings.HasSuffix(q, "right? (inferred correct)") {
+		t.Errorf("o asks %q", q)
+	}
+	p.Update(keyMsg(t, "esc"))
 	marked := call(t, engine, episodic.ActionEpisodeOutcome, episodic.OutcomeArgs{DecisionID: link.ID, Outcome: episodic.OutcomeCorrect}).Decision
 	drain(p, p.Update(events.Event{Name: episodic.EventOutcome.Name(), Data: *marked}))
 	if p.tune.marked != 1 || p.tune.inferred != 1 {
