@@ -16,28 +16,28 @@ import (
 // decision was right from what the user does next, as a person marking it
 // would. When a user's message starts a thread with decisions, the
 // decisions wait for that user's next message; that message, if it comes
-// within InferWindow, is read once:
+// within InferWindow, is read once, the first of these that holds:
 //
+//   - it goes to another thread (the user picked another one, or started
+//     one): each LINK is incorrect (signal "thread_switch"); it says
+//     nothing about a DON'T_LINK;
 //   - it says the link was wrong ("that's not what I meant"): each LINK
 //     is incorrect (signal "correction");
 //   - it refers back to an earlier conversation ("didn't we talk about
 //     this?", "as I said before"): each LINK is correct, or when nothing
 //     linked, the strongest DON'T_LINK is incorrect (signal
 //     "back_reference");
-//   - it changes the subject ("on another note", "different question:"): each LINK
-//     is incorrect, the strongest DON'T_LINK correct (signal
+//   - it changes the subject ("on another note", "different question:"):
+//     each LINK is incorrect, the strongest DON'T_LINK correct (signal
 //     "topic_switch");
-//   - it goes to another thread (the user picked another one, or started
-//     one): each LINK is incorrect (signal "thread_switch"); it says
-//     nothing about a DON'T_LINK;
 //   - otherwise it goes on in the thread: each LINK is correct, and the
 //     strongest DON'T_LINK too (a fresh conversation, as decided; signal
 //     "continued").
 //
 // Only the strongest DON'T_LINK is inferred: it is the one nearest the
 // threshold, and "a fresh conversation" says little about the weak ones.
-// The phrases are matched in that order (a correction wins over a
-// back-reference in the same message); they are English, and a message in
+// A correction wins over a back-reference in the same message. The
+// phrases are English (straight or curly apostrophes), and a message in
 // another language is read as "continued" or "thread_switch" only.
 
 // InferWindow: a message later than this after the decisions is a new
@@ -56,9 +56,9 @@ const (
 var (
 	// correctionPhrase: the user says the context engram brought was not
 	// what they meant.
-	correctionPhrase = regexp.MustCompile(`(?i)\b((that'?s )?not what i (meant|mean|was (asking|talking) about)|that'?s not it\b|i didn'?t mean|i meant something else|(that'?s|it'?s|this is) (a )?different (thing|question|subject|topic)|wrong (thread|conversation|topic)|(has|had) nothing to do with|not related to (that|this|what))`)
+	correctionPhrase = regexp.MustCompile(`(?i)\b((that['’]?s )?not what i (meant|mean|was (asking|talking) about)|that['’]?s not it\b|i didn['’]?t mean|i meant something else|(that['’]?s|it['’]?s|this is) (a )?different (thing|question|subject|topic)|wrong (thread|conversation|topic)|(has|had) nothing to do with|not related to (that|this|what))`)
 	// confirmingReference: the user points back at an earlier conversation.
-	confirmingReference = regexp.MustCompile(`(?i)\b(didn'?t we (talk|speak|chat) about|did we not (talk|speak) about|we (already )?(talked|spoke|chatted) about|as (i|we) (said|mentioned|discussed)|like (i|we) (said|mentioned|discussed)|(i|we) (said|mentioned|discussed) (this |that |it )?(before|earlier|last time)|remember (when|what|that)|you said (earlier|before|last time)|earlier you said|from (last time|before|earlier|our last))`)
+	confirmingReference = regexp.MustCompile(`(?i)\b(didn['’]?t we (talk|speak|chat) about|did we not (talk|speak) about|we (already )?(talked|spoke|chatted) about|as (i|we) (said|mentioned|discussed)|like (i|we) (said|mentioned|discussed)|(i|we) (said|mentioned|discussed) (this |that |it )?(before|earlier|last time)|remember (when|what|that)|you said (earlier|before|last time)|earlier you said|from (last time|before|earlier|our last))`)
 	// topicSwitch: the user turns to something else.
 	topicSwitch = regexp.MustCompile(`(?i)\b(on (another|a different) (note|topic|subject)|(changing|change of|change the) (the )?subject|(different|unrelated) (question|topic|subject)|new (topic|subject)|something (else|different) entirely|unrelated, but)`)
 )

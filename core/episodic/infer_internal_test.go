@@ -11,6 +11,8 @@ func TestReadSignalReadsThePhraseLists(t *testing.T) {
 		"That is not what I was asking about":              SignalCorrection,
 		"I didn't mean the weather, I meant the game":      SignalCorrection,
 		"Wrong thread, sorry":                              SignalCorrection,
+		"No, that’s not what I meant":                      SignalCorrection,
+		"Didn’t we talk about this already?":               SignalBackReference,
 		"That has nothing to do with the trip.":            SignalCorrection,
 		"It's a different question really":                 SignalCorrection,
 		"Hmm, didn't we talk about this?":                  SignalBackReference,
