@@ -8,6 +8,7 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
@@ -140,6 +141,9 @@ func (e *Episodic) infer(tx *kit.Txn, call action.Call, w awaiting, text string,
 	var ds []*Decision
 	for _, id := range w.Decisions {
 		d, err := loadDecision(tx.Tx, id)
+		if errs.KindOf(err) == errs.NotFound {
+			continue // nothing to learn about: never fail the message for it
+		}
 		if err != nil {
 			return err
 		}

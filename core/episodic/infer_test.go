@@ -155,3 +155,19 @@ func TestTuningWithFewInferredOutcomesOnlySuggests(t *testing.T) {
 		t.Errorf("reason %q, threshold %.2f; want %q at 0.70", rec.Reason, rec.NewThreshold, want)
 	}
 }
+
+// TestMissingDecisionDoesNotFailTheNextMessage: a decision gone from the
+// store leaves nothing to infer, and the message it waited for goes
+// through.
+func TestMissingDecisionDoesNotFailTheNextMessage(t *testing.T) {
+	r := newRigWith(t, rigOptions{opts: episodic.FixedScores(episodic.Options{}, func(string, string) float64 { return 0.75 })})
+	r.clock.Set(t0)
+	r.send("web", "", "Planning the trip to Lisbon")
+	r.clock.Advance(time.Minute)
+	b := r.send("web", "", "What about hotels there?")
+	episodic.DropDecision(t, r.e.Env(), b.Decision.ID)
+	r.clock.Advance(time.Minute)
+	if res := r.send("web", b.ThreadID, "No, that's not what I meant."); res.TurnCount != 2 {
+		t.Errorf("the follow-up: %+v", res)
+	}
+}
