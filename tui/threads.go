@@ -133,13 +133,14 @@ type perThread[V any] struct {
 }
 
 // tuningState is the linking threshold's tuning: the current one, how many
-// decisions are marked (what tuning learns from), and a tuning under way
-// (run.busy).
+// decisions are marked and how many more have only inferred outcomes (what
+// tuning learns from), and a tuning under way (run.busy).
 type tuningState struct {
 	load        loader
 	tuning      *episodic.Tuning
 	marks       loader
 	marked      int
+	inferred    int
 	markedKnown bool
 	run         loader
 	err         string
@@ -430,9 +431,14 @@ func (p *threadsPane) event(ev events.Event) tea.Cmd {
 		}
 	case episodic.EventTurnAdded.Name(), episodic.EventLinkDecided.Name(),
 		episodic.EventCompacted.Name(), episodic.EventCompactFailed.Name(), episodic.EventConfigured.Name():
-	case episodic.EventOutcome.Name():
-		// A decision is marked: tuning has something to learn from now.
+	case episodic.EventOutcome.Name(), episodic.EventOutcomeInferred.Name():
+		// A decision is marked, or its outcome inferred: tuning has
+		// something to learn from now.
 		p.tune.err = ""
+		return tea.Batch(p.reload(), p.refresh(&p.tune.marks, p.loadMarked))
+	case episodic.EventAccess.Name():
+		// Threads shared or revoked: which threads, links and decisions
+		// this agent may see changed (from any agent, any face).
 		return tea.Batch(p.reload(), p.refresh(&p.tune.marks, p.loadMarked))
 	case episodic.EventTuned.Name():
 		return tea.Batch(p.reload(), p.refresh(&p.tune.load, p.loadTuning))
@@ -483,7 +489,14 @@ func (p *threadsPane) listResult(msg resultMsg[episodic.ListResult]) tea.Cmd {
 	// a new thread is to be followed); the first answer selects the most
 	// recent thread.
 	ts, l := p.list.threads, &p.list
-	switch i := slices.IndexFunc(ts, func(t *episodic.Thread) bool { return t.ID == l.want }); {
+	i := slices.IndexFunc(ts, func(t *episodic.Thread) bool { return t.ID == l.want })
+	if i < 0 && !again && msg.err == nil {
+		// The list was asked for after the thread started, and has it
+		// not: another agent's thread, not this agent's to follow (nor to
+		// jump to should it be shared later).
+		l.want = ""
+	}
+	switch {
 	case i >= 0 && l.want != "":
 		l.want = ""
 		cmds = append(cmds, p.selectThread(i))
@@ -560,13 +573,17 @@ func (p *threadsPane) marksResult(msg resultMsg[episodic.DecisionsResult]) tea.C
 		return nil
 	}
 	if msg.err == nil {
-		p.tune.marked, p.tune.markedKnown = 0, true
+		p.tune.marked, p.tune.inferred, p.tune.markedKnown = 0, 0, true
 		for _, d := range msg.value.Decisions {
-			if d != nil && d.Outcome != "" {
+			switch {
+			case d == nil:
+			case d.Outcome != "":
 				p.tune.marked++
+			case len(d.Inferred) > 0:
+				p.tune.inferred++
 			}
 		}
-		if p.tune.marked > 0 {
+		if p.tune.marked+p.tune.inferred > 0 {
 			p.tune.err = ""
 		}
 	}
@@ -601,7 +618,7 @@ func (p *threadsPane) tuneResult(msg resultMsg[episodic.TuningRecord]) tea.Cmd {
 	}
 	rec := msg.value
 	p.tune.err = ""
-	from := plural(rec.Decisions, "marked decision", "marked decisions")
+	from := learnedFrom(rec)
 	text := fmt.Sprintf("Link threshold %.2f → %.2f, from %s (the report is above).", rec.PreviousThreshold, rec.NewThreshold, from)
 	if rec.NewThreshold == rec.PreviousThreshold {
 		text = fmt.Sprintf("Link threshold stays %.2f, from %s (the report is above).", rec.NewThreshold, from)
@@ -641,6 +658,24 @@ func withTitle(format, title string) string {
 
 const nothingToCompact = "Nothing to compact in “%s”: no new turn."
 
+// outcomeCounts says what tuning learns from: "2 marked decisions", or
+// "2 marked and 3 inferred decisions" once some outcomes are inferred.
+func outcomeCounts(marked, inferred int) string {
+	if inferred == 0 {
+		return plural(marked, "marked decision", "marked decisions")
+	}
+	return fmt.Sprintf("%d marked and %s", marked, plural(inferred, "inferred decision", "inferred decisions"))
+}
+
+// learnedFrom is what a tuning learned from (a record made before
+// outcomes were inferred counts its decisions as marked).
+func learnedFrom(rec episodic.TuningRecord) string {
+	if rec.Marked+rec.Inferred == 0 {
+		return plural(rec.Decisions, "marked decision", "marked decisions")
+	}
+	return outcomeCounts(rec.Marked, rec.Inferred)
+}
+
 // tuneError says why tuning failed, in the console's words when it is
 // that nothing is marked yet.
 func tuneError(err error) string {
@@ -651,7 +686,7 @@ func tuneError(err error) string {
 	return e.Message
 }
 
-const noMarkedDecision = "No decision is marked yet. Mark a decision first: o in the decisions view, then t."
+const noMarkedDecision = "No decision is marked yet. Mark a decision first: o in the decisions view, then t; or go on chatting, and engram infers outcomes from what the user says next."
 
 // --- what is selected ---
 
@@ -811,7 +846,12 @@ func (p *threadsPane) askOutcome() tea.Cmd {
 		return showStatus("No linking decision about this thread to mark: decisions are made when a new thread starts.", false)
 	}
 	d := ds[p.decIndex()]
-	p.ask.open(fmt.Sprintf("Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate)), d)
+	q := fmt.Sprintf("Was %s of “%s” and “%s” right?", d.Decision, p.titleOf(d.ThreadID), p.titleOf(d.Candidate))
+	if n := len(d.Inferred); n > 0 && d.Outcome == "" {
+		// What engram read, so that the mark confirms or overrides it.
+		q += fmt.Sprintf(" (inferred %s)", d.Inferred[n-1].Outcome)
+	}
+	p.ask.open(q, d)
 	return nil
 }
 
@@ -832,13 +872,13 @@ func (p *threadsPane) askTune() tea.Cmd {
 		return nil
 	}
 	p.showSection(secTuning)
-	if p.tune.markedKnown && p.tune.marked == 0 {
+	if p.tune.markedKnown && p.tune.marked+p.tune.inferred == 0 {
 		p.tune.err = noMarkedDecision
 		return nil
 	}
-	q := "Tune the link threshold from the marked decisions?"
+	q := "Tune the link threshold from the decisions' outcomes?"
 	if p.tune.markedKnown {
-		q = fmt.Sprintf("Tune the link threshold from %s?", plural(p.tune.marked, "marked decision", "marked decisions"))
+		q = fmt.Sprintf("Tune the link threshold from %s?", outcomeCounts(p.tune.marked, p.tune.inferred))
 	}
 	p.confirm.Yes = "tune"
 	p.confirm.open(q, tuneOrCompact{tune: true})

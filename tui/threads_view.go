@@ -447,11 +447,21 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 	default:
 		tableRows, detail = max(tableFor(rows-head), 1), nil
 	}
-	summary := " " + plural(len(ds), "decision", "decisions") + s.Muted.Render(threshold+" · → an earlier thread it was judged against · ← a later one")
+	// Where the footer has no room, the summary explains the parentheses.
+	legend := ""
+	if anyInferred(ds) {
+		legend = " · (✓)/(✗) inferred, not marked"
+	}
+	summary := " " + plural(len(ds), "decision", "decisions") + s.Muted.Render(threshold+legend+" · → an earlier thread it was judged against · ← a later one")
 	if compact {
 		summary = " " + fmt.Sprintf("decision %d of %d", cur+1, len(ds)) + s.Muted.Render(threshold+" · ↑/↓ another · esc back")
 	}
 	lines := []string{truncateTo(summary, w)}
+	// An inferred outcome shows in parentheses, and its column widens for them.
+	outcomeW := 13
+	if anyInferred(ds) {
+		outcomeW = 15
+	}
 	cols := dropColumns([]tableColumn{
 		{title: "with"},
 		{title: "alg", width: 6, right: true},
@@ -459,7 +469,7 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 		{title: "agree", width: 7},
 		{title: "decision", width: 12},
 		{title: "confidence", width: 18},
-		{title: "outcome", width: 13},
+		{title: "outcome", width: outcomeW},
 	}, "with", w, 16, "agree")
 	var colHead strings.Builder
 	colHead.WriteString("   ")
@@ -483,7 +493,15 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 		lines = append(lines, detail...)
 	}
 	hint := " o marks the chosen decision correct or incorrect · t tunes the threshold"
+	if anyInferred(ds) {
+		// The parentheses need a word: they are what engram read, not a mark.
+		hint = " (✓)/(✗) inferred from the user's next message · o marks it yourself · t tunes"
+		if !p.lower.inside {
+			hint = " (✓)/(✗) inferred from the user's next message · enter, o marks one · t tunes"
+		}
+	}
 	switch {
+	case strings.HasPrefix(hint, " (✓)"):
 	case !p.lower.inside && !withDetail:
 		hint = " enter chooses a decision and shows its signals · o marks it · t tunes"
 	case !p.lower.inside && len(ds) > 1:
@@ -493,6 +511,12 @@ func (p *threadsPane) decisionLines(w, rows int) []string {
 		lines = append(lines, "", truncateTo(s.Muted.Render(hint), w))
 	}
 	return lines
+}
+
+// anyInferred reports whether a decision of ds shows an inferred outcome
+// (one without a mark).
+func anyInferred(ds []*episodic.Decision) bool {
+	return slices.ContainsFunc(ds, func(d *episodic.Decision) bool { return d.Outcome == "" && len(d.Inferred) > 0 })
 }
 
 // decisionRow is one row of the table.
@@ -549,11 +573,21 @@ func (p *threadsPane) decisionRow(d *episodic.Decision, cols []tableColumn, chos
 				style = s.Muted.Render
 			}
 		case "outcome":
-			switch d.Outcome {
-			case episodic.OutcomeCorrect:
+			// A person's mark wins (tuning counts it alone); else the
+			// latest inferred outcome, in parentheses.
+			inferred := ""
+			if n := len(d.Inferred); n > 0 {
+				inferred = d.Inferred[n-1].Outcome
+			}
+			switch {
+			case d.Outcome == episodic.OutcomeCorrect:
 				text, style = "✓ correct", s.OK.Render
-			case episodic.OutcomeIncorrect:
+			case d.Outcome == episodic.OutcomeIncorrect:
 				text, style = "✗ incorrect", s.Failed.Render
+			case d.Outcome == "" && inferred == episodic.OutcomeCorrect:
+				text, style = "(✓ correct)", s.OK.Render
+			case d.Outcome == "" && inferred == episodic.OutcomeIncorrect:
+				text, style = "(✗ incorrect)", s.Failed.Render
 			default:
 				text, style = "—", s.Muted.Render
 			}
@@ -561,6 +595,23 @@ func (p *threadsPane) decisionRow(d *episodic.Decision, cols []tableColumn, chos
 		b.WriteString(style(tableCell(c, text)))
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+// inferredFrom says what an inferred outcome was read from: the phrase in
+// the user's next message, or the thread they went to instead.
+func inferredFrom(in episodic.InferredOutcome, threadTitle string) string {
+	switch in.Signal {
+	case episodic.SignalThreadSwitch:
+		return "a switch to “" + oneLine(threadTitle) + "”"
+	case episodic.SignalContinued:
+		return fmt.Sprintf("turn #%d, which went on", in.Turn)
+	}
+	what := map[string]string{episodic.SignalCorrection: "a correction", episodic.SignalBackReference: "a back-reference",
+		episodic.SignalTopicSwitch: "a change of subject"}[in.Signal]
+	if what == "" {
+		what = oneLine(in.Signal)
+	}
+	return fmt.Sprintf("%s in turn #%d (“%s”)", what, in.Turn, oneLine(in.Evidence))
 }
 
 // llmCell is the model's probability that the threads are related, or
@@ -662,6 +713,9 @@ func (p *threadsPane) decisionDetail(w int) []string {
 	lines = append(lines, field("decided", decided))
 	if d.OutcomeAt != nil {
 		lines = append(lines, field("marked", d.Outcome+s.Muted.Render(" at "+minuteTime(*d.OutcomeAt, p.conn.Now()))))
+	}
+	for _, in := range d.Inferred {
+		lines = append(lines, field("inferred", in.Outcome+s.Muted.Render(" from "+inferredFrom(in, p.titleOf(in.ThreadID))+" at "+minuteTime(in.At, p.conn.Now()))))
 	}
 	return lines
 }
@@ -849,14 +903,14 @@ func (p *threadsPane) tuningLines(w int) []string {
 		s.Muted.Render(fmt.Sprintf(" · the model's guidance v%d · %s", version, plural(len(t.History), "tuning", "tunings"))), w))
 	if len(t.History) == 0 {
 		lines = append(lines, "")
-		return append(lines, styleLines(s.Muted, wrapText("No tuning yet. Mark decisions correct or incorrect (the decisions view, o), then "+
-			"press t: tuning replays every marked decision at each threshold from 0.50 to 0.95 and keeps the one with the fewest "+
+		return append(lines, styleLines(s.Muted, wrapText("No tuning yet. Mark decisions correct or incorrect (the decisions view, o), or let engram infer "+
+			"that from what the user says next, then press t: tuning replays every decision with an outcome at each threshold from 0.50 to 0.95 and keeps the one with the fewest "+
 			"errors, and adds guidance to the model's prompt for the mistakes it keeps making.", w-2, " "))...)
 	}
 	rec := t.History[len(t.History)-1]
 	now := p.conn.Now()
 	lines = append(lines, "", truncateTo(" "+s.Emphasis.Render("Last tuning")+s.Muted.Render(fmt.Sprintf(" · %s · from %s · ",
-		minuteTime(rec.TunedAt, now), plural(rec.Decisions, "marked decision", "marked decisions")))+oneLine(rec.Reason), w))
+		minuteTime(rec.TunedAt, now), learnedFrom(rec)))+oneLine(rec.Reason), w))
 	pct := func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
 	m := rec.Metrics
 	row := func(name, before, after string) string {

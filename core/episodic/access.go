@@ -9,6 +9,7 @@ import (
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/storage"
@@ -137,21 +138,38 @@ type RevokeArgs struct {
 	Principal string `json:"principal" arg:"required" help:"the agent whose access to remove"`
 }
 
+// ThreadAccessEvent is the payload of EventAccess.
+type ThreadAccessEvent struct {
+	// ThreadID is the thread whose access changed.
+	ThreadID string `json:"thread_id"`
+	// Principal is the agent whose access changed.
+	Principal string `json:"principal"`
+	// Change is "shared" or "revoked".
+	Change string `json:"change"`
+	// Permissions are what the agent may do now (empty once revoked).
+	Permissions []string `json:"permissions"`
+}
+
+// EventAccess fires after a thread's access changes: what an agent may see
+// of threads, their links and decisions changes with it (issue 14, bug 8).
+var EventAccess = events.Define[ThreadAccessEvent]("thread.access", "after thread.share or thread.revoke changes who may use a thread")
+
 func (e *Episodic) actShare(ctx context.Context, call action.Call, a ShareArgs) (access.ACL, error) {
 	return e.changeACL(ctx, call, a.ThreadID, "shared with "+a.Principal, func(acl *access.ACL) error {
 		return acl.Grant(call.Principal, a.Principal, a.Permissions, threadObject(a.ThreadID), e.env.Clock.Now())
-	})
+	}, ThreadAccessEvent{Principal: a.Principal, Change: "shared"})
 }
 
 func (e *Episodic) actRevoke(ctx context.Context, call action.Call, a RevokeArgs) (access.ACL, error) {
 	return e.changeACL(ctx, call, a.ThreadID, "access of "+a.Principal+" revoked", func(acl *access.ACL) error {
 		return acl.Revoke(call.Principal, a.Principal, threadObject(a.ThreadID), e.env.Clock.Now())
-	})
+	}, ThreadAccessEvent{Principal: a.Principal, Change: "revoked"})
 }
 
 // changeACL changes a thread's ACL with change, in one transaction, and
-// returns it as it now is.
-func (e *Episodic) changeACL(ctx context.Context, call action.Call, id, what string, change func(*access.ACL) error) (access.ACL, error) {
+// returns it as it now is; ev, completed with the thread and the agent's
+// permissions, is published after the commit.
+func (e *Episodic) changeACL(ctx context.Context, call action.Call, id, what string, change func(*access.ACL) error, ev ThreadAccessEvent) (access.ACL, error) {
 	var out access.ACL
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
 		if _, err := loadThread(tx.Tx, id); err != nil {
@@ -171,6 +189,13 @@ func (e *Episodic) changeACL(ctx context.Context, call action.Call, id, what str
 			return err
 		}
 		out = acl.Clone()
+		ev.ThreadID, ev.Permissions = id, []string{}
+		for _, g := range acl.Grants {
+			if g.PrincipalID == ev.Principal {
+				ev.Permissions = append(ev.Permissions, g.Permissions...)
+			}
+		}
+		EventAccess.Publish(tx, ev)
 		_, err = tx.TraceAbout(call, about(id), "thread.acl", fmt.Sprintf("thread %s: %s", id, what), acl)
 		return err
 	})

@@ -286,3 +286,52 @@ func TestDefaultAgentOwnsThreadsStoredWithoutOwners(t *testing.T) {
 	r.Do(agent, "thread.get", map[string]string{"thread_id": id}, nil)
 	r.Fail(bob, "thread.get", map[string]string{"thread_id": id}, errs.Permission, fmt.Sprintf("bob may not read thread %q", id), "the owner (local)")
 }
+
+// TestLinksToUnreadableThreadsAreHidden: a thread another agent linked to
+// one of Alice's (he may read hers; she may not read his) does not show in
+// her thread.get or thread.list, not even by id; once shared, it does.
+func TestLinksToUnreadableThreadsAreHidden(t *testing.T) {
+	r := newRig(t)
+	w := newAliceWorld(r)
+	r.Do(alice, "thread.share", map[string]any{"thread_id": w.second, "principal": "bob", "permissions": []string{"read"}}, nil)
+	r.at("11:05")
+	res := enginetest.Call[episodic.MessageResult](r.Rig, bob, "thread.message",
+		map[string]string{"channel": "web", "text": "Oh, and the weather in New York on Friday?"})
+	if !slices.Contains(res.LinkedThreads, w.second) {
+		t.Fatalf("bob's thread did not link to alice's shared one: %+v", res)
+	}
+	bobs := res.ThreadID
+	links := func() (get, list []string) {
+		get = r.aliceThread(w.second).LinkedThreads
+		for _, th := range enginetest.Call[episodic.ListResult](r.Rig, alice, "thread.list", struct{}{}).Threads {
+			if th.ID == w.second {
+				list = th.LinkedThreads
+			}
+		}
+		return get, list
+	}
+	if get, list := links(); slices.Contains(get, bobs) || slices.Contains(list, bobs) || !slices.Contains(get, w.first) || !slices.Contains(list, w.first) {
+		t.Errorf("alice sees links %v (get) and %v (list); want %s, not bob's %s", get, list, w.first, bobs)
+	}
+	// Nor the cross-thread episode his thread joined, as episode.list
+	// leaves it out for her.
+	_, xs := r.episodesAs(alice, w.second)
+	if got := r.aliceThread(w.second).CrossThreadEpisodes; len(got) != len(xs) {
+		t.Errorf("alice's thread lists cross-thread episodes %v; episode.list shows her %d", got, len(xs))
+	}
+	// Bob reads her thread with every link: he may read both.
+	if got := enginetest.Call[episodic.GetResult](r.Rig, bob, "thread.get", episodic.GetArgs{ThreadID: w.second}).Thread.LinkedThreads; !slices.Contains(got, bobs) {
+		t.Errorf("bob sees links %v, want his %s among them", got, bobs)
+	}
+	r.Do(bob, "thread.share", map[string]any{"thread_id": bobs, "principal": "alice", "permissions": []string{"read"}}, nil)
+	if get, list := links(); !slices.Contains(get, bobs) || !slices.Contains(list, bobs) {
+		t.Errorf("after bob shared, alice sees links %v (get) and %v (list); want his %s", get, list, bobs)
+	}
+}
+
+// episodesAs is episode.list about a thread, as who.
+func (r *rig) episodesAs(who enginetest.Who, threadID string) (eps []*episodic.Episode, xs []*episodic.CrossEpisode) {
+	r.T.Helper()
+	res := enginetest.Call[episodic.EpisodesResult](r.Rig, who, "episode.list", episodic.EpisodesArgs{ThreadID: threadID})
+	return res.Episodes, res.CrossThreadEpisodes
+}

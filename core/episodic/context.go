@@ -301,15 +301,27 @@ func (c *Context) render() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// firstUserText is the first user message of turns, or else input (the
+// firstUserText is the first user message of turns with content (the one
+// a made-up title comes from), else the first one, or else input (the
 // thread's first message is the one about to be answered).
 func firstUserText(turns []*Turn, input string) string {
+	first := ""
 	for _, t := range turns {
-		if t.Speaker == "user" {
+		if t.Speaker != "user" {
+			continue
+		}
+		// The one the title was made from: a greeting says nothing.
+		if titleFrom(t.Text) != "" {
 			return t.Text
 		}
+		if first == "" {
+			first = t.Text
+		}
 	}
-	return input
+	if first == "" || titleFrom(input) != "" {
+		return input // (the message about to be answered may be the first with content)
+	}
+	return first
 }
 
 // questionsOf pairs each user message with the answer that followed it.

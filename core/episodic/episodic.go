@@ -19,6 +19,7 @@ import (
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -47,16 +48,17 @@ type CompactFailedEvent struct {
 // Events the episodic layer publishes (after each commit, except the
 // judging pair, which brackets the model's judgement).
 var (
-	EventConfigured    = events.Define[Thread]("thread.configured", "after thread.configure changes a thread's settings")
-	EventThreadCreated = events.Define[Thread]("thread.created", "after a message starts a new thread")
-	EventTurnAdded     = events.Define[MessageResult]("thread.turn", "after a message is added to a thread")
-	EventJudging       = events.Define[JudgingEvent]("link.judging", "when the model starts judging a new thread's links to earlier threads")
-	EventJudged        = events.Define[JudgedEvent]("link.judged", "when the model's judging is over (decided or not)")
-	EventLinkDecided   = events.Define[Decision]("link.decided", "after a linking decision for a new thread and one candidate is recorded")
-	EventCompacted     = events.Define[Episode]("episode.compacted", "after a closed episode is compacted into summaries and skills")
-	EventOutcome       = events.Define[Decision]("episode.outcome", "after episode.outcome marks a linking decision right or wrong")
-	EventTuned         = events.Define[TuningRecord]("episode.tuned", "after episode.tune records a tuning (whether or not it moved the threshold)")
-	EventCompactFailed = events.Define[CompactFailedEvent]("episode.compact_failed", "when a background compaction fails (it is retried on the next start)")
+	EventConfigured      = events.Define[Thread]("thread.configured", "after thread.configure changes a thread's settings")
+	EventThreadCreated   = events.Define[Thread]("thread.created", "after a message starts a new thread")
+	EventTurnAdded       = events.Define[MessageResult]("thread.turn", "after a message is added to a thread")
+	EventJudging         = events.Define[JudgingEvent]("link.judging", "when the model starts judging a new thread's links to earlier threads")
+	EventJudged          = events.Define[JudgedEvent]("link.judged", "when the model's judging is over (decided or not)")
+	EventLinkDecided     = events.Define[Decision]("link.decided", "after a linking decision for a new thread and one candidate is recorded")
+	EventCompacted       = events.Define[Episode]("episode.compacted", "after a closed episode is compacted into summaries and skills")
+	EventOutcome         = events.Define[Decision]("episode.outcome", "after episode.outcome marks a linking decision right or wrong")
+	EventOutcomeInferred = events.Define[Decision]("episode.outcome_inferred", "after a user's next message lets engram infer a linking decision's outcome (the decision, with its inferred outcomes)")
+	EventTuned           = events.Define[TuningRecord]("episode.tuned", "after episode.tune records a tuning (whether or not it moved the threshold)")
+	EventCompactFailed   = events.Define[CompactFailedEvent]("episode.compact_failed", "when a background compaction fails (it is retried on the next start)")
 )
 
 // Options configure the episodic layer.
@@ -122,7 +124,7 @@ type MessageRequest struct {
 	ThreadID string `json:"thread_id,omitempty" help:"the thread the user selected; without it, an explicit channel starts a new thread (with conversation: continues the conversation's thread there) and an implicit one continues the most recent thread unless it has been inactive too long"`
 	Text     string `json:"text" arg:"required" help:"what was said"`
 	Speaker  string `json:"speaker,omitempty" help:"user (default) or assistant; an assistant's message never starts a thread"`
-	Title    string `json:"title,omitempty" help:"a new thread's title (default: from its first message)"`
+	Title    string `json:"title,omitempty" help:"a new thread's title (default: from its first message with content; a greeting alone leaves it Untitled until one comes)"`
 	// Conversation makes the web or app thread a conversation's own, so
 	// that it is continued across restarts (issue 14, bug 6).
 	Conversation string `json:"conversation,omitempty" help:"the conversation the message belongs to (chat.send gives it): on web or app without thread_id, the message continues the thread the conversation's latest message on that channel went to, and starts one if there is none"`
@@ -413,6 +415,14 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 		if !t.titled {
 			t.Title = titleFrom(req.Text)
 		}
+		if t.Title == "" {
+			// A greeting says nothing to title a thread by: the first
+			// message with content will.
+			t.Title = Untitled
+			if err := tx.Set(untitledKey(t.ID), nil); err != nil {
+				return res, err
+			}
+		}
 		owner := call.Principal
 		if owner == "" {
 			owner = access.LegacyOwner
@@ -441,6 +451,11 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 			return res, err
 		}
 		if ep, err = loadEpisode(tx.Tx, t.currentEpisode()); err != nil {
+			return res, err
+		}
+	}
+	if r.thread != nil && req.Speaker == "user" && t.Title == Untitled {
+		if err := retitle(tx.Tx, t, req.Text); err != nil {
 			return res, err
 		}
 	}
@@ -481,6 +496,9 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 		msg = fmt.Sprintf("%s message on %s started thread %s", req.Speaker, req.Channel, t.ID)
 	}
 	if _, err := tx.TraceAbout(call, about(t.ID), "thread.message", msg, messageTrace{Channel: req.Channel, NewThread: res.NewThread, ThreadID: t.ID, Turn: t.TurnCount}); err != nil {
+		return res, err
+	}
+	if err := e.inferOutcomes(tx, call, req, t, turn, &res); err != nil {
 		return res, err
 	}
 	EventTurnAdded.Publish(tx, res)
@@ -668,11 +686,32 @@ func weakTitle(title string) bool {
 // questionOpening: the words a question opens with before its subject.
 var questionOpening = regexp.MustCompile(`(?i)^(what's|what is|what are|what was|how's|how is|how are|tell me about|do you know|can you tell me|could you tell me|any news on)\s+(the\s+)?`)
 
-// titleFrom makes a thread's title from its first message: the subject of
-// its first sentence ("What's the weather in New York?" → "Weather in New
-// York"), cut to a few words.
-func titleFrom(text string) string {
-	line := strings.Join(strings.Fields(text), " ")
+// Untitled is the title of a thread whose messages have said nothing to
+// title it by yet (greetings only).
+const Untitled = "Untitled"
+
+// helloOpening: a greeting a message opens with before what it says
+// ("Hello there, book a table").
+var helloOpening = regexp.MustCompile(`(?i)^(hi|hello|hey|hiya|good (morning|afternoon|evening))( there| again| all| team)?\b[\s,!.:;—-]*`)
+
+// titleFrom makes a thread's title from a message: the subject of its
+// first sentence that says something ("Hi! What's the weather in New
+// York?" → "Weather in New York"), cut to a few words; "" when the
+// message says nothing (a greeting, thanks).
+func titleFrom(msg string) string {
+	var line string
+	for _, sentence := range text.Sentences(strings.Join(strings.Fields(msg), " ")) {
+		if !saysNothing(sentence) {
+			line = sentence
+			break
+		}
+	}
+	if line == "" {
+		return ""
+	}
+	if rest := helloOpening.ReplaceAllString(line, ""); rest != "" {
+		line = upperFirst(rest)
+	}
 	if i := strings.IndexAny(line, "?!."); i > 0 {
 		line = line[:i]
 	}
@@ -685,9 +724,29 @@ func titleFrom(text string) string {
 		line = strings.Join(words[:8], " ") + "…"
 	}
 	if line == "" {
-		return "Untitled"
+		return Untitled
 	}
 	return line
+}
+
+// saysNothing reports whether a sentence is a greeting and thanks only
+// ("Good morning!", "Thanks.").
+func saysNothing(sentence string) bool {
+	return text.SaysNothing(helloOpening.ReplaceAllString(sentence, ""))
+}
+
+// retitle titles t, made Untitled by a greeting, from a later user message
+// with content, unless a title was given.
+func retitle(tx *storage.Tx, t *Thread, msg string) error {
+	title := titleFrom(msg)
+	if title == "" {
+		return nil
+	}
+	if ok, err := tx.Has(untitledKey(t.ID)); err != nil || !ok {
+		return err
+	}
+	t.Title = title
+	return tx.Delete(untitledKey(t.ID))
 }
 
 // ThreadView is a thread with its turns and decisions, as thread.get shows it.
@@ -710,6 +769,9 @@ func (e *Episodic) Get(ctx context.Context, principal, id string, archived bool)
 		if err := e.authorize(tx, principal, id, access.Read); err != nil {
 			return err
 		}
+		if err := newLinkFilter(tx, principal).apply(t); err != nil {
+			return err
+		}
 		v.Thread = t
 		if v.Turns, err = turnsOf(tx, id, archived); err != nil {
 			return err
@@ -727,13 +789,90 @@ func (e *Episodic) Threads(ctx context.Context, principal string) ([]*Thread, er
 	var out []*Thread
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
-		out, err = recentThreadsFor(tx, principal, 0)
-		return err
+		if out, err = recentThreadsFor(tx, principal, 0); err != nil {
+			return err
+		}
+		f := newLinkFilter(tx, principal)
+		for _, t := range out {
+			if err := f.apply(t); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if out == nil {
 		out = []*Thread{}
 	}
 	return out, err
+}
+
+// linkFilter keeps of threads' links what principal may see (issue 14,
+// bug 8): a thread another agent linked to a shared one (its own,
+// unshared) is not this agent's to see, not even by id, nor a cross-thread
+// episode it is in (shown whole or not at all, as episode.list does). It
+// remembers its answers, so that thread.list reads each ACL and
+// cross-thread episode once.
+type linkFilter struct {
+	tx        *storage.Tx
+	principal string
+	readable  map[string]bool
+	cross     map[string]bool
+}
+
+func newLinkFilter(tx *storage.Tx, principal string) *linkFilter {
+	return &linkFilter{tx: tx, principal: principal, readable: map[string]bool{}, cross: map[string]bool{}}
+}
+
+func (f *linkFilter) canRead(id string) (bool, error) {
+	ok, seen := f.readable[id]
+	if !seen {
+		var err error
+		if ok, err = canRead(f.tx, f.principal, id); err != nil {
+			return false, err
+		}
+		f.readable[id] = ok
+	}
+	return ok, nil
+}
+
+func (f *linkFilter) canSeeCross(id string) (bool, error) {
+	ok, seen := f.cross[id]
+	if seen {
+		return ok, nil
+	}
+	x, err := loadCross(f.tx, id)
+	if err != nil {
+		return false, err
+	}
+	ok = true
+	for _, tid := range x.LinkedThreads {
+		if ok, err = f.canRead(tid); err != nil || !ok {
+			break
+		}
+	}
+	f.cross[id] = ok
+	return ok, err
+}
+
+// apply removes from t the links principal may not see.
+func (f *linkFilter) apply(t *Thread) error {
+	keep := func(ids []string, visible func(string) (bool, error)) ([]string, error) {
+		out := []string{}
+		for _, id := range ids {
+			if ok, err := visible(id); err != nil {
+				return nil, err
+			} else if ok {
+				out = append(out, id)
+			}
+		}
+		return out, nil
+	}
+	var err error
+	if t.LinkedThreads, err = keep(t.LinkedThreads, f.canRead); err != nil {
+		return err
+	}
+	t.CrossThreadEpisodes, err = keep(t.CrossThreadEpisodes, f.canSeeCross)
+	return err
 }
 
 // Configure sets a thread's inactivity timeout.

@@ -42,3 +42,12 @@ func DropACL(t testing.TB, env *kit.Env, thread string) {
 		t.Fatal(err)
 	}
 }
+
+// DropDecision deletes a linking decision, as a damaged store might have.
+func DropDecision(t testing.TB, env *kit.Env, id string) {
+	t.Helper()
+	err := env.Store.Update(context.Background(), func(tx *storage.Tx) error { return tx.Delete(decisionKey(id)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}

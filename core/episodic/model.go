@@ -180,11 +180,15 @@ type Decision struct {
 	Confidence string `json:"confidence"`
 	Decision   string `json:"decision"`
 	// DecidedBy: both, algorithmic or llm.
-	DecidedBy    string     `json:"decided_by"`
-	Disagreement bool       `json:"disagreement"`
-	Threshold    float64    `json:"threshold"`
-	Outcome      string     `json:"outcome"`
-	OutcomeAt    *time.Time `json:"outcome_at,omitempty"`
+	DecidedBy    string  `json:"decided_by"`
+	Disagreement bool    `json:"disagreement"`
+	Threshold    float64 `json:"threshold"`
+	// Outcome is the outcome a person marked (episode.outcome), "" if none.
+	Outcome   string     `json:"outcome"`
+	OutcomeAt *time.Time `json:"outcome_at,omitempty"`
+	// Inferred are the outcomes engram read from what the user did next
+	// (infer.go), oldest first; absent when there are none.
+	Inferred []InferredOutcome `json:"inferred,omitempty"`
 	// CrossThreadEpisode is the episode the link made or extended.
 	CrossThreadEpisode string     `json:"cross_thread_episode,omitempty"`
 	Signals            Signals    `json:"signals"`

@@ -22,6 +22,8 @@ import (
 //	episodic/pending/<episode id>   an episode waiting for compaction (empty)
 //	episodic/tuning                 Tuning
 //	episodic/conv/<conversation>/<channel>/<principal>  a principal's thread of the conversation on an explicit channel
+//	episodic/untitled/<thread>     a thread titled Untitled by a greeting, until a message with content titles it (empty)
+//	episodic/await/<principal>      the decisions of its latest new thread, awaiting its next message (infer.go)
 //	idx/episodic/act/<time>/<id>    threads by last activity (key only)
 
 func threadKey(id string) []byte { return storage.Key(storage.PrefixEpisodic, "thread", id) }
@@ -40,7 +42,10 @@ func decisionPrefix() []byte       { return storage.PrefixKey(storage.PrefixEpis
 func pendingKey(episode string) []byte {
 	return storage.Key(storage.PrefixEpisodic, "pending", episode)
 }
-func pendingPrefix() []byte  { return storage.PrefixKey(storage.PrefixEpisodic, "pending") }
+func pendingPrefix() []byte { return storage.PrefixKey(storage.PrefixEpisodic, "pending") }
+func untitledKey(thread string) []byte {
+	return storage.Key(storage.PrefixEpisodic, "untitled", thread)
+}
 func tuningKey() []byte      { return storage.Key(storage.PrefixEpisodic, "tuning") }
 func activityPrefix() []byte { return storage.PrefixKey(storage.PrefixIndex, "episodic", "act") }
 func turnKey(thread string, n int) []byte {

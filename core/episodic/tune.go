@@ -15,8 +15,9 @@ import (
 	"github.com/engram-console/engram/storage"
 )
 
-// Active tuning (seed 3.3-3.5): people mark decisions correct or incorrect;
-// tuning replays every marked decision at each candidate threshold and
+// Active tuning (seed 3.3-3.5): people mark decisions correct or incorrect,
+// and engram infers outcomes from what the user does next (infer.go);
+// tuning replays every decision with an outcome at each candidate threshold and
 // keeps the one that makes the fewest errors, and reads the disagreements
 // for patterns the model's prompt should learn from.
 
@@ -39,15 +40,20 @@ type TuningRecord struct {
 	NewThreshold      float64   `json:"new_threshold"`
 	Reason            string    `json:"reason"`
 	Metrics           Metrics   `json:"metrics"`
-	// Decisions counts the decisions with outcomes it learned from.
+	// Decisions counts the decisions with outcomes it learned from: Marked
+	// by their mark (weight MarkedWeight), Inferred by their latest
+	// inferred outcome (weight InferredWeight).
 	Decisions     int      `json:"decisions"`
+	Marked        int      `json:"marked"`
+	Inferred      int      `json:"inferred"`
 	PromptVersion int      `json:"prompt_version"`
 	GuidanceAdded []string `json:"guidance_added"`
 }
 
 // Metrics compare the decisions at the previous and the new threshold.
 // Rates: false positives over the pairs that should not have linked, false
-// negatives over those that should have.
+// negatives over those that should have. Each decision counts with its
+// outcome's weight (MarkedWeight, InferredWeight).
 type Metrics struct {
 	AccuracyBefore          float64 `json:"accuracy_before"`
 	AccuracyAfter           float64 `json:"accuracy_after"`
@@ -70,7 +76,8 @@ const (
 	// patternMin: how many model mistakes of one kind make a pattern.
 	patternMin = 2
 	// MinOutcomes: how many marked decisions tuning needs before it moves
-	// the threshold (fewer only report what they suggest).
+	// the threshold, or their weight in inferred ones (MinOutcomes ×
+	// MarkedWeight); fewer only report what they suggest.
 	MinOutcomes = 10
 )
 
@@ -82,11 +89,15 @@ const ReasonNoOutcomes = "no_outcomes"
 // outcomeTrace is the data of an episode.outcome trace entry (fields in
 // alphabetical order, as the map it replaced marshalled).
 type outcomeTrace struct {
-	Algorithmic float64  `json:"algorithmic"`
-	Decision    string   `json:"decision"`
-	DecisionID  string   `json:"decision_id"`
-	LLM         *float64 `json:"llm"`
-	Outcome     string   `json:"outcome"`
+	Algorithmic float64 `json:"algorithmic"`
+	Decision    string  `json:"decision"`
+	DecisionID  string  `json:"decision_id"`
+	// Inferred and Signal: the outcome was read from the user's next
+	// message (infer.go), not marked.
+	Inferred bool     `json:"inferred,omitempty"`
+	LLM      *float64 `json:"llm"`
+	Outcome  string   `json:"outcome"`
+	Signal   string   `json:"signal,omitempty"`
 }
 
 // Outcome marks a decision correct or incorrect.
@@ -123,8 +134,38 @@ func (e *Episodic) Outcome(ctx context.Context, call action.Call, id, outcome st
 	return d, nil
 }
 
-// Tune recomputes the threshold and the model's guidance from the marked
-// decisions.
+// Weights of a decision's outcome in tuning. A mark is a person's
+// judgement of that very decision; an inferred outcome is read from the
+// user's next message by phrase lists, and can misread it ("not what I
+// meant" may be about the answer, not the link), so one mark counts as
+// much as three inferences. A decision with a mark counts by its mark
+// alone: a person's word overrides what engram read.
+const (
+	MarkedWeight   = 3
+	InferredWeight = 1
+)
+
+// vote is what a decision teaches tuning: whether the threads should have
+// linked, and how much that counts.
+type vote struct {
+	d      *Decision
+	truth  bool
+	weight int
+}
+
+// voteOf is d's vote: its mark, else its latest inferred outcome.
+func voteOf(d *Decision) (vote, bool) {
+	if d.Outcome != "" {
+		return vote{d, shouldLink(d.Decision, d.Outcome), MarkedWeight}, true
+	}
+	if n := len(d.Inferred); n > 0 {
+		return vote{d, shouldLink(d.Decision, d.Inferred[n-1].Outcome), InferredWeight}, true
+	}
+	return vote{}, false
+}
+
+// Tune recomputes the threshold and the model's guidance from the
+// decisions' outcomes, marked and inferred.
 func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, error) {
 	var rec TuningRecord
 	err := e.env.Update(ctx, func(tx *kit.Txn) error {
@@ -132,34 +173,49 @@ func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, er
 		if err != nil {
 			return err
 		}
-		var marked []*Decision
+		var votes []vote
+		marked, inferred, weight := 0, 0, 0
 		err = tx.Scan(storage.Prefix(decisionPrefix()), func(_, v []byte) error {
 			d, err := decodeDecision(v)
-			if err == nil && d.Outcome != "" {
-				marked = append(marked, d)
+			if err != nil {
+				return err
 			}
-			return err
+			if vt, ok := voteOf(d); ok {
+				votes = append(votes, vt)
+				weight += vt.weight
+				if vt.weight == MarkedWeight {
+					marked++
+				} else {
+					inferred++
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if len(marked) == 0 {
-			return errs.New(errs.Validation, "no linking decision has an outcome yet: mark some with episode.outcome {decision_id, outcome: correct|incorrect}, then tune").
+		if len(votes) == 0 {
+			return errs.New(errs.Validation, "no linking decision has an outcome yet, marked or inferred: mark some with episode.outcome {decision_id, outcome: correct|incorrect}, or go on chatting, then tune").
 				With("reason", ReasonNoOutcomes)
 		}
 		now := e.env.Clock.Now()
-		rec = tuneThreshold(marked, tuning.Threshold)
-		if len(marked) < MinOutcomes && rec.NewThreshold != rec.PreviousThreshold {
-			// A handful of marks is anecdote: report what they suggest,
-			// move nothing.
-			rec.Reason = fmt.Sprintf("Only %d marked decision(s): the threshold moves once at least %d are marked (they suggest %.2f: %s)",
-				len(marked), MinOutcomes, rec.NewThreshold, strings.ToLower(rec.Reason[:1])+rec.Reason[1:])
+		rec = tuneThreshold(votes, tuning.Threshold)
+		if weight < MinOutcomes*MarkedWeight && rec.NewThreshold != rec.PreviousThreshold {
+			// A handful of outcomes is anecdote: report what they
+			// suggest, move nothing.
+			what := fmt.Sprintf("Only %d marked decision(s): the threshold moves once at least %d are marked", marked, MinOutcomes)
+			if inferred > 0 {
+				what = fmt.Sprintf("Only %d marked and %d inferred outcome(s), weighing %d: the threshold moves at a weight of %d (a mark weighs %d, an inferred outcome %d)",
+					marked, inferred, weight, MinOutcomes*MarkedWeight, MarkedWeight, InferredWeight)
+			}
+			rec.Reason = fmt.Sprintf("%s (they suggest %.2f: %s)", what, rec.NewThreshold, strings.ToLower(rec.Reason[:1])+rec.Reason[1:])
 			rec.NewThreshold = rec.PreviousThreshold
-			after := confusionAt(marked, rec.PreviousThreshold)
+			after := confusionAt(votes, rec.PreviousThreshold)
 			rec.Metrics.AccuracyAfter, rec.Metrics.FalsePositiveRateAfter, rec.Metrics.FalseNegativeRateAfter = after.accuracy(), after.fpr(), after.fnr()
 		}
-		rec.TuningDate, rec.TunedAt, rec.Decisions = now.Format(time.DateOnly), now, len(marked)
-		added, why := newGuidance(marked, tuning.prompt())
+		rec.TuningDate, rec.TunedAt, rec.Decisions = now.Format(time.DateOnly), now, len(votes)
+		rec.Marked, rec.Inferred = marked, inferred
+		added, why := newGuidance(votes, tuning.prompt())
 		rec.GuidanceAdded = added
 		if len(added) > 0 {
 			p := tuning.prompt()
@@ -179,8 +235,10 @@ func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, er
 	return rec, err
 }
 
-// shouldLink is the truth a marked decision teaches.
-func shouldLink(d *Decision) bool { return (d.Decision == Link) == (d.Outcome == OutcomeCorrect) }
+// shouldLink is the truth an outcome of a decision teaches.
+func shouldLink(decision, outcome string) bool {
+	return (decision == Link) == (outcome == OutcomeCorrect)
+}
 
 // replay is what d would have decided at threshold t.
 func replay(d *Decision, t float64) bool {
@@ -190,20 +248,21 @@ func replay(d *Decision, t float64) bool {
 	return c.Decision == Link
 }
 
+// confusion counts weights, not decisions.
 type confusion struct{ tp, fp, tn, fn int }
 
-func confusionAt(marked []*Decision, t float64) confusion {
+func confusionAt(votes []vote, t float64) confusion {
 	var c confusion
-	for _, d := range marked {
-		switch link, truth := replay(d, t), shouldLink(d); {
-		case link && truth:
-			c.tp++
+	for _, v := range votes {
+		switch link := replay(v.d, t); {
+		case link && v.truth:
+			c.tp += v.weight
 		case link:
-			c.fp++
-		case truth:
-			c.fn++
+			c.fp += v.weight
+		case v.truth:
+			c.fn += v.weight
 		default:
-			c.tn++
+			c.tn += v.weight
 		}
 	}
 	return c
@@ -223,18 +282,18 @@ func ratio(a, b int) float64 {
 	return round2(float64(a) / float64(b))
 }
 
-// tuneThreshold picks the threshold with the fewest errors over marked; of
-// equals, the nearest to the current one (so tuning moves only when it
-// helps).
-func tuneThreshold(marked []*Decision, current float64) TuningRecord {
-	before := confusionAt(marked, current)
+// tuneThreshold picks the threshold with the fewest (weighted) errors over
+// votes; of equals, the nearest to the current one (so tuning moves only
+// when it helps).
+func tuneThreshold(votes []vote, current float64) TuningRecord {
+	before := confusionAt(votes, current)
 	best, bestC := current, before
 	for i := 0; ; i++ {
 		t := round2(minThreshold + float64(i)*thresholdStep)
 		if t > maxThreshold {
 			break
 		}
-		c := confusionAt(marked, t)
+		c := confusionAt(votes, t)
 		if c.errors() < bestC.errors() || c.errors() == bestC.errors() && math.Abs(t-current) < math.Abs(best-current) {
 			best, bestC = t, c
 		}
@@ -253,14 +312,14 @@ func tuneThreshold(marked []*Decision, current float64) TuningRecord {
 		rec.Reason = "The current threshold already makes the fewest errors"
 	}
 	judged, right := 0, 0
-	for _, d := range marked {
-		if d.Disagreement {
+	for _, v := range votes {
+		if v.d.Disagreement {
 			rec.Metrics.Disagreements++
 		}
-		if d.Assessment.Available {
-			judged++
-			if d.Assessment.Related == shouldLink(d) {
-				right++
+		if v.d.Assessment.Available {
+			judged += v.weight
+			if v.d.Assessment.Related == v.truth {
+				right += v.weight
 			}
 		}
 	}
@@ -274,14 +333,14 @@ func tuneThreshold(marked []*Decision, current float64) TuningRecord {
 // newGuidance reads the model's mistakes among the disagreements: missing a
 // follow-up that the algorithm caught by its cues, or linking the same kind
 // of question about something else. A pattern of either adds guidance.
-func newGuidance(marked []*Decision, p PromptVersion) (added []string, why string) {
+func newGuidance(votes []vote, p PromptVersion) (added []string, why string) {
 	missedTemporal, overLinked, disagreements := 0, 0, 0
-	for _, d := range marked {
+	for _, v := range votes {
+		d, truth := v.d, v.truth
 		if !d.Disagreement || !d.Assessment.Available {
 			continue
 		}
 		disagreements++
-		truth := shouldLink(d)
 		switch {
 		case truth && !d.Assessment.Related && len(d.Signals.Cues) > 0:
 			missedTemporal++

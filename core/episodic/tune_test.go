@@ -97,28 +97,24 @@ func (s *decisionSeries) decide(message string, score float64) *episodic.Decisio
 	return res.Decision
 }
 
-// TestOutcomesMarkDecisionsRightOrWrong: episode.outcome marks each decision
-// by how the user went on, and the marks feed the tuning metrics (seed 3.3).
-func TestOutcomesMarkDecisionsRightOrWrong(t *testing.T) {
-	// How the user goes on after each decision, by the seed's four cases.
+// TestEngineInfersOutcomesFromWhatTheUserSaysNext: the engine reads each
+// decision's outcome from the user's next message and records it as an
+// inferred outcome, in that message's turn; a person's mark sits beside
+// it (seed 3.3).
+func TestEngineInfersOutcomesFromWhatTheUserSaysNext(t *testing.T) {
+	// How the user goes on after each decision, by the seed's four cases,
+	// and the outcome the engine should read from it.
 	type behaviour struct {
 		link     bool   // the decision expected
 		followUp string // what the user says next, in the new thread
+		outcome  string
+		signal   string
 	}
 	behaviours := []behaviour{
-		{true, "Great, and should I pack an umbrella?"},    // LINK, the conversation continues naturally
-		{true, "No, that's not what I meant."},             // LINK, wrongly
-		{false, "Hmm, didn't we talk about this?"},         // DON'T_LINK, wrongly
-		{false, "Thanks. Also, what's a good pasta dish?"}, // DON'T_LINK, a fresh conversation
-	}
-	// monitor is the outcome the user's behaviour shows (seed 3.3).
-	monitor := func(decision, followUp string) string {
-		switch {
-		case decision == episodic.Link && strings.Contains(followUp, "not what I meant"),
-			decision == episodic.DontLink && strings.Contains(followUp, "didn't we talk about this"):
-			return episodic.OutcomeIncorrect
-		}
-		return episodic.OutcomeCorrect
+		{true, "Great, and should I pack an umbrella?", episodic.OutcomeCorrect, episodic.SignalContinued},    // LINK, the conversation continues naturally
+		{true, "No, that's not what I meant.", episodic.OutcomeIncorrect, episodic.SignalCorrection},          // LINK, wrongly
+		{false, "Hmm, didn't we talk about this?", episodic.OutcomeIncorrect, episodic.SignalBackReference},   // DON'T_LINK, wrongly
+		{false, "Thanks. Also, what's a good pasta dish?", episodic.OutcomeCorrect, episodic.SignalContinued}, // DON'T_LINK, a fresh conversation
 	}
 	related := map[string]bool{}
 	var mu sync.Mutex
@@ -134,7 +130,9 @@ func TestOutcomesMarkDecisionsRightOrWrong(t *testing.T) {
 	type marked struct {
 		d       *episodic.Decision
 		outcome string
+		signal  string
 		turn    string
+		at      time.Time
 	}
 	var all []marked
 	for i := range 100 {
@@ -147,30 +145,24 @@ func TestOutcomesMarkDecisionsRightOrWrong(t *testing.T) {
 		related[msg] = b.link
 		mu.Unlock()
 		d := s.decide(msg, score)
-		if (d.Decision == episodic.Link) != b.link || d.LLM == nil || d.Agreement == nil || !*d.Agreement {
+		if (d.Decision == episodic.Link) != b.link || d.LLM == nil || d.Agreement == nil || !*d.Agreement || len(d.Inferred) != 0 {
 			t.Fatalf("decision %d: %+v", i, d)
 		}
-		// Five minutes later the user goes on, in a turn; the outcome it
-		// shows is recorded in that turn.
+		// Five minutes later the user goes on, in a turn; the engine
+		// records the outcome it shows in that turn.
 		turn := fmt.Sprintf("turn-%03d", i)
-		r.clock.Set(s.next.Add(5 * time.Minute))
+		at := s.next.Add(5 * time.Minute)
+		r.clock.Set(at)
 		var res episodic.MessageResult
 		r.Do(enginetest.Who{Turn: turn}, "thread.message", map[string]string{"channel": "sms", "text": b.followUp}, &res)
 		if res.ThreadID != d.ThreadID {
 			t.Fatalf("the follow-up went to %s, not the new thread %s", res.ThreadID, d.ThreadID)
 		}
-		outcome := monitor(d.Decision, b.followUp)
-		var out struct {
-			Decision episodic.Decision `json:"decision"`
-		}
-		r.Do(enginetest.Who{Turn: turn}, "episode.outcome", map[string]string{"decision_id": d.ID, "outcome": outcome}, &out)
-		if out.Decision.Outcome != outcome || out.Decision.OutcomeAt == nil || !out.Decision.OutcomeAt.Equal(s.next.Add(5*time.Minute)) {
-			t.Fatalf("marked %+v", out.Decision)
-		}
-		all = append(all, marked{d, outcome, turn})
+		all = append(all, marked{d, b.outcome, b.signal, turn, at})
 	}
 
-	// Stored: every decision with its scores, decision, agreement and outcome.
+	// Stored: every decision with its scores, decision, agreement and
+	// inferred outcome; none marked.
 	stored := map[string]*episodic.Decision{}
 	for _, d := range r.decisions("") {
 		stored[d.ID] = d
@@ -181,12 +173,19 @@ func TestOutcomesMarkDecisionsRightOrWrong(t *testing.T) {
 	counts := map[string]int{}
 	for _, m := range all {
 		d := stored[m.d.ID]
-		if d == nil || d.Outcome != m.outcome || d.Decision != m.d.Decision || d.Algorithmic != m.d.Algorithmic ||
+		want := []episodic.InferredOutcome{{Outcome: m.outcome, Signal: m.signal, ThreadID: m.d.ThreadID, Turn: 2, At: m.at}}
+		if d != nil && len(d.Inferred) == 1 {
+			want[0].Evidence = d.Inferred[0].Evidence
+		}
+		if d == nil || d.Outcome != "" || !reflect.DeepEqual(d.Inferred, want) || d.Decision != m.d.Decision || d.Algorithmic != m.d.Algorithmic ||
 			d.LLM == nil || *d.LLM != *m.d.LLM || d.Agreement == nil {
-			t.Errorf("stored %+v; want outcome %s", d, m.outcome)
+			t.Errorf("stored %+v; want inferred %+v", d, want)
 			continue
 		}
-		counts[d.Decision+" "+d.Outcome]++
+		if m.signal != episodic.SignalContinued && d.Inferred[0].Evidence == "" {
+			t.Errorf("decision %s: %s without the phrase it read", d.ID, m.signal)
+		}
+		counts[d.Decision+" "+d.Inferred[0].Outcome]++
 		// In the turn's trace: the follow-up and the outcome it showed.
 		entries := r.traceOf(m.turn, "")
 		var kinds []string
@@ -201,20 +200,41 @@ func TestOutcomesMarkDecisionsRightOrWrong(t *testing.T) {
 			DecisionID string `json:"decision_id"`
 			Outcome    string `json:"outcome"`
 			Decision   string `json:"decision"`
+			Inferred   bool   `json:"inferred"`
+			Signal     string `json:"signal"`
 		}
 		if err := json.Unmarshal(entries[1].Data, &data); err != nil {
 			t.Fatal(err)
 		}
-		if data.DecisionID != m.d.ID || data.Outcome != m.outcome || data.Decision != m.d.Decision {
+		if data.DecisionID != m.d.ID || data.Outcome != m.outcome || data.Decision != m.d.Decision || !data.Inferred || data.Signal != m.signal {
 			t.Errorf("turn %s traced %+v", m.turn, data)
 		}
 	}
 	want := map[string]int{"LINK correct": 25, "LINK incorrect": 25, "DON'T_LINK incorrect": 25, "DON'T_LINK correct": 25}
 	if !reflect.DeepEqual(counts, want) {
-		t.Errorf("outcomes %v, want %v", counts, want)
+		t.Errorf("inferred outcomes %v, want %v", counts, want)
 	}
 	if n := len(r.traceOf("", "episode.outcome")); n != 100 {
 		t.Errorf("%d episode.outcome trace entries, want 100", n)
+	}
+	// A later message says nothing more: each decision is read once.
+	r.send("sms", "", "And one more thing about that.")
+	if d := r.decisions(all[len(all)-1].d.ThreadID); len(d) != 1 || len(d[0].Inferred) != 1 {
+		t.Errorf("a second message inferred again: %+v", d)
+	}
+
+	// A person marks them too: the mark sits beside what was inferred.
+	for _, m := range all {
+		var out struct {
+			Decision episodic.Decision `json:"decision"`
+		}
+		r.Do(agent, "episode.outcome", map[string]string{"decision_id": m.d.ID, "outcome": m.outcome}, &out)
+		if out.Decision.Outcome != m.outcome || out.Decision.OutcomeAt == nil || len(out.Decision.Inferred) != 1 {
+			t.Fatalf("marked %+v", out.Decision)
+		}
+	}
+	if n := len(r.traceOf("", "episode.outcome")); n != 200 {
+		t.Errorf("%d episode.outcome trace entries after marking, want 200", n)
 	}
 
 	// A bad outcome or an unknown decision fails, naming the field, and
@@ -238,8 +258,8 @@ func TestOutcomesMarkDecisionsRightOrWrong(t *testing.T) {
 	if string(before) != string(after) {
 		t.Error("a failed episode.outcome changed the decisions")
 	}
-	if n := len(r.traceOf("", "episode.outcome")); n != 100 {
-		t.Errorf("%d episode.outcome trace entries after the failures, want 100", n)
+	if n := len(r.traceOf("", "episode.outcome")); n != 200 {
+		t.Errorf("%d episode.outcome trace entries after the failures, want 200", n)
 	}
 }
 
