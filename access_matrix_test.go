@@ -121,6 +121,11 @@ var strangerMatrix = map[string]strangerCase{
 	"task.noop":  {`{}`, quiet, ""},
 	"task.fail":  {`{"times":1}`, fails, ""},
 	"task.sleep": {`{"ms":1}`, quiet, ""},
+	// The tour is per agent, and writes the engine agent's memory stores:
+	// Bob's load is refused there (and undone); he has none to remove.
+	"tour.load":   {`{}`, fails, ""},
+	"tour.remove": {`{}`, fails, ""},
+	"tour.status": {`{}`, quiet, ""},
 }
 
 // TestStrangerIsRefusedByEveryActionAndChangesNothing is issue 13's bypass
