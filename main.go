@@ -154,7 +154,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 
 	stop() // the console handles ctrl+c and SIGTERM itself
-	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: paletteHistory(cfg)}), tea.WithAltScreen())
+	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: paletteHistory(cfg), OfferTour: true}), tea.WithAltScreen())
 	if _, err := program.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		complain(stderr, "engram: %v\n", err)
 		return exitFailed

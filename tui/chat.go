@@ -536,6 +536,8 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return nil // another pane's answer
 	}
 	switch msg := msg.(type) {
+	case chatShowMsg:
+		return p.show(msg.conv)
 	case resultMsg[history.Utterances]:
 		return p.bufferResult(msg)
 	case resultMsg[history.Stats]:
@@ -1075,6 +1077,23 @@ func (p *chatPane) switchTo(c string) tea.Cmd {
 	p.mode, p.main, p.side.page = chatTyping, mainConversation, pageSummary
 	p.render()
 	return tea.Batch(p.load(), p.input.Focus(), showStatus("Conversation "+c+".", false))
+}
+
+// chatShowMsg asks the Chat tab to show a conversation, browsing (the
+// tour's, once it is loaded; the default one once it is removed).
+type chatShowMsg struct{ conv string }
+
+// show opens conversation c without taking the keyboard: the person did
+// not ask to type.
+func (p *chatPane) show(c string) tea.Cmd {
+	if c == p.conv {
+		return nil
+	}
+	_ = p.switchTo(c) // its status line and focus are for a switch the person made
+	p.mode = chatBrowse
+	p.input.Blur()
+	p.render()
+	return p.load()
 }
 
 // routed notes where thread.message sent a message (shown under it), and
