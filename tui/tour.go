@@ -174,7 +174,7 @@ func (g *tourGuide) line(st *Styles, width int) string {
 	case g.loaded:
 		return truncateTo(st.Prompt.Render(" ◆ sample data")+st.Muted.Render(" from the tour, in every tab · T removes it (or :tour.remove)"), width)
 	case g.offering():
-		return truncateTo(st.Prompt.Render(" New here? T loads a short tour")+st.Muted.Render(": sample data in every tab, marked, removed again with T"), width)
+		return truncateTo(st.Prompt.Render(" New here? T loads a short tour")+st.Muted.Render(": sample data in every tab, T removes it"), width)
 	}
 	return ""
 }
