@@ -127,7 +127,7 @@ func (g *tourGuide) update(msg tea.Msg) (cmd tea.Cmd, show string) {
 			return nil, "" // the status line says why
 		}
 		g.loaded, g.objects = true, len(msg.value.Objects)
-		return showStatus(fmt.Sprintf("The tour is loaded: %d objects of sample data in every tab, marked. T removes them.", g.objects), false), tour.Conversation
+		return showStatus(fmt.Sprintf("Tour loaded: %d objects of sample data, marked in every tab. T removes them.", g.objects), false), tour.Conversation
 	case resultMsg[tour.RemoveResult]:
 		g.busy = ""
 		if msg.err != nil {
@@ -136,7 +136,7 @@ func (g *tourGuide) update(msg tea.Msg) (cmd tea.Cmd, show string) {
 		g.loaded, g.empty = false, false
 		text := fmt.Sprintf("Removed the tour's %d objects.", len(msg.value.Removed))
 		if n := len(msg.value.Kept); n > 0 {
-			text += fmt.Sprintf(" %d stay (threads, the conversation's summary): engram cannot delete them yet.", n)
+			text = fmt.Sprintf("Removed %d tour objects; %d stay: engram cannot delete threads or summaries yet.", len(msg.value.Removed), n)
 		}
 		return showStatus(text, false), "default"
 	case events.Event:

@@ -73,7 +73,7 @@ func TestTLoadsTheTourAndEveryTabIsMarked(t *testing.T) {
 	tm := startTour(t, engine, 120, 36)
 	waitFor(t, tm, offer)
 	tm.Type("T")
-	waitFor(t, tm, "◆ sample data", "Chat · tour", "6 evicted", "The tour is loaded")
+	waitFor(t, tm, "◆ sample data", "Chat · tour", "6 evicted", "Tour loaded: 19 objects")
 	m := finish(t, tm)
 	requireGoldenSized(t, m, 120, 36)
 	if st := tourStatus(t, engine); !st.Loaded {
@@ -104,7 +104,7 @@ func TestTAsksBeforeRemovingTheTour(t *testing.T) {
 	tm.Type("T")
 	waitFor(t, tm, "Remove the tour's sample data")
 	tm.Type("y")
-	waitFor(t, tm, "Removed the tour's 16 objects", "Chat · default")
+	waitFor(t, tm, "Removed 16 tour objects; 3 stay", "Chat · default")
 	m := finish(t, tm)
 	if v := m.View(); strings.Contains(v, "sample data") || strings.Contains(v, offer) {
 		t.Errorf("after removal the console still marks or offers the tour:\n%s", v)
