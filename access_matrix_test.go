@@ -84,6 +84,7 @@ var strangerMatrix = map[string]strangerCase{
 	"history.configure":   {`{"conversation":"alice-chat","buffer_size":1}`, refused, ""},
 	"history.backend":     {`{"conversation":"alice-chat","backend":"in-memory"}`, refused, ""},
 	"history.delete":      {`{"conversation":"alice-chat","utterance_index":0}`, refused, ""},
+	"history.drop":        {`{"conversation":"alice-chat"}`, refused, ""},
 	"history.share":       {`{"conversation":"alice-chat","principal":"bob","permissions":["read"]}`, refused, ""},
 	"history.revoke":      {`{"conversation":"alice-chat","principal":"carol"}`, refused, ""},
 	"thread.list":         {`{}`, quiet, ""},

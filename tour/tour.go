@@ -46,7 +46,7 @@ const Plan = "tour"
 
 // The kinds of object the tour makes.
 const (
-	KindConversation = "conversation" // the tour's conversation (its settings and summary)
+	KindConversation = "conversation" // the tour's conversation, everything in it
 	KindUtterance    = "utterance"    // an utterance of the tour's conversation
 	KindThread       = "thread"       // a conversation thread
 	KindCortexItem   = "cortex_item"  // a goal, action or question
@@ -191,6 +191,15 @@ func (t *tour) load(ctx context.Context, call action.Call, _ action.None) (Statu
 	if found && len(rec.Objects) > 0 {
 		return Status{}, errs.New(errs.Conflict, "the tour is loaded already (since %s); tour.remove removes it, then tour.load loads it again",
 			rec.LoadedAt.Format(time.RFC3339))
+	}
+	// The tour's conversation is its own: loading it into one of yours
+	// would have tour.remove delete yours.
+	as := action.Call{Principal: call.Principal, Turn: call.Turn}
+	if st, err := run(ctx, t.env, as, history.ActionStats, history.StatsArgs{Conversation: Conversation}); err != nil {
+		return Status{}, err
+	} else if st.Exists {
+		return Status{}, errs.New(errs.Conflict, "a conversation named %q exists already, and the tour would write into it; "+
+			"history.drop deletes it if it is an old tour's, or load the tour under another --agent", Conversation)
 	}
 	now := t.env.Clock.Now()
 	steps, err := t.steps(now)
@@ -379,9 +388,16 @@ func (t *tour) remove(ctx context.Context, call action.Call, _ action.None) (Rem
 }
 
 // take removes objs, last made first (an action before its goal), as the
-// agent that made them. An object already gone counts as removed.
+// agent that made them. An object already gone counts as removed. The
+// utterances of a conversation the tour made go with it.
 func (t *tour) take(ctx context.Context, call action.Call, objs []Object) (removed []Object, kept []Kept, err error) {
 	as := action.Call{Principal: call.Principal, Turn: call.Turn}
+	dropping := map[string]bool{}
+	for _, o := range objs {
+		if o.Kind == KindConversation {
+			dropping[o.ID] = true
+		}
+	}
 	for i := len(objs) - 1; i >= 0; i-- {
 		o := objs[i]
 		var err error
@@ -392,15 +408,17 @@ func (t *tour) take(ctx context.Context, call action.Call, objs []Object) (remov
 			_, err = run(ctx, t.env, as, planner.ActionPlanDelete, planner.PlanArgs{PlanID: o.ID})
 		case KindCortexItem:
 			_, err = run(ctx, t.env, as, cortex.ActionDelete, cortex.IDArgs{ID: o.ID})
+		case KindConversation:
+			_, err = run(ctx, t.env, as, history.ActionDrop, history.DropArgs{Conversation: o.ID})
 		case KindUtterance:
+			if dropping[o.In] {
+				break // it goes with its conversation
+			}
 			var n int
 			if _, scanErr := fmt.Sscan(o.ID, &n); scanErr != nil {
 				return removed, kept, errs.New(errs.Internal, "the tour's record names utterance %q, not a number", o.ID)
 			}
 			_, err = run(ctx, t.env, as, history.ActionDelete, history.DeleteArgs{Conversation: o.In, UtteranceIndex: &n})
-		case KindConversation:
-			kept = append(kept, Kept{Object: o, Why: "engram has no action that deletes a conversation yet: its utterances are removed, its settings and running summary stay"})
-			continue
 		case KindThread:
 			kept = append(kept, Kept{Object: o, Why: "engram has no action that deletes a thread yet"})
 			continue

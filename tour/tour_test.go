@@ -126,14 +126,14 @@ func TestLoadMakesSampleDataInEveryPlaceAndRemoveTakesExactlyItBack(t *testing.T
 		kept = append(kept, k.Kind)
 	}
 	slices.Sort(kept)
-	if !slices.Equal(kept, []string{"conversation", "thread", "thread"}) {
-		t.Errorf("tour.remove kept %v, want the conversation and the two threads (no action deletes them)", rm.Kept)
+	if !slices.Equal(kept, []string{"thread", "thread"}) {
+		t.Errorf("tour.remove kept %v, want the two threads (no action deletes them)", rm.Kept)
 	}
 	if after := snapshot(r); after != before {
 		t.Errorf("after load and remove, the user's data differs:\nbefore\n%s\nafter\n%s", before, after)
 	}
-	if u := enginetest.Call[history.Utterances](r, me, "history.read", `{"conversation":"tour"}`).Utterances; len(u) != 0 {
-		t.Errorf("the tour's conversation still has %d utterances", len(u))
+	if st := enginetest.Call[history.Stats](r, me, "history.stats", `{"conversation":"tour"}`); st.Exists {
+		t.Errorf("the tour's conversation is still there: %+v", st)
 	}
 	r.Fail(me, "plan.get", `{"plan_id":"tour"}`, errs.NotFound)
 	for _, o := range st.Objects {
@@ -144,8 +144,8 @@ func TestLoadMakesSampleDataInEveryPlaceAndRemoveTakesExactlyItBack(t *testing.T
 			r.Fail(me, "memory.get", map[string]any{"store": o.In, "id": o.ID}, errs.NotFound)
 		}
 	}
-	if st := enginetest.Call[tour.Status](r, me, "tour.status", `{}`); st.Loaded || len(st.Kept) != 3 {
-		t.Errorf("tour.status after removal = %+v, want not loaded, 3 kept", st)
+	if st := enginetest.Call[tour.Status](r, me, "tour.status", `{}`); st.Loaded || len(st.Kept) != 2 {
+		t.Errorf("tour.status after removal = %+v, want not loaded, 2 kept", st)
 	}
 }
 
@@ -185,6 +185,19 @@ func TestALoadThatFailsTakesBackWhatItMade(t *testing.T) {
 	}
 	if p := enginetest.Call[planner.PlanResult](r, me, "plan.get", `{"plan_id":"tour"}`); p.Plan.Goal != "My plan called tour" {
 		t.Errorf("the user's plan tour became %q", p.Plan.Goal)
+	}
+}
+
+func TestTheTourRefusesToWriteIntoAConversationOfYours(t *testing.T) {
+	r, _ := open(t)
+	r.Do(me, "history.write", `{"conversation":"tour","speaker":"user","text":"My tour notes."}`, nil)
+	before := snapshot(r)
+	r.Fail(me, "tour.load", `{}`, errs.Conflict, `a conversation named "tour" exists already`)
+	if after := snapshot(r); after != before {
+		t.Errorf("a refused load changed things:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if u := enginetest.Call[history.Utterances](r, me, "history.read", `{"conversation":"tour"}`).Utterances; len(u) != 1 || u[0].Text != "My tour notes." {
+		t.Errorf("the user's conversation tour now holds %s", enginetest.Short(u))
 	}
 }
 

@@ -528,6 +528,9 @@ func historyEvent(ev events.Event) (conv string, ok bool) {
 	if m, ok := history.EventMoved.Of(ev); ok {
 		return m.Conversation, true
 	}
+	if d, ok := history.EventDropped.Of(ev); ok {
+		return d.Conversation, true
+	}
 	return "", false
 }
 
@@ -624,8 +627,10 @@ func (p *chatPane) event(ev events.Event) tea.Cmd {
 	}
 	_, written := history.EventWritten.Of(ev)
 	_, moved := history.EventMoved.Of(ev)
-	if (written || moved) && p.switcher != nil {
-		// A new conversation may have appeared, or one changed backend.
+	_, dropped := history.EventDropped.Of(ev)
+	if (written || moved || dropped) && p.switcher != nil {
+		// A new conversation may have appeared, one changed backend, or
+		// one went.
 		cmds = append(cmds, p.refresh(&p.switcher.load, p.loadSwitcher))
 	}
 	return tea.Batch(cmds...)

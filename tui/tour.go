@@ -136,7 +136,7 @@ func (g *tourGuide) update(msg tea.Msg) (cmd tea.Cmd, show string) {
 		g.loaded, g.empty = false, false
 		text := fmt.Sprintf("Removed the tour's %d objects.", len(msg.value.Removed))
 		if n := len(msg.value.Kept); n > 0 {
-			text = fmt.Sprintf("Removed %d tour objects; %d stay: engram cannot delete threads or summaries yet.", len(msg.value.Removed), n)
+			text = fmt.Sprintf("Removed %d tour objects; %d threads stay: engram cannot delete threads yet.", len(msg.value.Removed), n)
 		}
 		return showStatus(text, false), "default"
 	case events.Event:

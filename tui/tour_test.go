@@ -104,7 +104,7 @@ func TestTAsksBeforeRemovingTheTour(t *testing.T) {
 	tm.Type("T")
 	waitFor(t, tm, "Remove the tour's sample data")
 	tm.Type("y")
-	waitFor(t, tm, "Removed 16 tour objects; 3 stay", "Chat · default")
+	waitFor(t, tm, "Removed 17 tour objects; 2 threads stay", "Chat · default")
 	m := finish(t, tm)
 	if v := m.View(); strings.Contains(v, "sample data") || strings.Contains(v, offer) {
 		t.Errorf("after removal the console still marks or offers the tour:\n%s", v)
