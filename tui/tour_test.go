@@ -149,3 +149,26 @@ func TestTypingTIsALetterNotTheTour(t *testing.T) {
 		t.Errorf("the offer went while typing:\n%s", v)
 	}
 }
+
+// On a first launch every tab says what to do there, under the offer
+// (TestTLoadsTheTourAndEveryTabIsMarked checks the line on each tab).
+func TestEveryEmptyTabSaysWhatToDoThere(t *testing.T) {
+	engine := newTourEngine(t)
+	tm := startTour(t, engine, 120, 36)
+	for i, want := range []string{
+		"Press enter and say something",
+		"Chatting on the Chat tab starts one",
+		"Create one from the palette",
+		"d decomposes a goal into one",
+		"Memorize one from the palette",
+		"try :turn.start",
+	} {
+		tm.Type(fmt.Sprint(i + 1))
+		// The frame redraws only the lines that changed: the offer, over
+		// every tab, is checked on the last one.
+		waitFor(t, tm, fmt.Sprintf("[%d ", i+1), want)
+	}
+	if v := finish(t, tm).View(); !strings.Contains(v, offer) {
+		t.Errorf("the offer is not over the Trace tab:\n%s", v)
+	}
+}
