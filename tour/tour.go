@@ -182,6 +182,9 @@ func (r record) status(loaded bool) Status {
 }
 
 func (t *tour) load(ctx context.Context, call action.Call, _ action.None) (Status, error) {
+	// A load is short and all or nothing: a console quitting meanwhile
+	// (cancelling its requests) must not leave half a tour, unrecorded.
+	ctx = context.WithoutCancel(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec, found, err := t.read(call.Principal)
@@ -339,6 +342,7 @@ func objects(lines []byte) (made []Object, failure string) {
 }
 
 func (t *tour) remove(ctx context.Context, call action.Call, _ action.None) (RemoveResult, error) {
+	ctx = context.WithoutCancel(ctx) // as load: never half done
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec, found, err := t.read(call.Principal)

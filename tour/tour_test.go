@@ -1,7 +1,10 @@
 package tour_test
 
 import (
+	"context"
+
 	"encoding/json"
+	"github.com/engram-console/engram/core/conn"
 	"slices"
 	"strings"
 	"testing"
@@ -216,5 +219,19 @@ func TestTheTourIsTheSameOnTheSameClock(t *testing.T) {
 	m := enginetest.Call[memory.GetResult](a, me, "memory.get", map[string]any{"store": last.In, "id": last.ID})
 	if !m.Item.Timestamp.Equal(t0) {
 		t.Errorf("the tour's last memory is at %v, want the engine's now %v", m.Item.Timestamp, t0)
+	}
+}
+
+// A load whose caller gives up (a console quitting) still finishes, and is
+// recorded: half a tour, which tour.remove would not know, is never left.
+func TestALoadWhoseCallerGivesUpStillFinishes(t *testing.T) {
+	r, _ := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Run(ctx, conn.Request{Action: "tour.load"}); err != nil {
+		t.Fatalf("tour.load on a cancelled context: %v, want it to finish", err)
+	}
+	if st := enginetest.Call[tour.Status](r, me, "tour.status", `{}`); !st.Loaded || len(st.Objects) != 19 {
+		t.Fatalf("after the load: %+v, want all 19 objects recorded", st)
 	}
 }
