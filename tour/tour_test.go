@@ -1,3 +1,5 @@
+//go:build !noplanning
+
 package tour_test
 
 import (
