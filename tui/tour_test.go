@@ -172,3 +172,18 @@ func TestEveryEmptyTabSaysWhatToDoThere(t *testing.T) {
 		t.Errorf("the offer is not over the Trace tab:\n%s", v)
 	}
 }
+
+// Relaunched with the tour's data there, the console marks it again, and
+// T offers to remove it.
+func TestARelaunchWithTheTourMarksItAgain(t *testing.T) {
+	engine := newTourEngine(t)
+	do(t, engine, "tour.load", "", "")
+	tm := startTour(t, engine, 120, 36)
+	waitFor(t, tm, "◆ sample data")
+	tm.Type("T")
+	waitFor(t, tm, "Remove the tour's sample data (19 objects)?")
+	tm.Type("n")
+	if v := finish(t, tm).View(); strings.Contains(v, offer) {
+		t.Errorf("a store with the tour's data offers the tour again:\n%s", v)
+	}
+}
