@@ -187,3 +187,18 @@ func TestARelaunchWithTheTourMarksItAgain(t *testing.T) {
 		t.Errorf("a store with the tour's data offers the tour again:\n%s", v)
 	}
 }
+
+// ? lists T with what it does now: load the tour, then remove it.
+func TestHelpListsTheTourKey(t *testing.T) {
+	engine := newTourEngine(t)
+	tm := startTour(t, engine, 120, 36)
+	waitFor(t, tm, offer)
+	tm.Type("?")
+	waitFor(t, tm, "T", "load a short tour")
+	tm.Type("?")
+	tm.Type("T")
+	waitFor(t, tm, "◆ sample data")
+	tm.Type("?")
+	waitFor(t, tm, "remove the sample data")
+	finish(t, tm)
+}
