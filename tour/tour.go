@@ -20,6 +20,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/batch"
 	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/history"
@@ -309,10 +310,8 @@ func objects(lines []byte) (made []Object, failure string) {
 			if json.Unmarshal(res.Result, &r) == nil {
 				add(Object{Kind: KindUtterance, ID: fmt.Sprint(r.Utterance.UtteranceIndex), In: r.Utterance.Conversation})
 			}
-		case "thread.message":
-			var r struct {
-				ThreadID string `json:"thread_id"`
-			}
+		case episodic.ActionThreadMessage.Name():
+			var r episodic.MessageResult
 			if json.Unmarshal(res.Result, &r) == nil {
 				add(Object{Kind: KindThread, ID: r.ThreadID})
 			}
@@ -322,12 +321,8 @@ func objects(lines []byte) (made []Object, failure string) {
 				add(Object{Kind: KindCortexItem, ID: r.Item.ID})
 			}
 		case planner.ActionPlanCreate.Name():
-			var r struct {
-				Plan struct {
-					ID string `json:"id"`
-				} `json:"plan"`
-			}
-			if json.Unmarshal(res.Result, &r) == nil {
+			var r planner.PlanResult
+			if json.Unmarshal(res.Result, &r) == nil && r.Plan != nil {
 				add(Object{Kind: KindPlan, ID: r.Plan.ID})
 			}
 		case memory.ActionMemorize.Name():
