@@ -85,6 +85,7 @@ var strangerMatrix = map[string]strangerCase{
 	"history.configure":   {`{"conversation":"alice-chat","buffer_size":1}`, refused, ""},
 	"history.backend":     {`{"conversation":"alice-chat","backend":"in-memory"}`, refused, ""},
 	"history.delete":      {`{"conversation":"alice-chat","utterance_index":0}`, refused, ""},
+	"history.drop":        {`{"conversation":"alice-chat"}`, refused, ""},
 	"history.share":       {`{"conversation":"alice-chat","principal":"bob","permissions":["read"]}`, refused, ""},
 	"history.revoke":      {`{"conversation":"alice-chat","principal":"carol"}`, refused, ""},
 	"thread.list":         {`{}`, quiet, ""},
@@ -122,6 +123,11 @@ var strangerMatrix = map[string]strangerCase{
 	"task.noop":  {`{}`, quiet, ""},
 	"task.fail":  {`{"times":1}`, fails, ""},
 	"task.sleep": {`{"ms":1}`, quiet, ""},
+	// The tour is per agent, and writes the engine agent's memory stores:
+	// Bob's load is refused there (and undone); he has none to remove.
+	"tour.load":   {`{}`, fails, ""},
+	"tour.remove": {`{}`, fails, ""},
+	"tour.status": {`{}`, quiet, ""},
 }
 
 // TestStrangerIsRefusedByEveryActionAndChangesNothing is issue 13's bypass

@@ -24,6 +24,7 @@ import (
 	"github.com/engram-console/engram/core/batch"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/planner"
+	"github.com/engram-console/engram/tour"
 	"github.com/engram-console/engram/tui"
 )
 
@@ -153,7 +154,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 
 	stop() // the console handles ctrl+c and SIGTERM itself
-	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: paletteHistory(cfg)}), tea.WithAltScreen())
+	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: paletteHistory(cfg), OfferTour: true}), tea.WithAltScreen())
 	if _, err := program.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		complain(stderr, "engram: %v\n", err)
 		return exitFailed
@@ -162,9 +163,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 }
 
 // engineOptions adds the subsystems engram is built with to opts: the
-// engine's own, and the planner (left out by -tags noplanning).
+// engine's own, the planner (left out by -tags noplanning) and the tour.
 func engineOptions(opts core.Options) core.Options {
-	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}))
+	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}), tour.Subsystem())
 	return opts
 }
 

@@ -215,7 +215,7 @@ func TestSmokeScript(t *testing.T) {
 // (--events), though episode compaction and summary folds run in the
 // background (testdata/batch/episodic.jsonl, testdata/batch/history.jsonl).
 func TestScriptsWithBackgroundWorkAreReproducible(t *testing.T) {
-	for _, script := range []string{"testdata/batch/episodic.jsonl", "testdata/batch/history.jsonl"} {
+	for _, script := range []string{"testdata/batch/episodic.jsonl", "testdata/batch/history.jsonl", "testdata/batch/tour.jsonl"} {
 		abs, err := filepath.Abs(script)
 		if err != nil {
 			t.Fatal(err)
@@ -240,6 +240,9 @@ func reproducible(t *testing.T, abs string, flags ...string) {
 			if strings.Contains(filepath.Base(abs), "episodic") && (!strings.Contains(first, `"decision":"LINK"`) || !strings.Contains(first, `"status":"compacted"`)) {
 				t.Fatalf("the script no longer links and compacts:\n%s", first)
 			}
+			if filepath.Base(abs) == "tour.jsonl" && (!strings.Contains(first, `"loaded":true`) || !strings.Contains(first, `"kind":"ConflictError"`)) {
+				t.Fatalf("the tour script no longer loads, or loads twice:\n%s", first)
+			}
 			if strings.Contains(filepath.Base(abs), "history") && !strings.Contains(first, "Lisbon") {
 				t.Fatalf("the summary does not have the evicted utterances:\n%s", first)
 			}
@@ -248,6 +251,32 @@ func reproducible(t *testing.T, abs string, flags ...string) {
 		if out.stdout != first {
 			t.Fatalf("%v, run %d printed something else than run 1:\n%s\n---\n%s", flags, run, out.stdout, first)
 		}
+	}
+}
+
+// The tour's data outlives the run that loaded it: a later run sees it
+// loaded, refuses to load it again, and removes it.
+func TestTourLoadedInOneRunIsRemovedInAnother(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	env, _ := hermeticEnv(t)
+	first := runIn(t, env, `{"action": "tour.load"}`+"\n", "--batch", "-", "--data", dir)
+	if first.code != 0 {
+		t.Fatalf("loading: status %d\nstdout:\n%s\nstderr:\n%s", first.code, first.stdout, first.stderr)
+	}
+	second := runIn(t, env, `{"action": "tour.load", "expect_error": "ConflictError"}`+"\n"+`{"action": "tour.remove"}`+"\n"+`{"action": "tour.status"}`+"\n",
+		"--batch", "-", "--data", dir)
+	if second.code != 0 {
+		t.Fatalf("the second run: status %d\nstdout:\n%s\nstderr:\n%s", second.code, second.stdout, second.stderr)
+	}
+	r := parseResults(t, second.stdout)
+	var st struct {
+		Loaded bool `json:"loaded"`
+		Kept   []struct {
+			Kind string `json:"kind"`
+		} `json:"kept"`
+	}
+	if len(r) != 3 || json.Unmarshal(r[2].Result, &st) != nil || st.Loaded {
+		t.Fatalf("after tour.remove in the second run, tour.status says %s", second.stdout)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 //	prefix    what lives under it                                  value
 //	-------   ---------------------------------------------------  -----------------
 //	meta/     store metadata: schema version, id epoch              small JSON / bytes
+//	            meta/tour/<agent>            what the agent's tour made (tour/)  JSON
 //	seq/      Badger sequences (leased counters, see Sequence)      Badger's own
 //	idx/      secondary indexes: idx/<space>/<field>/<value>/<id>   empty
 //	trace/    turn trace entries: trace/<seq>                       JSON trace.Entry

@@ -32,6 +32,10 @@ type Options struct {
 	// runs (↑ recalls them). Empty means none: the history lasts as long as
 	// the console.
 	PaletteHistory string
+	// OfferTour offers the tour (T) on a store with nothing in it, and marks
+	// every tab while its sample data is there. engram sets it; tests about
+	// other things leave it off, so that their frames do not change.
+	OfferTour bool
 }
 
 // tab indexes the panes, in the order of their number keys.
@@ -60,12 +64,14 @@ type Model struct {
 	palette     *palette
 	paletteOpen bool
 	status      status
+	tour        *tourGuide
 
 	events <-chan events.Event
 	cancel context.CancelFunc
 
 	width, height int
 	footerRows    int // the footer's height at the last layout
+	guideRows     int // the tour's line over the body at the last layout: 0 or 1
 	quitting      bool
 }
 
@@ -101,8 +107,10 @@ func New(engine conn.Conn, opts Options) *Model {
 		tabTrace:   newTracePane(engine, st),
 	}
 	m.palette = newPalette(engine, st, opts.PaletteHistory)
+	m.tour = newTourGuide(engine, info, opts.OfferTour)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.tour.bind(ctx)
 	// Quitting cancels whatever the panes still have running, so that the
 	// engine closes promptly rather than waiting for a slow model.
 	for _, p := range m.panes {
@@ -137,7 +145,7 @@ func waitForEvent(ch <-chan events.Event) tea.Cmd {
 
 // Init loads every pane and starts listening to the engine.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{waitForEvent(m.events)}
+	cmds := []tea.Cmd{waitForEvent(m.events), m.tour.init()}
 	for _, p := range m.panes {
 		cmds = append(cmds, p.Init())
 	}
@@ -155,7 +163,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	// The footer grows and shrinks with the keys that apply (full help, a
 	// pane's input taking the keyboard, the palette): the body gets what is
 	// left, so every change of the footer's height re-lays the panes out.
-	if lineCount(m.footer()) != m.footerRows {
+	if lineCount(m.footer()) != m.footerRows || m.guideLines() != m.guideRows {
 		m.layout()
 	}
 	return m, cmd
@@ -164,7 +172,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case eventMsg:
-		var cmds []tea.Cmd
+		cmd, _ := m.tour.update(events.Event(msg))
+		cmds := []tea.Cmd{cmd}
 		for _, p := range m.panes {
 			cmds = append(cmds, p.Update(events.Event(msg)))
 		}
@@ -201,6 +210,14 @@ func (m *Model) routeResult(msg addressed) tea.Cmd {
 		cmd, _ := m.palette.update(msg)
 		return tea.Batch(append(cmds, cmd)...)
 	}
+	if msg.addressee() == tourPaneID {
+		cmd, show := m.tour.update(msg)
+		cmds = append(cmds, cmd)
+		if show != "" {
+			cmds = append(cmds, m.panes[tabChat].Update(chatShowMsg{conv: show}))
+		}
+		return tea.Batch(cmds...)
+	}
 	for _, p := range m.panes {
 		if p.ID() == msg.addressee() {
 			cmds = append(cmds, p.Update(msg))
@@ -233,9 +250,15 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return cmd
 	}
+	if m.tour.confirm.Active() {
+		return m.tour.confirmKey(msg)
+	}
 	current := m.panes[m.active]
 	if current.Capturing() {
 		return current.Update(msg)
+	}
+	if key.Matches(msg, m.tour.key) {
+		return m.tour.press()
 	}
 	for t, b := range m.keys.Tab {
 		if key.Matches(msg, b) {
@@ -287,7 +310,8 @@ const chromeRows = 4
 func (m *Model) layout() {
 	m.help.Width = max(m.width-1, 1) // the footer is indented by one column, like the rest
 	m.footerRows = lineCount(m.footer())
-	bodyHeight := max(m.height-chromeRows-m.footerRows, 1)
+	m.guideRows = m.guideLines()
+	bodyHeight := max(m.height-chromeRows-m.footerRows-m.guideRows, 1)
 	for _, p := range m.panes {
 		p.SetSize(m.width, bodyHeight)
 	}
@@ -295,13 +319,16 @@ func (m *Model) layout() {
 }
 
 func (m *Model) footer() string {
-	keys := helpKeys{global: m.keys}
+	keys := helpKeys{global: m.keys, tour: m.tour.key}
 	if m.help.ShowAll {
 		keys.global.Help = withHelp(keys.global.Help, "?", "fewer keys")
 	}
-	if m.paletteOpen {
+	switch {
+	case m.tour.confirm.Active():
+		keys.pane, keys.only = m.tour.confirm.Keys(), true
+	case m.paletteOpen:
 		keys.pane, keys.only = m.palette.keyHelp(), true
-	} else {
+	default:
 		current := m.panes[m.active]
 		keys.pane, keys.only = current.Keys(), current.Capturing()
 	}
@@ -318,21 +345,35 @@ func (m *Model) View() string {
 		return "starting engram…"
 	}
 	footer := m.footer()
-	bodyHeight := max(m.height-chromeRows-lineCount(footer), 1)
+	guide := m.tour.line(&m.styles, m.width)
+	bodyHeight := max(m.height-chromeRows-lineCount(footer)-m.guideLines(), 1)
 	var body string
 	if m.paletteOpen {
 		body = m.palette.view()
 	} else {
 		body = m.panes[m.active].View()
 	}
-	return fit(strings.Join([]string{
+	rows := []string{
 		m.header(),
 		m.tabs(),
 		m.styles.Rule.Render(strings.Repeat("─", m.width)),
+	}
+	if guide != "" {
+		rows = append(rows, guide)
+	}
+	return fit(strings.Join(append(rows,
 		fit(body, m.width, bodyHeight),
 		m.status.view(&m.styles, m.width),
 		footer,
-	}, "\n"), m.width, m.height)
+	), "\n"), m.width, m.height)
+}
+
+// guideLines is the height of the tour's line over the body: 0 or 1.
+func (m *Model) guideLines() int {
+	if m.tour.line(&m.styles, max(m.width, 1)) == "" {
+		return 0
+	}
+	return 1
 }
 
 func (m *Model) header() string {

@@ -528,6 +528,9 @@ func historyEvent(ev events.Event) (conv string, ok bool) {
 	if m, ok := history.EventMoved.Of(ev); ok {
 		return m.Conversation, true
 	}
+	if d, ok := history.EventDropped.Of(ev); ok {
+		return d.Conversation, true
+	}
 	return "", false
 }
 
@@ -536,6 +539,8 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return nil // another pane's answer
 	}
 	switch msg := msg.(type) {
+	case chatShowMsg:
+		return p.show(msg.conv)
 	case resultMsg[history.Utterances]:
 		return p.bufferResult(msg)
 	case resultMsg[history.Stats]:
@@ -622,8 +627,10 @@ func (p *chatPane) event(ev events.Event) tea.Cmd {
 	}
 	_, written := history.EventWritten.Of(ev)
 	_, moved := history.EventMoved.Of(ev)
-	if (written || moved) && p.switcher != nil {
-		// A new conversation may have appeared, or one changed backend.
+	_, dropped := history.EventDropped.Of(ev)
+	if (written || moved || dropped) && p.switcher != nil {
+		// A new conversation may have appeared, one changed backend, or
+		// one went.
 		cmds = append(cmds, p.refresh(&p.switcher.load, p.loadSwitcher))
 	}
 	return tea.Batch(cmds...)
@@ -1075,6 +1082,23 @@ func (p *chatPane) switchTo(c string) tea.Cmd {
 	p.mode, p.main, p.side.page = chatTyping, mainConversation, pageSummary
 	p.render()
 	return tea.Batch(p.load(), p.input.Focus(), showStatus("Conversation "+c+".", false))
+}
+
+// chatShowMsg asks the Chat tab to show a conversation, browsing (the
+// tour's, once it is loaded; the default one once it is removed).
+type chatShowMsg struct{ conv string }
+
+// show opens conversation c without taking the keyboard: the person did
+// not ask to type.
+func (p *chatPane) show(c string) tea.Cmd {
+	if c == p.conv {
+		return nil
+	}
+	_ = p.switchTo(c) // its status line and focus are for a switch the person made
+	p.mode = chatBrowse
+	p.input.Blur()
+	p.render()
+	return p.load()
 }
 
 // routed notes where thread.message sent a message (shown under it), and

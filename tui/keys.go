@@ -49,6 +49,8 @@ type helpKeys struct {
 	// only: the palette is open or a pane's text input has the keyboard, so
 	// of the global keys only ctrl+c applies.
 	only bool
+	// tour is T (load the tour, remove its sample data), when it applies.
+	tour key.Binding
 }
 
 func (h helpKeys) ShortHelp() []key.Binding {
@@ -75,6 +77,9 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	cols := [][]key.Binding{
 		{g.Tabs, g.NextTab, g.PrevTab},
 		{g.Palette, g.Help, g.Quit, g.ForceQuit},
+	}
+	if h.tour.Enabled() {
+		cols[1] = append(cols[1], h.tour)
 	}
 	if len(h.pane) > 0 {
 		cols = append([][]key.Binding{h.pane}, cols...)

@@ -430,6 +430,12 @@ func (p *plansPane) event(ev events.Event) tea.Cmd {
 	if !ok {
 		return nil
 	}
+	if c, ok := planner.EventPlanChanged.Of(ev); ok && c.Change == "deleted" {
+		// Gone (tour.remove, the palette): reloading it would only say
+		// so, as an error in the status line.
+		delete(p.plan.docs, id)
+		return p.refresh(&p.list.load, p.loadList)
+	}
 	if c, ok := planner.EventPlanChanged.Of(ev); ok && c.Change == "created" && !p.plan.walking && !p.Capturing() {
 		p.list.want = id // a new plan (from the palette, say) is what to look at
 	}

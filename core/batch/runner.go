@@ -3,6 +3,7 @@ package batch
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/input"
+	"github.com/engram-console/engram/core/kit"
 )
 
 // Options change how a script runs.
@@ -26,6 +29,9 @@ type Options struct {
 	FailFast bool
 	// Events interleaves the engine's events with the results.
 	Events bool
+	// Principal acts for the steps without an "as" (empty: the engine's
+	// agent). The tour's script runs as whoever ran tour.load.
+	Principal string
 }
 
 // Summary counts what a run did.
@@ -66,9 +72,10 @@ type ErrorBody struct {
 
 // Runner runs scripts against one engine.
 type Runner struct {
-	engine *core.Engine
-	out    io.Writer
-	opts   Options
+	env   *kit.Env
+	clock *clock.Pinnable
+	out   io.Writer
+	opts  Options
 
 	done    map[string]stepOutcome
 	tap     *events.Tap
@@ -78,7 +85,20 @@ type Runner struct {
 
 // NewRunner returns a runner writing result lines to out.
 func NewRunner(engine *core.Engine, out io.Writer, opts Options) *Runner {
-	return &Runner{engine: engine, out: out, opts: opts, done: map[string]stepOutcome{}}
+	return &Runner{env: engine.Env(), clock: engine.Clock(), out: out, opts: opts, done: map[string]stepOutcome{}}
+}
+
+// NewEnvRunner returns a runner over an engine's services, for a subsystem
+// that runs a script of its own from inside an action (the tour): it has the
+// kit.Env, not the engine. Steps run through env.Run, as the engine's Do
+// runs them; env.Clock must be the engine's *clock.Pinnable, so that a
+// step's `at` pins it.
+func NewEnvRunner(env *kit.Env, out io.Writer, opts Options) (*Runner, error) {
+	clk, ok := env.Clock.(*clock.Pinnable)
+	if !ok {
+		return nil, errs.New(errs.Internal, "a script runs only on an engine's pinnable clock, not a %T", env.Clock)
+	}
+	return &Runner{env: env, clock: clk, out: out, opts: opts, done: map[string]stepOutcome{}}, nil
 }
 
 // Open opens a script for RunFile: "-" is standard input. Opening it before
@@ -107,7 +127,7 @@ func IsYAML(path string) bool {
 // (ErrUnreadable) or ctx ended the run.
 func (r *Runner) Run(ctx context.Context, in io.Reader, yaml bool) (Summary, error) {
 	if r.opts.Events {
-		r.tap = r.engine.Env().Events.Tap(1024)
+		r.tap = r.env.Events.Tap(1024)
 		defer r.tap.Close()
 		// Events are written as they come, so a long step (a plan run) shows
 		// its progress; the rest of a step's events are written before its
@@ -127,7 +147,10 @@ func (r *Runner) Run(ctx context.Context, in io.Reader, yaml bool) (Summary, err
 			}
 		}()
 	}
-	defer r.engine.Clock().Unpin()
+	// Leave the clock as it was found: unpinned after a script from the
+	// command line, pinned to its step's `at` after a script that an action
+	// of a batch step ran (tour.load), so that step's time holds.
+	defer r.clock.Restore(r.clock.State())
 	var err error
 	if yaml {
 		err = r.runYAML(ctx, in)
@@ -235,7 +258,7 @@ func (r *Runner) runJSONL(ctx context.Context, in io.Reader) error {
 // writes its result. It returns false when the run should stop.
 func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr error) bool {
 	res := Result{ID: st.ID, Action: st.Action, Line: lineNo}
-	clk := r.engine.Clock()
+	clk := r.clock
 	if st.At != nil {
 		clk.Pin(*st.At)
 	} else {
@@ -253,7 +276,7 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 		var args json.RawMessage
 		args, err = resolveRefs(st.Args, r.done)
 		if err == nil {
-			res.Result, err = r.engine.Do(ctx, core.Request{Action: st.Action, Args: args, Principal: st.As, Turn: st.Turn})
+			res.Result, err = r.env.Run(ctx, action.Call{Principal: cmp.Or(st.As, r.opts.Principal), Turn: st.Turn}, st.Action, args)
 		}
 	}
 	res.ElapsedUS = clk.Now().Sub(start).Microseconds()
@@ -287,7 +310,7 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 	// the step: wait for it, so that what it writes (a model summary's
 	// trace entry, its events) comes before the next step, at this step's
 	// time, the same on every run. It costs nothing when there is none.
-	r.engine.Env().Settle(ctx)
+	r.env.Settle(ctx)
 	r.mu.Lock()
 	r.flushEvents()
 	r.write(res)

@@ -544,3 +544,51 @@ func TestSmokeScripts(t *testing.T) {
 		}
 	}
 }
+
+// A script that an action runs (tour.load) leaves the engine clock as it
+// found it: pinned to the outer step's at, so that step's time holds.
+func TestAScriptRunInsideAStepLeavesItsClockPinned(t *testing.T) {
+	e := newEngine(t)
+	outer := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	e.Clock().Pin(outer)
+	r, err := batch.NewEnvRunner(e.Env(), io.Discard, batch.Options{Principal: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `{"action": "engine.info", "at": "2025-11-05T10:00:00Z"}` + "\n" + `{"action": "engine.info"}` + "\n"
+	summary, err := r.Run(context.Background(), strings.NewReader(script), false)
+	if err != nil || !summary.OK() {
+		t.Fatalf("Run = %+v, %v", summary, err)
+	}
+	if at, pinned := e.Clock().State(); !pinned || !at.Equal(outer) {
+		t.Errorf("after the inner script the clock is %v (pinned %v), want pinned at %v", at, pinned, outer)
+	}
+	// A script from the command line still leaves it unpinned.
+	e.Clock().Unpin()
+	if _, err := batch.NewRunner(e, io.Discard, batch.Options{}).Run(context.Background(), strings.NewReader(script), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, pinned := e.Clock().State(); pinned {
+		t.Error("after a command-line script the clock stays pinned")
+	}
+}
+
+// The steps of a script a subsystem runs act as the principal it names,
+// unless a step says otherwise with "as".
+func TestAnEnvRunnersStepsActAsItsPrincipal(t *testing.T) {
+	e := newFullEngine(t)
+	var out bytes.Buffer
+	r, err := batch.NewEnvRunner(e.Env(), &out, batch.Options{Principal: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `{"id": "a", "action": "cortex.create", "args": {"type": "goal", "fields": {"title": "A"}}}` + "\n" +
+		`{"id": "b", "action": "cortex.create", "as": "bob", "args": {"type": "goal", "fields": {"title": "B"}}}` + "\n"
+	if _, err := r.Run(context.Background(), strings.NewReader(script), false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"owner":"ann"`) || !strings.Contains(lines[1], `"owner":"bob"`) {
+		t.Errorf("results:\n%s\nwant the first as ann, the second as bob", out.String())
+	}
+}

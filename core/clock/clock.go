@@ -92,3 +92,18 @@ func (p *Pinnable) Unpin() {
 	p.pinned = false
 	p.mu.Unlock()
 }
+
+// State says whether the clock is pinned, and to what instant: for a caller
+// that pins it for a while and then puts it back as it found it.
+func (p *Pinnable) State() (at time.Time, pinned bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.at, p.pinned
+}
+
+// Restore puts back a state that State returned.
+func (p *Pinnable) Restore(at time.Time, pinned bool) {
+	p.mu.Lock()
+	p.at, p.pinned = at, pinned
+	p.mu.Unlock()
+}

@@ -34,6 +34,7 @@ func Register(env *kit.Env, opts Options) (*History, error) {
 	ActionSearch.Register(reg, action.Spec{Summary: "Utterances ranked by relevance, evicted ones included", ReadOnly: true}, h.actSearch)
 	ActionSummary.Register(reg, action.Spec{Summary: "The running summary of what was evicted", ReadOnly: true}, h.actSummary)
 	ActionDelete.Register(reg, action.Spec{Summary: "Remove an utterance"}, h.actDelete)
+	ActionDrop.Register(reg, action.Spec{Summary: "Delete a conversation and everything in it"}, h.actDrop)
 	ActionStats.Register(reg, action.Spec{Summary: "A conversation's size, tokens, evictions and summary", ReadOnly: true}, h.actStats)
 	ActionBackend.Register(reg, action.Spec{Summary: "Move a conversation to the in-memory or the durable backend"}, h.actBackend)
 	ActionList.Register(reg, action.Spec{Summary: "Every conversation the caller may read, with its backend", ReadOnly: true}, h.actList)
@@ -143,6 +144,26 @@ type DeleteResult struct {
 func (h *History) actDelete(ctx context.Context, call action.Call, a DeleteArgs) (DeleteResult, error) {
 	u, err := h.Delete(ctx, call, a.Conversation, *a.UtteranceIndex)
 	return DeleteResult{u}, h.afterFailure(ctx, call, err)
+}
+
+// DropArgs is history.drop's arguments.
+type DropArgs struct {
+	Conversation string `json:"conversation" arg:"required" help:"the conversation to delete, with everything in it"`
+}
+
+// DropResult is history.drop's result.
+type DropResult struct {
+	Conversation string `json:"conversation"`
+	// Records is how many stored records went.
+	Records int `json:"records"`
+}
+
+func (h *History) actDrop(ctx context.Context, call action.Call, a DropArgs) (DropResult, error) {
+	n, err := h.Drop(ctx, call, a.Conversation)
+	if err != nil {
+		return DropResult{}, h.afterFailure(ctx, call, err)
+	}
+	return DropResult{Conversation: a.Conversation, Records: n}, nil
 }
 
 func (h *History) actStats(ctx context.Context, call action.Call, a StatsArgs) (Stats, error) {

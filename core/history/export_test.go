@@ -62,3 +62,11 @@ func SeedEvictions(h *History, c string, n int) error {
 // WhereKey is the key naming conversation c's backend, for tests that
 // damage it.
 func WhereKey(c string) []byte { return whereKey(c) }
+
+// InMemoryStore is the in-memory backend's own store (nil until a
+// conversation lives there, or when the engine's store is in memory).
+func InMemoryStore(h *History) *storage.Store {
+	h.stores.mu.Lock()
+	defer h.stores.mu.Unlock()
+	return h.stores.memory
+}

@@ -47,6 +47,14 @@ type DeletedEvent struct {
 	Evicted bool `json:"evicted"`
 }
 
+// DroppedEvent is the payload of EventDropped.
+type DroppedEvent struct {
+	Conversation string `json:"conversation"`
+	// Keys is how many records went (settings, utterances, summary,
+	// embeddings, pending folds, search postings).
+	Keys int `json:"keys"`
+}
+
 // MovedEvent is the payload of EventMoved.
 type MovedEvent struct {
 	Conversation string `json:"conversation"`
@@ -90,7 +98,9 @@ var (
 	// EventAccess lets a view follow a conversation shared with or taken
 	// from an agent.
 	EventAccess = events.Define[AccessEvent]("conversation.access", "after history.share or history.revoke changes who may use a conversation")
-	EventMoved  = events.Define[MovedEvent]("conversation.moved", "after a conversation is moved to the other backend (history.backend, or history.configure with a backend), once the new backend holds all of it")
+	// EventDropped lets a view of a conversation let go of it.
+	EventDropped = events.Define[DroppedEvent]("conversation.dropped", "after history.drop deleted a conversation and everything in it")
+	EventMoved   = events.Define[MovedEvent]("conversation.moved", "after a conversation is moved to the other backend (history.backend, or history.configure with a backend), once the new backend holds all of it")
 )
 
 // countTokens is llm.CountTokens, remembering the counts of the chunks of
@@ -623,6 +633,79 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 		return err
 	})
 	return out, err
+}
+
+// Drop deletes conversation c and everything in it: its settings and
+// grants, its utterances (buffer and archive), its summary, embeddings,
+// pending folds and search postings, and the record of where it lives.
+// It needs delete. It returns how many records went. Its name is free
+// again afterwards.
+func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, error) {
+	c, err := conversationName(c)
+	if err != nil {
+		return 0, err
+	}
+	defer h.lock(c)()
+	// No fold may write to the conversation after its keys are read: with
+	// the lock held no write queues another, so once settled none runs.
+	h.folder.Settle(ctx)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	backend, err := h.where(c)
+	if err != nil {
+		return 0, err
+	}
+	if backend == "" {
+		return 0, errs.New(errs.NotFound, "no conversation %q", c).With("field", "conversation")
+	}
+	st, err := h.stores.get(backend)
+	if err != nil {
+		return 0, err
+	}
+	var keys [][]byte
+	err = st.View(func(tx *storage.Tx) error {
+		conv, err := loadConversation(tx, c)
+		if err != nil {
+			return err
+		}
+		if err := h.authorize(call, conv, access.Delete); err != nil {
+			return err
+		}
+		return scanConversation(tx, c, false, func(k, _ []byte) error {
+			keys = append(keys, k)
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	finish := func(tx *kit.Txn) error {
+		if err := tx.Delete(whereKey(c)); err != nil {
+			return err
+		}
+		EventDropped.Publish(tx, DroppedEvent{Conversation: c, Keys: len(keys)})
+		_, err := tx.Trace(call, "history.dropped", fmt.Sprintf("history %s: dropped (%d records)", c, len(keys)), nil)
+		return err
+	}
+	if st == h.env.Store && len(keys) <= moveChunk {
+		// One transaction: a kill leaves all of it or none.
+		return len(keys), h.env.Update(ctx, func(tx *kit.Txn) error {
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			return finish(tx)
+		})
+	}
+	// Too big for one transaction, or in the other store: the records
+	// first, in chunks, then where it lives. A kill in between leaves an
+	// empty conversation of that name, which drops again.
+	if err := clearConversation(ctx, st, c); err != nil {
+		return 0, err
+	}
+	return len(keys), h.env.Update(ctx, finish)
 }
 
 // Stats sums a conversation up.

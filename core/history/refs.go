@@ -22,6 +22,8 @@ var (
 	ActionSummary = action.NewRef[SummaryArgs, SummaryResult]("history.summary")
 	// ActionDelete is the history.delete action. Remove an utterance.
 	ActionDelete = action.NewRef[DeleteArgs, DeleteResult]("history.delete")
+	// ActionDrop is the history.drop action. Delete a conversation and everything in it.
+	ActionDrop = action.NewRef[DropArgs, DropResult]("history.drop")
 	// ActionStats is the history.stats action. A conversation's size, tokens, evictions and summary.
 	ActionStats = action.NewRef[StatsArgs, Stats]("history.stats")
 	// ActionBackend is the history.backend action. Move a conversation to the in-memory or the durable backend.
