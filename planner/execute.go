@@ -530,7 +530,9 @@ func (r *run) launch(ctx context.Context, id string) {
 					return &done
 				}}
 			}
-			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, attempt, progress)
+			// task.fail counts the subtask's attempts over every run: a
+			// retry by hand (plan.subtask_retry) is its next attempt.
+			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, o.attempts, progress)
 			if o.err == nil || attempt > retries || ctx.Err() != nil {
 				break
 			}
