@@ -67,7 +67,13 @@ type Model struct {
 	width, height int
 	footerRows    int // the footer's height at the last layout
 	quitting      bool
+	// quitAsk asks before quitting stops work under way (a plan's run).
+	quitAsk confirm[struct{}]
 }
+
+// quitAsker is a pane whose work under way quitting would stop: its
+// question ("" when nothing runs) is asked, y/n, before quitting.
+type quitAsker interface{ quitQuestion() string }
 
 // New builds the console over a connection to an engine. It asks the
 // engine for its info once, here: the header shows it.
@@ -78,7 +84,7 @@ func New(engine conn.Conn, opts Options) *Model {
 	if opts.EvictionFade <= 0 {
 		opts.EvictionFade = opts.StatusFade
 	}
-	m := &Model{conn: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New()}
+	m := &Model{conn: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New(), quitAsk: confirm[struct{}]{Yes: "quit"}}
 	info, err := engine.Info(context.Background())
 	if err != nil {
 		// The header then says less; the status line says why.
@@ -96,7 +102,7 @@ func New(engine conn.Conn, opts Options) *Model {
 		tabChat:    newChatPane(engine, st, opts.EvictionFade, info.Provider != "offline"),
 		tabThreads: newThreadsPane(engine, st),
 		tabGoals:   newGoalsPane(engine, st),
-		tabPlans:   newPlansPane(engine, st),
+		tabPlans:   newPlansPane(engine, st, info.Provider == "offline"),
 		tabMemory:  newMemoryPane(engine, st),
 		tabTrace:   newTracePane(engine, st),
 	}
@@ -210,8 +216,20 @@ func (m *Model) routeResult(msg addressed) tea.Cmd {
 }
 
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	if m.quitAsk.Active() {
+		if key.Matches(msg, m.keys.ForceQuit) {
+			return m.quit() // ctrl+c twice: quit at once
+		}
+		switch ans, _ := m.quitAsk.handleKey(msg); ans {
+		case answerYes:
+			return m.quit()
+		case answerNo, answerCancel:
+			return m.status.set("Still here: nothing was stopped.", false)
+		}
+		return nil
+	}
 	if key.Matches(msg, m.keys.ForceQuit) {
-		return m.quit()
+		return m.askOrQuit()
 	}
 	if m.paletteOpen {
 		cmd, closed := m.palette.update(msg)
@@ -234,7 +252,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
-		return m.quit()
+		return m.askOrQuit()
 	case key.Matches(msg, m.keys.Palette):
 		m.paletteOpen = true
 		return m.palette.open()
@@ -256,6 +274,20 @@ func (m *Model) switchTo(t tab) tea.Cmd {
 	m.panes[m.active].Blur()
 	m.active = t
 	return m.panes[t].Focus()
+}
+
+// askOrQuit quits, unless a pane has work under way that quitting would
+// stop: then it asks first (issue 14: q mid-run cancelled the plan unasked).
+func (m *Model) askOrQuit() tea.Cmd {
+	for _, p := range m.panes {
+		if a, ok := p.(quitAsker); ok {
+			if q := a.quitQuestion(); q != "" {
+				m.quitAsk.open(q, struct{}{})
+				return nil
+			}
+		}
+	}
+	return m.quit()
 }
 
 func (m *Model) quit() tea.Cmd {
@@ -289,7 +321,9 @@ func (m *Model) footer() string {
 	if m.help.ShowAll {
 		keys.global.Help = withHelp(keys.global.Help, "?", "fewer keys")
 	}
-	if m.paletteOpen {
+	if m.quitAsk.Active() {
+		keys.pane, keys.only = m.quitAsk.Keys(), true
+	} else if m.paletteOpen {
 		keys.pane, keys.only = m.palette.keyHelp(), true
 	} else {
 		current := m.panes[m.active]
@@ -320,9 +354,17 @@ func (m *Model) View() string {
 		m.tabs(),
 		m.styles.Rule.Render(strings.Repeat("─", m.width)),
 		fit(body, m.width, bodyHeight),
-		m.status.view(&m.styles, m.width),
+		m.statusLine(),
 		footer,
 	}, "\n"), m.width, m.height)
+}
+
+// statusLine is the status, or the question asked before quitting.
+func (m *Model) statusLine() string {
+	if m.quitAsk.Active() {
+		return fitLine(m.quitAsk.View(&m.styles, m.width), m.width)
+	}
+	return m.status.view(&m.styles, m.width)
 }
 
 func (m *Model) header() string {
