@@ -122,7 +122,10 @@ func (p *Plan) applyPolicy(policy string, now time.Time) {
 		}
 		switch policy {
 		case "skip":
-			s.Status, s.FinishedAt = Skipped, &now
+			s.Status = Skipped
+			if s.FinishedAt == nil {
+				s.FinishedAt = &now
+			}
 		case "abort", "retry":
 			p.unskipDependents(s.ID)
 			s.Status, s.StartedAt, s.FinishedAt = Pending, nil, nil

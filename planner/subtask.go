@@ -50,8 +50,11 @@ func (pl *Planner) actSubtaskSkip(ctx context.Context, call action.Call, a Subta
 		if s.Status != Failed && s.Status != Pending {
 			return "", notNow(s, "skipped", "a failed or pending one")
 		}
-		now := call.Clock.Now()
-		s.Status, s.FinishedAt, s.Note, s.MarkedBy = Skipped, &now, note, call.Principal
+		if s.FinishedAt == nil { // a failure keeps when it failed: no idle time counts as run time
+			now := call.Clock.Now()
+			s.FinishedAt = &now
+		}
+		s.Status, s.Note, s.MarkedBy = Skipped, note, call.Principal
 		msg := fmt.Sprintf("subtask %s of plan %s skipped by hand", s.ID, p.ID)
 		if note != "" {
 			msg += ": " + llm.Truncate(note, 80)
@@ -78,7 +81,9 @@ func (pl *Planner) actSubtaskDone(ctx context.Context, call action.Call, a Subta
 		}
 		now := call.Clock.Now()
 		p.unskipDependents(s.ID)
-		s.Status, s.Result, s.Error, s.FinishedAt = Completed, result, "", &now
+		// Done by hand, it ran for no time here: no start, so that run
+		// times leave it out (and the idle time since a failure).
+		s.Status, s.Result, s.Error, s.StartedAt, s.FinishedAt = Completed, result, "", nil, &now
 		s.Delta = map[string]any{"results": map[string]any{s.ID: map[string]any{"note": note}}}
 		s.Note, s.MarkedBy, s.RanBy = note, call.Principal, ranBy(call)
 		return fmt.Sprintf("subtask %s of plan %s marked done by hand: %s", s.ID, p.ID, llm.Truncate(note, 80)), nil

@@ -134,7 +134,7 @@ func TestMarkSubtaskDoneRecordsTheNoteAsItsResult(t *testing.T) {
 		t.Errorf("subtasks %s, want %s", got, want)
 	}
 	b := subtaskOf(t, res.Plan, "B")
-	if string(b.Result) != `{"note":"baked it next door"}` || b.Note != "baked it next door" || b.Error != "" {
+	if string(b.Result) != `{"note":"baked it next door"}` || b.Note != "baked it next door" || b.Error != "" || b.StartedAt != nil {
 		t.Errorf("B: %+v (result %s)", b, b.Result)
 	}
 	results, _ := res.State["results"].(map[string]any)

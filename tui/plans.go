@@ -1126,6 +1126,7 @@ func (p *plansPane) askExecute() tea.Cmd {
 	}
 	if sum.Status == planner.PlanCompleted {
 		// Executing it would run nothing: offer what x can mean (issue 14).
+		p.sure.Yes = "run it again"
 		p.sure.open(fmt.Sprintf("Plan %s completed. Run it again from the start?", oneLine(sum.ID)), sureAsk{kind: sureFresh, plan: sum.ID})
 		return nil
 	}
@@ -1352,6 +1353,7 @@ func (p *plansPane) cancelRun() tea.Cmd {
 	}
 	if p.isRunning(sum.ID) {
 		// Ask first: a stray c must not stop a long run (issue 14).
+		p.sure.Yes = "cancel it"
 		p.sure.open(fmt.Sprintf("Cancel plan %s? Its running subtasks stop; r resumes it.", oneLine(sum.ID)), sureAsk{kind: sureCancel, plan: sum.ID})
 		return nil
 	}

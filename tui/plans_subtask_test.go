@@ -117,7 +117,7 @@ func TestExecuteOnACompletedPlanOffersAFreshRun(t *testing.T) {
 	keys(tm, tea.KeyDown)
 	waitFor(t, tm, "breakfast · Prepare breakfast", "x run again")
 	tm.Type("x")
-	waitFor(t, tm, "Plan breakfast completed. Run it again from the start?", "y yes")
+	waitFor(t, tm, "Plan breakfast completed. Run it again from the start?", "y run it again")
 	tm.Type("n")
 	waitFor(t, tm, "Nothing ran.")
 	tm.Type("x")

@@ -314,7 +314,7 @@ func TestPlansCancelAndResume(t *testing.T) {
 	waitFor(t, tm, "2 of 6 completed · 1 running")
 	// c asks first; n leaves the run alone (issue 14: a stray c stopped it).
 	tm.Type("c")
-	waitFor(t, tm, "Cancel plan report? Its running subtasks stop; r resumes it.", "y yes")
+	waitFor(t, tm, "Cancel plan report? Its running subtasks stop; r resumes it.", "y cancel it")
 	tm.Type("n")
 	waitFor(t, tm, "Plan report goes on running.")
 	if d := getPlan(t, engine, "report"); d.Status != planner.PlanRunning {
