@@ -250,3 +250,31 @@ func TestShareAndRevokePublishPlanChanged(t *testing.T) {
 		t.Errorf("plan.changed: %v", got)
 	}
 }
+
+// A run holds the plan before it reads it: executes racing on one plan
+// never start from a copy another run is changing, so no completed
+// subtask runs twice (before, a run could read the plan, wait for another
+// run to end, then run it again from what it had read).
+func TestRacingExecutesRunEachSubtaskOnce(t *testing.T) {
+	r := newRig(t)
+	var subtasks []map[string]any
+	for _, id := range []string{"a", "b", "c", "d"} {
+		subtasks = append(subtasks, st(id, "test.record", map[string]any{"name": id}))
+	}
+	r.create("p", subtasks...)
+	var runs []<-chan asyncResult
+	for range 16 {
+		runs = append(runs, r.executeAsync("p", map[string]any{"max_concurrent": 1}))
+	}
+	for _, ch := range runs {
+		res := <-ch
+		if res.err != nil && errs.KindOf(res.err) != errs.Conflict {
+			t.Errorf("a racing execute: %v", res.err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if n := r.probes.Calls(id); n != 1 {
+			t.Errorf("%s ran %d times", id, n)
+		}
+	}
+}
