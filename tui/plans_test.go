@@ -513,12 +513,22 @@ func TestPlansFitsEveryState(t *testing.T) {
 		check("walking, full help")
 		press(m, "?", "esc", "x")
 		check("run choices")
+		press(m, "esc", "d")
+		check("no model: the note")
+		p.prompt.offline = false
 		press(m, "esc", "d", "Plan the offsite")
 		check("goal line")
+		p.prompt.offline = true
 		p.prompt.err = "LLMError: plan.decompose needs a language model: start engram with --llm ollama or --llm openai (and --model NAME), or write the plan yourself with plan.create"
 		check("goal line with an error")
 		press(m, "esc", "f", "/tmp/nowhere.yaml")
 		check("file line")
+		press(m, "esc", "c")
+		check("cancel question")
+		press(m, "n")
+		p.prompt.kind, p.prompt.step = promptNote, "enrich"
+		check("note line")
+		p.closePrompt()
 		press(m, "esc", "right", "right", "right")
 		check("stages scrolled")
 		press(m, "left", "left", "left", "down")
