@@ -113,6 +113,9 @@ var strangerMatrix = map[string]strangerCase{
 	"plan.delete":         {`{"plan_id":"alice-plan"}`, refused, ""},
 	"plan.share":          {`{"plan_id":"alice-plan","principal":"bob","permissions":["read"]}`, refused, ""},
 	"plan.revoke":         {`{"plan_id":"alice-plan","principal":"carol"}`, refused, ""},
+	"plan.subtask_retry":  {`{"plan_id":"alice-plan","subtask":"s1"}`, refused, ""},
+	"plan.subtask_skip":   {`{"plan_id":"alice-plan","subtask":"s1"}`, refused, ""},
+	"plan.subtask_done":   {`{"plan_id":"alice-plan","subtask":"s1","note":"done"}`, refused, ""},
 	"plan.create":         {`{"id":"alice-plan","goal":"taken","subtasks":[{"id":"a","description":"x"}]}`, fails, ""},
 	"plan.decompose":      {`{"goal":"find Alice's PIN","id":"alice-plan"}`, fails, ""},
 	// Run-scoped helpers of a plan's subtasks: outside a plan they have

@@ -39,6 +39,9 @@ func Register(env *kit.Env, opts Options) *Planner {
 	ActionPlanDelete.Register(reg, action.Spec{Summary: "Delete a plan (not while it runs), readable or not"}, pl.actDelete)
 	ActionPlanShare.Register(reg, action.Spec{Summary: "Grant an agent permissions on a plan"}, pl.actShare)
 	ActionPlanRevoke.Register(reg, action.Spec{Summary: "Remove an agent's access to a plan"}, pl.actRevoke)
+	ActionPlanSubtaskRetry.Register(reg, action.Spec{Summary: "Run a failed or skipped subtask again, then go on with the plan"}, pl.actSubtaskRetry)
+	ActionPlanSubtaskSkip.Register(reg, action.Spec{Summary: "Skip a failed or pending subtask (and what depends on it), then go on with the plan"}, pl.actSubtaskSkip)
+	ActionPlanSubtaskDone.Register(reg, action.Spec{Summary: "Mark a subtask done by hand, with a note, then go on with the plan"}, pl.actSubtaskDone)
 	ActionStateSet.Register(reg, action.Spec{Summary: "In a plan subtask: set a key of the run's state", ReadOnly: true}, pl.actStateSet)
 	ActionStateIncr.Register(reg, action.Spec{Summary: "In a plan subtask: add to a number in the run's state", ReadOnly: true}, pl.actStateIncr)
 	ActionStateGet.Register(reg, action.Spec{Summary: "In a plan subtask: read the run's state", ReadOnly: true}, pl.actStateGet)
@@ -108,7 +111,7 @@ func (pl *Planner) actList(ctx context.Context, call action.Call, _ ListArgs) (L
 
 func (pl *Planner) actExecute(ctx context.Context, call action.Call, a ExecuteArgs) (ExecuteResult, error) {
 	req := ExecuteRequest{MaxConcurrent: a.MaxConcurrent, OnSubtaskFailure: a.OnSubtaskFailure, MaxRetries: a.MaxRetries,
-		Fallback: a.Fallback, Checkpoint: true, ProposedActions: a.ProposedActions, Approved: a.Approved}
+		Fallback: a.Fallback, Checkpoint: true, ProposedActions: a.ProposedActions, Approved: a.Approved, Fresh: a.Fresh}
 	if len(a.Checkpoint) > 0 && string(a.Checkpoint) != "null" {
 		var on bool
 		var path string

@@ -132,6 +132,9 @@ type ExecuteArgs struct {
 	Checkpoint       json.RawMessage  `json:"checkpoint,omitempty" help:"true (default): checkpoint in the store after every subtask; false: don't; a path: also write the checkpoint file there"`
 	ProposedActions  string           `json:"proposed_actions,omitempty" help:"the actions a model chose (proposed: true): run (default) runs them; ask refuses to start while the plan holds any; approve runs those it holds now. With ask and approve, those a replan proposes during the run run their description instead"`
 	Approved         []ProposedAction `json:"approved,omitempty" help:"with approve: the actions you were shown, [{subtask, action: {name, args}}]; the run starts only if they are exactly those waiting"`
+	// Fresh runs the plan anew: every subtask pending, nothing kept of
+	// earlier runs (a completed plan run again).
+	Fresh bool `json:"fresh,omitempty" help:"true: run every subtask again from the start, dropping earlier results (a completed plan run anew)"`
 }
 
 // ProposedAction is an action a model chose for a subtask, as the person
@@ -175,6 +178,11 @@ type ExecuteRequest struct {
 	// the person was shown: the run starts only if it is exactly what waits.
 	ProposedActions string
 	Approved        []ProposedAction
+	// Fresh runs every subtask again from the start (ExecuteArgs.Fresh).
+	Fresh bool
+	// replanFailed says the run begins by replanning the failures an
+	// earlier run left (plan.execute with on_subtask_failure replan).
+	replanFailed bool
 }
 
 // ExecuteResult is a run's outcome: plan.execute's and plan.resume's answer.
@@ -187,6 +195,39 @@ type ExecuteResult struct {
 // CancelResult is plan.cancel's answer: whether the plan was running.
 type CancelResult struct {
 	Cancelled bool `json:"cancelled"`
+}
+
+// SubtaskRetryArgs are plan.subtask_retry's arguments: a failed or skipped
+// subtask to run again, then the plan goes on.
+type SubtaskRetryArgs struct {
+	PlanID          string           `json:"plan_id" arg:"required" help:"the plan"`
+	Subtask         string           `json:"subtask" arg:"required" help:"the failed or skipped subtask to run again"`
+	ProposedActions string           `json:"proposed_actions,omitempty" help:"the actions a model chose: run (default), ask or approve, as for plan.execute"`
+	Approved        []ProposedAction `json:"approved,omitempty" help:"with approve: the actions you were shown, as for plan.execute"`
+}
+
+// SubtaskSkipArgs are plan.subtask_skip's arguments: a failed or pending
+// subtask to skip (its dependents are skipped with it), then the plan goes
+// on.
+type SubtaskSkipArgs struct {
+	PlanID  string `json:"plan_id" arg:"required" help:"the plan"`
+	Subtask string `json:"subtask" arg:"required" help:"the failed or pending subtask to skip"`
+	// Note says why, for whoever reads the plan later.
+	Note            string           `json:"note,omitempty" help:"why it is skipped (kept in the subtask and the trace)"`
+	ProposedActions string           `json:"proposed_actions,omitempty" help:"the actions a model chose: run (default), ask or approve, as for plan.execute"`
+	Approved        []ProposedAction `json:"approved,omitempty" help:"with approve: the actions you were shown, as for plan.execute"`
+}
+
+// SubtaskDoneArgs are plan.subtask_done's arguments: a failed, skipped or
+// pending subtask someone did by hand, with what they did; then the plan
+// goes on.
+type SubtaskDoneArgs struct {
+	PlanID  string `json:"plan_id" arg:"required" help:"the plan"`
+	Subtask string `json:"subtask" arg:"required" help:"the failed, skipped or pending subtask that is done"`
+	// Note is what was done: the subtask's result, for its dependents.
+	Note            string           `json:"note" arg:"required" help:"what was done (the subtask's result: {\"note\": ...})"`
+	ProposedActions string           `json:"proposed_actions,omitempty" help:"the actions a model chose: run (default), ask or approve, as for plan.execute"`
+	Approved        []ProposedAction `json:"approved,omitempty" help:"with approve: the actions you were shown, as for plan.execute"`
 }
 
 // StatusArgs are plan.status's arguments.

@@ -40,9 +40,13 @@ type PlanFinishedEvent struct {
 
 // PlanChangedEvent is the payload of EventPlanChanged.
 type PlanChangedEvent struct {
-	// Change is "created", "replanned" or "deleted".
+	// Change is "created", "replanned", "deleted", "shared", "revoked",
+	// or what a person did to one subtask: "subtask_retried",
+	// "subtask_skipped", "subtask_done".
 	Change string `json:"change"`
 	PlanID string `json:"plan_id"`
+	// Subtask is the subtask of a subtask_* change.
+	Subtask string `json:"subtask,omitempty"`
 }
 
 // Events of plans and their runs.
@@ -51,5 +55,5 @@ var (
 	EventSubtaskFinished = events.Define[SubtaskFinishedEvent]("plan.subtask.finished", "when a subtask completes, fails for good, or is skipped")
 	EventProgress        = events.DefineProgress[ProgressEvent]("plan.progress", "as a run's counts change (a progress event: a slow subscriber may miss some)")
 	EventPlanFinished    = events.Define[PlanFinishedEvent]("plan.finished", "when a run ends: completed, failed, aborted or cancelled")
-	EventPlanChanged     = events.Define[PlanChangedEvent]("plan.changed", "after a plan is created, replanned or deleted")
+	EventPlanChanged     = events.Define[PlanChangedEvent]("plan.changed", "after a plan is created, replanned, deleted, shared or revoked, and after a person retries, skips or marks done one of its subtasks")
 )

@@ -61,6 +61,9 @@ type run struct {
 	running    map[string]bool
 	results    chan outcome
 	failure    error // why the run stopped early
+	// replanFirst says the run starts with a replan of the failures an
+	// earlier run left (plan.execute under replan).
+	replanFirst bool
 }
 
 // Execute runs a plan: subtasks in dependency order, independent ones in
@@ -95,17 +98,95 @@ func (pl *Planner) Execute(ctx context.Context, call action.Call, id string, req
 	if settings.OnSubtaskFailure == "retry" && settings.MaxRetries == 0 {
 		settings.MaxRetries = 3
 	}
-	return pl.start(ctx, call, id, &settings, req)
+	fresh := req.Fresh
+	req.replanFailed = !fresh && settings.OnSubtaskFailure == "replan"
+	return pl.start(ctx, call, id, &settings, req, func(p *Plan) (func(), error) {
+		if fresh {
+			p.runAgain()
+		} else {
+			p.applyPolicy(settings.OnSubtaskFailure, call.Clock.Now())
+		}
+		return nil, nil
+	})
+}
+
+// applyPolicy gives the failed subtasks of an earlier run the policy of
+// this one (issue 14, bug 3: executing an aborted plan with skip left its
+// failure as it was): skip marks them skipped (their dependents follow
+// in the loop), abort and retry run them again, replan leaves them to the
+// replan the run starts with.
+func (p *Plan) applyPolicy(policy string, now time.Time) {
+	for _, s := range p.Subtasks {
+		if s.Status != Failed {
+			continue
+		}
+		switch policy {
+		case "skip":
+			s.Status = Skipped
+			if s.FinishedAt == nil {
+				s.FinishedAt = &now
+			}
+		case "abort", "retry":
+			p.unskipDependents(s.ID)
+			s.Status, s.StartedAt, s.FinishedAt = Pending, nil, nil
+		}
+	}
+}
+
+// runAgain makes every subtask pending with nothing recorded of earlier
+// runs (plan.execute fresh: a completed plan run anew). Approvals stay.
+func (p *Plan) runAgain() {
+	for _, s := range p.Subtasks {
+		*s = Subtask{ID: s.ID, Description: s.Description, Dependencies: s.Dependencies, Action: s.Action, Status: Pending,
+			Warning: s.Warning, Proposed: s.Proposed, ApprovedBy: s.ApprovedBy, Depth: s.Depth, Parent: s.Parent}
+	}
+}
+
+// skippedByDependency is the start of the error of a subtask skipped
+// because a dependency was (skipDependents).
+const skippedByDependency = "a dependency ("
+
+// unskipDependents makes pending again the subtasks skipped, transitively,
+// because subtask id was: id runs again or is done, so they may run.
+// (The loop skips again those that another skipped dependency holds.)
+func (p *Plan) unskipDependents(id string) {
+	dependents := map[string][]*Subtask{}
+	for _, s := range p.Subtasks {
+		for _, d := range s.Dependencies {
+			dependents[d] = append(dependents[d], s)
+		}
+	}
+	seen := map[string]bool{}
+	stack := []string{id}
+	for len(stack) > 0 {
+		at := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, s := range dependents[at] {
+			if seen[s.ID] || s.Status != Skipped || !strings.HasPrefix(s.Error, skippedByDependency) {
+				continue
+			}
+			seen[s.ID] = true
+			s.Status, s.Error, s.FinishedAt = Pending, "", nil
+			stack = append(stack, s.ID)
+		}
+	}
 }
 
 // Resume runs a plan again with the settings it last ran with, skipping
 // what it completed; only how to treat the actions a model chose is taken
 // from how (ProposedActions, Approved).
 func (pl *Planner) Resume(ctx context.Context, call action.Call, id string, how ExecuteRequest) (ExecuteResult, error) {
-	return pl.start(ctx, call, id, nil, how)
+	return pl.start(ctx, call, id, nil, how, nil)
 }
 
-func (pl *Planner) start(ctx context.Context, call action.Call, id string, settings *Settings, how ExecuteRequest) (ExecuteResult, error) {
+// prepareFunc changes a plan, loaded once the run holds it, before the run
+// saves it and starts: what plan.execute's policy or a subtask action does
+// to its failed subtasks. It returns what to do once the run has saved the
+// change (publish, trace), or an error that refuses the run with nothing
+// changed.
+type prepareFunc func(p *Plan) (after func(), err error)
+
+func (pl *Planner) start(ctx context.Context, call action.Call, id string, settings *Settings, how ExecuteRequest, prepare prepareFunc) (ExecuteResult, error) {
 	proposed := cmp.Or(how.ProposedActions, ProposedRun)
 	if !slices.Contains([]string{ProposedRun, ProposedAsk, ProposedApprove}, proposed) {
 		return ExecuteResult{}, kit.Validation("proposed_actions", "unknown %q; use run, ask or approve", proposed)
@@ -113,6 +194,15 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 	if len(how.Approved) > 0 && proposed != ProposedApprove {
 		return ExecuteResult{}, kit.Validation("approved", "goes with proposed_actions approve")
 	}
+	// Hold the plan before reading it: read first, and a run that ends in
+	// between would save over what this one read (two runs from one
+	// stale copy).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !pl.claim(id, nil, cancel) {
+		return ExecuteResult{}, errs.New(errs.Conflict, "plan %q is already running; cancel it with plan.cancel or wait", id).With("field", "plan_id")
+	}
+	defer pl.release(id)
 	var p *Plan
 	err := pl.env.Store.View(func(tx *storage.Tx) error {
 		var err error
@@ -138,17 +228,17 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 	if err != nil {
 		return ExecuteResult{}, err
 	}
+	var after func()
+	if prepare != nil {
+		if after, err = prepare(p); err != nil {
+			return ExecuteResult{}, err
+		}
+	}
 	if err := approveProposed(p, call.Principal, proposed, how.Approved); err != nil {
 		return ExecuteResult{}, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if !pl.claim(id, p, cancel) {
-		return ExecuteResult{}, errs.New(errs.Conflict, "plan %q is already running; cancel it with plan.cancel or wait", id).With("field", "plan_id")
-	}
-	defer pl.release(id)
 	r := &run{pl: pl, call: call, plan: p, live: &livePlan{plan: p}, settings: *settings, order: order, proposed: proposed,
-		running: map[string]bool{}, results: make(chan outcome)}
+		running: map[string]bool{}, results: make(chan outcome), replanFirst: how.replanFailed}
 	for _, s := range p.Subtasks {
 		if s.Status == InProgress { // interrupted last time
 			s.Status = Pending
@@ -158,6 +248,9 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 	r.index()
 	if err := r.saveAll(ctx, true); err != nil {
 		return ExecuteResult{}, err
+	}
+	if after != nil {
+		after()
 	}
 	pl.showLive(id, r.live)
 	r.loop(ctx)
@@ -206,6 +299,13 @@ func (r *run) index() {
 
 // loop schedules until nothing is left to run.
 func (r *run) loop(ctx context.Context) {
+	if r.replanFirst && r.pendingReplan() {
+		// Failures of an earlier run, executed now under replan.
+		if err := r.replan(ctx); err != nil {
+			r.failure = err
+			return
+		}
+	}
 	// Pending subtasks behind ones skipped in an earlier run.
 	for _, id := range r.order {
 		if r.byID[id].Status == Skipped {
@@ -279,7 +379,7 @@ func (r *run) skipDependents(id string) {
 		s := r.byID[r.order[at]]
 		for _, d := range s.Dependencies {
 			if r.byID[d].Status == Skipped {
-				r.edit(func() { s.Status, s.Error = Skipped, "a dependency ("+d+") was skipped" })
+				r.edit(func() { s.Status, s.Error = Skipped, skippedByDependency+d+") was skipped" })
 				r.checkpoint(context.Background(), s)
 				r.publishFinished(s)
 				break
@@ -433,7 +533,9 @@ func (r *run) launch(ctx context.Context, id string) {
 					return &done
 				}}
 			}
-			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, attempt, progress)
+			// task.fail counts the subtask's attempts over every run: a
+			// retry by hand (plan.subtask_retry) is its next attempt.
+			o.result, o.delta, o.err = r.pl.runSubtask(ctx, r.call, r.plan, id, description, spec, state, o.attempts, progress)
 			if o.err == nil || attempt > retries || ctx.Err() != nil {
 				break
 			}

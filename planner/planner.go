@@ -4,14 +4,18 @@ package planner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
@@ -197,14 +201,19 @@ func (pl *Planner) list(show func(acl access.ACL, aclErr error) bool) ([]*Plan, 
 
 // Create stores a plan written by hand (or read from a YAML file).
 func (pl *Planner) Create(ctx context.Context, call action.Call, req CreateArgs) (*Plan, error) {
+	hint := ""
 	if req.File != "" {
 		if req.Goal != "" || len(req.Subtasks) > 0 {
 			return nil, kit.Validation("file", "give either file or goal and subtasks, not both")
 		}
+		file := req.File
 		var err error
-		if req, err = readPlanFile(req.File, req); err != nil {
+		if req, err = readPlanFile(file, req); err != nil {
 			return nil, err
 		}
+		// A plan from a file gets a name a person can read and type
+		// (issue 14: a UUID from a YAML file was hard to find again).
+		hint = cmp.Or(slug(strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))), slug(req.Goal))
 	}
 	if strings.TrimSpace(req.Goal) == "" {
 		return nil, kit.Validation("goal", "a plan needs a goal")
@@ -233,6 +242,9 @@ func (pl *Planner) Create(ctx context.Context, call action.Call, req CreateArgs)
 	}
 	p := &Plan{ID: req.ID, Goal: req.Goal, Strategy: "manual", Subtasks: subtasks, Status: "pending", MaxReplans: maxReplans,
 		OriginalPlanID: req.OriginalPlanID, State: req.State}
+	if p.ID == "" && hint != "" {
+		return pl.storeNamed(ctx, call, p, hint)
+	}
 	return pl.store(ctx, call, p)
 }
 
@@ -305,6 +317,49 @@ func (pl *Planner) store(ctx context.Context, call action.Call, p *Plan) (*Plan,
 		return nil, err
 	}
 	return p, nil
+}
+
+// maxSlug bounds a readable id made from a file name or a goal.
+const maxSlug = 40
+
+// slug makes a readable id of text: lower-case letters and digits, words
+// joined by '-', at most maxSlug bytes ("" when text has none).
+func slug(text string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(text) {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			if b.Len()+utf8.RuneLen(r) > maxSlug {
+				return b.String()
+			}
+			b.WriteRune(r)
+		default:
+			dash = true
+		}
+	}
+	return b.String()
+}
+
+// storeNamed stores p under hint, or hint-2, hint-3... the first id no
+// plan has (nor a deleted plan of another agent had).
+func (pl *Planner) storeNamed(ctx context.Context, call action.Call, p *Plan, hint string) (*Plan, error) {
+	for n := 1; n <= 100; n++ {
+		p.ID = hint
+		if n > 1 {
+			p.ID = fmt.Sprintf("%s-%d", hint, n)
+		}
+		stored, err := pl.store(ctx, call, p)
+		if errs.KindOf(err) != errs.Conflict || errs.As(err).Details["field"] != "id" {
+			return stored, err
+		}
+	}
+	p.ID = "" // a hundred plans of that name: a UUID
+	return pl.store(ctx, call, p)
 }
 
 // Decompose asks the model to break a goal into a plan, and stores it.
@@ -666,6 +721,8 @@ func (pl *Planner) changeACL(ctx context.Context, call action.Call, id, kind str
 		if err := tx.SetJSON(aclKey(id), acl); err != nil {
 			return err
 		}
+		// Whoever gained or lost the plan sees it come or go at once.
+		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: id, Change: strings.TrimPrefix(kind, "plan.")})
 		_, err = tx.TraceAbout(call, about(id), kind, msg, map[string]any{"plan_id": id})
 		return err
 	})

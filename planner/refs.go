@@ -34,6 +34,12 @@ var (
 	ActionPlanShare = action.NewRef[ShareArgs, access.ACL]("plan.share")
 	// ActionPlanRevoke is the plan.revoke action. Remove an agent's access to a plan.
 	ActionPlanRevoke = action.NewRef[RevokeArgs, access.ACL]("plan.revoke")
+	// ActionPlanSubtaskRetry is the plan.subtask_retry action. Run a failed or skipped subtask again, then go on with the plan.
+	ActionPlanSubtaskRetry = action.NewRef[SubtaskRetryArgs, ExecuteResult]("plan.subtask_retry")
+	// ActionPlanSubtaskSkip is the plan.subtask_skip action. Skip a failed or pending subtask (and what depends on it), then go on with the plan.
+	ActionPlanSubtaskSkip = action.NewRef[SubtaskSkipArgs, ExecuteResult]("plan.subtask_skip")
+	// ActionPlanSubtaskDone is the plan.subtask_done action. Mark a subtask done by hand, with a note, then go on with the plan.
+	ActionPlanSubtaskDone = action.NewRef[SubtaskDoneArgs, ExecuteResult]("plan.subtask_done")
 	// ActionStateSet is the state.set action. In a plan subtask: set a key of the run's state.
 	ActionStateSet = action.NewRef[StateSetArgs, StateValue]("state.set")
 	// ActionStateIncr is the state.incr action. In a plan subtask: add to a number in the run's state.

@@ -85,6 +85,10 @@ type Subtask struct {
 	// the plan); absent for the default agent. Only it and the plan's
 	// owner see the subtask's result, delta and error.
 	RanBy string `json:"ran_by,omitempty"`
+	// Note is what the person who skipped it or marked it done by hand
+	// said (plan.subtask_skip, plan.subtask_done); MarkedBy is who.
+	Note     string `json:"note,omitempty"`
+	MarkedBy string `json:"marked_by,omitempty"`
 	// Redacted says that Result, Delta and Error were left out: another
 	// principal than the reader ran the subtask (only it and the plan's
 	// owner see what came out).

@@ -73,7 +73,13 @@ type Model struct {
 	footerRows    int // the footer's height at the last layout
 	guideRows     int // the tour's line over the body at the last layout: 0 or 1
 	quitting      bool
+	// quitAsk asks before quitting stops work under way (a plan's run).
+	quitAsk confirm[struct{}]
 }
+
+// quitAsker is a pane whose work under way quitting would stop: its
+// question ("" when nothing runs) is asked, y/n, before quitting.
+type quitAsker interface{ quitQuestion() string }
 
 // New builds the console over a connection to an engine. It asks the
 // engine for its info once, here: the header shows it.
@@ -84,7 +90,7 @@ func New(engine conn.Conn, opts Options) *Model {
 	if opts.EvictionFade <= 0 {
 		opts.EvictionFade = opts.StatusFade
 	}
-	m := &Model{conn: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New()}
+	m := &Model{conn: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New(), quitAsk: confirm[struct{}]{Yes: "quit"}}
 	info, err := engine.Info(context.Background())
 	if err != nil {
 		// The header then says less; the status line says why.
@@ -102,7 +108,7 @@ func New(engine conn.Conn, opts Options) *Model {
 		tabChat:    newChatPane(engine, st, opts.EvictionFade, info.Provider != "offline"),
 		tabThreads: newThreadsPane(engine, st),
 		tabGoals:   newGoalsPane(engine, st),
-		tabPlans:   newPlansPane(engine, st),
+		tabPlans:   newPlansPane(engine, st, info.Provider == "offline"),
 		tabMemory:  newMemoryPane(engine, st),
 		tabTrace:   newTracePane(engine, st),
 	}
@@ -237,8 +243,20 @@ func (m *Model) quietFailure(msg addressed) bool {
 }
 
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	if m.quitAsk.Active() {
+		if key.Matches(msg, m.keys.ForceQuit) {
+			return m.quit() // ctrl+c twice: quit at once
+		}
+		switch ans, _ := m.quitAsk.handleKey(msg); ans {
+		case answerYes:
+			return m.quit()
+		case answerNo, answerCancel:
+			return m.status.set("Still here: nothing was stopped.", false)
+		}
+		return nil
+	}
 	if key.Matches(msg, m.keys.ForceQuit) {
-		return m.quit()
+		return m.askOrQuit()
 	}
 	if m.paletteOpen {
 		cmd, closed := m.palette.update(msg)
@@ -267,7 +285,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
-		return m.quit()
+		return m.askOrQuit()
 	case key.Matches(msg, m.keys.Palette):
 		m.paletteOpen = true
 		return m.palette.open()
@@ -289,6 +307,20 @@ func (m *Model) switchTo(t tab) tea.Cmd {
 	m.panes[m.active].Blur()
 	m.active = t
 	return m.panes[t].Focus()
+}
+
+// askOrQuit quits, unless a pane has work under way that quitting would
+// stop: then it asks first (issue 14: q mid-run cancelled the plan unasked).
+func (m *Model) askOrQuit() tea.Cmd {
+	for _, p := range m.panes {
+		if a, ok := p.(quitAsker); ok {
+			if q := a.quitQuestion(); q != "" {
+				m.quitAsk.open(q, struct{}{})
+				return nil
+			}
+		}
+	}
+	return m.quit()
 }
 
 func (m *Model) quit() tea.Cmd {
@@ -324,6 +356,8 @@ func (m *Model) footer() string {
 		keys.global.Help = withHelp(keys.global.Help, "?", "fewer keys")
 	}
 	switch {
+	case m.quitAsk.Active():
+		keys.pane, keys.only = m.quitAsk.Keys(), true
 	case m.tour.confirm.Active():
 		keys.pane, keys.only = m.tour.confirm.Keys(), true
 	case m.paletteOpen:
@@ -363,7 +397,7 @@ func (m *Model) View() string {
 	}
 	return fit(strings.Join(append(rows,
 		fit(body, m.width, bodyHeight),
-		m.status.view(&m.styles, m.width),
+		m.statusLine(),
 		footer,
 	), "\n"), m.width, m.height)
 }
@@ -374,6 +408,14 @@ func (m *Model) guideLines() int {
 		return 0
 	}
 	return 1
+}
+
+// statusLine is the status, or the question asked before quitting.
+func (m *Model) statusLine() string {
+	if m.quitAsk.Active() {
+		return fitLine(m.quitAsk.View(&m.styles, m.width), m.width)
+	}
+	return m.status.view(&m.styles, m.width)
 }
 
 func (m *Model) header() string {

@@ -39,6 +39,15 @@ var planPolicyHelp = map[string]string{
 	"replan": "ask the model to plan the unfinished work anew (needs a model)",
 }
 
+// planPolicyOnFailed says what each policy does, executed again, to the
+// subtasks an earlier run left failed.
+var planPolicyOnFailed = map[string]string{
+	"abort":  "run once more; the plan stops if one fails again",
+	"skip":   "skipped, with whatever depends on them; the rest runs",
+	"retry":  "run again, retried up to 3 times",
+	"replan": "replaced by the model's new subtasks (needs a model)",
+}
+
 // plansKeys are the Plans tab's own keys, for the footer and for matching;
 // moving through the list and the DAG matches the shared nav keymap.
 type plansKeys struct {
@@ -62,6 +71,11 @@ type plansKeys struct {
 	// they do not all fit.
 	AskScroll key.Binding
 	AskPage   key.Binding
+	// RetryStep, SkipStep and DoneStep act on the walked subtask of a plan
+	// that stopped: run it again, skip it, mark it done with a note.
+	RetryStep key.Binding
+	SkipStep  key.Binding
+	DoneStep  key.Binding
 }
 
 func newPlansKeys() plansKeys {
@@ -84,6 +98,9 @@ func newPlansKeys() plansKeys {
 		Strategy:  key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "strategy")),
 		AskScroll: key.NewBinding(key.WithKeys("up", "down", "k", "j"), key.WithHelp("↑/↓", "read the actions")),
 		AskPage:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
+		RetryStep: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "retry")),
+		SkipStep:  key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip")),
+		DoneStep:  key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mark done")),
 	}
 }
 
@@ -91,7 +108,7 @@ func newPlansKeys() plansKeys {
 // command under a context the pane can cancel.
 type planRun struct {
 	req    int
-	verb   string // execute, resume
+	verb   string // execute, resume, retry, skip, mark done
 	cancel context.CancelFunc
 }
 
@@ -101,8 +118,11 @@ type planRun struct {
 // the key that asked for it to the answer.
 type runAsk struct {
 	plan    string
-	verb    string              // execute, resume
+	verb    string              // execute, resume, retry, skip, mark done
 	execute planner.ExecuteArgs // execute's choices
+	// step and note are the subtask a person retries, skips or marks done,
+	// and the note marking it done.
+	step, note string
 	// chosen are the subtasks whose actions wait for approval, as the
 	// question shows them.
 	chosen []*planner.Subtask
@@ -117,7 +137,28 @@ const (
 	promptGoal
 	promptFile
 	promptExecute
+	// promptNote takes the note of a subtask marked done by hand.
+	promptNote
+	// promptNoModel says decomposing needs a model, which this engram has
+	// not: before the person types a goal for nothing.
+	promptNoModel
 )
+
+// sureKind is what the pane asks y/n about before doing it.
+type sureKind int
+
+const (
+	// sureCancel stops a running plan.
+	sureCancel sureKind = iota
+	// sureFresh runs a completed plan again from the start.
+	sureFresh
+)
+
+// sureAsk is a y/n question of the pane and what it is about.
+type sureAsk struct {
+	kind sureKind
+	plan string
+}
 
 // plansList is the list of plans, newest first.
 type plansList struct {
@@ -161,6 +202,10 @@ type plansPrompt struct {
 	policy   int // in planner.Policies
 	atOnce   int
 	err      string
+	// step is the subtask a note is for (promptNote).
+	step string
+	// offline says the engine has no language model: d says so first.
+	offline bool
 	// busy is the decompose or create in flight (busy.busy), what it does
 	// and how to give up on it.
 	busy     loader
@@ -194,6 +239,8 @@ type plansPane struct {
 	approve confirm[runAsk]
 	// ask is how far the person has read the actions the question lists.
 	ask askScroll
+	// sure asks before cancelling a run or running a completed plan anew.
+	sure confirm[sureAsk]
 
 	// runs are the runs in flight the pane started, by plan id; others
 	// the replan and cancel requests in flight: req → plan id.
@@ -209,7 +256,7 @@ type plansPane struct {
 // The runs the pane started stop when the console quits.
 var _ stopper = (*plansPane)(nil)
 
-func newPlansPane(engine conn.Conn, styles *Styles) *plansPane {
+func newPlansPane(engine conn.Conn, styles *Styles, offline bool) *plansPane {
 	in := textinput.New()
 	in.PromptStyle = styles.Prompt
 	in.CharLimit = 2000
@@ -228,7 +275,8 @@ func newPlansPane(engine conn.Conn, styles *Styles) *plansPane {
 		styles:   styles,
 		keys:     newPlansKeys(),
 		plan:     planDetail{docs: map[string]*planner.Plan{}, dags: map[string]*planDAG{}, dagOf: map[string]*planner.Plan{}},
-		prompt:   plansPrompt{input: in, atOnce: plansDefaultAtOnce},
+		prompt:   plansPrompt{input: in, atOnce: plansDefaultAtOnce, offline: offline},
+		sure:     confirm[sureAsk]{Yes: "yes"},
 		approve:  confirm[runAsk]{Yes: "run them"},
 		runs:     map[string]*planRun{},
 		others:   map[int]string{},
@@ -262,6 +310,7 @@ func (p *plansPane) Focus() tea.Cmd {
 func (p *plansPane) Blur() {
 	p.focused = false
 	p.approve.close() // nothing ran; the key asks again
+	p.sure.close()
 	if p.prompt.kind != promptNone && !p.prompt.waiting() {
 		p.closePrompt()
 	}
@@ -269,10 +318,15 @@ func (p *plansPane) Blur() {
 
 // Capturing: a prompt or the question takes every key (q and 1-6
 // included).
-func (p *plansPane) Capturing() bool { return p.prompt.kind != promptNone || p.approve.Active() }
+func (p *plansPane) Capturing() bool {
+	return p.prompt.kind != promptNone || p.approve.Active() || p.sure.Active()
+}
 
 func (p *plansPane) Keys() []key.Binding {
 	k := p.keys
+	if p.sure.Active() {
+		return p.sure.Keys()
+	}
 	if p.approve.Active() {
 		yn := p.approve.Keys()
 		if !p.askLayout(p.width).scrolls {
@@ -288,6 +342,10 @@ func (p *plansPane) Keys() []key.Binding {
 		return []key.Binding{withHelp(k.Run, "enter", "create the plan"), k.Close}
 	case promptExecute:
 		return []key.Binding{withHelp(k.Run, "enter", "execute"), k.Close, k.Policy, k.AtOnce}
+	case promptNote:
+		return []key.Binding{withHelp(k.Run, "enter", "mark done"), k.Close}
+	case promptNoModel:
+		return []key.Binding{withHelp(k.Close, "esc", "close"), k.File}
 	}
 	switch {
 	case p.list.absent:
@@ -304,17 +362,25 @@ func (p *plansPane) Keys() []key.Binding {
 		first = []key.Binding{k.Cancel}
 	case sum != nil && (sum.Status == planner.PlanCancelled || sum.Status == planner.PlanInterrupted):
 		first = []key.Binding{k.Resume}
-	case sum != nil && (sum.Status == planner.PlanAborted || sum.Status == planner.PlanFailed):
-		// Resume and execute run what is pending, never a failed subtask
-		// again: a replan replaces it.
-		first = []key.Binding{k.Replan}
+	case sum != nil && stopped(sum.Status):
+		// What works without a model first (issue 14: the footer offered
+		// only replan): x applies a policy to the failure, r runs what is
+		// pending, and a subtask's own keys act on one failure.
+		first = []key.Binding{withHelp(k.Execute, "x", "with a policy"), k.Resume}
+	case sum != nil && sum.Status == planner.PlanCompleted:
+		first = []key.Binding{withHelp(k.Execute, "x", "run again")}
 	default:
 		first = []key.Binding{k.Execute}
 	}
 	rest := []key.Binding{k.Execute, k.Resume, k.Cancel, k.Replan, k.Decompose, k.File}
-	if p.plan.walking {
-		first = append([]key.Binding{k.Step, k.Back}, first...)
-	} else {
+	switch {
+	case p.plan.walking:
+		first = append(append(p.stepKeys(), k.Step, k.Back), first...)
+		rest = append(rest, k.RetryStep, k.SkipStep, k.DoneStep)
+	case sum != nil && stopped(sum.Status):
+		first = append(first, withHelp(k.Open, "enter", "subtasks (t retry, s skip, m done)"))
+		rest = append(rest, k.Move, k.Scroll)
+	default:
 		first = append(first, k.Open)
 		rest = append(rest, k.Move, k.Scroll)
 	}
@@ -324,6 +390,53 @@ func (p *plansPane) Keys() []key.Binding {
 		}
 	}
 	return first
+}
+
+// stopped reports whether a plan of status ended with work left that a
+// person can act on, subtask by subtask.
+func stopped(status string) bool {
+	return status == planner.PlanAborted || status == planner.PlanFailed
+}
+
+// stepKeys are the keys that act on the walked subtask as it stands: t for
+// a failed or skipped one, s for a failed or pending one, m for any not
+// completed; none while the plan runs.
+func (p *plansPane) stepKeys() []key.Binding {
+	st := p.walkedStep()
+	if st == nil || p.isRunning(p.currentID()) {
+		return nil
+	}
+	var out []key.Binding
+	if st.Status == planner.Failed || st.Status == planner.Skipped {
+		out = append(out, p.keys.RetryStep)
+	}
+	if st.Status == planner.Failed || st.Status == planner.Pending {
+		out = append(out, p.keys.SkipStep)
+	}
+	if st.Status != planner.Completed && st.Status != planner.InProgress {
+		out = append(out, p.keys.DoneStep)
+	}
+	return out
+}
+
+// walkedStep is the subtask selected in the DAG, if the pane walks it.
+func (p *plansPane) walkedStep() *planner.Subtask {
+	if !p.plan.walking {
+		return nil
+	}
+	if d := p.shown(); d != nil {
+		return d.SubtaskByID(p.plan.step)
+	}
+	return nil
+}
+
+// isRunning reports whether plan id runs: from here, or elsewhere (the
+// list says so).
+func (p *plansPane) isRunning(id string) bool {
+	if p.runs[id] != nil {
+		return true
+	}
+	return slices.ContainsFunc(p.list.plans, func(s planner.PlanSummary) bool { return s.ID == id && s.Status == planner.PlanRunning })
 }
 
 // split reports whether the list and the plan show side by side.
@@ -630,7 +743,7 @@ func (p *plansPane) reportRun(id, verb string, msg resultMsg[planner.ExecuteResu
 	case planner.PlanCancelled:
 		text += "; r resumes it"
 	case planner.PlanAborted, planner.PlanFailed:
-		text += "; p replans what is left (with a model)"
+		text += "; x or t/s/m go on"
 	}
 	bad := pl.Status == planner.PlanAborted || pl.Status == planner.PlanFailed || pl.Status == planner.PlanPartial
 	p.setNotice(pl.ID, "", false)
@@ -710,6 +823,9 @@ func (p *plansPane) keepStepSelection() {
 // --- keys ---
 
 func (p *plansPane) handleKey(msg tea.KeyMsg) tea.Cmd {
+	if p.sure.Active() {
+		return p.sureKey(msg)
+	}
 	if p.approve.Active() {
 		return p.approveKey(msg)
 	}
@@ -722,6 +838,11 @@ func (p *plansPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := p.keys
 	switch {
 	case key.Matches(msg, k.Decompose):
+		if p.prompt.offline {
+			// Say it before the goal is typed, not after (issue 14).
+			p.prompt.kind, p.prompt.err = promptNoModel, ""
+			return nil
+		}
 		return p.openPrompt(promptGoal)
 	case key.Matches(msg, k.File):
 		return p.openPrompt(promptFile)
@@ -735,9 +856,69 @@ func (p *plansPane) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return p.replan()
 	}
 	if p.plan.walking {
+		switch {
+		case key.Matches(msg, k.RetryStep):
+			return p.actOnStep("retry")
+		case key.Matches(msg, k.SkipStep):
+			return p.actOnStep("skip")
+		case key.Matches(msg, k.DoneStep):
+			return p.actOnStep("mark done")
+		}
 		return p.walkKey(msg)
 	}
 	return p.listKey(msg)
+}
+
+// actOnStep retries, skips or (after asking for a note) marks done the
+// walked subtask, then the plan goes on (issue 14, bug 3: without a
+// model, a failed subtask could be neither retried nor skipped).
+func (p *plansPane) actOnStep(verb string) tea.Cmd {
+	st, id := p.walkedStep(), p.currentID()
+	if st == nil {
+		return nil
+	}
+	if p.isRunning(id) {
+		return showStatus("Plan "+oneLine(id)+" is running: c cancels it first.", false)
+	}
+	allowed := map[string][]string{
+		"retry":     {planner.Failed, planner.Skipped},
+		"skip":      {planner.Failed, planner.Pending},
+		"mark done": {planner.Failed, planner.Skipped, planner.Pending},
+	}[verb]
+	if !slices.Contains(allowed, st.Status) {
+		which := map[string]string{"retry": "a failed or skipped", "skip": "a failed or pending", "mark done": "a failed, skipped or pending"}[verb]
+		return showStatus(fmt.Sprintf("Subtask %s is %s: %s works on %s subtask.", oneLine(st.ID), st.Status, verb, which), false)
+	}
+	if verb == "mark done" {
+		cmd := p.openPrompt(promptNote)
+		p.prompt.step = st.ID
+		return cmd
+	}
+	return p.askOrRun(runAsk{plan: id, verb: verb, step: st.ID})
+}
+
+// sureKey answers the pane's y/n question.
+func (p *plansPane) sureKey(msg tea.KeyMsg) tea.Cmd {
+	ans, q := p.sure.handleKey(msg)
+	switch ans {
+	case answerYes:
+		switch q.kind {
+		case sureCancel:
+			return p.cancelPlan(q.plan)
+		case sureFresh:
+			if p.isRunning(q.plan) {
+				return showStatus("Plan "+oneLine(q.plan)+" is running already.", false)
+			}
+			args := planner.ExecuteArgs{PlanID: q.plan, MaxConcurrent: p.prompt.atOnce, Fresh: true}
+			return p.askOrRun(runAsk{plan: q.plan, verb: "execute", execute: args})
+		}
+	case answerNo, answerCancel:
+		if q.kind == sureCancel {
+			return showStatus("Plan "+oneLine(q.plan)+" goes on running.", false)
+		}
+		return showStatus("Nothing ran.", false)
+	}
+	return nil
 }
 
 func (p *plansPane) listKey(msg tea.KeyMsg) tea.Cmd {
@@ -819,6 +1000,9 @@ func (p *plansPane) openPrompt(which promptKind) tea.Cmd {
 	case promptFile:
 		in.Prompt = "YAML file: "
 		in.Placeholder = "a path, e.g. ~/plans/release.yaml"
+	case promptNote:
+		in.Prompt = "note: "
+		in.Placeholder = "what was done, e.g. printed them at the library"
 	}
 	in.Width = max(p.width-len(in.Prompt)-4, 1)
 	return in.Focus()
@@ -852,6 +1036,12 @@ func (p *plansPane) promptKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	if p.prompt.kind == promptExecute {
 		return p.executeKey(msg)
+	}
+	if p.prompt.kind == promptNoModel {
+		if key.Matches(msg, k.File) {
+			return p.openPrompt(promptFile)
+		}
+		return nil
 	}
 	if p.prompt.waiting() {
 		return nil // one at a time
@@ -895,6 +1085,20 @@ func (p *plansPane) submitPrompt() tea.Cmd {
 		ctx := p.startWaiting("reading " + text + "…")
 		args := planner.CreateArgs{File: expandHome(text)}
 		return tea.Batch(requestCtx(ctx, &p.requests, &p.prompt.busy, planner.ActionPlanCreate, args), p.tick())
+	case promptNote:
+		if text == "" {
+			p.prompt.err = "say what was done: it is recorded as the subtask's result"
+			return nil
+		}
+		id, step := p.currentID(), p.prompt.step
+		p.closePrompt()
+		if id == "" || step == "" {
+			return nil
+		}
+		if p.isRunning(id) {
+			return showStatus("Plan "+oneLine(id)+" is running: c cancels it first.", false)
+		}
+		return p.askOrRun(runAsk{plan: id, verb: "mark done", step: step, note: text})
 	}
 	return nil
 }
@@ -925,6 +1129,12 @@ func (p *plansPane) askExecute() tea.Cmd {
 	}
 	if sum.Status == planner.PlanRunning || p.runs[sum.ID] != nil {
 		return showStatus("Plan "+oneLine(sum.ID)+" is running: c cancels it.", false)
+	}
+	if sum.Status == planner.PlanCompleted {
+		// Executing it would run nothing: offer what x can mean (issue 14).
+		p.sure.Yes = "run it again"
+		p.sure.open(fmt.Sprintf("Plan %s completed. Run it again from the start?", oneLine(sum.ID)), sureAsk{kind: sureFresh, plan: sum.ID})
+		return nil
 	}
 	p.prompt.kind, p.prompt.policy, p.prompt.err = promptExecute, 0, "" // abort unless the user picks another
 	return nil
@@ -1032,10 +1242,26 @@ func (p *plansPane) send(r runAsk, proposed string) tea.Cmd {
 			shown = append(shown, planner.ProposedAction{Subtask: s.ID, Action: *s.Action})
 		}
 	}
-	if r.verb == "resume" {
+	switch r.verb {
+	case "resume":
 		args := planner.ResumeArgs{PlanID: r.plan, ProposedActions: proposed, Approved: shown}
 		return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
 			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanResume, args)
+		})
+	case "retry":
+		args := planner.SubtaskRetryArgs{PlanID: r.plan, Subtask: r.step, ProposedActions: proposed, Approved: shown}
+		return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
+			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanSubtaskRetry, args)
+		})
+	case "skip":
+		args := planner.SubtaskSkipArgs{PlanID: r.plan, Subtask: r.step, ProposedActions: proposed, Approved: shown}
+		return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
+			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanSubtaskSkip, args)
+		})
+	case "mark done":
+		args := planner.SubtaskDoneArgs{PlanID: r.plan, Subtask: r.step, Note: r.note, ProposedActions: proposed, Approved: shown}
+		return p.start(r.plan, r.verb, func(ctx context.Context) tea.Cmd {
+			return requestCtx(ctx, &p.requests, nil, planner.ActionPlanSubtaskDone, args)
 		})
 	}
 	args := r.execute
@@ -1131,6 +1357,26 @@ func (p *plansPane) cancelRun() tea.Cmd {
 	if sum == nil {
 		return nil
 	}
+	if p.isRunning(sum.ID) {
+		// Ask first: a stray c must not stop a long run (issue 14).
+		p.sure.Yes = "cancel it"
+		p.sure.open(fmt.Sprintf("Cancel plan %s? Its running subtasks stop; r resumes it.", oneLine(sum.ID)), sureAsk{kind: sureCancel, plan: sum.ID})
+		return nil
+	}
+	return p.cancelPlan(sum.ID)
+}
+
+// cancelPlan stops plan id's run (see cancelRun).
+func (p *plansPane) cancelPlan(id string) tea.Cmd {
+	var sum *planner.PlanSummary
+	for i := range p.list.plans {
+		if p.list.plans[i].ID == id {
+			sum = &p.list.plans[i]
+		}
+	}
+	if sum == nil {
+		return nil
+	}
 	if r := p.runs[sum.ID]; r != nil {
 		// The status first, then the cancel: the run's report, which the
 		// cancel brings, must not be overwritten by "Cancelling…" (a
@@ -1161,6 +1407,29 @@ func (p *plansPane) replan() tea.Cmd {
 	cmd := request(&p.requests, nil, planner.ActionPlanReplan, planner.PlanArgs{PlanID: sum.ID})
 	p.others[p.seq] = sum.ID
 	return tea.Batch(cmd, showStatus("Asking the model to replan "+oneLine(sum.ID)+"…", false))
+}
+
+// quitQuestion asks before quitting stops a plan's run: one the pane
+// started, or one the list shows running (the palette's, which quitting
+// cancels too).
+func (p *plansPane) quitQuestion() string {
+	var ids []string
+	for id := range p.runs {
+		ids = append(ids, oneLine(id))
+	}
+	for _, s := range p.list.plans {
+		if s.Status == planner.PlanRunning && p.runs[s.ID] == nil {
+			ids = append(ids, oneLine(s.ID))
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return ""
+	case 1:
+		return "Plan " + ids[0] + " is running: quit and cancel it (r resumes it later)?"
+	}
+	slices.Sort(ids)
+	return "Plans " + strings.Join(ids, ", ") + " are running: quit and cancel them (r resumes them later)?"
 }
 
 // stop gives up every run the pane started (the console is quitting).

@@ -274,7 +274,7 @@ func pressAsk(t *testing.T, p *plansPane, ks ...string) string {
 func TestPlansQuestionShowsLongArgsWhole(t *testing.T) {
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
-	p := newPlansPane(rc, &styles)
+	p := newPlansPane(rc, &styles, false)
 	p.SetSize(80, 24)
 	d := bigPlan(p, 1, 300)
 	d.Subtasks = append(d.Subtasks, &planner.Subtask{ID: "done", Status: planner.Pending, Proposed: true, ApprovedBy: "local",
@@ -375,7 +375,7 @@ func TestPlansApproveOnlyOnceTheLastActionWasShown(t *testing.T) {
 func TestPlansReloadWithOtherActionsStartsTheReadingOver(t *testing.T) {
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
-	p := newPlansPane(rc, &styles)
+	p := newPlansPane(rc, &styles, false)
 	p.SetSize(80, 24)
 	d := bigPlan(p, 8, 100)
 	p.resume()
@@ -443,7 +443,7 @@ func TestGoldenPlansAskScrolls(t *testing.T) {
 func TestSubtaskDetailShowsWhoApprovedTheModelsAction(t *testing.T) {
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
-	p := newPlansPane(rc, &styles)
+	p := newPlansPane(rc, &styles, false)
 	act := &planner.ActionSpec{Name: "state.set", Args: json.RawMessage(`{"key": "k"}`)}
 	d := &planner.Plan{ID: "p", Goal: "g", Status: planner.PlanPending, Subtasks: []*planner.Subtask{
 		{ID: "waiting", Status: planner.Pending, Proposed: true, Action: act},
@@ -511,7 +511,7 @@ func requireGoldenSized(t *testing.T, m *Model, width, height int) {
 func TestPlansQuestionFollowsThePlanAsItReloads(t *testing.T) {
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
-	p := newPlansPane(rc, &styles)
+	p := newPlansPane(rc, &styles, false)
 	p.SetSize(80, 24)
 	proposed := func(id, name string) *planner.Subtask {
 		return &planner.Subtask{ID: id, Status: planner.Pending, Proposed: true, Action: &planner.ActionSpec{Name: name}}

@@ -139,6 +139,11 @@ func (p *plansPane) planView(w, h int) []string {
 		return []string{p.planRule(sum.ID, sum.Goal, w), s.Muted.Render(" Loading " + oneLine(sum.ID) + "…")}
 	}
 	lines := []string{p.planRule(d.ID, d.Goal, w), p.planMeta(d), p.progressLine(d, w)}
+	if stopped(d.Status) && !p.plan.walking && !p.isRunning(d.ID) {
+		// What works after a failure, without a model (issue 14): the
+		// footer has room for two keys only.
+		lines = append(lines, p.wrapped(s.Muted.Render("x runs it again with a policy · r resumes what is pending · enter, then t retries, s skips or m marks done a subtask"), w, 2)...)
+	}
 	if p.notice.text != "" && p.notice.plan == d.ID {
 		text := "✓ " + oneLine(p.notice.text)
 		if p.notice.isErr {
@@ -494,6 +499,9 @@ func (p *plansPane) promptLines(w int) []string {
 	if p.approve.Active() {
 		return p.approveLines(w, rule)
 	}
+	if p.sure.Active() {
+		return p.sure.ViewRuled(p.styles, w)
+	}
 	var lines []string
 	switch p.prompt.kind {
 	case promptNone:
@@ -508,9 +516,23 @@ func (p *plansPane) promptLines(w int) []string {
 				opts = append(opts, " "+pol+" ")
 			}
 		}
+		policy := planner.Policies[p.prompt.policy]
 		lines = append(lines, rule("Execute "+id),
 			" "+s.Muted.Render("if a subtask fails: ")+strings.Join(opts, " ")+s.Muted.Render("   at once: ")+s.Selected.Render(fmt.Sprint(p.prompt.atOnce)),
-			" "+s.Muted.Render(planner.Policies[p.prompt.policy]+": "+planPolicyHelp[planner.Policies[p.prompt.policy]]))
+			" "+s.Muted.Render(truncateTo(policy+": "+planPolicyHelp[policy], w-2)))
+		if d := p.shown(); d != nil && d.Count().Failed > 0 {
+			// What the policy does to the failures already there (issue
+			// 14, bug 3).
+			lines = append(lines, " "+s.Muted.Render(truncateTo("the failed subtasks now: "+planPolicyOnFailed[policy], w-2)))
+		}
+		return lines
+	case promptNote:
+		lines = append(lines, rule("Mark "+oneLine(p.prompt.step)+" done by hand"), strings.TrimRight(" "+p.prompt.input.View(), " "),
+			" "+s.Muted.Render(truncateTo("the note is recorded as its result; then the plan goes on", w-2)))
+	case promptNoModel:
+		lines = append(lines, rule("Decompose a goal into a plan"))
+		lines = append(lines, p.wrapped(s.Failed.Render("✗ This needs a language model, and engram runs without one: start it with --llm ollama or --llm openai (and --model NAME)."), w, 3)...)
+		lines = append(lines, p.wrapped(s.Muted.Render("Without a model: f reads a plan from a YAML file, or :plan.create writes one."), w, 2)...)
 		return lines
 	case promptGoal:
 		var opts []string
