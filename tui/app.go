@@ -285,7 +285,7 @@ func (m *Model) layout() {
 }
 
 func (m *Model) footer() string {
-	keys := helpKeys{global: m.keys}
+	keys := helpKeys{global: m.keys, width: m.help.Width}
 	if m.help.ShowAll {
 		keys.global.Help = withHelp(keys.global.Help, "?", "fewer keys")
 	}

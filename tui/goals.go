@@ -182,6 +182,9 @@ func (p *goalsPane) Blur() {
 // every key (q and 1-6 included).
 func (p *goalsPane) Capturing() bool { return p.list.editing || p.confirm.Active() || p.form != nil }
 
+// KeyMap is every binding of the pane's keys struct.
+func (p *goalsPane) KeyMap() []key.Binding { return bindingsOf(p.keys) }
+
 func (p *goalsPane) Keys() []key.Binding {
 	k := p.keys
 	switch {
