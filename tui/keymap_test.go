@@ -460,6 +460,10 @@ func TestFootersFit(t *testing.T) {
 				if !full && !m.panes[m.active].Capturing() && !strings.Contains(footer, "1-6 tabs") {
 					t.Errorf("%s: the footer lost 1-6 tabs: %q", what, footer)
 				}
+				if flat := strings.Join(strings.Fields(footer), " "); full && !m.panes[m.active].Capturing() &&
+					(!strings.Contains(flat, "? fewer keys") || !strings.Contains(flat, "Ctrl+C quit from anywhere")) {
+					t.Errorf("%s: ? lost the global keys:\n%s", what, footer)
+				}
 				for _, b := range labelled(m.panes[m.active].Keys()) {
 					if lower.MatchString(b.Help().Key) {
 						t.Errorf("%s: the key %q reads as Bubble Tea names it", what, b.Help().Key)

@@ -106,9 +106,10 @@ func (h helpKeys) fullHelp() [][]key.Binding {
 		return [][]key.Binding{h.pane, {h.global.ForceQuit}}
 	}
 	g := h.global
+	// The global keys in one column: beside the longest pane column they
+	// still fit 80 columns (the help bubble drops a column that does not).
 	cols := [][]key.Binding{
-		{g.Tabs, g.NextTab, g.PrevTab},
-		{g.Palette, g.Help, g.Quit, g.ForceQuit},
+		{g.Tabs, g.NextTab, g.PrevTab, g.Palette, g.Help, g.Quit, g.ForceQuit},
 	}
 	if len(h.pane) > 0 {
 		cols = append([][]key.Binding{h.pane}, cols...)
