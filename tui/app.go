@@ -351,7 +351,7 @@ func (m *Model) layout() {
 }
 
 func (m *Model) footer() string {
-	keys := helpKeys{global: m.keys, tour: m.tour.key}
+	keys := helpKeys{global: m.keys, tour: m.tour.key, width: m.help.Width}
 	if m.help.ShowAll {
 		keys.global.Help = withHelp(keys.global.Help, "?", "fewer keys")
 	}

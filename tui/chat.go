@@ -396,6 +396,14 @@ func (p *chatPane) Capturing() bool {
 	return p.switcher != nil || p.picker != nil || p.mode == chatTyping || p.mode == chatSearching || p.mode == chatReplying
 }
 
+// switchBoth is Switch and SwitchC together, for the footer.
+func (k chatKeys) switchBoth() key.Binding {
+	return key.NewBinding(key.WithKeys(append(k.Switch.Keys(), k.SwitchC.Keys()...)...), key.WithHelp("c/ctrl+o", "conversations"))
+}
+
+// KeyMap is every binding of the pane's keys struct.
+func (p *chatPane) KeyMap() []key.Binding { return bindingsOf(p.keys) }
+
 func (p *chatPane) Keys() []key.Binding {
 	k := p.keys
 	ctx := withHelp(k.Context, "ctrl+p", p.contextHelp())
@@ -425,11 +433,12 @@ func (p *chatPane) Keys() []key.Binding {
 	case p.mode == chatSearching:
 		return []key.Binding{k.Run, k.Cancel}
 	case p.mode == chatResults:
-		return []key.Binding{k.Back, k.Jump, withHelp(k.Search, "/", "new search"), withHelp(k.Scroll, "↑/↓", "choose"), k.Page, k.Switch, ctx, k.Channel}
+		return []key.Binding{k.Back, k.Jump, withHelp(k.Search, "/", "new search"), withHelp(k.Scroll, "↑/↓", "choose"), k.Page, k.Ends,
+			withHelp(k.switchBoth(), "c/ctrl+o", "conversations"), ctx, k.Channel, k.Side}
 	case p.find.jumped && p.main == mainConversation:
-		return []key.Binding{k.Results, k.Type, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Ends, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel}
+		return []key.Binding{k.Results, k.Type, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Ends, withHelp(k.switchBoth(), "c/ctrl+o", "conversations"), ctx, k.Channel}
 	}
-	keys := []key.Binding{k.Type, k.Search, withHelp(k.Switch, "ctrl+o/c", "conversations"), ctx, k.Channel, k.Scroll, k.Page, k.Ends, k.Side}
+	keys := []key.Binding{k.Type, k.Search, withHelp(k.switchBoth(), "c/ctrl+o", "conversations"), ctx, k.Channel, k.Scroll, k.Page, k.Ends, k.Side}
 	if !p.hasModel() {
 		// After the search, so that the footer keeps its first keys.
 		keys = append(keys[:2], append([]key.Binding{k.Reply}, keys[2:]...)...)

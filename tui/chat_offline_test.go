@@ -93,7 +93,7 @@ func TestChatReplyLineFits(t *testing.T) {
 		m.Update(size)
 		view := m.View()
 		checkScreen(t, "replying", view, size.Width, size.Height)
-		for _, want := range []string{"assistant›", "enter save the reply", "esc cancel"} {
+		for _, want := range []string{"assistant›", "Enter save the reply", "Esc cancel"} {
 			if !strings.Contains(view, want) {
 				t.Errorf("%dx%d: the reply screen lacks %q:\n%s", size.Width, size.Height, want, view)
 			}
@@ -197,14 +197,14 @@ func TestChatSaysWhenAccessToTheConversationShownIsTakenBack(t *testing.T) {
 func TestChatTypingFooterFitsAt120Columns(t *testing.T) {
 	_, _, tm := startOffsite(t)
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "enter send")
+	waitFor(t, tm, "Enter send")
 	m := finish(t, tm)
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
 	footer := lastLine(m.View())
 	if strings.Contains(footer, "…") || lineCount(m.footer()) != 1 {
 		t.Errorf("the typing footer is cut or wraps at 120 columns: %q", m.footer())
 	}
-	for _, want := range []string{"enter send", "esc stop typing", "ctrl+c quit", "ctrl+o conversations", "ctrl+p context", "ctrl+t channel", "↑/↓ scroll"} {
+	for _, want := range []string{"Enter send", "Esc stop typing", "Ctrl+C quit", "Ctrl+O conversations", "Ctrl+P context", "Ctrl+T channel", "↑/↓ scroll"} {
 		if !strings.Contains(footer, want) {
 			t.Errorf("the typing footer lacks %q: %q", want, footer)
 		}

@@ -98,7 +98,7 @@ func TestChatEnterOnAHitShowsItInTheConversation(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, `search "zebra": 1 hit`, "▸ 1")
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "▸#0 user", "· found", "Is there a zebra crossing", "esc back to the results")
+	waitFor(t, tm, "▸#0 user", "· found", "Is there a zebra crossing", "Esc back to the results")
 	m := finish(t, tm)
 	p := chatOf(m)
 	view := m.View()
@@ -183,6 +183,6 @@ func TestGoldenChatSearchJump(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, `search "zebra": 1 hit`)
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "▸#0 user", "esc back to the results")
+	waitFor(t, tm, "▸#0 user", "Esc back to the results")
 	requireGolden(t, finish(t, tm))
 }

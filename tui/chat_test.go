@@ -153,7 +153,7 @@ func TestChatSendWithoutModel(t *testing.T) {
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No messages in default yet")
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "enter send")
+	waitFor(t, tm, "Enter send")
 	// q, digits, ? and : are text here, not the app's keys.
 	tm.Type("q1? : what is on my plate?")
 	keys(tm, tea.KeyEnter)
@@ -244,7 +244,7 @@ func TestChatSearchAndBack(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, `search "dinner": 2 hits`)
 	keys(tm, tea.KeyEsc)
-	waitFor(t, tm, "enter send")
+	waitFor(t, tm, "Enter send")
 	m := finish(t, tm)
 	p := chatOf(m)
 	if p.mode != chatTyping || p.find.query != "" || p.find.hits != nil {
@@ -474,7 +474,7 @@ func TestChatFitsEveryState(t *testing.T) {
 			press(m, "enter")
 		}
 		check("typing")
-		footer("typing", "esc stop typing")
+		footer("typing", "Esc stop typing")
 		press(m, "some text")
 		p.out.text, p.out.conv = "in flight", p.conv // the spinner's line
 		p.render()
@@ -487,7 +487,7 @@ func TestChatFitsEveryState(t *testing.T) {
 		check("full help")
 		press(m, "?", "/", "budget")
 		check("search input")
-		footer("search input", "enter search")
+		footer("search input", "Enter search")
 		m.Update(tea.KeyMsg{Type: tea.KeyCtrlO})
 		check("switcher over the search")
 		press(m, "esc")
@@ -495,7 +495,7 @@ func TestChatFitsEveryState(t *testing.T) {
 		p.find.hits = []history.Hit{{Utterance: p.buf.utts[0], RelevanceScore: 1.5}, {Utterance: p.buf.utts[1], RelevanceScore: 0.25}}
 		p.render()
 		check("search results")
-		footer("search results", "esc back to the chat")
+		footer("search results", "Esc back to the chat")
 		press(m, "esc")
 		m.Update(tea.KeyMsg{Type: tea.KeyCtrlP})
 		check("ctrl+p")

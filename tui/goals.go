@@ -216,6 +216,9 @@ func (p *goalsPane) Capturing() bool {
 	return p.list.editing || p.confirm.Active() || p.remove.Active() || p.form != nil || p.edit != nil
 }
 
+// KeyMap is every binding of the pane's keys struct.
+func (p *goalsPane) KeyMap() []key.Binding { return bindingsOf(p.keys) }
+
 func (p *goalsPane) Keys() []key.Binding {
 	k := p.keys
 	switch {

@@ -379,7 +379,7 @@ func TestGoalsShareBadPermission(t *testing.T) {
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, `✗ principal: local owns "goal_launch"`)
 	keys(tm, tea.KeyEsc)
-	waitFor(t, tm, "enter lineage")
+	waitFor(t, tm, "Enter lineage")
 	finish(t, tm)
 	if it := mustGet(t, engine, "goal_launch"); it.GlobalVersion != 4 || len(it.ACL) != 1 {
 		t.Errorf("v%d with ACL %+v: want v4 shared with nobody", it.GlobalVersion, it.ACL)

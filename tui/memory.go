@@ -194,6 +194,9 @@ func (p *memoryPane) Capturing() bool {
 	return p.mode == memPrompting || p.forget != nil || p.memorize != nil
 }
 
+// KeyMap is every binding of the pane's keys struct.
+func (p *memoryPane) KeyMap() []key.Binding { return bindingsOf(p.keys) }
+
 func (p *memoryPane) Keys() []key.Binding {
 	k := p.keys
 	rank := withHelp(k.Rank, "r", "by "+p.nextRank())
@@ -222,7 +225,7 @@ func (p *memoryPane) Keys() []key.Binding {
 		return []key.Binding{withHelp(k.Back, "esc", "back to store"), rank, deleted, withHelp(k.Remember, "/", "new prompt"),
 			k.Open, k.Forget, k.ForgetOne, k.Unforget, k.Memorize, k.Store, k.Move}
 	}
-	return []key.Binding{k.Remember, k.Memorize, k.Forget, k.Open, k.Store, rank, deleted, k.ForgetOne, k.Unforget, k.Move, k.Page}
+	return []key.Binding{k.Remember, k.Memorize, k.Forget, k.Open, k.Store, rank, deleted, k.ForgetOne, k.Unforget, k.Move, k.Page, k.StoreN}
 }
 
 func (p *memoryPane) SetSize(w, h int) {

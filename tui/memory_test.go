@@ -564,18 +564,18 @@ func TestMemoryFitsEveryState(t *testing.T) {
 			AgentID: strings.Repeat("agent", 10), Tags: []string{strings.Repeat("tag", 20)}, Deleted: true, Evicted: true, Timestamp: goldenTime}})
 		check("forgotten shown", "q quit")
 		press(m, "d", "/", "offsite")
-		check("remember typing", "enter remember")
+		check("remember typing", "Enter remember")
 		p.mode = memBrowse
 		p.setPrompt("offsite")
 		p.list.shown = p.list.want
 		p.list.items[0].Score, p.list.items[0].Confidence = 12.5, 1
-		check("remember results", "esc back to store")
+		check("remember results", "Esc back to store")
 		press(m, "esc", "f", strings.Repeat("x", 300))
-		check("forget editing", "enter preview")
+		check("forget editing", "Enter preview")
 		p.forget.err, p.forget.forms = "working does not understand it.", []string{"oldest [N]", "newest [N]", "least important [N]",
 			"item <id>", "items tagged <tag>", "older than <duration> (e.g. 30 days, 12h)", "before <date> (RFC 3339 or 2025-11-05)",
 			"from agent <id>", "about <topic>", "to fit <n> tokens"}
-		check("forget unsupported", "enter preview")
+		check("forget unsupported", "Enter preview")
 		items := []*memory.Item{}
 		for _, r := range p.list.items {
 			items = append(items, r.Item)
@@ -586,7 +586,7 @@ func TestMemoryFitsEveryState(t *testing.T) {
 		press(m, "j", "j", "tab")
 		check("forget preview, scrolled, hard", "y erase them")
 		press(m, "n", "esc", "enter")
-		check("detail", "esc back to list")
+		check("detail", "Esc back to list")
 		press(m, "esc")
 		p.setPrompt("")
 		press(m, "m", strings.Repeat("long memory ", 40))

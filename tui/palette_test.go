@@ -154,7 +154,7 @@ func TestPaletteRunsASecondCommandWhileOneRuns(t *testing.T) {
 	tm.Type("test.hold")
 	keys(tm, tea.KeyEnter)
 	h.waitEntered(t)
-	waitFor(t, tm, "running test.hold…", "ctrl+x cancel")
+	waitFor(t, tm, "running test.hold…", "Ctrl+X cancel")
 	keys(tm, tea.KeyCtrlU)
 	tm.Type("engine.info")
 	keys(tm, tea.KeyEnter)
@@ -165,7 +165,7 @@ func TestPaletteRunsASecondCommandWhileOneRuns(t *testing.T) {
 	if len(m.palette.runs) != 0 {
 		t.Errorf("%d runs left", len(m.palette.runs))
 	}
-	if strings.Contains(lastLine(m.View()), "ctrl+x") {
+	if strings.Contains(lastLine(m.View()), "Ctrl+X") {
 		t.Errorf("the footer offers ctrl+x with nothing to cancel: %q", lastLine(m.View()))
 	}
 }
@@ -390,7 +390,7 @@ func TestPaletteWithALongResultFitsEverySize(t *testing.T) {
 	for _, size := range []tea.WindowSizeMsg{{Width: 120, Height: 36}, {Width: 80, Height: 24}, {Width: 60, Height: 15}, {Width: 20, Height: 6}} {
 		m.Update(size)
 		checkScreen(t, fmt.Sprintf("%dx%d", size.Width, size.Height), m.View(), size.Width, size.Height)
-		if size.Width >= 80 && !strings.Contains(lastLine(m.View()), "ctrl+x cancel") {
+		if size.Width >= 80 && !strings.Contains(lastLine(m.View()), "Ctrl+X cancel") {
 			t.Errorf("%dx%d: the footer lost ctrl+x: %q", size.Width, size.Height, lastLine(m.View()))
 		}
 	}

@@ -31,8 +31,12 @@ type pane interface {
 	// Focus and Blur tell the pane it became (or stopped being) the visible tab.
 	Focus() tea.Cmd
 	Blur()
-	// Keys are the pane's key bindings, for the footer.
+	// Keys are the pane's key bindings that apply now, for the footer and
+	// the ? help.
 	Keys() []key.Binding
+	// KeyMap is every key binding the pane has, in any state: the tests
+	// hold the ? help and README.md's key table to it.
+	KeyMap() []key.Binding
 	// Capturing reports that a text input of the pane has the keyboard, so
 	// global keys like q and 1-6 must go to it.
 	Capturing() bool

@@ -24,6 +24,7 @@ func (r *recordingPane) SetSize(int, int)           {}
 func (r *recordingPane) Focus() tea.Cmd             { return nil }
 func (r *recordingPane) Blur()                      {}
 func (r *recordingPane) Keys() []key.Binding        { return nil }
+func (r *recordingPane) KeyMap() []key.Binding      { return nil }
 func (r *recordingPane) Capturing() bool            { return false }
 func (r *recordingPane) results() (n int, last any) {
 	for _, m := range r.got {

@@ -76,6 +76,8 @@ type plansKeys struct {
 	RetryStep key.Binding
 	SkipStep  key.Binding
 	DoneStep  key.Binding
+	// Page moves the plan list by a page.
+	Page key.Binding
 }
 
 func newPlansKeys() plansKeys {
@@ -84,7 +86,7 @@ func newPlansKeys() plansKeys {
 		Open:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "subtasks")),
 		Back:      key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back")),
 		Scroll:    key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "scroll stages")),
-		Step:      key.NewBinding(key.WithKeys("up", "down", "left", "right", "k", "j", "h", "l"), key.WithHelp("arrows", "move")),
+		Step:      key.NewBinding(key.WithKeys("up", "down", "left", "right", "k", "j", "h", "l", "home", "end", "g", "G"), key.WithHelp("arrows", "move")),
 		Execute:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "execute")),
 		Cancel:    key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel")),
 		Resume:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "resume")),
@@ -94,13 +96,14 @@ func newPlansKeys() plansKeys {
 		Run:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Close:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		Policy:    key.NewBinding(key.WithKeys("left", "right", "h", "l", "tab", "shift+tab"), key.WithHelp("←/→", "on failure")),
-		AtOnce:    key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-"), key.WithHelp("1-9", "at once")),
+		AtOnce:    key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-", "up", "down"), key.WithHelp("↑/↓/1-9", "at once")),
 		Strategy:  key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "strategy")),
 		AskScroll: key.NewBinding(key.WithKeys("up", "down", "k", "j"), key.WithHelp("↑/↓", "read the actions")),
 		AskPage:   key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
 		RetryStep: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "retry")),
 		SkipStep:  key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip")),
 		DoneStep:  key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mark done")),
+		Page:      key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
 	}
 }
 
@@ -322,6 +325,9 @@ func (p *plansPane) Capturing() bool {
 	return p.prompt.kind != promptNone || p.approve.Active() || p.sure.Active()
 }
 
+// KeyMap is every binding of the pane's keys struct.
+func (p *plansPane) KeyMap() []key.Binding { return bindingsOf(p.keys) }
+
 func (p *plansPane) Keys() []key.Binding {
 	k := p.keys
 	if p.sure.Active() {
@@ -382,7 +388,7 @@ func (p *plansPane) Keys() []key.Binding {
 		rest = append(rest, k.Move, k.Scroll)
 	default:
 		first = append(first, k.Open)
-		rest = append(rest, k.Move, k.Scroll)
+		rest = append(rest, k.Move, k.Scroll, k.Page)
 	}
 	for _, b := range rest {
 		if !slices.ContainsFunc(first, func(f key.Binding) bool { return f.Help().Key == b.Help().Key }) {

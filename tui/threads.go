@@ -248,6 +248,9 @@ func (p *threadsPane) Blur() {
 // under them).
 func (p *threadsPane) Capturing() bool { return p.ask.Active() || p.confirm.Active() }
 
+// KeyMap is every binding of the pane's keys struct.
+func (p *threadsPane) KeyMap() []key.Binding { return bindingsOf(p.keys) }
+
 func (p *threadsPane) Keys() []key.Binding {
 	k := p.keys
 	if p.ask.Active() {
@@ -263,9 +266,10 @@ func (p *threadsPane) Keys() []key.Binding {
 	if p.lower.inside {
 		back := withHelp(k.Back, "esc", "back to the threads")
 		if p.lower.section == secDecisions {
-			return []key.Binding{withHelp(k.Move, "↑/↓", "decision"), back, withHelp(k.Outcome, "o", "mark its outcome"), section, k.Tune, k.Compact}
+			return []key.Binding{back, withHelp(k.Move, "↑/↓", "decision"), withHelp(k.Outcome, "o", "mark its outcome"), section, k.Page, k.Tune, k.Compact}
 		}
-		return []key.Binding{withHelp(k.Move, "↑/↓", "scroll"), back, k.Page, section, k.Outcome, k.Tune, k.Compact}
+		// The way back first: at 80 columns the footer has room for one.
+		return []key.Binding{back, withHelp(k.Move, "↑/↓", "scroll"), k.Page, section, k.Outcome, k.Tune, k.Compact}
 	}
 	enter := withHelp(k.Enter, "enter", "scroll "+threadsSectionNames[p.lower.section])
 	if p.lower.section == secDecisions {
@@ -273,13 +277,13 @@ func (p *threadsPane) Keys() []key.Binding {
 	}
 	switch p.lower.section {
 	case secDecisions:
-		return []key.Binding{k.Outcome, k.Tune, k.Move, section, enter, k.Compact}
+		return []key.Binding{k.Outcome, k.Tune, k.Move, section, enter, k.Compact, k.Page}
 	case secCompaction:
-		return []key.Binding{k.Compact, section, k.Move, enter, k.Outcome, k.Tune}
+		return []key.Binding{k.Compact, section, k.Move, enter, k.Outcome, k.Tune, k.Page}
 	case secTuning:
-		return []key.Binding{k.Tune, section, k.Move, enter, k.Outcome, k.Compact}
+		return []key.Binding{k.Tune, section, k.Move, enter, k.Outcome, k.Compact, k.Page}
 	}
-	return []key.Binding{k.Move, section, enter, k.Outcome, k.Tune, k.Compact}
+	return []key.Binding{k.Move, section, enter, k.Outcome, k.Tune, k.Compact, k.Page}
 }
 
 func (p *threadsPane) SetSize(w, h int) {

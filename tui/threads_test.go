@@ -439,7 +439,7 @@ func TestThreadsFitEveryState(t *testing.T) {
 			p.lower.section, p.lower.inside = sec, false
 			check(threadsSectionNames[sec], "q quit")
 			press(m, "enter")
-			check(threadsSectionNames[sec]+" inside", "esc back")
+			check(threadsSectionNames[sec]+" inside", "Esc back")
 			press(m, "G", "esc")
 			press(m, "?")
 			check(threadsSectionNames[sec]+" full help", "")

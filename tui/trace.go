@@ -129,6 +129,9 @@ func (p *tracePane) Blur() {
 
 func (p *tracePane) Capturing() bool { return p.editing }
 
+// KeyMap is every binding of the pane's keys struct.
+func (p *tracePane) KeyMap() []key.Binding { return bindingsOf(p.keys) }
+
 func (p *tracePane) Keys() []key.Binding {
 	if p.editing {
 		return []key.Binding{p.keys.Apply, withHelp(p.keys.Clear, "esc", "cancel")}

@@ -766,7 +766,7 @@ func TestViewFitsEveryState(t *testing.T) {
 		}
 		press(m, "esc", ":")
 		checkScreen(t, name("palette"), m.View(), size.Width, size.Height)
-		if size.Width >= 80 && !strings.Contains(lastLine(m.View()), "esc close") {
+		if size.Width >= 80 && !strings.Contains(lastLine(m.View()), "Esc close") {
 			t.Errorf("%s: the footer lost esc close: %q", name("palette"), lastLine(m.View()))
 		}
 		press(m, "esc")
@@ -921,7 +921,7 @@ func TestCtrlXCancelsThePalettesAction(t *testing.T) {
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(`:llm.complete {"prompt": "take your time"}`)
 	keys(tm, tea.KeyEnter)
-	waitFor(t, tm, "running llm.complete…", "ctrl+x cancel")
+	waitFor(t, tm, "running llm.complete…", "Ctrl+X cancel")
 	keys(tm, tea.KeyCtrlX)
 	select {
 	case <-model.cancelled:

@@ -64,9 +64,26 @@ func mutatedBy(call action.Call) string {
 // create) with its version snapshot, its audit entry chained to the one
 // before, and its index changes, and queues the item.mutated event.
 func (c *Cortex) commitMutation(tx *kit.Txn, before, after *Item, m mutation) (*Mutation, error) {
+	entry := newMutation(before, after, m, c.env.IDs.New())
+	prevHash, err := chainHead(tx.Tx, after.ID)
+	if err != nil {
+		return nil, err
+	}
+	sealed, state, err := sealMutation(entry, after, prevHash)
+	if err != nil {
+		return nil, err
+	}
+	return entry, writeMutation(tx, before, after, entry, sealed, state)
+}
+
+// newMutation is the audit entry of the mutation from before to after,
+// with the id given; it stamps after's UpdatedAt. It reads nothing
+// stored: the bulk loader of the benchmarks builds entries in parallel
+// with it.
+func newMutation(before, after *Item, m mutation, id string) *Mutation {
 	now := m.call.Clock.Now()
 	entry := &Mutation{
-		MutationID: c.env.IDs.New(), ItemID: after.ID, MutationType: m.kind,
+		MutationID: id, ItemID: after.ID, MutationType: m.kind,
 		NewVersion: after.GlobalVersion, FieldChanges: map[string]FieldChange{}, ChangedFields: []string{},
 		MutatedBy: mutatedBy(m.call), AgentID: m.call.Principal, TurnID: m.call.Turn,
 		MutationTimestamp: now, TransactionID: m.txID, MergeApplied: m.merge,
@@ -89,35 +106,40 @@ func (c *Cortex) commitMutation(tx *kit.Txn, before, after *Item, m mutation) (*
 		entry.FieldChanges[f] = FieldChange{Old: old, New: after.fieldValue(f), Version: versionLabel(oldV, after.FieldVersions[f])}
 	}
 	after.UpdatedAt = now
-	prevHash, err := chainHead(tx.Tx, after.ID)
-	if err != nil {
-		return nil, err
+	return entry
+}
+
+// sealMutation encodes entry chained to prevHash, and after as it stands
+// (also its version snapshot): what writeMutation stores.
+func sealMutation(entry *Mutation, after *Item, prevHash string) (sealed, state []byte, err error) {
+	if sealed, err = sealAndEncode(entry, prevHash); err != nil {
+		return nil, nil, err
 	}
-	sealed, err := sealAndEncode(entry, prevHash)
-	if err != nil {
-		return nil, err
-	}
+	state, err = json.Marshal(after)
+	return sealed, state, err
+}
+
+// writeMutation stores a sealed mutation inside tx: the audit entry, the
+// chain's head, the item and its version, the index changes; and publishes
+// item.mutated.
+func writeMutation(tx *kit.Txn, before, after *Item, entry *Mutation, sealed, state []byte) error {
 	if err := tx.Set(auditKey(after.ID, after.GlobalVersion), sealed); err != nil {
-		return nil, err
+		return err
 	}
 	if err := tx.Set(headKey(after.ID), []byte(entry.Hash)); err != nil {
-		return nil, err
-	}
-	state, err := json.Marshal(after) // the item as it stands is also its version snapshot
-	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := tx.Set(itemKey(after.ID), state); err != nil {
-		return nil, err
+		return err
 	}
 	if err := tx.Set(versionKey(after.ID, after.GlobalVersion), state); err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeIndexDiff(tx.Tx, before, after); err != nil {
-		return nil, err
+		return err
 	}
-	EventItemMutated.Publish(tx, ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: m.kind, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
-	return entry, nil
+	EventItemMutated.Publish(tx, ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: entry.MutationType, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
+	return nil
 }
 
 // isEmpty reports a field value that says nothing: null, "", false, [], {}.
@@ -322,6 +344,11 @@ func (c *Cortex) insert(tx *kit.Txn, call action.Call, it *Item) error {
 	if _, err := c.commitMutation(tx, nil, it, mutation{call: call, txID: c.env.IDs.New(), kind: "create"}); err != nil {
 		return err
 	}
+	return traceCreated(tx, call, it)
+}
+
+// traceCreated records a creation in the trace.
+func traceCreated(tx *kit.Txn, call action.Call, it *Item) error {
 	_, err := tx.TraceAbout(call, about(it.ID), "cortex.create", fmt.Sprintf("FC %s created: %s", it.Type, it.ID), nil)
 	return err
 }
