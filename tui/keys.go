@@ -114,7 +114,7 @@ func (h helpKeys) fullHelp() [][]key.Binding {
 		{g.Tabs, g.NextTab, g.PrevTab, g.Palette, g.Help, g.Quit, g.ForceQuit},
 	}
 	if h.tour.Enabled() {
-		cols[1] = append(cols[1], h.tour)
+		cols[0] = append(cols[0], h.tour)
 	}
 	if len(h.pane) > 0 {
 		cols = append([][]key.Binding{h.pane}, cols...)

@@ -692,7 +692,8 @@ func (p *memoryPane) detailKey(msg tea.KeyMsg) tea.Cmd {
 		id, hard := d.id, d.item.Deleted
 		p.detail = nil
 		return p.openForget("item "+id, hard)
-	case key.Matches(msg, k.Unforget):
+	case key.Matches(msg, k.Unforget) && d.item != nil && d.item.Deleted:
+		// Only a forgotten item comes back: the footer offers u only then.
 		return p.unforget(d.store, d.item)
 	}
 	d.view.handleKey(msg)

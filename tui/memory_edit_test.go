@@ -16,7 +16,7 @@ import (
 func TestMemoryMemorizeForm(t *testing.T) {
 	engine, _, tm := startMemory(t)
 	tm.Type("m")
-	waitFor(t, tm, "Memorize", "store:", "kind:", "text:", "importance:", "enter memorize")
+	waitFor(t, tm, "Memorize", "store:", "kind:", "text:", "importance:", "Enter memorize")
 	tm.Type("Joe is vegetarian.")
 	keys(tm, tea.KeyTab)
 	tm.Type("food, offsite")

@@ -590,10 +590,10 @@ func TestMemoryFitsEveryState(t *testing.T) {
 		press(m, "esc")
 		p.setPrompt("")
 		press(m, "m", strings.Repeat("long memory ", 40))
-		check("memorize form", "enter memorize")
+		check("memorize form", "Enter memorize")
 		press(m, "tab", "tab", "tab", "9")
 		press(m, "enter")
-		check("memorize form, an error", "enter memorize")
+		check("memorize form, an error", "Enter memorize")
 		press(m, "esc")
 	}
 }

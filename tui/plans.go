@@ -381,7 +381,8 @@ func (p *plansPane) Keys() []key.Binding {
 	rest := []key.Binding{k.Execute, k.Resume, k.Cancel, k.Replan, k.Decompose, k.File}
 	switch {
 	case p.plan.walking:
-		first = append(append(p.stepKeys(), k.Step, k.Back), first...)
+		// esc first: the one-line footer keeps the way back at 80 columns.
+		first = append(append([]key.Binding{k.Back}, p.stepKeys()...), append([]key.Binding{k.Step}, first...)...)
 		rest = append(rest, k.RetryStep, k.SkipStep, k.DoneStep)
 	case sum != nil && stopped(sum.Status):
 		first = append(first, withHelp(k.Open, "enter", "subtasks (t retry, s skip, m done)"))

@@ -158,9 +158,9 @@ func TestEveryEmptyTabSaysWhatToDoThere(t *testing.T) {
 	for i, want := range []string{
 		"Press enter and say something",
 		"Chatting on the Chat tab starts one",
-		"Create one from the palette",
+		"n creates a goal",
 		"d decomposes a goal into one",
-		"Memorize one from the palette",
+		"m memorizes one",
 		"try :turn.start",
 	} {
 		tm.Type(fmt.Sprint(i + 1))
