@@ -63,7 +63,7 @@ func typeInto(tm *teatest.TestModel, text string) {
 func TestGoalsNewFormCreatesAGoal(t *testing.T) {
 	engine, _, tm := startGoals(t)
 	tm.Type("n")
-	waitFor(t, tm, "New item", "type:", "title:", "priority:", "progress:", "enter create")
+	waitFor(t, tm, "New item", "type:", "title:", "priority:", "progress:", "Enter create")
 	tm.Type("Plan the launch party")
 	keys(tm, tea.KeyTab)
 	tm.Type("high") // typed over "medium", not added to it
@@ -141,7 +141,7 @@ func TestGoalsFormNamesTheFieldToFix(t *testing.T) {
 	// The engine's refusal shows in the form too.
 	waitFor(t, tm, `parent`, `no_such_item`)
 	keys(tm, tea.KeyEsc)
-	waitFor(t, tm, "enter open")
+	waitFor(t, tm, "Enter open")
 	finish(t, tm)
 	if res, err := conn.Call(context.Background(), engine, cortex.ActionQuery, cortex.Query{Text: "broken"}); err != nil || len(res.Items) != 0 {
 		t.Errorf("something was stored: %v, %v", res.Items, err)
@@ -180,7 +180,7 @@ func TestGoalsCompleteAndDelete(t *testing.T) {
 	tm.Type("D")
 	waitFor(t, tm, `Delete q_license "Which license do we ship under?"?`, "y delete")
 	tm.Type("n")
-	waitFor(t, tm, "enter open")
+	waitFor(t, tm, "Enter open")
 	if it := mustGet(t, engine, "q_license"); it.DeletedAt != nil {
 		t.Fatal("n deleted the item")
 	}
