@@ -101,6 +101,13 @@ type Engine struct {
 	mu       sync.Mutex
 	closing  bool
 	inflight sync.WaitGroup
+
+	// turnstile lets requests run side by side (read-locked) unless one
+	// must run alone (write-locked): a step that pins the clock, belongs
+	// to a script session or wants its own events.
+	turnstile sync.RWMutex
+	ids       *ids.Switch
+	sessions  sessions
 }
 
 // Open opens the store and builds the engine with its built-in actions.
@@ -148,10 +155,11 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 	if agent == "" {
 		agent = DefaultAgent
 	}
+	idSwitch := ids.NewSwitch(ids.New(clk, seed))
 	env := &kit.Env{
 		Store:   store,
 		Clock:   clk,
-		IDs:     ids.New(clk, seed),
+		IDs:     idSwitch,
 		Events:  events.NewBroker(clk),
 		Trace:   tr,
 		Actions: action.NewRegistry(),
@@ -160,10 +168,12 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 		Log:     logger,
 	}
 	env.AddChecker("trace", tr.Check)
-	e := &Engine{env: env, clock: clk, agent: agent, sync: opts.SyncWrites}
+	e := &Engine{env: env, clock: clk, agent: agent, sync: opts.SyncWrites, ids: idSwitch,
+		sessions: sessions{clock: clk, seed: seed}}
 	env.Run = func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error) {
 		return e.Do(ctx, Request{Action: name, Args: args, Principal: call.Principal, Turn: call.Turn})
 	}
+	env.Do = e.Do
 	e.registerBuiltins()
 	subsystems := opts.Subsystems
 	if subsystems == nil {
@@ -317,6 +327,12 @@ type Request = conn.Request
 // Do runs one action and returns its JSON result. Every error it returns
 // has an *errs.Error in its chain: errs.KindOf gives its kind, errs.As the
 // kind, message and details together.
+//
+// Requests run side by side, except one that must run alone (see
+// conn.Request.Exclusive, and actions marked Exclusive): it waits for the
+// others, and for their background work, then runs with nothing else, so
+// that the time it pins, the ids it draws and the events it sees are its
+// own. Its background work finishes before Do returns.
 func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	a, err := e.env.Actions.Lookup(req.Action)
 	if err != nil {
@@ -326,7 +342,93 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	defer e.inflight.Done()
-	ctx = context.WithValue(ctx, insideAction{}, true)
+	if ctx.Value(insideAction{}) != nil {
+		// A part of a running action (a plan's subtask, a tour's step)
+		// runs under its locks. It may pin the clock only when that
+		// action runs alone: others would see the pinned time.
+		if req.At != nil && ctx.Value(runsAlone{}) == nil {
+			return nil, errs.New(errs.Internal, "%s: a step with at may run inside an action only if that action runs alone (action.Spec.Exclusive)", req.Action)
+		}
+		if req.At == nil {
+			return e.do(ctx, a, req)
+		}
+		// A script's step (the tour's): its background work happens at
+		// its time too.
+		at, pinned := e.clock.State()
+		e.clock.Pin(*req.At)
+		defer e.clock.Restore(at, pinned)
+		out, err := e.do(ctx, a, req)
+		e.env.Settle(ctx)
+		return out, err
+	}
+	if !req.Exclusive() && !a.Exclusive {
+		e.turnstile.RLock()
+		defer e.turnstile.RUnlock()
+		return e.do(context.WithValue(ctx, insideAction{}, true), a, req)
+	}
+	return e.doAlone(ctx, a, req)
+}
+
+// runsAlone marks the context of an action running alone.
+type runsAlone struct{}
+
+// doAlone runs a request with nothing else running: it pins the clock to
+// the request's at, draws ids from its session's generator, and hands it
+// the events it causes, then waits for the background work it started.
+func (e *Engine) doAlone(ctx context.Context, a *action.Action, req Request) (json.RawMessage, error) {
+	e.turnstile.Lock()
+	defer e.turnstile.Unlock()
+	// Background work of earlier requests finishes at its own time, with
+	// its own ids, before this request changes either.
+	e.env.Settle(ctx)
+	if req.At != nil {
+		at, pinned := e.clock.State()
+		e.clock.Pin(*req.At)
+		defer e.clock.Restore(at, pinned)
+	}
+	if req.Session != "" {
+		defer e.ids.Use(e.ids.Use(e.sessions.generator(req.Session)))
+	}
+	var tap *events.Tap
+	if req.OnEvent != nil {
+		tap = e.env.Events.Tap(subscribeBuffer)
+		defer tap.Close()
+		// Events go out as they come, so a long step (a plan run) shows
+		// its progress.
+		done := make(chan struct{})
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-tap.Ready():
+					for _, ev := range tap.Drain() {
+						req.OnEvent(ev)
+					}
+				case <-done:
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(done)
+			<-stopped
+			for _, ev := range tap.Drain() {
+				req.OnEvent(ev)
+			}
+		}()
+	}
+	ctx = context.WithValue(context.WithValue(ctx, insideAction{}, true), runsAlone{}, true)
+	out, err := e.do(ctx, a, req)
+	// The request's background work (summary folds, compactions) belongs
+	// to it: it happens now, at the request's time, with its ids, and its
+	// events are delivered with it.
+	e.env.Settle(ctx)
+	return out, err
+}
+
+// do checks a request's principal, turn and arguments and runs its action.
+func (e *Engine) do(ctx context.Context, a *action.Action, req Request) (json.RawMessage, error) {
 	call := action.Call{Principal: req.Principal, Turn: req.Turn, Clock: e.clock}
 	if call.Principal == "" {
 		call.Principal = e.agent

@@ -127,7 +127,7 @@ func Subsystem() func(env *kit.Env) error {
 	return func(env *kit.Env) error {
 		t := &tour{env: env}
 		reg := env.Actions
-		ActionLoad.Register(reg, action.Spec{Summary: "Load a short tour: sample data in every tab (tour.remove removes it)"}, t.load)
+		ActionLoad.Register(reg, action.Spec{Summary: "Load a short tour: sample data in every tab (tour.remove removes it)", Exclusive: true}, t.load)
 		ActionRemove.Register(reg, action.Spec{Summary: "Remove exactly the tour's sample data"}, t.remove)
 		ActionStatus.Register(reg, action.Spec{Summary: "Whether the tour is loaded, and what it made", ReadOnly: true}, t.status)
 		return nil

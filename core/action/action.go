@@ -45,6 +45,10 @@ type Spec struct {
 	// resumed plan never repeats its effect. Anything that waits must not
 	// be joinable: a transaction held open while waiting stalls writers.
 	Joinable bool
+	// Exclusive marks actions that run alone: no other request runs while
+	// one does. An action that runs a script of its own (tour.load) is
+	// exclusive, so that its steps may pin the engine clock.
+	Exclusive bool
 }
 
 // Field describes one argument of an action, derived from its args struct:

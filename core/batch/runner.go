@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,10 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
-	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/input"
@@ -70,36 +71,59 @@ type ErrorBody struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
+// Executor runs a script's steps: a conn.Conn (the engine in process, or
+// the owner of the data directory over its socket) has what it needs.
+type Executor interface {
+	// Do runs one step as a request (its at, session and events too).
+	Do(ctx context.Context, req conn.Request) (json.RawMessage, error)
+	// Now is the engine clock, for a step's elapsed time.
+	Now() time.Time
+	// Agent acts for steps without an "as" and names the script's session.
+	Agent() string
+}
+
 // Runner runs scripts against one engine.
 type Runner struct {
-	env   *kit.Env
-	clock *clock.Pinnable
-	out   io.Writer
-	opts  Options
+	x    Executor
+	out  io.Writer
+	opts Options
+	// session names this run's steps (conn.Request.Session): they run
+	// alone and draw ids from a generator of their own, so the script
+	// prints the same bytes beside other clients. Empty inside an action
+	// (the tour), whose steps are parts of that action.
+	session string
 
 	done    map[string]stepOutcome
-	tap     *events.Tap
 	mu      sync.Mutex // one writer of output lines at a time
 	summary Summary
 }
 
 // NewRunner returns a runner writing result lines to out.
-func NewRunner(engine *core.Engine, out io.Writer, opts Options) *Runner {
-	return &Runner{env: engine.Env(), clock: engine.Clock(), out: out, opts: opts, done: map[string]stepOutcome{}}
+func NewRunner(x Executor, out io.Writer, opts Options) *Runner {
+	agent := cmp.Or(opts.Principal, x.Agent())
+	return &Runner{x: x, out: out, opts: opts, done: map[string]stepOutcome{}, session: agent + "/" + rand.Text()}
 }
 
 // NewEnvRunner returns a runner over an engine's services, for a subsystem
 // that runs a script of its own from inside an action (the tour): it has the
-// kit.Env, not the engine. Steps run through env.Run, as the engine's Do
-// runs them; env.Clock must be the engine's *clock.Pinnable, so that a
-// step's `at` pins it.
+// kit.Env, not the engine. Steps run through env.Do as parts of that
+// action, which must be action.Spec.Exclusive for its steps to pin the
+// clock.
 func NewEnvRunner(env *kit.Env, out io.Writer, opts Options) (*Runner, error) {
-	clk, ok := env.Clock.(*clock.Pinnable)
-	if !ok {
-		return nil, errs.New(errs.Internal, "a script runs only on an engine's pinnable clock, not a %T", env.Clock)
+	if env.Do == nil {
+		return nil, errs.New(errs.Internal, "a script runs only on an engine's services (kit.Env.Do is not set)")
 	}
-	return &Runner{env: env, clock: clk, out: out, opts: opts, done: map[string]stepOutcome{}}, nil
+	return &Runner{x: envExecutor{env}, out: out, opts: opts, done: map[string]stepOutcome{}}, nil
 }
+
+// envExecutor runs steps through an engine's kit.Env.
+type envExecutor struct{ env *kit.Env }
+
+func (x envExecutor) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
+	return x.env.Do(ctx, req)
+}
+func (x envExecutor) Now() time.Time { return x.env.Clock.Now() }
+func (x envExecutor) Agent() string  { return "" }
 
 // Open opens a script for RunFile: "-" is standard input. Opening it before
 // the engine lets an unreadable script fail (exit 2) before anything is touched.
@@ -126,31 +150,6 @@ func IsYAML(path string) bool {
 // runs it. Its error is non-nil only when the script could not be read
 // (ErrUnreadable) or ctx ended the run.
 func (r *Runner) Run(ctx context.Context, in io.Reader, yaml bool) (Summary, error) {
-	if r.opts.Events {
-		r.tap = r.env.Events.Tap(1024)
-		defer r.tap.Close()
-		// Events are written as they come, so a long step (a plan run) shows
-		// its progress; the rest of a step's events are written before its
-		// result.
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			for {
-				select {
-				case <-r.tap.Ready():
-					r.mu.Lock()
-					r.flushEvents()
-					r.mu.Unlock()
-				case <-done:
-					return
-				}
-			}
-		}()
-	}
-	// Leave the clock as it was found: unpinned after a script from the
-	// command line, pinned to its step's `at` after a script that an action
-	// of a batch step ran (tour.load), so that step's time holds.
-	defer r.clock.Restore(r.clock.State())
 	var err error
 	if yaml {
 		err = r.runYAML(ctx, in)
@@ -258,13 +257,7 @@ func (r *Runner) runJSONL(ctx context.Context, in io.Reader) error {
 // writes its result. It returns false when the run should stop.
 func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr error) bool {
 	res := Result{ID: st.ID, Action: st.Action, Line: lineNo}
-	clk := r.clock
-	if st.At != nil {
-		clk.Pin(*st.At)
-	} else {
-		clk.Unpin()
-	}
-	start := clk.Now()
+	start := r.x.Now()
 	var err error
 	switch {
 	case decodeErr != nil:
@@ -276,10 +269,24 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 		var args json.RawMessage
 		args, err = resolveRefs(st.Args, r.done)
 		if err == nil {
-			res.Result, err = r.env.Run(ctx, action.Call{Principal: cmp.Or(st.As, r.opts.Principal), Turn: st.Turn}, st.Action, args)
+			req := conn.Request{Action: st.Action, Args: args, Principal: cmp.Or(st.As, r.opts.Principal), Turn: st.Turn,
+				At: st.At, Session: r.session, IdempotencyKey: st.IdempotencyKey}
+			if r.opts.Events {
+				// Events are written as they come, so a long step (a plan
+				// run) shows its progress; all of them before its result.
+				req.OnEvent = func(ev events.Event) {
+					r.mu.Lock()
+					r.write(ev)
+					r.mu.Unlock()
+				}
+			}
+			res.Result, err = r.x.Do(ctx, req)
 		}
 	}
-	res.ElapsedUS = clk.Now().Sub(start).Microseconds()
+	if st.At == nil {
+		// A pinned step took no time on the engine clock.
+		res.ElapsedUS = r.x.Now().Sub(start).Microseconds()
+	}
 	res.OK = err == nil
 	if err != nil {
 		e := errs.As(err)
@@ -306,13 +313,9 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 			r.summary.FirstFailure = lineNo
 		}
 	}
-	// The step's background work (summary folds, compactions) belongs to
-	// the step: wait for it, so that what it writes (a model summary's
-	// trace entry, its events) comes before the next step, at this step's
-	// time, the same on every run. It costs nothing when there is none.
-	r.env.Settle(ctx)
+	// The step's background work (summary folds, compactions) finished
+	// with it (a session's steps run alone), at this step's time.
 	r.mu.Lock()
-	r.flushEvents()
 	r.write(res)
 	r.mu.Unlock()
 	return (passed || !r.opts.FailFast) && ctx.Err() == nil
@@ -328,15 +331,6 @@ func (r *Runner) stopped(ctx context.Context) error {
 func (r *Runner) seen(id string) bool {
 	_, ok := r.done[id]
 	return ok
-}
-
-func (r *Runner) flushEvents() {
-	if r.tap == nil {
-		return
-	}
-	for _, ev := range r.tap.Drain() {
-		r.write(ev)
-	}
 }
 
 // write emits one line with a single Write, so a reader at the other end of

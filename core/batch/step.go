@@ -24,9 +24,11 @@ type Step struct {
 	Turn        string          `json:"turn,omitempty"`
 	At          *time.Time      `json:"at,omitempty"`
 	ExpectError errs.Kind       `json:"expect_error,omitempty"`
+	// IdempotencyKey makes the step safe to run again (conn.Request).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
-var stepFields = []string{"id", "action", "args", "as", "turn", "at", "expect_error"}
+var stepFields = []string{"id", "action", "args", "as", "turn", "at", "expect_error", "idempotency_key"}
 
 // DecodeStep decodes one step from a JSON object, strictly: unknown fields,
 // fields of the wrong type, a missing action, an `at` that is not RFC 3339
@@ -64,6 +66,7 @@ func DecodeStep(data []byte) (Step, error) {
 	str("expect_error", &expect)
 	str("as", &st.As)
 	str("turn", &st.Turn)
+	str("idempotency_key", &st.IdempotencyKey)
 	str("at", &at)
 	if expect != "" {
 		kind, ok := errs.ParseKind(expect)

@@ -26,6 +26,34 @@ type Request struct {
 	Principal string `json:"principal,omitempty"`
 	// Turn the action belongs to; may be empty.
 	Turn string `json:"turn,omitempty"`
+	// At, when set, pins the engine clock to this instant for this request
+	// only: the request runs alone (no other request runs while it does),
+	// so no other request sees the pinned time.
+	At *time.Time `json:"at,omitempty"`
+	// Session names the script this request is a step of, as
+	// "NAME/RUN": NAME is usually the script's agent, RUN is unique to
+	// one run of the script. The steps of a session run alone, one at a
+	// time, and draw ids from the session's own generator, so that a
+	// script with `at` on every step prints the same bytes whatever other
+	// clients do at the same time.
+	Session string `json:"session,omitempty"`
+	// IdempotencyKey, when set, makes the request safe to send again: the
+	// engine records the key with the request's first write, and a second
+	// request with the same key returns the first one's result instead of
+	// running again.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// OnEvent, when set, receives every event the request causes (its
+	// background work's too), in order, before Do returns. The request
+	// then runs alone, so that the events are its own. Not sent over a
+	// wire: a remote connection asks for the events and calls OnEvent
+	// when the answer comes.
+	OnEvent func(events.Event) `json:"-"`
+}
+
+// Exclusive says whether the request must run alone: it pins the clock,
+// belongs to a script session, or wants its own events.
+func (r Request) Exclusive() bool {
+	return r.At != nil || r.Session != "" || r.OnEvent != nil
 }
 
 // Conn is a connection to an engine: everything a face may do with it.

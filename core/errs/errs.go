@@ -28,14 +28,18 @@ const (
 	LLM                    Kind = "LLMError"
 	StorageDamaged         Kind = "StorageDamaged"
 	StorageFull            Kind = "StorageFull"
-	Internal               Kind = "Internal"
+	// Unavailable: the engram that owns the data directory went away
+	// while the request was in flight, so it may or may not have
+	// committed. Retry it with the same idempotency key.
+	Unavailable Kind = "Unavailable"
+	Internal    Kind = "Internal"
 )
 
 // Kinds lists every kind, in the order of docs/batch.md.
 func Kinds() []Kind {
 	return []Kind{Parse, Validation, NotFound, Conflict, Permission, UnknownAction,
 		UnsupportedInstruction, Budget, CyclicDependency, MaxReplansExceeded, Checkpoint, LLM,
-		StorageDamaged, StorageFull, Internal}
+		StorageDamaged, StorageFull, Unavailable, Internal}
 }
 
 // ParseKind returns the kind named s, if there is one.
@@ -65,6 +69,7 @@ var (
 	ErrLLM                    = sentinel(LLM)
 	ErrStorageDamaged         = sentinel(StorageDamaged)
 	ErrStorageFull            = sentinel(StorageFull)
+	ErrUnavailable            = sentinel(Unavailable)
 	ErrInternal               = sentinel(Internal)
 )
 

@@ -15,13 +15,14 @@ var sentinels = map[Kind]error{
 	Permission: ErrPermission, UnknownAction: ErrUnknownAction, UnsupportedInstruction: ErrUnsupportedInstruction,
 	Budget: ErrBudget, CyclicDependency: ErrCyclicDependency, MaxReplansExceeded: ErrMaxReplansExceeded,
 	Checkpoint: ErrCheckpoint, LLM: ErrLLM, StorageDamaged: ErrStorageDamaged, StorageFull: ErrStorageFull,
-	Internal: ErrInternal,
+	Unavailable: ErrUnavailable,
+	Internal:    ErrInternal,
 }
 
 func TestKindsMatchBatchContract(t *testing.T) {
 	want := []string{"ParseError", "ValidationError", "NotFoundError", "ConflictError", "PermissionError",
 		"UnknownAction", "UnsupportedInstruction", "BudgetError", "CyclicDependency", "MaxReplansExceededError",
-		"CheckpointError", "LLMError", "StorageDamaged", "StorageFull", "Internal"}
+		"CheckpointError", "LLMError", "StorageDamaged", "StorageFull", "Unavailable", "Internal"}
 	got := Kinds()
 	if len(got) != len(want) {
 		t.Fatalf("Kinds() has %d kinds, want %d", len(got), len(want))

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/engram-console/engram/core/conn"
 	"log/slog"
 	"sort"
 	"strings"
@@ -37,7 +38,7 @@ var EventTraceRecorded = events.Define[trace.Entry]("trace.recorded", "after eve
 type Env struct {
 	Store   *storage.Store
 	Clock   clock.Clock
-	IDs     *ids.Generator
+	IDs     ids.Source
 	Events  *events.Broker
 	Trace   *trace.Log
 	Actions *action.Registry
@@ -49,6 +50,9 @@ type Env struct {
 	// Run runs an action the way every face does (validation, error kinds):
 	// for subsystems that compose actions, such as plan subtasks.
 	Run func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error)
+	// Do runs a whole request (its at, session and events too): for a
+	// subsystem that runs a script of its own (the tour).
+	Do func(ctx context.Context, req conn.Request) (json.RawMessage, error)
 
 	mu sync.Mutex
 	// stopping is cancelled by Stop: follow-up work gives up.
