@@ -155,3 +155,36 @@ type ListActionsArgs struct {
 type ListActionsResult struct {
 	Actions []ActionInfo `json:"actions"`
 }
+
+// Where says which engram process serves a connection.
+type Where struct {
+	// Owner: the engine runs in this process, which owns the data
+	// directory (and serves it to other engrams).
+	Owner bool `json:"owner"`
+	// PID is the owner's process id (this process's when Owner).
+	PID int `json:"pid"`
+}
+
+// Locator is a connection that can say where it is served from. The
+// console shows it in its header ("owner", "attached to pid N").
+type Locator interface {
+	Where() Where
+}
+
+// OwnerChange is the payload of EventOwnerChanged.
+type OwnerChange struct {
+	// Where the connection is served from now.
+	Where
+	// PreviousPID is the owner that went away.
+	PreviousPID int `json:"previous_pid"`
+	// Message says what happened, for a status line.
+	Message string `json:"message"`
+}
+
+// EventOwnerChanged reaches the subscribers of a client connection (never
+// the engine's own broker) when the owner of its data directory went away
+// and the connection moved to the next one: this process, or another
+// client that took ownership first. Events published while no owner ran
+// are lost to the subscriber: it reloads what it shows.
+var EventOwnerChanged = events.Define[OwnerChange]("engram.owner_changed",
+	"on a client, after the owner of the data directory went away and another engram (maybe this one) took over")
