@@ -236,4 +236,3 @@ func (s *Server) acquire(ctx context.Context) int {
 func sortSummaries(list []wire.ActionSummary) {
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 }
-
