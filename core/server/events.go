@@ -117,8 +117,8 @@ func (h *hub) close() {
 
 // dropGrace is how long a dropped stream may take to write its last
 // event: a reader that still reads gets it; one that reads nothing is
-// cut off then.
-const dropGrace = 10 * time.Second
+// cut off then. A variable for tests.
+var dropGrace = 10 * time.Second
 
 // handleEvents answers GET /v1/events with a Server-Sent Events stream.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p Principal, tcp bool) {
@@ -167,15 +167,21 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p Principa
 		defer close(watched)
 		select {
 		case <-sub.end:
-			grace := dropGrace
+		case <-watching:
+			return
+		}
+		select {
+		case <-s.done:
+		default:
+			_ = rc.SetWriteDeadline(time.Now().Add(dropGrace))
 			select {
 			case <-s.done:
-				grace = 0
-			default:
+			case <-watching:
+				return
 			}
-			_ = rc.SetWriteDeadline(time.Now().Add(grace))
-		case <-watching:
 		}
+		// Shutting down: a stuck write must not hold up Shutdown.
+		_ = rc.SetWriteDeadline(time.Now())
 	}()
 	failed := false
 	defer func() {
