@@ -97,7 +97,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 	// recorder) still reads the body.
 	_ = rc.SetReadDeadline(time.Now().Add(s.lim.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.lim.MaxBody))
-	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		var netErr net.Error
@@ -110,6 +109,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 		}
 		return nil, http.StatusBadRequest, errs.New(errs.Parse, "reading the request body: %v; nothing was run", err)
 	}
+	// The connection may carry another request: no deadline for it.
+	_ = rc.SetReadDeadline(time.Time{})
 	return body, 0, nil
 }
 

@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -58,6 +60,68 @@ func TestDoOverTheSocketReturnsWhatTheEngineReturnsInProcess(t *testing.T) {
 	direct, err := remote.Do(context.Background(), conn.Request{Action: "cortex.get", Args: json.RawMessage(`{"id": "g1"}`)})
 	if err != nil || !bytes.Equal(direct, got.Result) {
 		t.Errorf("in process at the owner: %s %v", direct, err)
+	}
+}
+
+// Over the socket the request names its agent; without one it acts as
+// the owner's agent.
+func TestSocketRequestsActAsTheAgentTheyName(t *testing.T) {
+	e, _ := openEngine(t)
+	_, c := unixServer(t, server.New(e, server.Options{}))
+	owner := func(r wire.DoResponse) string {
+		var v struct {
+			Item struct {
+				Owner string `json:"owner"`
+			} `json:"item"`
+		}
+		if err := json.Unmarshal(r.Result, &v); err != nil || !r.OK {
+			t.Fatalf("%+v %v", r, err)
+		}
+		return v.Item.Owner
+	}
+	bobs := createGoal("b1")
+	bobs["agent"] = "bob"
+	if got := owner(do(t, c, "http://engram", bobs)); got != "bob" {
+		t.Errorf("agent bob: owner %q", got)
+	}
+	if got := owner(do(t, c, "http://engram", createGoal("o1"))); got != e.Agent() {
+		t.Errorf("no agent: owner %q, want %q", got, e.Agent())
+	}
+	// bob's goal is his: the owner's agent does not see it unshared.
+	got := do(t, c, "http://engram", `{"action": "cortex.get", "args": {"id": "b1"}}`)
+	if got.OK {
+		t.Errorf("the owner's agent read bob's unshared goal")
+	}
+}
+
+// A body that stops arriving is given up after BodyTimeout: 408, and
+// nothing runs.
+func TestSlowBodyIsGivenUpAfterBodyTimeout(t *testing.T) {
+	e, _ := openEngine(t)
+	s := server.New(e, server.Options{Limits: server.Limits{BodyTimeout: 200 * time.Millisecond}})
+	sock, _ := unixServer(t, s)
+	before := cortexCounts(t, e)
+	slow, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	body := jsonOf(t, createGoal("g1"))
+	if _, err := fmt.Fprintf(slow, "POST %s HTTP/1.1\r\nHost: engram\r\nContent-Length: %d\r\n\r\n%s", wire.PathDo, len(body), body[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(slow), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	failure(t, answer{resp.StatusCode, resp.Header, b}, http.StatusRequestTimeout, "BudgetError", "200ms")
+	if after := cortexCounts(t, e); !maps.Equal(before, after) {
+		t.Errorf("the store changed: %v → %v", before, after)
 	}
 }
 

@@ -332,8 +332,11 @@ func bearer(h string) (string, bool) {
 }
 
 // refuse answers a request the server will not run: status, a Failure
-// body, and a log line (never with the token).
+// body, and a log line (never with the token). It closes the connection:
+// net/http would otherwise drain the body left unread, with no deadline,
+// for as long as a slow client cares to send it.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, agent string, err *errs.Error) {
+	w.Header().Set("Connection", "close")
 	s.log.Info("request refused", "method", r.Method, "path", r.URL.Path, "status", status,
 		"kind", err.Kind, "error", err.Message, "remote", r.RemoteAddr, "agent", agent)
 	writeJSON(w, status, wire.Failure{OK: false, Error: wire.Body(err)})

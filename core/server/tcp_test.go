@@ -1,18 +1,27 @@
 package server_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"maps"
+	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/engram-console/engram/core/server"
 	"github.com/engram-console/engram/core/wire"
 )
 
-// tokens is a fake Authenticator: token → principal; "revoked" fails.
+// tokens is a fake Authenticator: token → principal; any other fails.
 type tokens map[string]server.Principal
 
 func (tk tokens) Authenticate(_ context.Context, token string) (server.Principal, error) {
@@ -32,7 +41,8 @@ var testTokens = tokens{
 // read-only token only reads; every refusal changes nothing.
 func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	e, _ := openEngine(t)
-	_, ts := newServer(t, e, true, server.Options{Tokens: testTokens})
+	var log lockedBuffer
+	_, ts := newServer(t, e, true, server.Options{Tokens: testTokens, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	c := ts.Client()
 	before := cortexCounts(t, e)
 	create := jsonOf(t, createGoal("g1"))
@@ -45,8 +55,8 @@ func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	}{
 		{"no token", wire.PathDo, create, nil, 401, "no bearer token"},
 		{"not a bearer token", wire.PathDo, create, []string{"Authorization: Basic YWxpY2U6eA=="}, 401, "no bearer token"},
-		{"wrong token", wire.PathDo, create, []string{"Authorization: Bearer nope"}, 401, "not valid"},
-		{"revoked token", wire.PathDo, create, []string{"Authorization: Bearer revoked"}, 401, "not valid"},
+		{"wrong token", wire.PathDo, create, []string{"Authorization: Bearer tok-nope"}, 401, "not valid"},
+		{"revoked token", wire.PathDo, create, []string{"Authorization: Bearer tok-revoked"}, 401, "not valid"},
 		{"info without a token", wire.PathInfo, "", nil, 401, "no bearer token"},
 		{"events without a token", wire.PathEvents, "", nil, 401, "no bearer token"},
 		{"read-only token writing", wire.PathDo, create, []string{"Authorization: Bearer bob-ro"}, 403, "read-only"},
@@ -70,6 +80,16 @@ func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	}
 	if after := cortexCounts(t, e); !maps.Equal(before, after) {
 		t.Fatalf("a refused request changed the store: %v → %v", before, after)
+	}
+	// Every refusal is logged, and no token ever is.
+	logged := log.String()
+	if n := strings.Count(logged, "request refused"); n != len(refusals) {
+		t.Errorf("%d refusals logged, want %d:\n%s", n, len(refusals), logged)
+	}
+	for _, token := range []string{"alice-rw", "bob-ro", "tok-nope", "tok-revoked", "YWxpY2U6eA=="} {
+		if strings.Contains(logged, token) {
+			t.Errorf("the log shows the token %q:\n%s", token, logged)
+		}
 	}
 
 	// A good token writes, as its agent; a read-only one reads.
@@ -95,10 +115,53 @@ func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a log safe to write from the server's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // Without an Authenticator every TCP request is refused.
 func TestTCPWithoutAnAuthenticatorRefusesEverything(t *testing.T) {
 	e, _ := openEngine(t)
 	_, ts := newServer(t, e, true, server.Options{})
 	a := send(t, ts.Client(), http.MethodGet, ts.URL+wire.PathInfo, "", "Authorization: Bearer alice-rw")
 	failure(t, a, http.StatusUnauthorized, "PermissionError", "no tokens")
+}
+
+// A request refused before its body is read gets its answer at once, even
+// if the body never comes: the owner does not wait to drain it.
+func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
+	e, _ := openEngine(t)
+	_, ts := newServer(t, e, true, server.Options{Tokens: testTokens})
+	slow, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := fmt.Fprintf(slow, "POST %s HTTP/1.1\r\nHost: engram\r\nContent-Length: 100\r\n\r\n{\"act", wire.PathDo); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(slow), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	failure(t, answer{resp.StatusCode, resp.Header, b}, http.StatusUnauthorized, "PermissionError")
 }
