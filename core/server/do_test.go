@@ -105,7 +105,7 @@ func TestSlowBodyIsGivenUpAfterBodyTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer slow.Close()
+	defer func() { _ = slow.Close() }()
 	body := jsonOf(t, createGoal("g1"))
 	if _, err := fmt.Fprintf(slow, "POST %s HTTP/1.1\r\nHost: engram\r\nContent-Length: %d\r\n\r\n%s", wire.PathDo, len(body), body[:10]); err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestSlowBodyIsGivenUpAfterBodyTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	failure(t, answer{resp.StatusCode, resp.Header, b}, http.StatusRequestTimeout, "BudgetError", "200ms")
 	if after := cortexCounts(t, e); !maps.Equal(before, after) {
@@ -233,7 +233,7 @@ func TestMalformedRequestsAreRefusedAndChangeNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		failure(t, answer{resp.StatusCode, resp.Header, b}, 413, "BudgetError")
 	})
@@ -269,7 +269,7 @@ func TestSlowlorisIsCutOffAfterHeaderTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer slow.Close()
+	defer func() { _ = slow.Close() }()
 	if _, err := slow.Write([]byte("POST /v1/do HT")); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestEventStreamResumesWithTheEventsMissed(t *testing.T) {
 	if itemOf(t, seen) != "g1" {
 		t.Fatalf("first stream: %+v", seen)
 	}
-	first.resp.Body.Close()
+	_ = first.resp.Body.Close()
 	do(t, c, ts.URL, createGoal("g2"))
 	do(t, c, ts.URL, createGoal("g3"))
 	// Once another stream has them, the owner remembers them.
@@ -161,7 +161,7 @@ func TestEventStreamsBeyondTheLimitAre503(t *testing.T) {
 	first := openStream(t, ts.Client(), ts.URL, "")
 	a := send(t, ts.Client(), http.MethodGet, ts.URL+wire.PathEvents, "")
 	failure(t, a, http.StatusServiceUnavailable, "Unavailable", "1 event streams")
-	first.resp.Body.Close()
+	_ = first.resp.Body.Close()
 }
 
 // A quiet stream gets a comment every Heartbeat.
@@ -253,7 +253,7 @@ func TestDroppedStreamWhoseReaderReadsNothingIsCutOff(t *testing.T) {
 		}
 		status := resp.StatusCode
 		cancel()
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if status == http.StatusOK {
 			return
 		}

@@ -160,7 +160,7 @@ func send(t *testing.T, c *http.Client, method, url, body string, header ...stri
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("%s %s: reading the answer: %v", method, url, err)
@@ -273,7 +273,7 @@ func openStream(t *testing.T, c *http.Client, base, query string, header ...stri
 	s := &stream{t: t, resp: resp, br: bufio.NewReader(resp.Body), msgs: make(chan sse, 1<<16), errc: make(chan error, 1)}
 	t.Cleanup(func() {
 		cancel()
-		resp.Body.Close()
+		_ = resp.Body.Close()
 	})
 	return s
 }

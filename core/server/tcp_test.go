@@ -150,7 +150,7 @@ func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer slow.Close()
+	defer func() { _ = slow.Close() }()
 	if _, err := fmt.Fprintf(slow, "POST %s HTTP/1.1\r\nHost: engram\r\nContent-Length: 100\r\n\r\n{\"act", wire.PathDo); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	failure(t, answer{resp.StatusCode, resp.Header, b}, http.StatusUnauthorized, "PermissionError")
 }
