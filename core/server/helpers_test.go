@@ -75,7 +75,7 @@ func testSubsystem(g *gate) core.Subsystem {
 }
 
 // openEngine opens an in-memory engine at t0 with the test actions.
-func openEngine(t *testing.T) (*core.Engine, *gate) {
+func openEngine(t testing.TB) (*core.Engine, *gate) {
 	t.Helper()
 	g := &gate{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	opts := core.Options{InMemory: true, Clock: clock.NewFixed(t0), IDSeed: "test"}
@@ -111,7 +111,7 @@ func newServer(t *testing.T, e server.Engine, tcp bool, opts server.Options) (*s
 
 // unixServer serves s on a real Unix socket in a temporary directory and
 // returns a client that dials it.
-func unixServer(t *testing.T, s *server.Server) (sock string, c *http.Client) {
+func unixServer(t testing.TB, s *server.Server) (sock string, c *http.Client) {
 	t.Helper()
 	sock = filepath.Join(t.TempDir(), wire.SocketName)
 	l, err := net.Listen("unix", sock)
