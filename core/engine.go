@@ -29,6 +29,7 @@ import (
 	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/memory"
+	"github.com/engram-console/engram/core/tokens"
 	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
@@ -70,6 +71,9 @@ type Options struct {
 	// built-in engine.*, actions.list, trace.list, turn.* and llm.complete
 	// only).
 	Subsystems []Subsystem
+	// Random is where bearer tokens' ids and secrets come from
+	// (crypto/rand when nil); only tests give another, to repeat.
+	Random io.Reader
 }
 
 // Subsystem adds a part of engram (its actions, context provider, counters)
@@ -86,6 +90,7 @@ func DefaultSubsystems(opts Options) []Subsystem {
 		},
 		func(env *kit.Env) error { _, err := memory.Register(env); return err },
 		func(env *kit.Env) error { _, err := episodic.Register(env, episodic.Options{}); return err },
+		tokens.Subsystem(tokens.Options{Random: opts.Random}),
 	}
 }
 
