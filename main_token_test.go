@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -147,5 +148,19 @@ func TestTokenCommandUsageErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"token", "create", "-h"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "--read-only") {
 		t.Errorf("engram token create -h: exit %d\n%s", code, stdout.String())
+	}
+}
+
+func TestCheckPassesWithTokensAndIdempotencyRecords(t *testing.T) {
+	dir := t.TempDir()
+	createToken(t, dir, "--agent", "alice")
+	script := writeScript(t, "keyed.jsonl", `{"action": "cortex.create", "idempotency_key": "k-1", "args": {"type": "goal", "fields": {"title": "x"}}}`+"\n")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--batch", script, "--data", dir, "--log", filepath.Join(t.TempDir(), "log")}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("the keyed script: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"check", "--data", dir}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "tokens") {
+		t.Errorf("engram check: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 }
