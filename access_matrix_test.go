@@ -131,6 +131,10 @@ var strangerMatrix = map[string]strangerCase{
 	"tour.load":   {`{}`, fails, ""},
 	"tour.remove": {`{}`, fails, ""},
 	"tour.status": {`{}`, quiet, ""},
+	// Tokens are the operator's (the default agent's) only.
+	"token.create": {`{"agent":"alice"}`, refused, ""},
+	"token.list":   {`{}`, refused, ""},
+	"token.revoke": {`{"id":"0123456789ab"}`, refused, ""},
 }
 
 // TestStrangerIsRefusedByEveryActionAndChangesNothing is issue 13's bypass

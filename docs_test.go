@@ -73,7 +73,7 @@ func readDocSections(t *testing.T) (string, []docSection) {
 // in memory, on a fixed clock and id seed.
 func docsEngine(t *testing.T) *core.Engine {
 	t.Helper()
-	e, err := core.Open(engineOptions(core.Options{InMemory: true, Clock: clock.NewFixed(time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)), IDSeed: "batch tests"}))
+	e, err := core.Open(engineOptions(core.Options{InMemory: true, Clock: clock.NewFixed(time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)), IDSeed: "batch tests", Random: &docsRandom{}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,18 @@ func docsEngine(t *testing.T) *core.Engine {
 		}
 	})
 	return e
+}
+
+// docsRandom stands in for crypto/rand in the examples, so that the
+// tokens they make repeat: the bytes 0, 1, 2, ... from the start.
+type docsRandom struct{ n byte }
+
+func (r *docsRandom) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = r.n
+		r.n++
+	}
+	return len(p), nil
 }
 
 // TestDocsCoverEveryAction: every registered action has a section naming each
@@ -280,4 +292,58 @@ func subset(documented, actual any, path string) string {
 		return fmt.Sprintf("%s (%v, documented %v)", path, actual, documented)
 	}
 	return ""
+}
+
+// TestDocsIdempotencyExample runs the example of the section "Idempotency
+// keys" (outside the actions, so TestDocsExamples does not) as that test
+// runs an action's: the retry must print what the docs show.
+func TestDocsIdempotencyExample(t *testing.T) {
+	raw, err := os.ReadFile(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	start := strings.Index(doc, "\n## Idempotency keys\n")
+	if start < 0 {
+		t.Fatal("docs/batch.md has no \"## Idempotency keys\" section")
+	}
+	end := start + 1 + strings.Index(doc[start+1:], "\n## ")
+	blocks := fence.FindAllStringSubmatchIndex(doc[start:end], -1)
+	if len(blocks) != 2 || doc[start+blocks[0][2]:start+blocks[0][3]] != "jsonl" || doc[start+blocks[1][2]:start+blocks[1][3]] != "json" {
+		t.Fatal("docs/batch.md: the idempotency section needs a ```jsonl example followed by a ```json result")
+	}
+	script := doc[start+blocks[0][4] : start+blocks[0][5]]
+	resultStart, resultEnd := start+blocks[1][4], start+blocks[1][5]
+	engine := docsEngine(t)
+	var out bytes.Buffer
+	summary, err := batch.NewRunner(engine, &out, batch.Options{}).Run(context.Background(), strings.NewReader(script), false)
+	if err != nil || !summary.OK() {
+		t.Fatalf("the idempotency example: %v\n%s", err, out.String())
+	}
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	var first, retry map[string]json.RawMessage
+	if len(lines) != 2 || json.Unmarshal(lines[0], &first) != nil || json.Unmarshal(lines[1], &retry) != nil ||
+		!bytes.Equal(first["result"], retry["result"]) {
+		t.Fatalf("the retry's result is not the first step's:\n%s", out.String())
+	}
+	if info, err := engine.Info(context.Background()); err != nil || info.Counts["cortex"]["items"] != 1 {
+		t.Errorf("after the example: %v, %v; want one item", info.Counts["cortex"], err)
+	}
+	if *updateDocs {
+		doc = doc[:resultStart] + readable(t, lines[1]) + doc[resultEnd:]
+		if err := os.WriteFile(docsPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	var documented, actual any
+	if err := json.Unmarshal([]byte(doc[resultStart:resultEnd]), &documented); err != nil {
+		t.Fatalf("docs/batch.md: the idempotency result is not JSON: %v", err)
+	}
+	if err := json.Unmarshal(lines[1], &actual); err != nil {
+		t.Fatal(err)
+	}
+	if where := subset(documented, actual, "result"); where != "" {
+		t.Errorf("docs/batch.md: the idempotency example prints something else now at %s (go test . -run TestDocs -update-docs)\n--- actual\n%s", where, lines[1])
+	}
 }

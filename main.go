@@ -63,6 +63,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if code, ok := runMaintenance(args, stdout, stderr); ok {
 		return code
 	}
+	if code, ok := runToken(args, stdout, stderr); ok {
+		return code
+	}
 	cfg, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -198,7 +201,8 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 		_, _ = fmt.Fprintf(fs.Output(), "engram: a console for an AI assistant's memory.\n\n"+
 			"Usage:\n  engram [flags]                    open the console\n"+
 			"  engram --batch FILE [flags]       run a script of actions, one JSON result per line\n"+
-			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n\nFlags:\n")
+			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n"+
+			"  engram token create|list|revoke   manage the bearer tokens of clients over TCP (each takes --help)\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

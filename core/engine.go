@@ -29,6 +29,7 @@ import (
 	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/memory"
+	"github.com/engram-console/engram/core/tokens"
 	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
@@ -70,6 +71,9 @@ type Options struct {
 	// built-in engine.*, actions.list, trace.list, turn.* and llm.complete
 	// only).
 	Subsystems []Subsystem
+	// Random is where bearer tokens' ids and secrets come from
+	// (crypto/rand when nil); only tests give another, to repeat.
+	Random io.Reader
 }
 
 // Subsystem adds a part of engram (its actions, context provider, counters)
@@ -86,6 +90,7 @@ func DefaultSubsystems(opts Options) []Subsystem {
 		},
 		func(env *kit.Env) error { _, err := memory.Register(env); return err },
 		func(env *kit.Env) error { _, err := episodic.Register(env, episodic.Options{}); return err },
+		tokens.Subsystem(tokens.Options{Random: opts.Random}),
 	}
 }
 
@@ -445,7 +450,7 @@ func (e *Engine) do(ctx context.Context, a *action.Action, req Request) (json.Ra
 	// Wall time, for the log only: how long the action really took, which
 	// the engine clock (pinned by a step's at) cannot tell.
 	start := time.Now()
-	out, err := e.invoke(ctx, a, call, req.Args)
+	out, err := e.invokeOnce(ctx, a, call, req)
 	if err != nil {
 		err = classify(err)
 		e.env.Log.Debug("action failed", "action", req.Action, "turn", req.Turn, "kind", errs.KindOf(err), "err", err, "took", time.Since(start))
@@ -468,6 +473,19 @@ func (e *Engine) invoke(ctx context.Context, a *action.Action, call action.Call,
 		}
 	}()
 	return a.Invoke(ctx, call, args)
+}
+
+// invokeOnce invokes a write request that carries an idempotency key at
+// most once (kit.Env.RunOnce): a retry gets the first run's result. Other
+// requests, and read-only actions, are invoked as they are.
+func (e *Engine) invokeOnce(ctx context.Context, a *action.Action, call action.Call, req Request) (json.RawMessage, error) {
+	if req.IdempotencyKey == "" || a.ReadOnly {
+		return e.invoke(ctx, a, call, req.Args)
+	}
+	once := kit.Once{Key: req.IdempotencyKey, Principal: call.Principal, Action: a.Name, Args: req.Args}
+	return e.env.RunOnce(ctx, once, func(ctx context.Context) (json.RawMessage, error) {
+		return e.invoke(ctx, a, call, req.Args)
+	})
 }
 
 // checkArgs holds every action's arguments, from every face, to the limits

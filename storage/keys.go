@@ -65,6 +65,10 @@ const (
 	PrefixPlan    = "plan/"
 	// PrefixEpisodic: threads, turns, episodes, linking decisions (core/episodic/store.go).
 	PrefixEpisodic = "episodic/"
+	// PrefixToken: bearer tokens, hashed (core/tokens).
+	PrefixToken = "token/"
+	// PrefixIdempotency: requests recorded under their idempotency key (core/kit).
+	PrefixIdempotency = "idem/"
 )
 
 // Key joins a prefix (one of the Prefix constants) and parts into a key. Parts

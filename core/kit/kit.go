@@ -63,6 +63,11 @@ type Env struct {
 	checkers  map[string]Checker // engram check's per-subsystem verifiers (check.go)
 	closers   []func() error
 	workers   []*Worker
+	// onceRunning holds the idempotency keys (principal NUL key) of the
+	// requests running now; oncePurged is when expired records were last
+	// dropped (idempotency.go).
+	onceRunning map[string]bool
+	oncePurged  time.Time
 }
 
 // AddWorker registers a subsystem's background worker, so that Settle
@@ -245,16 +250,28 @@ func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Tx
 		}
 	}
 	var committed *Txn
+	var once *onceMark
 	err := store.Update(ctx, func(stx *storage.Tx) error {
 		tx := &Txn{Tx: stx, env: e, foreign: store != e.Store}
 		if err := fn(tx); err != nil {
 			return err
+		}
+		if store == e.Store {
+			// A request with an idempotency key: its first commit
+			// records that it ran (idempotency.go).
+			var err error
+			if once, err = markOnce(ctx, stx); err != nil {
+				return err
+			}
 		}
 		committed = tx
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if once != nil {
+		once.committed.Store(true)
 	}
 	if len(committed.traces) > 0 {
 		err := e.Update(ctx, func(tx *Txn) error {
