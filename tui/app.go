@@ -54,7 +54,8 @@ const (
 // Model is the root model of the console.
 type Model struct {
 	conn   conn.Conn
-	info   conn.Info // engine.info when the console started: the header's facts
+	info   conn.Info   // engine.info when the console started: the header's facts
+	where  *conn.Where // a conn.Locator's answer, for the header (nil: it cannot say)
 	styles Styles
 	keys   globalKeys
 	help   help.Model
@@ -98,6 +99,10 @@ func New(engine conn.Conn, opts Options) *Model {
 		m.status.text, m.status.isError = "engine.info: "+errs.As(err).Message, true
 	}
 	m.info = info
+	if l, ok := engine.(conn.Locator); ok {
+		w := l.Where()
+		m.where = &w
+	}
 	if info.ReadOnly != "" {
 		// Say it before the first refused write does.
 		m.status.text, m.status.isError = "Read-only: "+info.ReadOnly, true
@@ -424,18 +429,36 @@ func (m *Model) header() string {
 	if m.info.Model != "" {
 		model += " · " + m.info.Model
 	}
-	right := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.conn.Agent()) +
-		s.HeaderLabel.Render("  llm ") + s.HeaderInfo.Render(model)
 	left := " " + s.Title.Render("engram") + s.HeaderLabel.Render("  data ")
 	mark := ""
 	if m.info.ReadOnly != "" {
 		// For as long as it lasts, not just while the status line says so.
 		mark = s.Failed.Render(" read-only: disk full")
 	}
-	room := m.width - lineWidth(left) - lineWidth(mark) - lineWidth(right) - 2
-	store := truncateLeft(m.info.StoreLabel(), max(room, 8))
-	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(mark)-lineWidth(right)-1, 1)
-	return left + s.HeaderInfo.Render(store) + mark + strings.Repeat(" ", gap) + right + " "
+	agent := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.conn.Agent())
+	llm := func(w int) string {
+		return s.HeaderLabel.Render("  llm ") + s.HeaderInfo.Render(truncateTo(model, w))
+	}
+	store, where, right := m.info.StoreLabel(), m.whereLabel(false), agent+llm(lineWidth(model))
+	// What does not fit gives way, the least important part first: the
+	// data directory (down to its last 8 columns), the model's name (down
+	// to 8), "attached to pid N" (to "pid N"), then the llm altogether.
+	over := func() int {
+		return lineWidth(left) + min(lineWidth(store), 8) + lineWidth(mark) + lineWidth(where) + lineWidth(right) + 3 - m.width
+	}
+	if n := over(); n > 0 {
+		right = agent + llm(max(lineWidth(model)-n, 8))
+	}
+	if over() > 0 {
+		where = m.whereLabel(true)
+	}
+	if over() > 0 {
+		right = agent
+	}
+	room := m.width - lineWidth(left) - lineWidth(mark) - lineWidth(where) - lineWidth(right) - 3
+	store = truncateLeft(store, max(room, 8))
+	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(mark)-lineWidth(where)-lineWidth(right)-1, 2)
+	return left + s.HeaderInfo.Render(store) + mark + where + strings.Repeat(" ", gap) + right + " "
 }
 
 func (m *Model) tabs() string {

@@ -1,0 +1,229 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/planner"
+	"github.com/engram-console/engram/tour"
+)
+
+// clientConn stands for a client's connection to an owner in another
+// process: the in-process engine behind it, where the test says it is
+// served from, events the test injects into its stream, and a failure the
+// test plans for one action.
+type clientConn struct {
+	conn.Conn
+	where conn.Where
+	// dataDir, when set, is the data directory engine.info reports.
+	dataDir string
+	// quiet: the engine's own events never reach the console, as if the
+	// owner that published them went away before they were sent.
+	quiet  bool
+	inject chan events.Event
+	// asked gets every action the console runs.
+	asked chan string
+	// failAction's next request fails with what fail holds, if anything.
+	failAction string
+	fail       chan error
+}
+
+func newClientConn(engine conn.Conn, where conn.Where) *clientConn {
+	return &clientConn{Conn: engine, where: where, inject: make(chan events.Event),
+		asked: make(chan string, 1024), fail: make(chan error, 1)}
+}
+
+func (c *clientConn) Where() conn.Where { return c.where }
+
+func (c *clientConn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
+	select {
+	case c.asked <- req.Action:
+	default: // the test has seen enough
+	}
+	if req.Action == c.failAction {
+		select {
+		case err := <-c.fail:
+			return nil, err
+		default:
+		}
+	}
+	return c.Conn.Do(ctx, req)
+}
+
+func (c *clientConn) Info(ctx context.Context) (conn.Info, error) {
+	info, err := c.Conn.Info(ctx)
+	if c.dataDir != "" {
+		info.Store, info.DataDir = "badger", c.dataDir
+	}
+	return info, err
+}
+
+func (c *clientConn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
+	in := c.Conn.Subscribe(ctx, kinds...)
+	out := make(chan events.Event)
+	go func() {
+		defer close(out)
+		for {
+			var ev events.Event
+			select {
+			case e, ok := <-in:
+				if !ok {
+					return
+				}
+				if c.quiet {
+					continue
+				}
+				ev = e
+			case ev = <-c.inject:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// send injects ev into the console's event stream.
+func (c *clientConn) send(t *testing.T, ev events.Event) {
+	t.Helper()
+	select {
+	case c.inject <- ev:
+	case <-time.After(waitLimit):
+		t.Fatalf("the console did not read %s", ev.Name)
+	}
+}
+
+// waitAsked waits until the console has run every one of actions since
+// the last wait.
+func (c *clientConn) waitAsked(t *testing.T, actions ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, a := range actions {
+		want[a] = true
+	}
+	deadline := time.After(waitLimit)
+	for len(want) > 0 {
+		select {
+		case a := <-c.asked:
+			delete(want, a)
+		case <-deadline:
+			t.Fatalf("the console did not load again with %v", want)
+		}
+	}
+}
+
+// newWholeEngine is engram as it runs (the planner and the tour
+// included), in memory, on the golden clock.
+func newWholeEngine(t *testing.T) (conn.Conn, *clock.Fixed) {
+	t.Helper()
+	clk := clock.NewFixed(goldenTime)
+	opts := core.Options{InMemory: true, Clock: clk, IDSeed: "golden"}
+	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}), tour.Subsystem())
+	engine, err := core.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeEngine(t, engine) })
+	return engine, clk
+}
+
+// startClient runs the console over c as engram does (offering the tour).
+func startClient(t *testing.T, c conn.Conn) *teatest.TestModel {
+	t.Helper()
+	tm := teatest.NewTestModel(t, New(c, Options{StatusFade: time.Hour, OfferTour: true}),
+		teatest.WithInitialTermSize(goldenWidth, goldenHeight))
+	t.Cleanup(func() { _ = tm.Quit() })
+	return tm
+}
+
+// headerOf is the first line of the console's frame.
+func headerOf(m *Model) string { return strings.SplitN(screenText(m.View()), "\n", 2)[0] }
+
+// TestHeaderShowsOwnerOrAttachedPid: the header says where the engine runs
+// when the connection can say: "attached to pid N" for a client of
+// another engram, "owner" in process (never the pid, so that frames
+// repeat), nothing when the connection cannot say.
+func TestHeaderShowsOwnerOrAttachedPid(t *testing.T) {
+	t.Run("attached", func(t *testing.T) {
+		engine, clk := newEngine(t)
+		seedGoals(t, engine, clk)
+		c := newClientConn(engine, conn.Where{PID: 4242})
+		c.dataDir = "/home/ada/.local/share/engram"
+		tm := start(t, c, 80, 24)
+		tm.Type("3")
+		waitFor(t, tm, "attached to pid 4242", "4 open items")
+		m := finish(t, tm)
+		if h := headerOf(m); !strings.Contains(h, "attached to pid 4242") || !strings.Contains(h, "agent local  llm offline") || strings.Contains(h, "owner") {
+			t.Errorf("header %q: want the data directory, attached to pid 4242, the agent and the llm", h)
+		}
+		requireGoldenAt(t, strings.ReplaceAll(t.Name(), "/", "_"), m, 80, 24)
+	})
+	t.Run("owner", func(t *testing.T) {
+		engine, _ := newEngine(t)
+		tm := start(t, engine, 80, 24)
+		waitFor(t, tm, "owner")
+		m := finish(t, tm)
+		h := headerOf(m)
+		if !strings.Contains(h, "data in-memory  owner") || strings.Contains(h, "pid") {
+			t.Errorf("header %q: want \"owner\", and no pid", h)
+		}
+	})
+	t.Run("cannot say", func(t *testing.T) {
+		engine, _ := newEngine(t)
+		tm := start(t, struct{ conn.Conn }{engine}, 80, 24) // hides Where
+		waitFor(t, tm, "agent local")
+		m := finish(t, tm)
+		if h := headerOf(m); strings.Contains(h, "owner") || strings.Contains(h, "pid") {
+			t.Errorf("header %q: want nothing of where the engine runs", h)
+		}
+	})
+}
+
+// TestHeaderGivesWayLeastImportantFirst: at 80 columns a long data
+// directory and model name give way before where the engine runs.
+func TestHeaderGivesWayLeastImportantFirst(t *testing.T) {
+	engine, _ := newEngine(t)
+	m := New(newClientConn(engine, conn.Where{PID: 4242}), Options{StatusFade: time.Hour})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.info.Store, m.info.DataDir = "badger", "/home/ada/projects/a-very-long-project-name/engram-data"
+	m.info.Provider, m.info.Model = "anthropic", "claude-a-very-long-model-name-20990101"
+	for _, tc := range []struct {
+		width     int
+		want, not []string
+	}{
+		{80, []string{"data …am-data  attached to pid 4242  agent local  llm anthropic · cla…"}, nil},
+		{60, []string{"data …am-data  pid 4242  agent local  llm anthrop…"}, []string{"attached"}},
+		{50, []string{"data …engram-data  pid 4242  agent local"}, []string{"llm"}},
+	} {
+		m.Update(tea.WindowSizeMsg{Width: tc.width, Height: 24})
+		h := headerOf(m)
+		if w := lineWidth(m.header()); w > tc.width {
+			t.Errorf("at %d columns the header is %d wide: %q", tc.width, w, h)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(h, w) {
+				t.Errorf("at %d columns the header %q lacks %q", tc.width, h, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(h, w) {
+				t.Errorf("at %d columns the header %q still has %q", tc.width, h, w)
+			}
+		}
+	}
+}
+
