@@ -68,6 +68,7 @@ type Model struct {
 	tour        *tourGuide
 
 	events <-chan events.Event
+	ctx    context.Context // the console's: quitting cancels it
 	cancel context.CancelFunc
 
 	width, height int
@@ -120,7 +121,7 @@ func New(engine conn.Conn, opts Options) *Model {
 	m.palette = newPalette(engine, st, opts.PaletteHistory)
 	m.tour = newTourGuide(engine, info, opts.OfferTour)
 	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
+	m.ctx, m.cancel = ctx, cancel
 	m.tour.bind(ctx)
 	// Quitting cancels whatever the panes still have running, so that the
 	// engine closes promptly rather than waiting for a slow model.
@@ -183,6 +184,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case eventMsg:
+		if cmd, ok := m.missedEvents(events.Event(msg)); ok {
+			return tea.Batch(cmd, waitForEvent(m.events))
+		}
 		cmd, _ := m.tour.update(events.Event(msg))
 		cmds := []tea.Cmd{cmd}
 		for _, p := range m.panes {
@@ -191,6 +195,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return tea.Batch(append(cmds, waitForEvent(m.events))...)
 	case statusMsg:
 		return m.status.set(msg.text, msg.isError)
+	case infoMsg:
+		if msg.err == nil {
+			m.info = msg.info
+		}
+		return nil
 	case statusFadeMsg:
 		m.status.advance(msg)
 		return m.status.next(msg)

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,12 @@ import (
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/episodic"
 	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/history"
+	"github.com/engram-console/engram/core/memory"
+	"github.com/engram-console/engram/core/wire"
 	"github.com/engram-console/engram/planner"
 	"github.com/engram-console/engram/tour"
 )
@@ -227,3 +233,78 @@ func TestHeaderGivesWayLeastImportantFirst(t *testing.T) {
 	}
 }
 
+// ownerGone is the event a client connection sends once this process took
+// over from the owner that went away.
+func ownerGone() events.Event {
+	return events.Event{Name: conn.EventOwnerChanged.Name(), Data: conn.OwnerChange{
+		Where: conn.Where{Owner: true, PID: os.Getpid()}, PreviousPID: 4242,
+		Message: "the owner (pid 4242) went away; this console owns the data directory now"}}
+}
+
+// changeBehindTheBack writes through the engine while no event reaches
+// the console: a goal, a memory, a message.
+func changeBehindTheBack(t *testing.T, engine conn.Conn) {
+	t.Helper()
+	do(t, engine, "cortex.create", "", `{"type": "goal", "id": "goal_lost", "fields": {"title": "Written while no owner ran", "priority": "high"}}`)
+}
+
+// everyPaneLoads is an action each pane runs to load what it shows.
+var everyPaneLoads = []string{
+	history.ActionRead.Name(), history.ActionStats.Name(), // Chat
+	episodic.ActionThreadList.Name(), // Threads
+	cortex.ActionActive.Name(),       // Goals
+	planner.ActionPlanList.Name(),    // Plans
+	memory.ActionStores.Name(),       // Memory
+	core.ActionTraceList.Name(),      // Trace
+	tour.ActionStatus.Name(),         // the tour's line
+}
+
+// TestOwnerChangeReloadsEveryPaneAndSaysSo: once the owner went away and
+// this console took over, the status line says so (not as an error), the
+// header says "owner", and every pane loads again: a goal written while
+// no event reached the console shows.
+func TestOwnerChangeReloadsEveryPaneAndSaysSo(t *testing.T) {
+	engine, clk := newWholeEngine(t)
+	seedGoals(t, engine, clk)
+	c := newClientConn(engine, conn.Where{PID: 4242})
+	c.quiet = true
+	tm := startClient(t, c)
+	tm.Type("3")
+	waitFor(t, tm, "[3 Goals]", "4 open items", "attached to pid 4242")
+	c.waitAsked(t, everyPaneLoads...) // the first loads
+	changeBehindTheBack(t, engine)
+	c.send(t, ownerGone())
+	waitFor(t, tm, "Written while no owner ran", "5 open items", "this console owns the data directory now")
+	c.waitAsked(t, everyPaneLoads...)
+	m := finish(t, tm)
+	if h := headerOf(m); !strings.Contains(h, "owner") || strings.Contains(h, "attached") {
+		t.Errorf("header %q: want owner", h)
+	}
+	if m.status.isError || m.status.text != "the owner (pid 4242) went away; this console owns the data directory now" {
+		t.Errorf("status %q (error %v): want the connection's message, not as an error", m.status.text, m.status.isError)
+	}
+}
+
+// TestGapEventReloads: a stream that resumed too late (engram.gap) has
+// every pane load again, quietly: nothing in the status line.
+func TestGapEventReloads(t *testing.T) {
+	engine, clk := newWholeEngine(t)
+	seedGoals(t, engine, clk)
+	c := newClientConn(engine, conn.Where{PID: 4242})
+	c.quiet = true
+	tm := startClient(t, c)
+	tm.Type("3")
+	waitFor(t, tm, "[3 Goals]", "4 open items")
+	c.waitAsked(t, everyPaneLoads...) // the first loads
+	changeBehindTheBack(t, engine)
+	c.send(t, events.Event{Name: wire.EventGap})
+	waitFor(t, tm, "Written while no owner ran", "5 open items")
+	c.waitAsked(t, everyPaneLoads...)
+	m := finish(t, tm)
+	if m.status.text != "" {
+		t.Errorf("status %q: a gap reloads quietly", m.status.text)
+	}
+	if h := headerOf(m); !strings.Contains(h, "attached to pid 4242") {
+		t.Errorf("header %q: a gap changes no owner", h)
+	}
+}
