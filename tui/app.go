@@ -224,7 +224,14 @@ func (m *Model) routeResult(msg addressed) tea.Cmd {
 	var cmds []tea.Cmd
 	if err := msg.failure(); err != nil && !m.quietFailure(msg) {
 		e := errs.As(err)
-		cmds = append(cmds, m.status.set(fmt.Sprintf("%s: %s", e.Kind, e.Message), true))
+		text := fmt.Sprintf("%s: %s", e.Kind, e.Message)
+		if e.Kind == errs.Unavailable {
+			// The connection's message says what happened (the owner went
+			// away while the action ran: it may or may not have
+			// committed); it needs the whole line, not a kind before it.
+			text = e.Message
+		}
+		cmds = append(cmds, m.status.set(text, true))
 	}
 	if msg.addressee() == palettePaneID {
 		cmd, _ := m.palette.update(msg)

@@ -15,6 +15,7 @@ import (
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/episodic"
+	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/memory"
@@ -306,5 +307,30 @@ func TestGapEventReloads(t *testing.T) {
 	}
 	if h := headerOf(m); !strings.Contains(h, "attached to pid 4242") {
 		t.Errorf("header %q: a gap changes no owner", h)
+	}
+}
+
+// TestUnavailableErrorKeepsTheConsoleRunning: a write in flight when the
+// owner went away fails with Unavailable; the status line shows the
+// connection's message whole (it says the write may or may not have
+// committed: no kind before it to cut it short), and the console goes on:
+// the next try works.
+func TestUnavailableErrorKeepsTheConsoleRunning(t *testing.T) {
+	engine, clk := newEngine(t)
+	seedGoals(t, engine, clk)
+	c := newClientConn(engine, conn.Where{PID: 4242})
+	c.failAction = cortex.ActionUpdate.Name()
+	const msg = "the owner (pid 4242) went away while cortex.update ran: it may or may not have committed"
+	c.fail <- errs.New(errs.Unavailable, "%s", msg)
+	tm := start(t, c, goldenWidth, goldenHeight)
+	tm.Type("3")
+	waitFor(t, tm, "[3 Goals]", "4 open items", "Ship v1")
+	tm.Type("c") // complete Ship v1: only the status line says how that went
+	waitFor(t, tm, msg)
+	tm.Type("c") // again, once the connection found the next owner
+	waitFor(t, tm, "Completed", "3 open items")
+	m := finish(t, tm)
+	if m.status.isError || !strings.HasPrefix(m.status.text, "Completed") {
+		t.Errorf("status %q (error %v): want Ship v1 completed", m.status.text, m.status.isError)
 	}
 }
