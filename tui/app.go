@@ -54,7 +54,8 @@ const (
 // Model is the root model of the console.
 type Model struct {
 	conn   conn.Conn
-	info   conn.Info // engine.info when the console started: the header's facts
+	info   conn.Info   // engine.info when the console started: the header's facts
+	where  *conn.Where // a conn.Locator's answer, for the header (nil: it cannot say)
 	styles Styles
 	keys   globalKeys
 	help   help.Model
@@ -67,6 +68,7 @@ type Model struct {
 	tour        *tourGuide
 
 	events <-chan events.Event
+	ctx    context.Context // the console's: quitting cancels it
 	cancel context.CancelFunc
 
 	width, height int
@@ -98,6 +100,10 @@ func New(engine conn.Conn, opts Options) *Model {
 		m.status.text, m.status.isError = "engine.info: "+errs.As(err).Message, true
 	}
 	m.info = info
+	if l, ok := engine.(conn.Locator); ok {
+		w := l.Where()
+		m.where = &w
+	}
 	if info.ReadOnly != "" {
 		// Say it before the first refused write does.
 		m.status.text, m.status.isError = "Read-only: "+info.ReadOnly, true
@@ -115,7 +121,7 @@ func New(engine conn.Conn, opts Options) *Model {
 	m.palette = newPalette(engine, st, opts.PaletteHistory)
 	m.tour = newTourGuide(engine, info, opts.OfferTour)
 	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
+	m.ctx, m.cancel = ctx, cancel
 	m.tour.bind(ctx)
 	// Quitting cancels whatever the panes still have running, so that the
 	// engine closes promptly rather than waiting for a slow model.
@@ -178,6 +184,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case eventMsg:
+		if cmd, ok := m.missedEvents(events.Event(msg)); ok {
+			return tea.Batch(cmd, waitForEvent(m.events))
+		}
 		cmd, _ := m.tour.update(events.Event(msg))
 		cmds := []tea.Cmd{cmd}
 		for _, p := range m.panes {
@@ -186,6 +195,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return tea.Batch(append(cmds, waitForEvent(m.events))...)
 	case statusMsg:
 		return m.status.set(msg.text, msg.isError)
+	case infoMsg:
+		if msg.err == nil {
+			m.info = msg.info
+		}
+		return nil
 	case statusFadeMsg:
 		m.status.advance(msg)
 		return m.status.next(msg)
@@ -210,7 +224,14 @@ func (m *Model) routeResult(msg addressed) tea.Cmd {
 	var cmds []tea.Cmd
 	if err := msg.failure(); err != nil && !m.quietFailure(msg) {
 		e := errs.As(err)
-		cmds = append(cmds, m.status.set(fmt.Sprintf("%s: %s", e.Kind, e.Message), true))
+		text := fmt.Sprintf("%s: %s", e.Kind, e.Message)
+		if e.Kind == errs.Unavailable {
+			// The connection's message says what happened (the owner went
+			// away while the action ran: it may or may not have
+			// committed); it needs the whole line, not a kind before it.
+			text = e.Message
+		}
+		cmds = append(cmds, m.status.set(text, true))
 	}
 	if msg.addressee() == palettePaneID {
 		cmd, _ := m.palette.update(msg)
@@ -424,18 +445,36 @@ func (m *Model) header() string {
 	if m.info.Model != "" {
 		model += " · " + m.info.Model
 	}
-	right := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.conn.Agent()) +
-		s.HeaderLabel.Render("  llm ") + s.HeaderInfo.Render(model)
 	left := " " + s.Title.Render("engram") + s.HeaderLabel.Render("  data ")
 	mark := ""
 	if m.info.ReadOnly != "" {
 		// For as long as it lasts, not just while the status line says so.
 		mark = s.Failed.Render(" read-only: disk full")
 	}
-	room := m.width - lineWidth(left) - lineWidth(mark) - lineWidth(right) - 2
-	store := truncateLeft(m.info.StoreLabel(), max(room, 8))
-	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(mark)-lineWidth(right)-1, 1)
-	return left + s.HeaderInfo.Render(store) + mark + strings.Repeat(" ", gap) + right + " "
+	agent := s.HeaderLabel.Render("agent ") + s.HeaderInfo.Render(m.conn.Agent())
+	llm := func(w int) string {
+		return s.HeaderLabel.Render("  llm ") + s.HeaderInfo.Render(truncateTo(model, w))
+	}
+	store, where, right := m.info.StoreLabel(), m.whereLabel(false), agent+llm(lineWidth(model))
+	// What does not fit gives way, the least important part first: the
+	// data directory (down to its last 8 columns), the model's name (down
+	// to 8), "attached to pid N" (to "pid N"), then the llm altogether.
+	over := func() int {
+		return lineWidth(left) + min(lineWidth(store), 8) + lineWidth(mark) + lineWidth(where) + lineWidth(right) + 3 - m.width
+	}
+	if n := over(); n > 0 {
+		right = agent + llm(max(lineWidth(model)-n, 8))
+	}
+	if over() > 0 {
+		where = m.whereLabel(true)
+	}
+	if over() > 0 {
+		right = agent
+	}
+	room := m.width - lineWidth(left) - lineWidth(mark) - lineWidth(where) - lineWidth(right) - 3
+	store = truncateLeft(store, max(room, 8))
+	gap := max(m.width-lineWidth(left)-lineWidth(store)-lineWidth(mark)-lineWidth(where)-lineWidth(right)-1, 2)
+	return left + s.HeaderInfo.Render(store) + mark + where + strings.Repeat(" ", gap) + right + " "
 }
 
 func (m *Model) tabs() string {

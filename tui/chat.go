@@ -519,6 +519,16 @@ func (p *chatPane) reload() tea.Cmd {
 	return tea.Batch(p.refresh(&p.buf.read, p.loadBuffer), p.refresh(&p.buf.stat, p.loadStats))
 }
 
+// reloadAll loads again what the tab shows (events were missed): the
+// conversation, its stats, and the switcher's and picker's lists if open.
+func (p *chatPane) reloadAll() tea.Cmd {
+	cmds := []tea.Cmd{p.reload(), p.refreshPicker()}
+	if p.switcher != nil {
+		cmds = append(cmds, p.refresh(&p.switcher.load, p.loadSwitcher))
+	}
+	return tea.Batch(cmds...)
+}
+
 // historyEvent is the conversation a history event is about; ok is false
 // for any other event.
 func historyEvent(ev events.Event) (conv string, ok bool) {

@@ -358,6 +358,12 @@ func (p *goalsPane) reloadOpen() tea.Cmd {
 	return tea.Batch(p.refresh(&p.open.load, p.loadItem), p.refresh(&p.lineage.load, p.loadHistory), p.refresh(&p.open.childrenLoad, p.loadChildren))
 }
 
+// reloadAll loads again what the tab shows (events were missed): the list
+// and the open item with its lineage and children.
+func (p *goalsPane) reloadAll() tea.Cmd {
+	return tea.Batch(p.refresh(&p.list.load, p.loadList), p.reloadOpen())
+}
+
 func (p *goalsPane) Update(msg tea.Msg) tea.Cmd {
 	// A resize to a split screen shows the item under the cursor; SetSize
 	// cannot load it, the next message does.

@@ -273,6 +273,16 @@ func (p *memoryPane) reload() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
+// reloadAll loads again what the tab shows (events were missed), the
+// forget box's preview too.
+func (p *memoryPane) reloadAll() tea.Cmd {
+	cmds := []tea.Cmd{p.reload()}
+	if p.forget != nil {
+		cmds = append(cmds, p.forget.storeChanged(p))
+	}
+	return tea.Batch(cmds...)
+}
+
 // requery shows want from scratch: the list is the answer to another
 // question now.
 func (p *memoryPane) requery() tea.Cmd {

@@ -653,6 +653,12 @@ func (p *plansPane) planResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
 	return nil // stale
 }
 
+// reloadAll loads again the list and the plan shown (events were missed:
+// a plan may have moved on, or finished, meanwhile).
+func (p *plansPane) reloadAll() tea.Cmd {
+	return tea.Batch(p.refresh(&p.list.load, p.loadList), p.refresh(&p.plan.load, p.loadDoc))
+}
+
 func (p *plansPane) reloadIfShown(id string) tea.Cmd {
 	if id != p.currentID() {
 		return nil

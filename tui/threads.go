@@ -334,6 +334,17 @@ func (p *threadsPane) reload() tea.Cmd {
 	return tea.Batch(p.refresh(&p.list.load, p.loadList), p.refresh(&p.detail.load, p.loadDetail), p.refresh(&p.eps.load, p.loadEpisodes))
 }
 
+// reloadAll loads again what the tab shows (events were missed). The
+// judgings it counted may have ended unseen (or died with an owner that
+// went away): it stops counting them rather than spin for ever.
+func (p *threadsPane) reloadAll() tea.Cmd {
+	p.judge.count, p.judge.threads = 0, 0
+	if !p.available() {
+		return nil
+	}
+	return tea.Batch(p.reload(), p.refresh(&p.tune.load, p.loadTuning), p.refresh(&p.tune.marks, p.loadMarked))
+}
+
 // selectThread shows the thread at i.
 func (p *threadsPane) selectThread(i int) tea.Cmd {
 	if len(p.list.threads) == 0 {

@@ -120,6 +120,10 @@ func (p *tracePane) load() tea.Cmd {
 	return request(&p.requests, &p.lists, core.ActionTraceList, trace.ListArgs{Turn: p.turn, Limit: traceKeep})
 }
 
+// reloadAll loads the entries again (events were missed: entries recorded
+// meanwhile came with none).
+func (p *tracePane) reloadAll() tea.Cmd { return p.requests.refresh(&p.lists, p.load) }
+
 func (p *tracePane) Focus() tea.Cmd { return nil }
 
 func (p *tracePane) Blur() {
@@ -166,7 +170,8 @@ func (p *tracePane) Update(msg tea.Msg) tea.Cmd {
 	case resultMsg[trace.ListResult]:
 		// A load for an earlier filter may answer after the filter changed:
 		// its entries belong to another turn.
-		if latest, _ := p.lists.answer(msg.req); !latest {
+		latest, again := p.lists.answer(msg.req)
+		if !latest {
 			return nil
 		}
 		p.loaded = true
@@ -175,6 +180,9 @@ func (p *tracePane) Update(msg tea.Msg) tea.Cmd {
 			p.loadErr = msg.err.Error()
 		}
 		p.merge(msg.value.Entries...)
+		if again {
+			return p.load() // a reload was asked for meanwhile
+		}
 		return nil
 	case events.Event:
 		if e, ok := kit.EventTraceRecorded.Of(msg); ok && (p.turn == "" || e.TurnID == p.turn) {

@@ -83,6 +83,10 @@ func (w wireConn) Info(ctx context.Context) (conn.Info, error) {
 	return back, json.Unmarshal(b, &back)
 }
 
+// Where is the engine's, a value that crosses as it is: the console shows
+// the same header through the wire as in process.
+func (w wireConn) Where() conn.Where { return w.engine.(conn.Locator).Where() }
+
 func (w wireConn) CheckAction(name string) error { return w.engine.CheckAction(name) }
 func (w wireConn) Agent() string                 { return w.engine.Agent() }
 func (w wireConn) Now() time.Time                { return w.engine.Now() }
