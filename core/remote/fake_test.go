@@ -26,6 +26,9 @@ type fake struct {
 
 	info wire.InfoResponse
 
+	quit     chan struct{} // closed by stop
+	stopOnce sync.Once
+
 	mu       sync.Mutex
 	requests []wire.DoRequest // every decoded /v1/do body
 	// do answers a /v1/do request; the default echoes the request's
@@ -155,7 +158,7 @@ func shortDir(t testing.TB) string {
 // startUnix serves a fake owner on a Unix socket in a new directory.
 func startUnix(t testing.TB) *fake {
 	t.Helper()
-	f := &fake{info: newFakeInfo()}
+	f := &fake{info: newFakeInfo(), quit: make(chan struct{})}
 	f.socket = filepath.Join(shortDir(t), wire.SocketName)
 	ln, err := net.Listen("unix", f.socket)
 	if err != nil {
@@ -172,16 +175,29 @@ func startUnix(t testing.TB) *fake {
 // startTCP serves a fake owner over TCP that requires token.
 func startTCP(t testing.TB, token string) *fake {
 	t.Helper()
-	f := &fake{info: newFakeInfo(), token: token}
+	f := &fake{info: newFakeInfo(), token: token, quit: make(chan struct{})}
 	f.srv = httptest.NewServer(f.handler())
 	t.Cleanup(f.stop)
 	return f
 }
 
-// stop ends the owner: every connection is cut, streams included.
+// stop ends the owner: it takes no more connections, and every one it has
+// is cut, streams included (their handlers return on hold).
 func (f *fake) stop() {
-	f.srv.CloseClientConnections()
-	f.srv.Close()
+	f.stopOnce.Do(func() {
+		_ = f.srv.Listener.Close() // first: a client reconnecting finds nobody
+		close(f.quit)
+		f.srv.CloseClientConnections()
+		f.srv.Close()
+	})
+}
+
+// hold keeps a stream open until its client goes or the owner stops.
+func (f *fake) hold(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-f.quit:
+	}
 }
 
 func (f *fake) addr() string { return f.srv.Listener.Addr().String() }

@@ -343,7 +343,7 @@ func TestTCPSendsTheTokenOnEveryRequest(t *testing.T) {
 	f.setEvents(func(w http.ResponseWriter, r *http.Request) {
 		startStream(w)
 		sse(w, "inst1:1", "item.mutated", events.Event{Seq: 1, Name: "item.mutated", Data: cortex.ItemEvent{ItemID: "i1"}})
-		<-r.Context().Done()
+		f.hold(r)
 	})
 	c := dial(t, Options{Addr: f.addr(), Token: token})
 	if _, err := c.Do(context.Background(), conn.Request{Action: "cortex.get"}); err != nil {

@@ -105,7 +105,7 @@ func TestSubscribeAsksForItsKindsAndDecodesTypedPayloads(t *testing.T) {
 		// A kind not asked for (an owner that ignored ?kind=) is not passed on.
 		sse(w, "inst1:1", "plan.progress", events.Event{Seq: 1, Name: "plan.progress", Progress: true})
 		sendItem(w, 2)
-		<-r.Context().Done()
+		f.hold(r)
 	})
 	c := dial(t, Options{Socket: f.socket})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -133,10 +133,10 @@ func TestSubscribeResumesFromTheLastEventID(t *testing.T) {
 		case 2: // one more, then the owner drops this slow stream
 			sendItem(w, 3)
 			sse(w, "", wire.EventDropped, map[string]any{"reason": "slow"})
-			<-r.Context().Done()
+			f.hold(r)
 		default:
 			sendItem(w, 4)
-			<-r.Context().Done()
+			f.hold(r)
 		}
 	})
 	c := dial(t, Options{Socket: f.socket})
@@ -167,7 +167,7 @@ func TestSubscribePassesAGapOn(t *testing.T) {
 		// A new owner: it does not know the id resumed from.
 		sse(w, "", wire.EventGap, events.Event{Name: wire.EventGap, Data: map[string]any{"after": r.Header.Get("Last-Event-ID")}})
 		sse(w, "inst2:1", "item.mutated", item(1, "i9"))
-		<-r.Context().Done()
+		f.hold(r)
 	})
 	c := dial(t, Options{Socket: f.socket})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -191,7 +191,7 @@ func TestSubscribeClosesWhenTheOwnerIsGone(t *testing.T) {
 	f.setEvents(func(w http.ResponseWriter, r *http.Request) {
 		startStream(w)
 		sendItem(w, 1)
-		<-r.Context().Done()
+		f.hold(r)
 	})
 	c := dial(t, Options{Socket: f.socket})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -212,7 +212,7 @@ func TestSubscribeClosesOnCancel(t *testing.T) {
 	f.setEvents(func(w http.ResponseWriter, r *http.Request) {
 		startStream(w)
 		opened <- struct{}{}
-		<-r.Context().Done()
+		f.hold(r)
 	})
 	c := dial(t, Options{Socket: f.socket})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -239,7 +239,7 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	f := startUnix(t)
 	f.setEvents(func(w http.ResponseWriter, r *http.Request) {
 		startStream(w)
-		<-r.Context().Done()
+		f.hold(r)
 	})
 	c := dial(t, Options{Socket: f.socket})
 	ch := c.Subscribe(context.Background())
