@@ -29,7 +29,13 @@ func dial(t testing.TB, opts Options) *Conn {
 }
 
 // wantKind fails unless err is an *errs.Error of kind k.
-func wantKind(t *testing.T, err error, k errs.Kind) *errs.Error {
+func wantKind(t *testing.T, err error, k errs.Kind) {
+	t.Helper()
+	_ = wantKindAs(t, err, k) // it has failed the test if need be
+}
+
+// wantKindAs is wantKind returning the *errs.Error.
+func wantKindAs(t *testing.T, err error, k errs.Kind) *errs.Error {
 	t.Helper()
 	var e *errs.Error
 	if !errors.As(err, &e) {
@@ -89,7 +95,7 @@ func TestDoReturnsTheOwnersErrorWithItsKindMessageAndDetails(t *testing.T) {
 		})
 		_, err := c.Do(context.Background(), conn.Request{Action: "cortex.create"})
 		want := errs.As(sent)
-		e := wantKind(t, err, want.Kind)
+		e := wantKindAs(t, err, want.Kind)
 		if e.Message != want.Message {
 			t.Errorf("message %q, want %q", e.Message, want.Message)
 		}
@@ -183,7 +189,7 @@ func TestRefusalsBecomeErrorsOfTheirKinds(t *testing.T) {
 			http.Error(w, tc.plain, tc.status)
 		})
 		_, err := c.Do(context.Background(), conn.Request{Action: "cortex.create"})
-		e := wantKind(t, err, tc.want)
+		e := wantKindAs(t, err, tc.want)
 		if tc.err != nil && e.Message != tc.err.Error() {
 			t.Errorf("%d: message %q, want %q", tc.status, e.Message, tc.err.Error())
 		}
@@ -205,7 +211,7 @@ func TestOwnerGoneMidRequestIsUnavailable(t *testing.T) {
 		_ = hj.Close()
 	})
 	_, err := c.Do(context.Background(), conn.Request{Action: "cortex.create", IdempotencyKey: "k1"})
-	e := wantKind(t, err, errs.Unavailable)
+	e := wantKindAs(t, err, errs.Unavailable)
 	for _, want := range []string{"pid 4242", "cortex.create", "may or may not have committed", "idempotency_key"} {
 		if !strings.Contains(e.Message, want) {
 			t.Errorf("message %q does not say %q", e.Message, want)
@@ -238,7 +244,7 @@ func TestOwnerCutOffMidAnswerIsUnavailable(t *testing.T) {
 		_ = hj.Close()
 	})
 	_, err := c.Do(context.Background(), conn.Request{Action: "cortex.create"})
-	e := wantKind(t, err, errs.Unavailable)
+	e := wantKindAs(t, err, errs.Unavailable)
 	if !strings.Contains(e.Message, "may or may not have committed") {
 		t.Errorf("message %q", e.Message)
 	}
@@ -258,7 +264,7 @@ func TestCancelledRequestIsInterruptedNotUnavailable(t *testing.T) {
 		cancel()
 	}()
 	_, err := c.Do(ctx, conn.Request{Action: "cortex.create"})
-	e := wantKind(t, err, errs.Internal)
+	e := wantKindAs(t, err, errs.Internal)
 	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(e.Message, "interrupted") {
 		t.Fatalf("error %q does not say it was interrupted by the context", e.Message)
 	}
@@ -277,7 +283,7 @@ func TestDialWithNobodyListeningIsUnavailableAtOnce(t *testing.T) {
 	for _, socket := range []string{filepath.Join(dir, wire.SocketName), stale} {
 		start := time.Now()
 		_, err := Dial(context.Background(), Options{Socket: socket})
-		e := wantKind(t, err, errs.Unavailable)
+		e := wantKindAs(t, err, errs.Unavailable)
 		if took := time.Since(start); took > time.Second {
 			t.Errorf("%s: Dial took %v", socket, took)
 		}
@@ -323,16 +329,16 @@ func TestInfoAgentCheckActionAndNowComeFromTheOwner(t *testing.T) {
 	if err := c.CheckAction("cortex.get"); err != nil {
 		t.Fatal(err)
 	}
-	e := wantKind(t, c.CheckAction("cortex.gte"), errs.UnknownAction)
+	e := wantKindAs(t, c.CheckAction("cortex.gte"), errs.UnknownAction)
 	if e.Message != `unknown action "cortex.gte"; did you mean "cortex.get"? (actions.list lists them all)` || e.Details["nearest"] != "cortex.get" {
 		t.Fatalf("message %q details %v", e.Message, e.Details)
 	}
-	e = wantKind(t, c.CheckAction("zzzzz.qqqqq"), errs.UnknownAction)
+	e = wantKindAs(t, c.CheckAction("zzzzz.qqqqq"), errs.UnknownAction)
 	if e.Message != `unknown action "zzzzz.qqqqq" (actions.list lists them all)` {
 		t.Fatalf("message %q", e.Message)
 	}
 	// The owner's clock runs an hour ahead of ours.
-	if d := c.Now().Sub(time.Now()) - ownerAhead; d < -time.Minute || d > time.Minute {
+	if d := time.Until(c.Now()) - ownerAhead; d < -time.Minute || d > time.Minute {
 		t.Fatalf("Now() is %v off the owner's clock", d)
 	}
 }
@@ -359,7 +365,7 @@ func TestTCPSendsTheTokenOnEveryRequest(t *testing.T) {
 	}
 	// A wrong token is refused, and no message repeats a token.
 	_, err := Dial(context.Background(), Options{Addr: f.addr(), Token: "wrong-t0ken"})
-	e := wantKind(t, err, errs.Permission)
+	e := wantKindAs(t, err, errs.Permission)
 	if strings.Contains(e.Message, "t0ken") {
 		t.Fatalf("message %q shows the token", e.Message)
 	}
@@ -367,7 +373,7 @@ func TestTCPSendsTheTokenOnEveryRequest(t *testing.T) {
 	wantKind(t, err, errs.Validation)
 	f.stop()
 	_, err = c.Do(context.Background(), conn.Request{Action: "cortex.get"})
-	if e := wantKind(t, err, errs.Unavailable); strings.Contains(e.Message, token) {
+	if e := wantKindAs(t, err, errs.Unavailable); strings.Contains(e.Message, token) {
 		t.Fatalf("message %q shows the token", e.Message)
 	}
 }
