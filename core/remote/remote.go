@@ -55,7 +55,7 @@ type Conn struct {
 	transport *http.Transport
 	client    *http.Client
 	base      string // scheme and host of every request's URL
-	where     string // how messages name the owner: "this data directory" or the address
+	where     string // how messages name the data directory
 
 	info    wire.InfoResponse
 	actions map[string]bool
@@ -96,7 +96,7 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 		}
 		addr := opts.Addr
 		c.base = "http://" + addr
-		c.where = addr
+		c.where = "the data directory served at " + addr
 		c.transport = newTransport(func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", addr)
 		})
@@ -116,7 +116,7 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 		// A timeout of our own means nothing answered in time; only the
 		// caller's ctx ending is an interruption.
 		return nil, c.transportError(ctx, err, func() *errs.Error {
-			return errs.New(errs.Unavailable, "no engram answers for %s at %s: %v", c.where, c.endpoint(), err).
+			return errs.New(errs.Unavailable, "no engram answers at %s: %v", c.endpoint(), err).
 				With("endpoint", c.endpoint())
 		})
 	}
@@ -283,7 +283,8 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 	}
 	body, err := json.Marshal(dr)
 	if err != nil {
-		return nil, errs.New(errs.Validation, "args: %s: its arguments are not JSON: %v", req.Action, err).With("field", "args")
+		return nil, errs.New(errs.Validation, "args: %s's arguments are not valid JSON (%v); give a JSON object", req.Action, err).
+			With("field", "args")
 	}
 	data, err := c.roundTrip(ctx, http.MethodPost, wire.PathDo, body)
 	if err != nil {

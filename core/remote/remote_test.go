@@ -165,6 +165,20 @@ func TestDoPassesTheRequestsEventsToOnEventBeforeReturning(t *testing.T) {
 	}
 }
 
+func TestDoRefusesArgsThatAreNotJSON(t *testing.T) {
+	f := startUnix(t)
+	c := dial(t, Options{Socket: f.socket})
+	_, err := c.Do(context.Background(), conn.Request{Action: "cortex.create", Args: json.RawMessage(`{"title":`)})
+	if e := wantKindAs(t, err, errs.Validation); e.Details["field"] != "args" {
+		t.Fatalf("details %v", e.Details)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.requests) != 0 {
+		t.Fatal("the request was sent")
+	}
+}
+
 func TestRefusalsBecomeErrorsOfTheirKinds(t *testing.T) {
 	f := startUnix(t)
 	c := dial(t, Options{Socket: f.socket})

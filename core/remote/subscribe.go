@@ -60,10 +60,11 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.done, cancel)
 	q := newQueue(subscribeBuffer)
+	ready := make(chan struct{})
 	go func() {
 		defer c.subs.Done()
 		defer q.finish()
-		c.follow(ctx, kinds, q)
+		c.follow(ctx, kinds, q, ready)
 	}()
 	go func() {
 		defer c.subs.Done()
@@ -82,12 +83,24 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 			}
 		}
 	}()
+	// As in process, the subscription starts before Subscribe returns:
+	// once the owner has answered, its events from then on are on their
+	// way, so a face that subscribes and then acts sees its own events.
+	t := time.NewTimer(c.opts.Timeout)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 	return out
 }
 
 // follow reads streams into q, reconnecting, until ctx ends, the owner
 // refuses the subscription, or the owner is out of reach for giveUpAfter.
-func (c *Conn) follow(ctx context.Context, kinds []string, q *queue) {
+// It closes ready once the first stream is open or could not be.
+func (c *Conn) follow(ctx context.Context, kinds []string, q *queue, ready chan struct{}) {
+	defer markReady(ready)
 	want := map[string]bool{}
 	for _, k := range kinds {
 		want[k] = true
@@ -98,12 +111,13 @@ func (c *Conn) follow(ctx context.Context, kinds []string, q *queue) {
 		delay     time.Duration
 	)
 	for {
-		r := c.stream(ctx, kinds, want, &lastID, q)
+		r := c.stream(ctx, kinds, want, &lastID, q, ready)
+		markReady(ready) // the first try is over, whatever came of it
 		if ctx.Err() != nil || r.refused {
 			return
 		}
-		if r.connected {
-			downSince = time.Time{}
+		if r.connected || r.busy {
+			downSince = time.Time{} // the owner is there
 		}
 		if r.delivered {
 			delay = 0
@@ -128,16 +142,28 @@ func (c *Conn) follow(ctx context.Context, kinds []string, q *queue) {
 	}
 }
 
+// markReady closes ready unless it is closed; only a subscription's
+// reading goroutine calls it.
+func markReady(ready chan struct{}) {
+	select {
+	case <-ready:
+	default:
+		close(ready)
+	}
+}
+
 // streamResult says how one stream went.
 type streamResult struct {
 	connected bool // the owner answered 200
+	busy      bool // the owner answered 503: it serves as many streams as it may
 	delivered bool // at least one message came
 	refused   bool // the owner refused for good (401, 404...): do not retry
 }
 
 // stream reads one event stream until it ends. lastID is the id of the
 // last event received, sent as Last-Event-ID and updated as events come.
-func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool, lastID *string, q *queue) streamResult {
+// It closes ready, if it is open, once the owner has answered.
+func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool, lastID *string, q *queue, ready chan struct{}) streamResult {
 	var r streamResult
 	u := c.base + wire.PathEvents
 	if len(kinds) > 0 {
@@ -162,10 +188,12 @@ func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool,
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		// Busy (too many subscribers) may pass; anything else will not.
-		r.refused = resp.StatusCode != http.StatusServiceUnavailable
+		r.busy = resp.StatusCode == http.StatusServiceUnavailable
+		r.refused = !r.busy
 		return r
 	}
 	r.connected = true
+	markReady(ready)
 	watchdog := time.AfterFunc(silentStream, cancel)
 	defer watchdog.Stop()
 

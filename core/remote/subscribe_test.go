@@ -305,3 +305,46 @@ func TestSlowReaderLosesOnlyProgressEvents(t *testing.T) {
 		t.Fatalf("the newest progress event went: %+v", newest)
 	}
 }
+
+func TestSubscribeStartsBeforeItReturns(t *testing.T) {
+	f := startUnix(t)
+	registered := make(chan struct{}, 1)
+	f.setEvents(func(w http.ResponseWriter, r *http.Request) {
+		registered <- struct{}{} // the owner registers the stream before it answers
+		startStream(w)
+		f.hold(r)
+	})
+	c := dial(t, Options{Socket: f.socket})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Subscribe(ctx)
+	select {
+	case <-registered:
+	default:
+		t.Fatal("Subscribe returned before the owner had the stream: events of an action run next could be missed")
+	}
+}
+
+func TestSubscribeWaitsForABusyOwner(t *testing.T) {
+	old := giveUpAfter
+	giveUpAfter = 50 * time.Millisecond
+	t.Cleanup(func() { giveUpAfter = old })
+	f := startUnix(t)
+	var s streams
+	f.setEvents(func(w http.ResponseWriter, r *http.Request) {
+		// Busy for several times as long as an unreachable owner is given.
+		if n := s.open(r); n < 6 {
+			fail(w, http.StatusServiceUnavailable, fmt.Errorf("busy"))
+			return
+		}
+		startStream(w)
+		sendItem(w, 1)
+		f.hold(r)
+	})
+	c := dial(t, Options{Socket: f.socket})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if ev := recv(t, c.Subscribe(ctx)); ev.Seq != 1 {
+		t.Fatalf("event %+v", ev)
+	}
+}
