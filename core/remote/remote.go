@@ -45,6 +45,19 @@ type Options struct {
 // infoAction is the action Info stands for, as errors name it.
 const infoAction = "engine.info"
 
+// String shows the options with the token left out, so that printing
+// them (%v, %+v) never shows it.
+func (o Options) String() string {
+	token := ""
+	if o.Token != "" {
+		token = "(set)"
+	}
+	return fmt.Sprintf("{Socket:%s Addr:%s Token:%s Agent:%s Timeout:%v}", o.Socket, o.Addr, token, o.Agent, o.Timeout)
+}
+
+// GoString is String, for %#v.
+func (o Options) GoString() string { return "remote.Options" + o.String() }
+
 // DefaultTimeout is Options.Timeout when it is zero.
 const DefaultTimeout = 2 * time.Second
 

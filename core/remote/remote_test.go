@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,6 +236,14 @@ func TestOwnerGoneMidRequestIsUnavailable(t *testing.T) {
 	if e.Details["pid"] != ownerPID || e.Details["action"] != "cortex.create" {
 		t.Errorf("details %v", e.Details)
 	}
+	// The client never sends a request twice on its own: that is the
+	// caller's call, with the idempotency key.
+	f.mu.Lock()
+	sent := len(f.requests)
+	f.mu.Unlock()
+	if sent != 1 {
+		t.Fatalf("the owner got the request %d times", sent)
+	}
 	// Once the owner is gone for good, every request is Unavailable.
 	f.stop()
 	_, err = c.Do(context.Background(), conn.Request{Action: "cortex.get"})
@@ -385,6 +395,12 @@ func TestTCPSendsTheTokenOnEveryRequest(t *testing.T) {
 	}
 	_, err = Dial(context.Background(), Options{Addr: f.addr()})
 	wantKind(t, err, errs.Validation)
+	opts := Options{Addr: f.addr(), Token: token}
+	for _, shown := range []string{fmt.Sprint(opts), fmt.Sprintf("%+v", opts), fmt.Sprintf("%#v", opts), fmt.Sprint(c)} {
+		if strings.Contains(shown, token) {
+			t.Fatalf("%s shows the token", shown)
+		}
+	}
 	f.stop()
 	_, err = c.Do(context.Background(), conn.Request{Action: "cortex.get"})
 	if e := wantKindAs(t, err, errs.Unavailable); strings.Contains(e.Message, token) {
@@ -408,6 +424,31 @@ func TestClosedConnRefusesLaterCalls(t *testing.T) {
 	f.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("the owner got %d requests after Close", n)
+	}
+}
+
+func TestConcurrentRequestsEachGetTheirOwnAnswer(t *testing.T) {
+	f := startUnix(t)
+	c := dial(t, Options{Socket: f.socket})
+	const workers, each = 8, 25
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				args := fmt.Sprintf(`{"id":"w%d-%d"}`, w, i)
+				res, err := c.Do(context.Background(), conn.Request{Action: "cortex.get", Args: json.RawMessage(args)})
+				if err != nil || string(res) != args {
+					errc <- fmt.Errorf("%s: got %s, %v", args, res, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
 	}
 }
 
