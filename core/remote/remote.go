@@ -301,7 +301,7 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 	}
 	data, err := c.roundTrip(ctx, http.MethodPost, wire.PathDo, body)
 	if err != nil {
-		return nil, c.transportError(ctx, err, func() *errs.Error { return c.gone(req.Action) })
+		return nil, c.transportError(ctx, err, func() *errs.Error { return c.gone(req.Action, err) })
 	}
 	var resp wire.DoResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
@@ -321,11 +321,18 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 	return resp.Result, nil
 }
 
-// gone is the error of a request in flight when the owner went away.
-func (c *Conn) gone(act string) *errs.Error {
+// gone is the error of a request that failed because the owner went
+// away (err says how). A request that never reached the owner did not
+// run; one in flight may or may not have committed.
+func (c *Conn) gone(act string, err error) *errs.Error {
 	if c.done.Err() != nil {
 		return errs.New(errs.Unavailable, "the connection to the engram that owns %s is closed; %s did not run", c.where, act).
 			With("action", act)
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return errs.New(errs.Unavailable, "the engram that owns %s (pid %d) is gone; %s did not run: run it again once an engram owns it",
+			c.where, c.info.PID, act).With("pid", c.info.PID).With("action", act)
 	}
 	return errs.New(errs.Unavailable, "the engram that owns %s (pid %d) went away while running %s; it may or may not have committed: run it again with the same idempotency_key",
 		c.where, c.info.PID, act).With("pid", c.info.PID).With("action", act)
@@ -335,7 +342,7 @@ func (c *Conn) gone(act string) *errs.Error {
 func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
 	info, err := c.fetchInfo(ctx)
 	if err != nil {
-		return conn.Info{}, c.transportError(ctx, err, func() *errs.Error { return c.gone(infoAction) })
+		return conn.Info{}, c.transportError(ctx, err, func() *errs.Error { return c.gone(infoAction, err) })
 	}
 	return info.Info, nil
 }

@@ -244,10 +244,13 @@ func TestOwnerGoneMidRequestIsUnavailable(t *testing.T) {
 	if sent != 1 {
 		t.Fatalf("the owner got the request %d times", sent)
 	}
-	// Once the owner is gone for good, every request is Unavailable.
+	// Once the owner is gone for good, every request is Unavailable, and
+	// says that it did not run: it never reached an owner.
 	f.stop()
 	_, err = c.Do(context.Background(), conn.Request{Action: "cortex.get"})
-	wantKind(t, err, errs.Unavailable)
+	if e := wantKindAs(t, err, errs.Unavailable); !strings.Contains(e.Message, "cortex.get did not run") {
+		t.Errorf("message %q", e.Message)
+	}
 	_, err = c.Info(context.Background())
 	wantKind(t, err, errs.Unavailable)
 }
