@@ -271,9 +271,9 @@ func (o *protocolOwner) settle(t *testing.T) {
 // the status, the headers and the body its response block shows. A JSON body
 // may leave members out, and a list may end with "..." after its first
 // elements; every member shown must be exactly what the owner answers. An
-// event stream shows its first messages, exactly. go test . -run
-// TestProtocolDocs -update-docs rewrites the responses after a deliberate
-// change.
+// event stream shows what it sends up to its ": ok" comment, exactly. go
+// test . -run TestProtocolDocs -update-docs rewrites the responses after a
+// deliberate change.
 func TestProtocolDocsExamples(t *testing.T) {
 	doc, examples := readProtocolExamples(t)
 	if len(examples) == 0 {
@@ -304,6 +304,9 @@ func TestProtocolDocsExamples(t *testing.T) {
 			}
 		}
 		if x.stream() {
+			if !strings.HasSuffix(x.respBody, streamOpened) {
+				t.Errorf("%s: a stream's example shows what it sends up to and including %q", where, streamOpened)
+			}
 			if body != x.respBody {
 				t.Errorf("%s: the stream sends something else now (run go test . -run TestProtocolDocs -update-docs if the change is deliberate)\n--- actual\n%s\n--- documented\n%s",
 					where, body, x.respBody)
@@ -333,7 +336,7 @@ func TestProtocolDocsExamples(t *testing.T) {
 }
 
 // send makes x's request and returns the response and its body: all of
-// it, or for a stream as many messages as the documentation shows.
+// it, or for a stream what it sends up to its ": ok".
 func (o *protocolOwner) send(t *testing.T, x httpExample, where string) (*http.Response, string) {
 	t.Helper()
 	ts := o.socket
@@ -369,24 +372,30 @@ func (o *protocolOwner) send(t *testing.T, x httpExample, where string) (*http.R
 		}
 		return resp, strings.TrimSuffix(string(b), "\n")
 	}
-	// A stream never ends by itself: read the messages shown, then hang up.
-	want := max(strings.Count(x.respBody, "\n\n")+1, 1)
+	// A stream never ends by itself: what it sends up to its ": ok" (the
+	// gap, the replayed events) is all it owes the request; after that
+	// come live events, whenever they happen. Read to ": ok", then hang up.
 	var msgs []string
 	var msg []string
 	sc := bufio.NewScanner(resp.Body)
-	for len(msgs) < want && sc.Scan() {
+	for sc.Scan() {
 		if sc.Text() != "" {
 			msg = append(msg, sc.Text())
 			continue
 		}
 		msgs = append(msgs, strings.Join(msg, "\n"))
+		if strings.Join(msg, "\n") == streamOpened {
+			return resp, strings.Join(msgs, "\n\n")
+		}
 		msg = nil
 	}
-	if len(msgs) < want {
-		t.Fatalf("%s: the stream ended after %d of the %d messages shown: %v", where, len(msgs), want, sc.Err())
-	}
-	return resp, strings.Join(msgs, "\n\n")
+	t.Fatalf("%s: the stream ended before its %q, after %d messages: %v", where, streamOpened, len(msgs), sc.Err())
+	return nil, ""
 }
+
+// streamOpened is the comment a stream sends once it is subscribed: what it
+// sends before is the gap and the replay; what it sends after is live.
+const streamOpened = ": ok"
 
 // responseHeader is a header of resp as the server sent it. Go's client
 // takes "Connection: close" out of the header and sets resp.Close.
