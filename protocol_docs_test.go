@@ -284,6 +284,9 @@ func TestProtocolDocsExamples(t *testing.T) {
 	last := 0
 	for _, x := range examples {
 		where := fmt.Sprintf("%s:%d (%s %s)", protocolDocsPath, x.line, x.method, x.target)
+		if x.target == wire.PathDo && x.status == http.StatusOK && !pinned(x.body) {
+			t.Errorf("%s: give the request an \"at\": an action's answer repeats only on a pinned clock (elapsed_us is 0 only then)", where)
+		}
 		if x.stream() {
 			o.settle(t)
 		}
@@ -333,6 +336,14 @@ func TestProtocolDocsExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pinned says whether a request body pins the clock.
+func pinned(body string) bool {
+	var req struct {
+		At *string `json:"at"`
+	}
+	return json.Unmarshal([]byte(body), &req) == nil && req.At != nil
 }
 
 // send makes x's request and returns the response and its body: all of
