@@ -119,7 +119,7 @@ func TestSlowBodyIsGivenUpAfterBodyTimeout(t *testing.T) {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
-	failure(t, answer{resp.StatusCode, resp.Header, b}, http.StatusRequestTimeout, "BudgetError", "200ms")
+	failure(t, answer{resp.StatusCode, resp.Header, b, resp.Close}, http.StatusRequestTimeout, "BudgetError", "200ms")
 	if after := cortexCounts(t, e); !maps.Equal(before, after) {
 		t.Errorf("the store changed: %v → %v", before, after)
 	}
@@ -235,7 +235,7 @@ func TestMalformedRequestsAreRefusedAndChangeNothing(t *testing.T) {
 		}
 		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
-		failure(t, answer{resp.StatusCode, resp.Header, b}, 413, "BudgetError")
+		failure(t, answer{resp.StatusCode, resp.Header, b, resp.Close}, 413, "BudgetError")
 	})
 
 	failures := []struct {

@@ -143,6 +143,9 @@ type answer struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	// Close: the answer said "Connection: close" (Go's client takes the
+	// header out and says so here).
+	Close bool
 }
 
 // send makes one request; header is "Name: value" lines.
@@ -165,7 +168,7 @@ func send(t *testing.T, c *http.Client, method, url, body string, header ...stri
 	if err != nil {
 		t.Fatalf("%s %s: reading the answer: %v", method, url, err)
 	}
-	return answer{resp.StatusCode, resp.Header, b}
+	return answer{resp.StatusCode, resp.Header, b, resp.Close}
 }
 
 // do posts a DoRequest (a JSON string or a value) and decodes a 200 answer.
@@ -194,8 +197,9 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-// failure checks a refusal: its status, JSON content type, ok:false and
-// kind, and message fragments; it returns the body.
+// failure checks a refusal: its status, JSON content type, "Connection:
+// close" (docs/protocol.md promises all three of every answer but a 200),
+// ok:false and kind, and message fragments; it returns the body.
 func failure(t *testing.T, a answer, status int, kind string, fragments ...string) wire.Failure {
 	t.Helper()
 	if a.Status != status {
@@ -203,6 +207,9 @@ func failure(t *testing.T, a answer, status int, kind string, fragments ...strin
 	}
 	if ct := a.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	if !a.Close {
+		t.Errorf("a %d answer without \"Connection: close\"", a.Status)
 	}
 	var f wire.Failure
 	dec := json.NewDecoder(bytes.NewReader(a.Body))

@@ -372,6 +372,8 @@ func (s *Server) recoverPanic(tw *trackingWriter, r *http.Request) {
 		// sees it broken rather than a truncated answer.
 		panic(http.ErrAbortHandler)
 	}
+	// As every refusal: what is left of the request is not read.
+	tw.Header().Set("Connection", "close")
 	writeJSON(tw, http.StatusInternalServerError, wire.Failure{Error: wire.Body(errs.New(errs.Internal,
 		"the owner failed with a bug (panic: %v); the request may or may not have run; the owner's log has the details", p))})
 }

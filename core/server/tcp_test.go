@@ -163,5 +163,5 @@ func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
-	failure(t, answer{resp.StatusCode, resp.Header, b}, http.StatusUnauthorized, "PermissionError")
+	failure(t, answer{resp.StatusCode, resp.Header, b, resp.Close}, http.StatusUnauthorized, "PermissionError")
 }
