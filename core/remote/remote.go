@@ -321,6 +321,17 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 	return resp.Result, nil
 }
 
+// detailRan is the detail that says a request never reached the owner.
+const detailRan = "ran"
+
+// DidNotRun says whether err is the Unavailable error of a request that
+// never reached the owner: it is safe to send again, to the next owner.
+func DidNotRun(err error) bool {
+	e := errs.As(err)
+	ran, ok := e.Details[detailRan].(bool)
+	return e.Kind == errs.Unavailable && ok && !ran
+}
+
 // gone is the error of a request that failed because the owner went
 // away (err says how). A request that never reached the owner did not
 // run; one in flight may or may not have committed.
@@ -332,7 +343,7 @@ func (c *Conn) gone(act string, err error) *errs.Error {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return errs.New(errs.Unavailable, "the engram that owns %s (pid %d) is gone; %s did not run: run it again once an engram owns it",
-			c.where, c.info.PID, act).With("pid", c.info.PID).With("action", act)
+			c.where, c.info.PID, act).With("pid", c.info.PID).With("action", act).With(detailRan, false)
 	}
 	return errs.New(errs.Unavailable, "the engram that owns %s (pid %d) went away while running %s; it may or may not have committed: run it again with the same idempotency_key",
 		c.where, c.info.PID, act).With("pid", c.info.PID).With("action", act)

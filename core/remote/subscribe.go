@@ -192,6 +192,12 @@ func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool,
 		r.refused = !r.busy
 		return r
 	}
+	if inst := resp.Header.Get(wire.HeaderInstance); inst != "" && inst != c.info.Instance {
+		// Another owner serves the socket now: this connection's owner is
+		// gone. The caller moves to the new one (and says so).
+		r.refused = true
+		return r
+	}
 	r.connected = true
 	markReady(ready)
 	watchdog := time.AfterFunc(silentStream, cancel)

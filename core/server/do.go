@@ -41,6 +41,12 @@ func (s *Server) handleDo(w http.ResponseWriter, r *http.Request, p Principal, t
 			return
 		}
 		creq.Principal = p.Agent
+		if creq.Session != "" {
+			// A session's NAME picks its id generator: over TCP it is
+			// the token's agent, so that no agent can draw from (and
+			// disturb) another agent's script's ids.
+			creq.Session = p.Agent + "/" + creq.Session[strings.LastIndexByte(creq.Session, '/')+1:]
+		}
 	} else if creq.Principal == "" {
 		creq.Principal = s.e.Agent()
 	}

@@ -172,7 +172,12 @@ func (s *Server) Instance() string { return s.inst }
 // trusted (the Unix socket's file permissions admit only the local user)
 // and the agent comes from the request.
 func (s *Server) Handler(tcp bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, tcp) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer names the owner process, so that a client that
+		// reconnects to a socket path can tell a new owner from the old.
+		w.Header().Set(wire.HeaderInstance, s.Instance())
+		s.serve(w, r, tcp)
+	})
 }
 
 // ServeUnix serves the trusted routes on l until Shutdown (then it returns

@@ -165,3 +165,37 @@ func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	failure(t, answer{resp.StatusCode, resp.Header, b, resp.Close}, http.StatusUnauthorized, "PermissionError")
 }
+
+// Over TCP a script session is the token's agent's, whatever name the
+// request gives it: an agent cannot draw from (and so disturb) another
+// agent's script ids by naming that agent's session.
+func TestTCPSessionsBelongToTheTokensAgent(t *testing.T) {
+	firstID := func(tcp bool, session string, header ...string) string {
+		t.Helper()
+		e, _ := openEngine(t)
+		_, ts := newServer(t, e, tcp, server.Options{Tokens: testTokens})
+		req := map[string]any{"action": "cortex.create", "at": "2025-11-05T10:00:00Z", "session": session,
+			"args": map[string]any{"type": "goal", "fields": map[string]any{"title": "x"}}}
+		if !tcp {
+			req["agent"] = "alice"
+		}
+		resp := do(t, ts.Client(), ts.URL, req, header...)
+		var res struct {
+			Item struct{ ID string } `json:"item"`
+		}
+		if !resp.OK || json.Unmarshal(resp.Result, &res) != nil {
+			t.Fatalf("%+v", resp)
+		}
+		return res.Item.ID
+	}
+	bearer := "Authorization: Bearer alice-rw"
+	asBob := firstID(true, "bob/run-1", bearer)
+	asAlice := firstID(true, "alice/run-9", bearer)
+	bobsOwn := firstID(false, "bob/run-1")
+	if asBob != asAlice {
+		t.Errorf("alice's token naming bob's session drew %s, naming her own %s: want the same (her session)", asBob, asAlice)
+	}
+	if asBob == bobsOwn {
+		t.Errorf("alice's token naming bob's session drew bob's id %s", bobsOwn)
+	}
+}

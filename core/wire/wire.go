@@ -170,6 +170,9 @@ type ActionSummary struct {
 // HeaderAuthorization carries "Bearer TOKEN" on TCP.
 const HeaderAuthorization = "Authorization"
 
+// HeaderInstance is on every answer: the owner's Instance.
+const HeaderInstance = "Engram-Instance"
+
 // EventID is an event's SSE id: the owner's Instance and the event's Seq,
 // "INSTANCE:SEQ". A stream resumed with the id of another instance (an
 // owner that has since died) starts with EventGap.
