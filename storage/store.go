@@ -31,6 +31,10 @@ import (
 
 // Errors of opening a store. Each is wrapped in an *OpenError that names the
 // directory and says what to do; test for them with errors.Is.
+// LockFileName is the data directory's lock file: the engram holding it
+// owns the directory, and it holds that engram's pid.
+const LockFileName = "engram.lock"
+
 var (
 	// ErrLocked: another process (usually another engram) holds the directory.
 	ErrLocked = errors.New("data directory is in use")
@@ -138,7 +142,7 @@ type Store struct {
 }
 
 const (
-	lockFileName   = "engram.lock"
+	lockFileName   = LockFileName
 	defaultRetries = 48
 	// aloneAfter is how many conflicts a transaction loses before it runs
 	// with every other update of the store held back.

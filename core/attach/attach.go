@@ -1,0 +1,536 @@
+// Package attach decides, for one engram process and one data directory,
+// whether this process owns the directory or attaches to the engram that
+// does, and keeps that true while it runs.
+//
+// The first engram to open a durable data directory owns it: it holds the
+// store's lock, runs the engine, and serves it on the Unix socket
+// DATA/engram.sock (core/server). Every later engram on the same directory
+// finds the socket and runs as a client (core/remote) through the same
+// conn.Conn. When the owner goes away, the next client to notice opens the
+// directory itself (the lock is free once the owner's process is gone) or
+// attaches to whichever client got there first.
+//
+// The lock is the truth, the socket only a way to reach its holder: a
+// socket file whose listener is gone (an owner killed with kill -9) is
+// never trusted, and the next owner replaces it.
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/remote"
+	"github.com/engram-console/engram/core/server"
+	"github.com/engram-console/engram/core/wire"
+	"github.com/engram-console/engram/storage"
+)
+
+// TakeoverWithin is how long a client looks for the next owner, or tries
+// to become it, after the owner went away.
+const TakeoverWithin = 2 * time.Second
+
+// maxSocketPath is the longest socket path Linux accepts (sun_path holds
+// 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// Mode says what a process may be.
+type Mode int
+
+const (
+	// Either: attach to the owner if there is one, else own the directory.
+	Either Mode = iota
+	// OwnerOnly: own the directory or fail (engram serve).
+	OwnerOnly
+)
+
+// Options say how to open a data directory.
+type Options struct {
+	// DataDir is the durable data directory.
+	DataDir string
+	// Agent is this process's default principal.
+	Agent string
+	// Mode: Either (the console, --batch) or OwnerOnly (engram serve).
+	Mode Mode
+	// Open opens the engine when this process becomes the owner.
+	Open func() (*core.Engine, error)
+	// Tokens checks bearer tokens on TCP (nil: TCP refuses everything).
+	Tokens func(*core.Engine) server.Authenticator
+	// Listen, when set, is a TCP address the owner also serves
+	// (engram serve --listen HOST:PORT).
+	Listen string
+	// Logger gets what the server logs (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Conn is a connection to the engine of a data directory: in this process
+// (the owner) or in another (a client). It moves to the next owner when
+// the current one goes away. Safe for concurrent use.
+type Conn struct {
+	opts Options
+
+	mu   sync.Mutex
+	gen  int // bumped on every change of owner
+	cur  conn.Conn
+	own  *owned        // set while this process owns the directory
+	rem  *remote.Conn  // set while it is a client
+	lost chan struct{} // closed when the current connection is found dead
+	// moving is closed once a move to the next owner has finished (nil
+	// when none is under way).
+	moving chan struct{}
+	// change is the last change of owner, for subscribers.
+	change *conn.OwnerChange
+	closed bool
+}
+
+// owned is what an owner runs: the engine and its servers.
+type owned struct {
+	engine *core.Engine
+	srv    *server.Server
+	socket string
+	unix   net.Listener
+	tcp    net.Listener
+}
+
+// Open attaches to the data directory's owner or becomes it.
+func Open(ctx context.Context, opts Options) (*Conn, error) {
+	c := &Conn{opts: opts}
+	if err := c.connect(ctx, 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// SocketPath is the owner's socket of a data directory.
+func SocketPath(dataDir string) string { return filepath.Join(dataDir, wire.SocketName) }
+
+// connect finds the owner or becomes it. prevPID is the owner that went
+// away (0 at the start).
+func (c *Conn) connect(ctx context.Context, prevPID int) error {
+	socket := SocketPath(c.opts.DataDir)
+	deadline := time.Now().Add(TakeoverWithin)
+	if prevPID == 0 {
+		// At the start, an owner may be busy opening a large store.
+		deadline = time.Now().Add(5 * time.Second)
+	}
+	var lastErr error
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 100*time.Millisecond) {
+		if c.opts.Mode == Either {
+			if rem, err := c.dial(ctx, socket); err == nil {
+				c.use(nil, rem)
+				return nil
+			}
+		}
+		engine, err := c.opts.Open()
+		if err == nil {
+			own, err := c.serve(engine, socket)
+			if err != nil {
+				return errors.Join(err, engine.Close())
+			}
+			c.use(own, nil)
+			return nil
+		}
+		if !errors.Is(err, storage.ErrLocked) {
+			return err
+		}
+		lastErr = err
+		if c.opts.Mode == OwnerOnly {
+			return fmt.Errorf("%w (engram serve owns a data directory only when no other engram does)", err)
+		}
+		// Another engram holds the lock and has not served the socket yet
+		// (it is opening the store, or replacing a dead owner's socket).
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w; it does not answer on %s (an engram older than this one, or one that is stuck)", lastErr, socket)
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// dial attaches to the socket's server if it is the lock holder's.
+func (c *Conn) dial(ctx context.Context, socket string) (*remote.Conn, error) {
+	if _, err := os.Stat(socket); err != nil {
+		return nil, err
+	}
+	rem, err := remote.Dial(ctx, remote.Options{Socket: socket, Agent: c.opts.Agent})
+	if err != nil {
+		return nil, err
+	}
+	// The lock file names its holder; a server that is not the holder is
+	// not trusted (it cannot be, short of a process that is not engram).
+	if holder := lockHolder(c.opts.DataDir); holder != 0 && holder != rem.OwnerPID() {
+		_ = rem.Close()
+		return nil, fmt.Errorf("the socket's server (pid %d) does not hold the directory's lock (pid %d)", rem.OwnerPID(), holder)
+	}
+	return rem, nil
+}
+
+// lockHolder is the pid written in the data directory's lock file, or 0.
+func lockHolder(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, storage.LockFileName))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// serve makes this process the owner: it serves engine on the socket
+// (replacing a dead owner's) and, when asked, on TCP.
+func (c *Conn) serve(engine *core.Engine, socket string) (*owned, error) {
+	var auth server.Authenticator
+	if c.opts.Tokens != nil {
+		auth = c.opts.Tokens(engine)
+	}
+	own := &owned{engine: engine, socket: socket,
+		srv: server.New(engine, server.Options{Tokens: auth, Logger: c.opts.Logger})}
+	if len(socket) > maxSocketPath {
+		// The engine works; other engrams cannot attach. Say why in the
+		// log rather than refuse to run.
+		if c.opts.Logger != nil {
+			c.opts.Logger.Warn("not serving the data directory: its socket path is too long for a Unix socket; other engrams cannot attach", "socket", socket, "bytes", len(socket), "limit", maxSocketPath)
+		}
+	} else {
+		// We hold the lock, so whatever socket file is there is a dead
+		// owner's: never trusted, replaced.
+		if err := os.Remove(socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("removing the dead owner's socket %s: %w", socket, err)
+		}
+		l, err := listenUnix(socket)
+		if err != nil {
+			return nil, err
+		}
+		own.unix = l
+		go func() { _ = own.srv.ServeUnix(l) }() // ends with Shutdown
+	}
+	if c.opts.Listen != "" {
+		l, err := net.Listen("tcp", c.opts.Listen)
+		if err != nil {
+			own.shutdown()
+			return nil, fmt.Errorf("--listen %s: %w", c.opts.Listen, err)
+		}
+		own.tcp = l
+		go func() { _ = own.srv.ServeTCP(l) }()
+	}
+	return own, nil
+}
+
+// listenUnix listens on a socket only its owner may use (mode 0600): the
+// socket trusts whoever can connect to act as any agent.
+func listenUnix(path string) (net.Listener, error) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("serving the data directory on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("serving the data directory on %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// shutdown stops serving; the engine stays open.
+func (o *owned) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = o.srv.Shutdown(ctx) // requests in flight finish or are cut off
+	if o.unix != nil {
+		_ = os.Remove(o.socket)
+	}
+}
+
+// use makes own or rem the current connection.
+func (c *Conn) use(own *owned, rem *remote.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.own, c.rem = own, rem
+	if own != nil {
+		c.cur = own.engine
+	} else {
+		c.cur = rem
+	}
+	c.gen++
+	c.lost = make(chan struct{})
+}
+
+// current is the connection now, and its generation.
+func (c *Conn) current(ctx context.Context) (conn.Conn, int, error) {
+	for {
+		c.mu.Lock()
+		cur, gen, moving, closed := c.cur, c.gen, c.moving, c.closed
+		c.mu.Unlock()
+		if closed {
+			return nil, 0, errs.New(errs.Internal, "the connection to the data directory is closed")
+		}
+		if moving == nil {
+			return cur, gen, nil
+		}
+		select {
+		case <-moving:
+		case <-ctx.Done():
+			return nil, 0, errs.New(errs.Unavailable, "waiting for the next owner of the data directory: %v", ctx.Err())
+		}
+	}
+}
+
+// moveOn moves to the next owner after the connection of generation gen
+// was found dead; a caller whose generation is already old only waits
+// for the move under way. Subscribers learn of the move from
+// changeSince.
+func (c *Conn) moveOn(gen int) error {
+	c.mu.Lock()
+	if c.closed || gen != c.gen {
+		c.mu.Unlock()
+		return nil
+	}
+	if c.moving != nil {
+		moving := c.moving
+		c.mu.Unlock()
+		<-moving
+		return nil
+	}
+	moving := make(chan struct{})
+	c.moving = moving
+	prev := c.rem
+	close(c.lost)
+	c.mu.Unlock()
+
+	prevPID := 0
+	if prev != nil {
+		prevPID = prev.OwnerPID()
+		_ = prev.Close()
+	}
+	err := c.connect(context.Background(), prevPID)
+	w := c.Where()
+	msg := fmt.Sprintf("the owner (pid %d) went away; attached to pid %d now", prevPID, w.PID)
+	if w.Owner {
+		msg = fmt.Sprintf("the owner (pid %d) went away; this engram owns the data directory now", prevPID)
+	}
+	c.mu.Lock()
+	c.moving = nil
+	if err == nil {
+		c.change = &conn.OwnerChange{Where: w, PreviousPID: prevPID, Message: msg}
+	}
+	c.mu.Unlock()
+	close(moving)
+	return err
+}
+
+// Do runs a request on the current owner. A request in flight when the
+// owner goes away fails with Unavailable (it may or may not have
+// committed); the next request goes to the next owner. A request that
+// never reached the owner goes to the next one at once.
+func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
+	for tries := 0; ; tries++ {
+		cur, gen, err := c.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out, err := cur.Do(ctx, req)
+		if errs.KindOf(err) != errs.Unavailable || ctx.Err() != nil {
+			return out, err
+		}
+		if !remote.DidNotRun(err) || tries == 3 {
+			c.noticeGone(gen)
+			return out, err
+		}
+		// Nothing ran: move to the next owner and send it there.
+		if merr := c.moveOn(gen); merr != nil {
+			return nil, err
+		}
+	}
+}
+
+// noticeGone starts the move to the next owner (once per dead owner).
+func (c *Conn) noticeGone(gen int) {
+	go func() { _ = c.moveOn(gen) }()
+}
+
+// changeSince is the last change of owner, if there was one after
+// generation gen.
+func (c *Conn) changeSince(gen int) (conn.OwnerChange, int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.change == nil || c.gen == gen {
+		return conn.OwnerChange{}, c.gen, false
+	}
+	return *c.change, c.gen, true
+}
+
+// Subscribe returns events until ctx ends; when the owner goes away the
+// stream moves to the next one, with an EventOwnerChanged between.
+func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
+	out := make(chan events.Event, 1024)
+	c.mu.Lock()
+	reported := c.gen
+	c.mu.Unlock()
+	send := func(ev events.Event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	go func() {
+		defer close(out)
+		for ctx.Err() == nil {
+			if change, gen, ok := c.changeSince(reported); ok {
+				reported = gen
+				if !send(events.Event{Name: conn.EventOwnerChanged.Name(), At: time.Now().UTC(), Data: change}) {
+					return
+				}
+			}
+			cur, gen, err := c.current(ctx)
+			if err != nil {
+				return
+			}
+			for ev := range cur.Subscribe(ctx, kinds...) {
+				if !send(ev) {
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			// The stream ended with ctx alive: the owner is gone.
+			if err := c.moveOn(gen); err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// Info is engine.info of the current owner.
+func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
+	cur, gen, err := c.current(ctx)
+	if err != nil {
+		return conn.Info{}, err
+	}
+	info, err := cur.Info(ctx)
+	if errs.KindOf(err) == errs.Unavailable && ctx.Err() == nil {
+		c.noticeGone(gen)
+	}
+	return info, err
+}
+
+// CheckAction asks the current owner's list of actions.
+func (c *Conn) CheckAction(name string) error {
+	cur, _, err := c.current(context.Background())
+	if err != nil {
+		return err
+	}
+	return cur.CheckAction(name)
+}
+
+// Agent is this process's default principal.
+func (c *Conn) Agent() string {
+	if c.opts.Agent != "" {
+		return c.opts.Agent
+	}
+	cur, _, err := c.current(context.Background())
+	if err != nil {
+		return ""
+	}
+	return cur.Agent()
+}
+
+// Now is the owner's engine clock.
+func (c *Conn) Now() time.Time {
+	cur, _, err := c.current(context.Background())
+	if err != nil {
+		return time.Now().UTC()
+	}
+	return cur.Now()
+}
+
+// Where says whether this process owns the directory, or which does.
+func (c *Conn) Where() conn.Where {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.own != nil {
+		return conn.Where{Owner: true, PID: os.Getpid()}
+	}
+	if c.rem != nil {
+		return conn.Where{PID: c.rem.OwnerPID()}
+	}
+	return conn.Where{}
+}
+
+// TCPAddr is the TCP address this process serves (Options.Listen, with
+// the port chosen when it was 0), or "" when it serves none.
+func (c *Conn) TCPAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.own == nil || c.own.tcp == nil {
+		return ""
+	}
+	return c.own.tcp.Addr().String()
+}
+
+// Engine is this process's engine while it owns the directory, else nil.
+func (c *Conn) Engine() *core.Engine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.own == nil {
+		return nil
+	}
+	return c.own.engine
+}
+
+// Lost is closed when the current connection is found dead (for tests and
+// faces that wait for a move).
+func (c *Conn) Lost() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lost
+}
+
+// Close stops serving (an owner: clients move to the next owner), closes
+// the engine or the connection. Safe to call more than once.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	moving := c.moving
+	c.mu.Unlock()
+	if moving != nil {
+		<-moving
+	}
+	c.mu.Lock()
+	own, rem := c.own, c.rem
+	c.mu.Unlock()
+	if own != nil {
+		own.shutdown()
+		return own.engine.Close()
+	}
+	if rem != nil {
+		return rem.Close()
+	}
+	return nil
+}
+
+var (
+	_ conn.Conn    = (*Conn)(nil)
+	_ conn.Locator = (*Conn)(nil)
+)
