@@ -21,7 +21,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/attach"
 	"github.com/engram-console/engram/core/batch"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/planner"
 	"github.com/engram-console/engram/tour"
@@ -52,6 +54,8 @@ type config struct {
 	version  bool
 	// historyBackend is where new conversations live (--history-backend).
 	historyBackend string
+	// listen is engram serve's TCP address (--listen).
+	listen string
 }
 
 func main() {
@@ -66,7 +70,11 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if code, ok := runToken(args, stdout, stderr); ok {
 		return code
 	}
-	cfg, err := parseFlags(args, stdout)
+	serve := len(args) > 0 && args[0] == "serve"
+	if serve {
+		args = args[1:]
+	}
+	cfg, err := parseFlags(args, stdout, serve)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -111,33 +119,35 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		complain(stderr, "engram: %v\n", err)
 		return exitUsage
 	}
-	engine, err := core.Open(engineOptions(core.Options{
-		DataDir: cfg.data, InMemory: cfg.inMemory, SyncWrites: cfg.sync, HistoryBackend: cfg.historyBackend,
-		Agent: cfg.agent, LLM: provider, Logger: logger,
-	}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := openConn(ctx, cfg, serve, provider, logger)
 	if err != nil {
 		complain(stderr, "engram: %v\n", err)
 		return storageExit(err)
 	}
 	defer func() {
 		// Closing flushes the store: a failure there may have lost writes.
-		if err := engine.Close(); err != nil {
+		if err := c.Close(); err != nil {
 			complain(stderr, "engram: closing the data directory: %v\n", err)
 			if code == exitOK {
 				code = exitFailed
 			}
 		}
 	}()
-	logger.Info("engram started", "version", core.Version, "store", engine.StoreLabel(), "batch", cfg.batch)
-	if full := engine.Env().Store.FullAtOpen(); full != nil && cfg.batch != "" {
-		complain(stderr, "engram: %v; opened it read-only: reads work, writes are refused with StorageFull until you free space and run engram again\n", full)
+	where := whereLabel(c)
+	logger.Info("engram started", "version", core.Version, "data", cfg.data, "where", where, "batch", cfg.batch, "serve", serve)
+	if engine := c.Engine(); engine != nil && cfg.batch != "" {
+		if full := engine.Env().Store.FullAtOpen(); full != nil {
+			complain(stderr, "engram: %v; opened it read-only: reads work, writes are refused with StorageFull until you free space and run engram again\n", full)
+		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	if cfg.batch != "" {
-		runner := batch.NewRunner(engine, stdout, batch.Options{FailFast: cfg.failFast, Events: cfg.events})
+	switch {
+	case serve:
+		return runServe(ctx, cfg, c, stderr)
+	case cfg.batch != "":
+		runner := batch.NewRunner(c, stdout, batch.Options{FailFast: cfg.failFast, Events: cfg.events})
 		summary, err := runner.Run(ctx, script, batch.IsYAML(cfg.batch))
 		switch {
 		case errors.Is(err, batch.ErrUnreadable):
@@ -148,7 +158,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			return exitFailed
 		case !summary.OK():
 			complain(stderr, "engram: %d of %d step(s) did not pass (first on line %d)\n", summary.Failed, summary.Steps, summary.FirstFailure)
-			if engine.Env().Store.FullRefusals() > 0 {
+			if summary.Full > 0 {
 				return exitFull
 			}
 			return exitFailed
@@ -157,11 +167,78 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 
 	stop() // the console handles ctrl+c and SIGTERM itself
-	program := tea.NewProgram(tui.New(engine, tui.Options{PaletteHistory: paletteHistory(cfg), OfferTour: true}), tea.WithAltScreen())
+	program := tea.NewProgram(tui.New(c, tui.Options{PaletteHistory: paletteHistory(cfg), OfferTour: true}), tea.WithAltScreen())
 	if _, err := program.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		complain(stderr, "engram: %v\n", err)
 		return exitFailed
 	}
+	return exitOK
+}
+
+// dataConn is the connection every face of engram uses: the engine in
+// this process, or the owner of the data directory in another.
+type dataConn interface {
+	conn.Conn
+	conn.Locator
+	// Engine is the engine when it runs in this process, else nil.
+	Engine() *core.Engine
+	// TCPAddr is the TCP address served (engram serve --listen), or "".
+	TCPAddr() string
+	Close() error
+}
+
+// openConn opens the data: in memory, this process alone; else it attaches
+// to the engram that owns the data directory, or becomes that owner and
+// serves the directory to the others (engram serve must be the owner).
+func openConn(ctx context.Context, cfg config, serve bool, provider llm.Provider, logger *slog.Logger) (dataConn, error) {
+	open := func() (*core.Engine, error) {
+		return core.Open(engineOptions(core.Options{
+			DataDir: cfg.data, InMemory: cfg.inMemory, SyncWrites: cfg.sync, HistoryBackend: cfg.historyBackend,
+			Agent: cfg.agent, LLM: provider, Logger: logger,
+		}))
+	}
+	if cfg.inMemory {
+		engine, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return alone{Conn: engine, engine: engine}, nil
+	}
+	mode := attach.Either
+	if serve {
+		mode = attach.OwnerOnly
+	}
+	return attach.Open(ctx, attach.Options{DataDir: cfg.data, Agent: cfg.agent, Mode: mode, Open: open,
+		Tokens: tokenAuthenticator, Listen: cfg.listen, Logger: logger})
+}
+
+// alone is an engine in memory: nothing to attach to, nothing served.
+type alone struct {
+	conn.Conn
+	engine *core.Engine
+}
+
+func (a alone) Engine() *core.Engine { return a.engine }
+func (a alone) Close() error         { return a.engine.Close() }
+func (a alone) Where() conn.Where    { return a.engine.Where() }
+func (a alone) TCPAddr() string      { return "" }
+
+// whereLabel says, for the log, whether this process owns the data.
+func whereLabel(c conn.Locator) string {
+	if w := c.Where(); !w.Owner {
+		return fmt.Sprintf("attached to pid %d", w.PID)
+	}
+	return "owner"
+}
+
+// runServe serves the data directory until SIGINT or SIGTERM.
+func runServe(ctx context.Context, cfg config, c dataConn, stderr io.Writer) int {
+	tcp := ""
+	if addr := c.TCPAddr(); addr != "" {
+		tcp = " and on tcp " + addr + " (bearer tokens: engram token create)"
+	}
+	complain(stderr, "engram: pid %d serves %s on %s%s; Ctrl+C stops it\n", os.Getpid(), cfg.data, attach.SocketPath(cfg.data), tcp)
+	<-ctx.Done()
 	return exitOK
 }
 
@@ -172,7 +249,7 @@ func engineOptions(opts core.Options) core.Options {
 	return opts
 }
 
-func parseFlags(args []string, usageOut io.Writer) (config, error) {
+func parseFlags(args []string, usageOut io.Writer, serve bool) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("engram", flag.ContinueOnError)
 	// The flag package reports a bad flag and then prints the usage; we say
@@ -197,12 +274,15 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	fs.StringVar(&cfg.logFile, "log", "", "the log `FILE` (default $ENGRAM_LOG, else $XDG_STATE_HOME/engram/engram.log, else ~/.local/state/engram/engram.log)")
 	fs.BoolVar(&cfg.debug, "debug", false, "log every action (debug level)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+	fs.StringVar(&cfg.listen, "listen", "", "with engram serve: also serve on TCP at `HOST:PORT` (every request needs a bearer token)")
 	fs.Usage = func() {
 		_, _ = fmt.Fprintf(fs.Output(), "engram: a console for an AI assistant's memory.\n\n"+
 			"Usage:\n  engram [flags]                    open the console\n"+
 			"  engram --batch FILE [flags]       run a script of actions, one JSON result per line\n"+
-			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n"+
-			"  engram token create|list|revoke   manage the bearer tokens of clients over TCP (each takes --help)\n\nFlags:\n")
+			"  engram serve [--listen HOST:PORT] own the data directory headless and serve it to other engrams\n"+
+			"  engram token create|list|revoke   manage the bearer tokens of engram serve --listen (each takes --help)\n"+
+			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n\n"+
+			"Every engram on one data directory shares it: the first owns it, the others attach to it.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -217,6 +297,12 @@ func parseFlags(args []string, usageOut io.Writer) (config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cfg.listen != "" && !serve {
+		return cfg, errors.New("--listen only applies to engram serve")
+	}
+	if serve && (cfg.batch != "" || cfg.inMemory) {
+		return cfg, errors.New("engram serve serves a data directory: drop --batch and --in-memory")
+	}
 	if cfg.batch == "" && (cfg.failFast || cfg.events) {
 		return cfg, errors.New("--fail-fast and --events only apply with --batch")
 	}

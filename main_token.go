@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/attach"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/tokens"
@@ -151,13 +152,16 @@ func runToken(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 
 // openConnForCommand gives a one-shot command (engram token ...) a
 // connection to cfg.data's engine, acting as cfg.agent, and the function
-// that closes it. It opens the engine in this process.
+// that closes it: it attaches to the engram that owns the directory, or
+// owns it for as long as the command runs.
 func openConnForCommand(cfg config) (conn.Conn, func() error, error) {
-	engine, err := core.Open(engineOptions(core.Options{DataDir: cfg.data, Agent: cfg.agent}))
+	c, err := attach.Open(context.Background(), attach.Options{DataDir: cfg.data, Agent: cfg.agent, Open: func() (*core.Engine, error) {
+		return core.Open(engineOptions(core.Options{DataDir: cfg.data, Agent: cfg.agent}))
+	}})
 	if err != nil {
 		return nil, nil, err
 	}
-	return engine, engine.Close, nil
+	return c, c.Close, nil
 }
 
 func printJSON(w io.Writer, v any) error {

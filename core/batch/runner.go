@@ -44,6 +44,8 @@ type Summary struct {
 	FirstFailure int
 	// Stopped: the run ended early (--fail-fast or cancellation).
 	Stopped bool
+	// Full counts the steps refused with StorageFull (exit status 4).
+	Full int
 }
 
 // OK reports whether every step passed.
@@ -290,6 +292,9 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 	res.OK = err == nil
 	if err != nil {
 		e := errs.As(err)
+		if e.Kind == errs.StorageFull {
+			r.summary.Full++
+		}
 		res.Error = &ErrorBody{Kind: e.Kind, Message: e.Message, Details: e.Details}
 		if decodeErr != nil && e.Kind == errs.Parse {
 			// The step itself could not be read: say where.
