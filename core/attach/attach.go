@@ -388,20 +388,29 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 			return false
 		}
 	}
+	// The first stream starts before Subscribe returns, so that what the
+	// caller does next is seen (a remote stream waits for the owner).
+	cur, gen, err := c.current(ctx)
+	var in <-chan events.Event
+	if err == nil {
+		in = cur.Subscribe(ctx, kinds...)
+	}
 	go func() {
 		defer close(out)
 		for ctx.Err() == nil {
-			if change, gen, ok := c.changeSince(reported); ok {
-				reported = gen
-				if !send(events.Event{Name: conn.EventOwnerChanged.Name(), At: time.Now().UTC(), Data: change}) {
+			if in == nil {
+				if change, now, ok := c.changeSince(reported); ok {
+					reported = now
+					if !send(events.Event{Name: conn.EventOwnerChanged.Name(), At: time.Now().UTC(), Data: change}) {
+						return
+					}
+				}
+				if cur, gen, err = c.current(ctx); err != nil {
 					return
 				}
+				in = cur.Subscribe(ctx, kinds...)
 			}
-			cur, gen, err := c.current(ctx)
-			if err != nil {
-				return
-			}
-			for ev := range cur.Subscribe(ctx, kinds...) {
+			for ev := range in {
 				if !send(ev) {
 					return
 				}
@@ -410,6 +419,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 				return
 			}
 			// The stream ended with ctx alive: the owner is gone.
+			in = nil
 			if err := c.moveOn(gen); err != nil {
 				return
 			}
