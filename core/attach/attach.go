@@ -326,6 +326,10 @@ func (c *Conn) moveOn(gen int) error {
 	c.moving = nil
 	if err == nil {
 		c.change = &conn.OwnerChange{Where: w, PreviousPID: prevPID, Message: msg}
+	} else {
+		// The move failed: the dead connection stays current, and the
+		// next request to find it dead moves again (closing a new lost).
+		c.lost = make(chan struct{})
 	}
 	c.mu.Unlock()
 	close(moving)
