@@ -162,3 +162,20 @@ func TestPlanSubtasksCannotRunPlanActionsOrNameFiles(t *testing.T) {
 		t.Errorf("a subtask ran the plan other: %s", other.Status)
 	}
 }
+
+// A plan's subtask may not manage tokens: over TCP a token of the operator's
+// agent could otherwise make itself new tokens (token.* is refused there),
+// and the new token's secret would be kept in the plan's results.
+func TestPlanSubtasksCannotRunTokenActions(t *testing.T) {
+	r := newRig(t)
+	r.create("mint", st("make", "token.create", map[string]any{"agent": "local"}), st("list", "token.list", nil))
+	res := r.execute("mint", map[string]any{"on_subtask_failure": "skip"})
+	for _, id := range []string{"make", "list"} {
+		if s := subtaskOf(t, res.Plan, id); s.Status != planner.Skipped || !strings.Contains(s.Error, "may not run token.") {
+			t.Errorf("subtask %s: %s %q", id, s.Status, s.Error)
+		}
+	}
+	if strings.Contains(string(r.do("plan.get", `{"plan_id": "mint"}`)), "egt_") {
+		t.Errorf("the plan keeps a token")
+	}
+}

@@ -49,6 +49,10 @@ type Spec struct {
 	// one does. An action that runs a script of its own (tour.load) is
 	// exclusive, so that its steps may pin the engine clock.
 	Exclusive bool
+	// Secret marks actions whose result holds a secret (token.create's
+	// token): the result is never stored, so a request of one may not
+	// carry an idempotency key (whose record keeps the result).
+	Secret bool
 }
 
 // Field describes one argument of an action, derived from its args struct:

@@ -326,6 +326,10 @@ func (c *Conn) moveOn(gen int) error {
 	c.moving = nil
 	if err == nil {
 		c.change = &conn.OwnerChange{Where: w, PreviousPID: prevPID, Message: msg}
+	} else {
+		// The move failed: the dead connection stays current, and the
+		// next request to find it dead moves again (closing a new lost).
+		c.lost = make(chan struct{})
 	}
 	c.mu.Unlock()
 	close(moving)
@@ -421,7 +425,14 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 			// The stream ended with ctx alive: the owner is gone.
 			in = nil
 			if err := c.moveOn(gen); err != nil {
-				return
+				// No owner was found this time: look again in a moment,
+				// rather than end the stream for good while requests
+				// may still find one.
+				select {
+				case <-time.After(TakeoverWithin / 4):
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 	}()

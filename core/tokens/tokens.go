@@ -65,7 +65,7 @@ func Subsystem(opts Options) func(env *kit.Env) error {
 	return func(env *kit.Env) error {
 		t := newTokens(env, opts)
 		reg := env.Actions
-		ActionCreate.Register(reg, action.Spec{Summary: "A new bearer token for an agent, shown once (operator only)"}, t.create)
+		ActionCreate.Register(reg, action.Spec{Summary: "A new bearer token for an agent, shown once (operator only)", Secret: true}, t.create)
 		ActionList.Register(reg, action.Spec{Summary: "Every token, without its secret (operator only)", ReadOnly: true}, t.list)
 		ActionRevoke.Register(reg, action.Spec{Summary: "Revoke a token: it authenticates no longer (operator only)"}, t.revoke)
 		env.AddChecker("tokens", t.check)

@@ -1,0 +1,37 @@
+package attach_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/attach"
+	"github.com/engram-console/engram/core/conn"
+)
+
+// A client whose move to the next owner failed once must not panic (close
+// of a closed channel) when it notices the dead owner again.
+func TestAFailedMoveCanBeTriedAgain(t *testing.T) {
+	dir := t.TempDir()
+	owner := open(t, dir, "local")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	broken := errors.New("the store cannot be opened")
+	client, err := attach.Open(ctx, attach.Options{DataDir: dir, Agent: "local", Open: func() (*core.Engine, error) {
+		return nil, broken
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close() }()
+	if err := owner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		_, err := client.Do(ctx, conn.Request{Action: "engine.info"})
+		t.Logf("try %d: %v", i, err)
+		time.Sleep(100 * time.Millisecond) // let a background move run
+	}
+}
