@@ -289,8 +289,10 @@ func (e *Engine) CheckAction(name string) error {
 	return err
 }
 
-// Now is the engine clock's time.
-func (e *Engine) Now() time.Time { return e.clock.Now() }
+// Now is the engine's base clock: a request that pins the clock (a
+// step's at) runs alone, and its time is for it only, never for a face
+// asking what time it is meanwhile.
+func (e *Engine) Now() time.Time { return e.clock.Base() }
 
 // The engine is the in-process connection every face uses.
 var _ conn.Conn = (*Engine)(nil)

@@ -79,6 +79,10 @@ func (p *Pinnable) Now() time.Time {
 	return p.base.Now()
 }
 
+// Base is the base clock's time, pinned or not: what time it is for
+// everyone but the request that pinned the clock.
+func (p *Pinnable) Base() time.Time { return p.base.Now() }
+
 // Pin makes Now return t until Unpin.
 func (p *Pinnable) Pin(t time.Time) {
 	p.mu.Lock()
