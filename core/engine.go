@@ -108,8 +108,8 @@ type Engine struct {
 	inflight sync.WaitGroup
 
 	// turnstile lets requests run side by side (read-locked) unless one
-	// must run alone (write-locked): a step that pins the clock, belongs
-	// to a script session or wants its own events.
+	// must run alone (write-locked): a step that pins the clock or wants
+	// its own events.
 	turnstile sync.RWMutex
 	ids       *ids.Switch
 	sessions  sessions
@@ -393,7 +393,7 @@ func (e *Engine) doAlone(ctx context.Context, a *action.Action, req Request) (js
 		e.clock.Pin(*req.At)
 		defer e.clock.Restore(at, pinned)
 	}
-	if req.Session != "" {
+	if req.Session != "" && req.At != nil {
 		defer e.ids.Use(e.ids.Use(e.sessions.generator(req.Session)))
 	}
 	var tap *events.Tap

@@ -152,6 +152,10 @@ func (c *Conn) connect(ctx context.Context, prevPID int) error {
 		}
 		// Another engram holds the lock and has not served the socket yet
 		// (it is opening the store, or replacing a dead owner's socket).
+		if len(socket) > maxSocketPath {
+			return fmt.Errorf("%w; it cannot share it: the path %s is too long for a Unix socket (%d bytes, at most %d); use a shorter --data path",
+				err, socket, len(socket), maxSocketPath)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w; it does not answer on %s (an engram older than this one, or one that is stuck)", lastErr, socket)
 		}
@@ -232,15 +236,41 @@ func (c *Conn) serve(engine *core.Engine, socket string) (*owned, error) {
 }
 
 // listenUnix listens on a socket only its owner may use (mode 0600): the
-// socket trusts whoever can connect to act as any agent.
+// socket trusts whoever can connect to act as any agent. It binds in a
+// private directory, sets the mode, and only then renames the socket into
+// place, so that nobody can connect while the mode is still the umask's.
 func listenUnix(path string) (net.Listener, error) {
-	l, err := net.Listen("unix", path)
-	if err != nil {
+	fail := func(err error) (net.Listener, error) {
 		return nil, fmt.Errorf("serving the data directory on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	private, err := os.MkdirTemp(filepath.Dir(path), ".sock-")
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = os.RemoveAll(private) }() // empty once the socket moved
+	tmp := filepath.Join(private, "s")
+	if len(tmp) > maxSocketPath {
+		// The private name is a few bytes longer than the final one:
+		// bind in place, and set the mode at once.
+		tmp = path
+	}
+	l, err := net.Listen("unix", tmp)
+	if err != nil {
+		return fail(err)
+	}
+	// The socket file is removed by its owner (owned.shutdown), under the
+	// name it has then, not the name it was bound with.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("serving the data directory on %s: %w", path, err)
+		return fail(err)
+	}
+	if tmp == path {
+		return l, nil
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = l.Close()
+		return fail(err)
 	}
 	return l, nil
 }
@@ -324,7 +354,7 @@ func (c *Conn) moveOn(gen int) error {
 	}
 	c.mu.Lock()
 	c.moving = nil
-	if err == nil {
+	if err == nil && (w.Owner || w.PID != prevPID) {
 		c.change = &conn.OwnerChange{Where: w, PreviousPID: prevPID, Message: msg}
 	} else {
 		// The move failed: the dead connection stays current, and the
@@ -351,8 +381,19 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 			return out, err
 		}
 		if !remote.DidNotRun(err) || tries == 3 {
-			c.noticeGone(gen)
+			if !remote.Busy(err) {
+				c.noticeGone(gen)
+			}
 			return out, err
+		}
+		if remote.Busy(err) {
+			// The owner is alive: ask it again in a moment.
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, err
+			}
+			continue
 		}
 		// Nothing ran: move to the next owner and send it there.
 		if merr := c.moveOn(gen); merr != nil {

@@ -32,10 +32,11 @@ type Request struct {
 	At *time.Time `json:"at,omitempty"`
 	// Session names the script this request is a step of, as
 	// "NAME/RUN": NAME is usually the script's agent, RUN is unique to
-	// one run of the script. The steps of a session run alone, one at a
-	// time, and draw ids from the session's own generator, so that a
-	// script with `at` on every step prints the same bytes whatever other
-	// clients do at the same time.
+	// one run of the script. A step with At draws ids from its session's
+	// own generator, so that a script with `at` on every step prints the
+	// same bytes whatever other clients do at the same time. (A step
+	// without At reads the real clock: its ids cannot repeat anyway, and
+	// it runs side by side with other requests.)
 	Session string `json:"session,omitempty"`
 	// IdempotencyKey, when set, makes the request safe to send again: the
 	// engine records the key with the request's first write, and a second
@@ -50,10 +51,10 @@ type Request struct {
 	OnEvent func(events.Event) `json:"-"`
 }
 
-// Exclusive says whether the request must run alone: it pins the clock,
-// belongs to a script session, or wants its own events.
+// Exclusive says whether the request must run alone: it pins the clock
+// or wants its own events.
 func (r Request) Exclusive() bool {
-	return r.At != nil || r.Session != "" || r.OnEvent != nil
+	return r.At != nil || r.OnEvent != nil
 }
 
 // Conn is a connection to an engine: everything a face may do with it.

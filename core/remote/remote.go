@@ -322,10 +322,18 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 }
 
 // detailRan is the detail that says a request never reached the owner.
-const detailRan = "ran"
+const detailRan = wire.DetailRan
+
+// Busy says whether err is an owner's answer that it was too busy to run
+// the request: nothing ran, and the owner is alive.
+func Busy(err error) bool {
+	e := errs.As(err)
+	busy, _ := e.Details[wire.DetailBusy].(bool)
+	return e.Kind == errs.Unavailable && busy
+}
 
 // DidNotRun says whether err is the Unavailable error of a request that
-// never reached the owner: it is safe to send again, to the next owner.
+// never reached the owner, or that it refused: it is safe to send again.
 func DidNotRun(err error) bool {
 	e := errs.As(err)
 	ran, ok := e.Details[detailRan].(bool)
@@ -338,7 +346,7 @@ func DidNotRun(err error) bool {
 func (c *Conn) gone(act string, err error) *errs.Error {
 	if c.done.Err() != nil {
 		return errs.New(errs.Unavailable, "the connection to the engram that owns %s is closed; %s did not run", c.where, act).
-			With("action", act)
+			With("action", act).With(detailRan, false)
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

@@ -467,3 +467,26 @@ func BenchmarkDoRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// An owner's "busy" and "shutting down" answers say nothing ran: the
+// caller may send the request again (to the same owner when busy).
+func TestRefusalsThatRanNothingSaySo(t *testing.T) {
+	f := startUnix(t)
+	c := dial(t, Options{Socket: f.socket})
+	for _, tc := range []struct {
+		err       *errs.Error
+		busy, ran bool
+	}{
+		{errs.New(errs.Unavailable, "busy").With(wire.DetailRan, false).With(wire.DetailBusy, true), true, false},
+		{errs.New(errs.Unavailable, "shutting down").With(wire.DetailRan, false), false, false},
+		{errs.New(errs.Unavailable, "in flight"), false, true},
+	} {
+		f.setDo(func(w http.ResponseWriter, r *http.Request, req wire.DoRequest) {
+			fail(w, http.StatusServiceUnavailable, tc.err)
+		})
+		_, err := c.Do(context.Background(), conn.Request{Action: "cortex.create"})
+		if Busy(err) != tc.busy || DidNotRun(err) == tc.ran {
+			t.Errorf("%q: Busy %v DidNotRun %v; want busy %v, ran %v", tc.err.Message, Busy(err), DidNotRun(err), tc.busy, tc.ran)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func (s *Server) handleDo(w http.ResponseWriter, r *http.Request, p Principal, t
 		w.Header().Set("Retry-After", "1")
 		s.refuse(w, r, http.StatusServiceUnavailable, creq.Principal, errs.New(errs.Unavailable,
 			"the owner is busy: %d requests are running and no slot came free within %s; nothing was run; retry in a moment",
-			s.lim.MaxConcurrent, s.lim.QueueWait))
+			s.lim.MaxConcurrent, s.lim.QueueWait).With(wire.DetailRan, false).With(wire.DetailBusy, true))
 		return
 	}
 	defer func() { <-s.slots }()

@@ -263,7 +263,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, tcp bool) {
 	if !s.enter() {
 		w.Header().Set("Retry-After", "1")
 		s.refuse(w, r, http.StatusServiceUnavailable, "", errs.New(errs.Unavailable,
-			"the owner of the data directory is shutting down; nothing was run; retry in a moment"))
+			"the owner of the data directory is shutting down; nothing was run; retry in a moment").With(wire.DetailRan, false))
 		return
 	}
 	defer s.inflight.Done()

@@ -170,6 +170,15 @@ type ActionSummary struct {
 // HeaderAuthorization carries "Bearer TOKEN" on TCP.
 const HeaderAuthorization = "Authorization"
 
+// Details of an Unavailable error that say nothing ran, so the request
+// may be sent again at once: DetailRan is false; DetailBusy is true when
+// the owner is alive but had no slot free (send it again in a moment, to
+// the same owner).
+const (
+	DetailRan  = "ran"
+	DetailBusy = "busy"
+)
+
 // HeaderInstance is on every answer: the owner's Instance.
 const HeaderInstance = "Engram-Instance"
 
