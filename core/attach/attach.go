@@ -17,6 +17,7 @@ package attach
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -366,21 +367,32 @@ func (c *Conn) moveOn(gen int) error {
 	return err
 }
 
-// Do runs a request on the current owner. A request in flight when the
-// owner goes away fails with Unavailable (it may or may not have
-// committed); the next request goes to the next owner. A request that
-// never reached the owner goes to the next one at once.
+// Do runs a request on the current owner. A request that never reached
+// the owner goes to the next one. So does one in flight when the owner
+// went away, if that is safe: a read, or a write sent with an idempotency
+// key — Do gives every write that takes one a key of its own, so the next
+// owner runs it only if the one that died had not committed it. Otherwise
+// (no next owner in time, an action whose result holds a secret) the
+// request fails with Unavailable: it may or may not have committed.
 func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
 	for tries := 0; ; tries++ {
 		cur, gen, err := c.current(ctx)
 		if err != nil {
 			return nil, err
 		}
+		read, keyed := false, false
+		if rem, ok := cur.(*remote.Conn); ok {
+			read, keyed = rem.Retry(req.Action)
+			if keyed && req.IdempotencyKey == "" {
+				req.IdempotencyKey = "attach-" + rand.Text()
+			}
+		}
 		out, err := cur.Do(ctx, req)
 		if errs.KindOf(err) != errs.Unavailable || ctx.Err() != nil {
 			return out, err
 		}
-		if !remote.DidNotRun(err) || tries == 3 {
+		safe := remote.DidNotRun(err) || read || keyed
+		if !safe || tries == 3 {
 			if !remote.Busy(err) {
 				c.noticeGone(gen)
 			}
@@ -395,7 +407,7 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 			}
 			continue
 		}
-		// Nothing ran: move to the next owner and send it there.
+		// Move to the next owner and send it there.
 		if merr := c.moveOn(gen); merr != nil {
 			return nil, err
 		}
@@ -444,14 +456,16 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 		defer close(out)
 		for ctx.Err() == nil {
 			if in == nil {
+				// current waits for a move under way (another caller's):
+				// ask for the change after it, so that none goes untold.
+				if cur, gen, err = c.current(ctx); err != nil {
+					return
+				}
 				if change, now, ok := c.changeSince(reported); ok {
 					reported = now
 					if !send(events.Event{Name: conn.EventOwnerChanged.Name(), At: time.Now().UTC(), Data: change}) {
 						return
 					}
-				}
-				if cur, gen, err = c.current(ctx); err != nil {
-					return
 				}
 				in = cur.Subscribe(ctx, kinds...)
 			}

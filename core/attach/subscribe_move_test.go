@@ -22,8 +22,13 @@ func TestSubscriptionOutlivesAFailedMove(t *testing.T) {
 	defer cancel()
 	var broken atomic.Bool
 	broken.Store(true)
+	tried := make(chan struct{}, 1) // a move tried to open the directory, and failed
 	client, err := attach.Open(ctx, attach.Options{DataDir: dir, Agent: "local", Open: func() (*core.Engine, error) {
 		if broken.Load() {
+			select {
+			case tried <- struct{}{}:
+			default:
+			}
 			return nil, errors.New("not yet")
 		}
 		return core.Open(core.Options{DataDir: dir, Agent: "local"})
@@ -36,7 +41,11 @@ func TestSubscriptionOutlivesAFailedMove(t *testing.T) {
 	if err := owner.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second) // the subscription notices, its move fails
+	select { // the subscription notices, its move fails
+	case <-tried:
+	case <-ctx.Done():
+		t.Fatal("the subscription never tried to move on")
+	}
 	broken.Store(false)
 	for i := 0; i < 3; i++ {
 		if _, err := client.Do(ctx, conn.Request{Action: "engine.info"}); err == nil {

@@ -81,6 +81,8 @@ type Conn struct {
 	mu     sync.Mutex
 	closed bool           // set by Close, under mu: no new subscriptions
 	subs   sync.WaitGroup // the subscriptions' goroutines
+	// summaries are the owner's actions by name (read-only, secret).
+	summaries map[string]wire.ActionSummary
 }
 
 var _ conn.Conn = (*Conn)(nil)
@@ -138,8 +140,10 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 	c.offset = info.Now.Sub(sent.Add(got.Sub(sent) / 2))
 	c.info = info
 	c.actions = make(map[string]bool, len(info.ActionList))
+	c.summaries = make(map[string]wire.ActionSummary, len(info.ActionList))
 	for _, a := range info.ActionList {
 		c.actions[a.Name] = true
+		c.summaries[a.Name] = a
 		c.names = append(c.names, a.Name)
 	}
 	sort.Strings(c.names)
@@ -364,6 +368,18 @@ func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
 		return conn.Info{}, c.transportError(ctx, err, func() *errs.Error { return c.gone(infoAction, err) })
 	}
 	return info.Info, nil
+}
+
+// Retry says how a request for the named action may be sent again after
+// its owner went away in the middle: reads freely; writes only with an
+// idempotency key (keyed says whether the action takes one: not a read,
+// not one whose result holds a secret). Unknown actions: neither.
+func (c *Conn) Retry(name string) (read, keyed bool) {
+	a, ok := c.summaries[name]
+	if !ok {
+		return false, false
+	}
+	return a.ReadOnly, !a.ReadOnly && !a.Secret
 }
 
 // CheckAction answers from the owner's action list fetched at Dial, with

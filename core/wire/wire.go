@@ -161,10 +161,12 @@ type InfoResponse struct {
 	ActionList []ActionSummary `json:"action_list"`
 }
 
-// ActionSummary names an action and whether it only reads.
+// ActionSummary names an action, whether it only reads, and whether it
+// keeps a secret in its result (then it takes no idempotency_key).
 type ActionSummary struct {
 	Name     string `json:"name"`
 	ReadOnly bool   `json:"read_only"`
+	Secret   bool   `json:"secret,omitempty"`
 }
 
 // HeaderAuthorization carries "Bearer TOKEN" on TCP.
