@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,28 +79,9 @@ func runToken(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 		fs.StringVar(&opts.agent, "agent", "", "the agent `NAME` the token acts as (required)")
 		fs.BoolVar(&opts.readOnly, "read-only", false, "the token may only read")
 	}
-	fs.Usage = func() {
-		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n", cmd.usage, cmd.help)
-		fs.PrintDefaults()
-	}
-	// Flags may come before or after ID.
-	var positional []string
-	rest := args[2:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(stdout)
-				fs.Usage()
-				return exitOK, true
-			}
-			complain(stderr, "engram token %s: %v\nUsage: %s\n", name, err, cmd.usage)
-			return exitUsage, true
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	positional, code, done := parseSubcommand(fs, args[2:], "engram token "+name, cmd.usage, cmd.help, stdout, stderr)
+	if done {
+		return code, true
 	}
 	if len(positional) != cmd.args {
 		what := "no argument"

@@ -71,28 +71,9 @@ func runMaintenance(args []string, stdout, stderr io.Writer) (code int, ok bool)
 	if args[0] == "check" {
 		fs.BoolVar(&repair, "repair", false, "cut a damaged log at the damage and open the rest (what is dropped is printed)")
 	}
-	fs.Usage = func() {
-		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n", cmd.usage, cmd.help)
-		fs.PrintDefaults()
-	}
-	// Flags may come before or after FILE.
-	var positional []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(stdout)
-				fs.Usage()
-				return exitOK, true
-			}
-			complain(stderr, "engram %s: %v\nUsage: %s\n", args[0], err, cmd.usage)
-			return exitUsage, true
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	positional, code, done := parseSubcommand(fs, args[1:], "engram "+args[0], cmd.usage, cmd.help, stdout, stderr)
+	if done {
+		return code, true
 	}
 	if len(positional) != cmd.args {
 		complain(stderr, "engram %s: want %d file argument(s), got %d\nUsage: %s\n", args[0], cmd.args, len(positional), cmd.usage)
@@ -204,4 +185,31 @@ func runRestore(dir, file string, _ bool, stdout io.Writer) error {
 	}
 	_, err := fmt.Fprintf(stdout, "restored %s into %s\n", file, dir)
 	return err
+}
+
+// parseSubcommand parses a subcommand's flags, which may come before or
+// after its positional arguments, and returns those arguments. done says
+// the command is over (-h was asked for, or the flags were wrong) with
+// exit status code; name is how messages call it ("engram check").
+func parseSubcommand(fs *flag.FlagSet, args []string, name, usage, help string, stdout, stderr io.Writer) (positional []string, code int, done bool) {
+	fs.Usage = func() {
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n", usage, help)
+		fs.PrintDefaults()
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(stdout)
+				fs.Usage()
+				return nil, exitOK, true
+			}
+			complain(stderr, "%s: %v\nUsage: %s\n", name, err, usage)
+			return nil, exitUsage, true
+		}
+		if fs.NArg() == 0 {
+			return positional, 0, false
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

@@ -5,7 +5,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/wire"
 	"github.com/engram-console/engram/storage"
 )
@@ -331,21 +331,9 @@ type writer struct {
 
 func startWriter(t *testing.T, env []string, name, dir, logFile string, ack func(id, title string), failed func(result)) *writer {
 	t.Helper()
-	cmd := engramCmd(t, env, "--batch", "-", "--data", dir, "--log", logFile)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w := &writer{cmd: cmd, stdin: stdin, more: make(chan struct{}, 1), ended: make(chan struct{})}
+	p := enginetest.Start(t, engramBin, env, "--batch", "-", "--data", dir, "--log", logFile)
+	stdin, stdout := p.Stdin, p.Stdout
+	w := &writer{cmd: p.Cmd, stdin: stdin, more: make(chan struct{}, 1), ended: make(chan struct{})}
 	go func() {
 		for i := 0; ; i++ {
 			title := fmt.Sprintf("%s-%d", name, i)
