@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -235,6 +236,7 @@ func TestKillingTheOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[string]string{} // item id → title
 	unavailable := 0
+	var stopping atomic.Bool
 	writers := map[int]*writer{} // by pid
 	next := 0
 	start := func() *writer {
@@ -247,6 +249,8 @@ func TestKillingTheOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
+			case stopping.Load():
+				return // the step SIGTERM interrupted at the end
 			case r.Error != nil && r.Error.Kind == "Unavailable",
 				// In flight when the owner died: the client sent it again
 				// with its idempotency key, and the next owner found it
@@ -293,6 +297,7 @@ func TestKillingTheOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		start().waitAcks(t, 1)
 	}
+	stopping.Store(true)
 	for _, w := range writers {
 		w.finish(t)
 	}
