@@ -154,7 +154,26 @@ type memoryPane struct {
 	memorize *fieldForm
 	// unforgetLoad is the unforget in flight.
 	unforgetLoad loader
+	// reads are the numbers of the latest loads of stores, lists and
+	// items: their refusals the pane shows itself, superseded or not.
+	reads recentRequests
 }
+
+// recentRequests remembers the last few request numbers of one kind.
+type recentRequests struct {
+	nums [16]int
+	next int
+}
+
+// add remembers req and returns cmd, the request.
+func (r *recentRequests) add(req int, cmd tea.Cmd) tea.Cmd {
+	r.nums[r.next%len(r.nums)] = req
+	r.next++
+	return cmd
+}
+
+// has says whether req is one of them.
+func (r *recentRequests) has(req int) bool { return req > 0 && slices.Contains(r.nums[:], req) }
 
 func newMemoryPane(c conn.Conn, styles *Styles) *memoryPane {
 	in := textinput.New()
@@ -243,7 +262,8 @@ func (p *memoryPane) SetSize(w, h int) {
 // --- loading ---
 
 func (p *memoryPane) loadStores() tea.Cmd {
-	return request(&p.requests, &p.stores.loader, memory.ActionStores, action.None{})
+	cmd := request(&p.requests, &p.stores.loader, memory.ActionStores, action.None{})
+	return p.reads.add(p.stores.req, cmd)
 }
 
 // loadList asks for what want says (nothing before a store is chosen).
@@ -253,7 +273,8 @@ func (p *memoryPane) loadList() tea.Cmd {
 		return nil
 	}
 	p.list.asked = q
-	return request(&p.requests, &p.list.loader, memory.ActionRemember, q.args())
+	cmd := request(&p.requests, &p.list.loader, memory.ActionRemember, q.args())
+	return p.reads.add(p.list.req, cmd)
 }
 
 func (p *memoryPane) loadDetail() tea.Cmd {
@@ -261,7 +282,8 @@ func (p *memoryPane) loadDetail() tea.Cmd {
 	if d == nil {
 		return nil
 	}
-	return request(&p.requests, &d.load, memory.ActionGet, memory.GetArgs{Store: d.store, ID: d.id})
+	cmd := request(&p.requests, &d.load, memory.ActionGet, memory.GetArgs{Store: d.store, ID: d.id})
+	return p.reads.add(d.load.req, cmd)
 }
 
 // reload refreshes what shows, once per burst of events.

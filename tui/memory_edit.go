@@ -136,12 +136,11 @@ func (p *memoryPane) unforgotten(msg resultMsg[memory.UnforgetResult]) tea.Cmd {
 }
 
 // quietFailure: a store no longer shared with the viewer is said plainly
-// where it showed, not as an error in the status line.
+// where it showed, not as an error in the status line. That holds for a
+// load the pane has since replaced too (it moved to another store when
+// the store list came back first): its refusal is old news.
 func (p *memoryPane) quietFailure(req int, err error) bool {
-	if errs.KindOf(err) != errs.Permission {
-		return false
-	}
-	return req == p.list.req || req == p.stores.req || (p.detail != nil && req == p.detail.load.req)
+	return errs.KindOf(err) == errs.Permission && p.reads.has(req)
 }
 
 // storeGone is what the list or the detail says when its store cannot be
