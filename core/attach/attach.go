@@ -453,6 +453,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 	// caller does next is seen (a remote stream waits for the owner).
 	cur, gen, err := c.current(ctx)
 	var in <-chan events.Event
+	since := time.Now() // when the stream in started
 	if err == nil {
 		in = cur.Subscribe(ctx, kinds...)
 	}
@@ -471,7 +472,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 						return
 					}
 				}
-				in = cur.Subscribe(ctx, kinds...)
+				in, since = cur.Subscribe(ctx, kinds...), time.Now()
 			}
 			for ev := range in {
 				if !send(ev) {
@@ -484,12 +485,22 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 			// The stream ended with ctx alive: the owner is gone.
 			in = nil
 			err := c.moveOn(gen)
-			if _, _, changed := c.changeSince(gen); err != nil || !changed {
-				// No owner was found this time: look again in a moment,
-				// rather than end the stream for good while requests
-				// may still find one. Or the same owner was found again,
-				// which ended the stream on purpose (it refused it): ask
-				// it again in a moment, not over and over.
+			_, _, changed := c.changeSince(gen)
+			wait := err != nil // no owner was found this time
+			if err == nil && !changed {
+				// The same owner was found again (the stream ended
+				// without its going away): what it sent meanwhile is
+				// unknown here, as after a gap. If it ended the stream
+				// at once, it refuses it: ask again in a moment, not
+				// over and over.
+				if !send(events.Event{Name: wire.EventGap, At: time.Now().UTC()}) {
+					return
+				}
+				wait = time.Since(since) < TakeoverWithin/4
+			}
+			if wait {
+				// Look again in a moment, rather than end the stream for
+				// good while requests may still find an owner.
 				select {
 				case <-time.After(TakeoverWithin / 4):
 				case <-ctx.Done():
