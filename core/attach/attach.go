@@ -92,9 +92,12 @@ type Conn struct {
 	// moving is closed once a move to the next owner has finished (nil
 	// when none is under way).
 	moving chan struct{}
-	// change is the last change of owner, for subscribers.
-	change *conn.OwnerChange
-	closed bool
+	// change is the last change of owner, for subscribers; changeGen is
+	// the generation it made (later moves that found the same owner bump
+	// gen, not changeGen).
+	change    *conn.OwnerChange
+	changeGen int
+	closed    bool
 }
 
 // owned is what an owner runs: the engine and its servers.
@@ -357,6 +360,7 @@ func (c *Conn) moveOn(gen int) error {
 	c.moving = nil
 	if err == nil && (w.Owner || w.PID != prevPID) {
 		c.change = &conn.OwnerChange{Where: w, PreviousPID: prevPID, Message: msg}
+		c.changeGen = c.gen
 	} else {
 		// The move failed: the dead connection stays current, and the
 		// next request to find it dead moves again (closing a new lost).
@@ -420,11 +424,11 @@ func (c *Conn) noticeGone(gen int) {
 }
 
 // changeSince is the last change of owner, if there was one after
-// generation gen.
+// generation gen: a move that found the same owner again is none.
 func (c *Conn) changeSince(gen int) (conn.OwnerChange, int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.change == nil || c.gen == gen {
+	if c.change == nil || c.changeGen <= gen {
 		return conn.OwnerChange{}, c.gen, false
 	}
 	return *c.change, c.gen, true
@@ -449,6 +453,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 	// caller does next is seen (a remote stream waits for the owner).
 	cur, gen, err := c.current(ctx)
 	var in <-chan events.Event
+	since := time.Now() // when the stream in started
 	if err == nil {
 		in = cur.Subscribe(ctx, kinds...)
 	}
@@ -467,7 +472,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 						return
 					}
 				}
-				in = cur.Subscribe(ctx, kinds...)
+				in, since = cur.Subscribe(ctx, kinds...), time.Now()
 			}
 			for ev := range in {
 				if !send(ev) {
@@ -479,10 +484,23 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 			}
 			// The stream ended with ctx alive: the owner is gone.
 			in = nil
-			if err := c.moveOn(gen); err != nil {
-				// No owner was found this time: look again in a moment,
-				// rather than end the stream for good while requests
-				// may still find one.
+			err := c.moveOn(gen)
+			_, _, changed := c.changeSince(gen)
+			wait := err != nil // no owner was found this time
+			if err == nil && !changed {
+				// The same owner was found again (the stream ended
+				// without its going away): what it sent meanwhile is
+				// unknown here, as after a gap. If it ended the stream
+				// at once, it refuses it: ask again in a moment, not
+				// over and over.
+				if !send(events.Event{Name: wire.EventGap, At: time.Now().UTC()}) {
+					return
+				}
+				wait = time.Since(since) < TakeoverWithin/4
+			}
+			if wait {
+				// Look again in a moment, rather than end the stream for
+				// good while requests may still find an owner.
 				select {
 				case <-time.After(TakeoverWithin / 4):
 				case <-ctx.Done():

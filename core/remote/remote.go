@@ -194,6 +194,10 @@ type statusError struct {
 func (e *statusError) Error() string { return e.err.Error() }
 func (e *statusError) Unwrap() error { return e.err }
 
+// errClosed is the failure of a request made after Close: it was never
+// sent.
+var errClosed = errors.New("the connection is closed")
+
 // transportFailure marks an error of the transport: nothing or only part
 // of an answer arrived.
 type transportFailure struct{ err error }
@@ -206,7 +210,7 @@ func (e *transportFailure) Unwrap() error { return e.err }
 // transport is a *transportFailure.
 func (c *Conn) roundTrip(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	if c.done.Err() != nil {
-		return nil, &transportFailure{errors.New("the connection is closed")}
+		return nil, &transportFailure{errClosed}
 	}
 	var rd io.Reader
 	if body != nil {
@@ -348,7 +352,9 @@ func DidNotRun(err error) bool {
 // away (err says how). A request that never reached the owner did not
 // run; one in flight may or may not have committed.
 func (c *Conn) gone(act string, err error) *errs.Error {
-	if c.done.Err() != nil {
+	// Only a request refused before it was sent did not run: one in
+	// flight when another caller closed the connection may have.
+	if errors.Is(err, errClosed) {
 		return errs.New(errs.Unavailable, "the connection to the engram that owns %s is closed; %s did not run", c.where, act).
 			With("action", act).With(detailRan, false)
 	}
