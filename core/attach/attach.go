@@ -373,11 +373,13 @@ func (c *Conn) moveOn(gen int) error {
 
 // Do runs a request on the current owner. A request that never reached
 // the owner goes to the next one. So does one in flight when the owner
-// went away, if that is safe: a read, or a write sent with an idempotency
-// key — Do gives every write that takes one a key of its own, so the next
-// owner runs it only if the one that died had not committed it. Otherwise
-// (no next owner in time, an action whose result holds a secret) the
-// request fails with Unavailable: it may or may not have committed.
+// went away, if that is safe: a read, or a write whose effect is one
+// commit, sent with an idempotency key — Do gives every such write a key
+// of its own, so the next owner runs it only if the one that died had not
+// committed it. Otherwise (no next owner in time, a plan run or chat turn
+// that may have done part of its work, an action whose result holds a
+// secret) the request fails with Unavailable: it may or may not have
+// committed.
 func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
 	for tries := 0; ; tries++ {
 		cur, gen, err := c.current(ctx)
@@ -389,6 +391,11 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 			read, keyed = rem.Retry(req.Action)
 			if keyed && req.IdempotencyKey == "" {
 				req.IdempotencyKey = "attach-" + rand.Text()
+				// A key is its principal's: name it, so that the next
+				// owner (whose default agent may differ) files it alike.
+				if req.Principal == "" {
+					req.Principal = rem.Agent()
+				}
 			}
 		}
 		out, err := cur.Do(ctx, req)

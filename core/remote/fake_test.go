@@ -46,14 +46,15 @@ const ownerAhead = time.Hour
 
 func newFakeInfo() wire.InfoResponse {
 	return wire.InfoResponse{
-		Info:     conn.Info{Version: "test", Store: "badger", Agent: "owner-agent", Actions: 3},
+		Info:     conn.Info{Version: "test", Store: "badger", Agent: "owner-agent", Actions: 4},
 		PID:      ownerPID,
 		Instance: "inst1",
 		Now:      time.Now().Add(ownerAhead),
 		ActionList: []wire.ActionSummary{
 			{Name: "cortex.get", ReadOnly: true},
-			{Name: "cortex.create"},
+			{Name: "cortex.create", Resend: true},
 			{Name: "engine.info", ReadOnly: true},
+			{Name: "plan.execute"},
 		},
 	}
 }

@@ -377,15 +377,12 @@ func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
 }
 
 // Retry says how a request for the named action may be sent again after
-// its owner went away in the middle: reads freely; writes only with an
-// idempotency key (keyed says whether the action takes one: not a read,
-// not one whose result holds a secret). Unknown actions: neither.
+// its owner went away in the middle (wire.ActionSummary): a read freely;
+// a write whose effect is one commit (keyed) with an idempotency key.
+// Other writes and unknown actions: not at all.
 func (c *Conn) Retry(name string) (read, keyed bool) {
-	a, ok := c.summaries[name]
-	if !ok {
-		return false, false
-	}
-	return a.ReadOnly, !a.ReadOnly && !a.Secret
+	a := c.summaries[name]
+	return a.ReadOnly, a.Resend
 }
 
 // CheckAction answers from the owner's action list fetched at Dial, with

@@ -490,3 +490,23 @@ func TestRefusalsThatRanNothingSaySo(t *testing.T) {
 		}
 	}
 }
+
+// What may be sent again after the owner went away mid-request comes
+// from the owner's action list: reads, and writes that are one commit.
+func TestRetryFollowsTheOwnersActionList(t *testing.T) {
+	f := startUnix(t)
+	c := dial(t, Options{Socket: f.socket})
+	for _, tc := range []struct {
+		action      string
+		read, keyed bool
+	}{
+		{"cortex.get", true, false},
+		{"cortex.create", false, true},
+		{"plan.execute", false, false}, // may have done part of its work
+		{"no.such", false, false},
+	} {
+		if read, keyed := c.Retry(tc.action); read != tc.read || keyed != tc.keyed {
+			t.Errorf("%s: read %v keyed %v, want %v %v", tc.action, read, keyed, tc.read, tc.keyed)
+		}
+	}
+}

@@ -363,7 +363,7 @@ func TestInfoDescribesTheOwner(t *testing.T) {
 		t.Fatalf("%d actions listed, the engine has %d", len(info.ActionList), len(acts))
 	}
 	for i, a := range acts {
-		if info.ActionList[i] != (wire.ActionSummary{Name: a.Name, ReadOnly: a.ReadOnly, Secret: a.Secret}) {
+		if info.ActionList[i] != (wire.ActionSummary{Name: a.Name, ReadOnly: a.ReadOnly, Secret: a.Secret, Resend: a.Joinable && !a.ReadOnly && !a.Secret}) {
 			t.Errorf("action %d: %+v, want %s read-only %v", i, info.ActionList[i], a.Name, a.ReadOnly)
 		}
 	}

@@ -414,7 +414,8 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request, p Principal,
 	acts := s.e.Actions()
 	list := make([]wire.ActionSummary, 0, len(acts))
 	for _, a := range acts {
-		list = append(list, wire.ActionSummary{Name: a.Name, ReadOnly: a.ReadOnly, Secret: a.Secret})
+		list = append(list, wire.ActionSummary{Name: a.Name, ReadOnly: a.ReadOnly, Secret: a.Secret,
+			Resend: a.Joinable && !a.ReadOnly && !a.Secret})
 	}
 	sortSummaries(list)
 	writeJSON(w, http.StatusOK, wire.InfoResponse{Info: info, PID: s.pid, Instance: s.inst, Now: s.e.Now(), ActionList: list})

@@ -161,12 +161,16 @@ type InfoResponse struct {
 	ActionList []ActionSummary `json:"action_list"`
 }
 
-// ActionSummary names an action, whether it only reads, and whether it
-// keeps a secret in its result (then it takes no idempotency_key).
+// ActionSummary names an action and says how a client may send it again
+// after its owner went away in the middle: a read freely; a write whose
+// effect is one commit (Resend) with the same idempotency_key; any other
+// write not at all (a plan run, a chat turn: it may have done part of its
+// work). Secret: its result holds a secret, so it takes no key.
 type ActionSummary struct {
 	Name     string `json:"name"`
 	ReadOnly bool   `json:"read_only"`
 	Secret   bool   `json:"secret,omitempty"`
+	Resend   bool   `json:"resend,omitempty"`
 }
 
 // HeaderAuthorization carries "Bearer TOKEN" on TCP.
