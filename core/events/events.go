@@ -10,7 +10,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 	"time"
 
@@ -48,12 +47,12 @@ type Broker struct {
 
 	mu   sync.Mutex
 	seq  uint64
-	subs map[*queue]struct{}
+	subs map[*Queue]struct{}
 }
 
 // NewBroker returns a broker stamping events with c.
 func NewBroker(c clock.Clock) *Broker {
-	return &Broker{clock: c, subs: map[*queue]struct{}{}}
+	return &Broker{clock: c, subs: map[*Queue]struct{}{}}
 }
 
 // Publish delivers an event to every subscriber. It never blocks.
@@ -70,7 +69,7 @@ func (b *Broker) publish(name string, data any, progress bool) {
 	b.seq++
 	ev := Event{Seq: b.seq, Name: name, At: b.clock.Now(), Data: data, Progress: progress}
 	for q := range b.subs {
-		q.push(ev)
+		q.Push(ev)
 	}
 }
 
@@ -78,23 +77,13 @@ func (b *Broker) publish(name string, data any, progress bool) {
 // 1) that is closed when ctx is cancelled.
 func (b *Broker) Subscribe(ctx context.Context, buffer int) <-chan Event {
 	buffer = max(buffer, 1)
-	q := newQueue(buffer)
+	q := NewQueue(buffer)
 	b.add(q)
 	out := make(chan Event, buffer)
 	go func() {
 		defer close(out)
 		defer b.remove(q)
-		for {
-			ev, ok := q.pop(ctx)
-			if !ok {
-				return
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
+		q.Forward(ctx, out)
 	}()
 	return out
 }
@@ -104,19 +93,19 @@ func (b *Broker) Subscribe(ctx context.Context, buffer int) <-chan Event {
 // caused.
 type Tap struct {
 	b *Broker
-	q *queue
+	q *Queue
 }
 
 // Tap starts a synchronous subscription keeping at most limit progress
 // events between drains (other events are always kept).
 func (b *Broker) Tap(limit int) *Tap {
-	q := newQueue(max(limit, 1))
+	q := NewQueue(max(limit, 1))
 	b.add(q)
 	return &Tap{b: b, q: q}
 }
 
 // Drain returns the events published since the last Drain, in order.
-func (t *Tap) Drain() []Event { return t.q.drain() }
+func (t *Tap) Drain() []Event { return t.q.Drain() }
 
 // Ready signals (at most one pending signal) that events are waiting to be
 // drained: for a reader that wants them as they come.
@@ -125,76 +114,14 @@ func (t *Tap) Ready() <-chan struct{} { return t.q.ready }
 // Close ends the subscription.
 func (t *Tap) Close() { t.b.remove(t.q) }
 
-func (b *Broker) add(q *queue) {
+func (b *Broker) add(q *Queue) {
 	b.mu.Lock()
 	b.subs[q] = struct{}{}
 	b.mu.Unlock()
 }
 
-func (b *Broker) remove(q *queue) {
+func (b *Broker) remove(q *Queue) {
 	b.mu.Lock()
 	delete(b.subs, q)
 	b.mu.Unlock()
-}
-
-// queue is one subscriber's queue: unbounded for final events, bounded for
-// progress events.
-type queue struct {
-	limit    int // the most progress events that may wait
-	mu       sync.Mutex
-	events   []Event
-	progress int           // how many of events are progress events
-	ready    chan struct{} // signalled (capacity 1) when events is non-empty
-}
-
-func newQueue(limit int) *queue { return &queue{limit: limit, ready: make(chan struct{}, 1)} }
-
-func (q *queue) push(ev Event) {
-	q.mu.Lock()
-	if ev.Progress {
-		if q.progress >= q.limit {
-			// A later progress event supersedes an earlier one: drop the
-			// oldest waiting, so the newest always gets through.
-			i := slices.IndexFunc(q.events, func(e Event) bool { return e.Progress })
-			q.events = slices.Delete(q.events, i, i+1)
-			q.progress--
-		}
-		q.progress++
-	}
-	q.events = append(q.events, ev)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) pop(ctx context.Context) (Event, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.events) > 0 {
-			ev := q.events[0]
-			q.events[0] = Event{}
-			q.events = q.events[1:]
-			if ev.Progress {
-				q.progress--
-			}
-			q.mu.Unlock()
-			return ev, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.ready:
-		case <-ctx.Done():
-			return Event{}, false
-		}
-	}
-}
-
-func (q *queue) drain() []Event {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.events
-	q.events, q.progress = nil, 0
-	return out
 }

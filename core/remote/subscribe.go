@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/engram-console/engram/core/events"
@@ -59,11 +57,11 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 	c.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.done, cancel)
-	q := newQueue(subscribeBuffer)
+	q := events.NewQueue(subscribeBuffer)
 	ready := make(chan struct{})
 	go func() {
 		defer c.subs.Done()
-		defer q.finish()
+		defer q.Finish()
 		c.follow(ctx, kinds, q, ready)
 	}()
 	go func() {
@@ -71,17 +69,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 		defer close(out)
 		defer stop()
 		defer cancel()
-		for {
-			ev, ok := q.pop(ctx)
-			if !ok {
-				return
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
+		q.Forward(ctx, out)
 	}()
 	// As in process, the subscription starts before Subscribe returns:
 	// once the owner has answered, its events from then on are on their
@@ -99,7 +87,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 // follow reads streams into q, reconnecting, until ctx ends, the owner
 // refuses the subscription, or the owner is out of reach for giveUpAfter.
 // It closes ready once the first stream is open or could not be.
-func (c *Conn) follow(ctx context.Context, kinds []string, q *queue, ready chan struct{}) {
+func (c *Conn) follow(ctx context.Context, kinds []string, q *events.Queue, ready chan struct{}) {
 	defer markReady(ready)
 	want := map[string]bool{}
 	for _, k := range kinds {
@@ -163,7 +151,7 @@ type streamResult struct {
 // stream reads one event stream until it ends. lastID is the id of the
 // last event received, sent as Last-Event-ID and updated as events come.
 // It closes ready, if it is open, once the owner has answered.
-func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool, lastID *string, q *queue, ready chan struct{}) streamResult {
+func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool, lastID *string, q *events.Queue, ready chan struct{}) streamResult {
 	var r streamResult
 	u := c.base + wire.PathEvents
 	if len(kinds) > 0 {
@@ -223,7 +211,7 @@ func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool,
 			}
 			if ok {
 				r.delivered = true
-				q.push(ev)
+				q.Push(ev)
 			}
 			continue
 		}
@@ -326,75 +314,4 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 	line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
 	return line, nil
-}
-
-// queue holds a subscription's events between the stream and the reader:
-// unbounded for final events, at most limit progress events (the oldest
-// go first), as core/events does for subscribers in process.
-type queue struct {
-	limit    int
-	mu       sync.Mutex
-	events   []events.Event
-	progress int
-	done     bool          // no more events will come
-	ready    chan struct{} // signalled (capacity 1) on push and finish
-}
-
-func newQueue(limit int) *queue { return &queue{limit: limit, ready: make(chan struct{}, 1)} }
-
-func (q *queue) push(ev events.Event) {
-	q.mu.Lock()
-	if ev.Progress {
-		if q.progress >= q.limit {
-			i := slices.IndexFunc(q.events, func(e events.Event) bool { return e.Progress })
-			q.events = slices.Delete(q.events, i, i+1)
-			q.progress--
-		}
-		q.progress++
-	}
-	q.events = append(q.events, ev)
-	q.mu.Unlock()
-	q.signal()
-}
-
-// finish says no more events will come: pop returns false once the queue
-// is empty.
-func (q *queue) finish() {
-	q.mu.Lock()
-	q.done = true
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *queue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) pop(ctx context.Context) (events.Event, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.events) > 0 {
-			ev := q.events[0]
-			q.events[0] = events.Event{}
-			q.events = q.events[1:]
-			if ev.Progress {
-				q.progress--
-			}
-			q.mu.Unlock()
-			return ev, true
-		}
-		done := q.done
-		q.mu.Unlock()
-		if done {
-			return events.Event{}, false
-		}
-		select {
-		case <-q.ready:
-		case <-ctx.Done():
-			return events.Event{}, false
-		}
-	}
 }

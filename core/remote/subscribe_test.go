@@ -260,52 +260,6 @@ func TestSubscribeRefusedForGoodCloses(t *testing.T) {
 	}
 }
 
-func TestSlowReaderLosesOnlyProgressEvents(t *testing.T) {
-	q := newQueue(4)
-	const finals, progressPerFinal = 50, 20
-	seq := uint64(0)
-	for i := range finals {
-		for range progressPerFinal {
-			seq++
-			q.push(events.Event{Seq: seq, Name: "plan.progress", Progress: true})
-		}
-		seq++
-		q.push(events.Event{Seq: seq, Name: "plan.finished", Data: i})
-	}
-	q.finish()
-	var got []events.Event
-	for {
-		ev, ok := q.pop(context.Background())
-		if !ok {
-			break
-		}
-		got = append(got, ev)
-	}
-	gotFinals, gotProgress := 0, 0
-	var last uint64
-	for _, ev := range got {
-		if ev.Seq <= last {
-			t.Fatalf("seq %d after %d", ev.Seq, last)
-		}
-		last = ev.Seq
-		if ev.Progress {
-			gotProgress++
-			continue
-		}
-		if ev.Data != gotFinals {
-			t.Fatalf("final %d carries %v", gotFinals, ev.Data)
-		}
-		gotFinals++
-	}
-	if gotFinals != finals || gotProgress != 4 {
-		t.Fatalf("kept %d finals and %d progress, want %d and 4", gotFinals, gotProgress, finals)
-	}
-	// The newest progress event is kept.
-	if newest := got[len(got)-2]; !newest.Progress || newest.Seq != seq-1 {
-		t.Fatalf("the newest progress event went: %+v", newest)
-	}
-}
-
 func TestSubscribeStartsBeforeItReturns(t *testing.T) {
 	f := startUnix(t)
 	registered := make(chan struct{}, 1)
