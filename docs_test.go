@@ -163,7 +163,7 @@ func TestDocsExamples(t *testing.T) {
 			t.Errorf("docs/batch.md: the %s result is not JSON: %v", sec.action, err)
 			continue
 		}
-		if where := subset(documented, actual, "result"); where != "" {
+		if where := shown(documented, actual, "result"); where != "" {
 			t.Errorf("docs/batch.md: the %s example prints something else now at %s (run go test . -run TestDocs -update-docs if the change is deliberate)\n--- actual\n%s",
 				sec.action, where, lines[len(lines)-1])
 		}
@@ -256,10 +256,23 @@ func copyWithout(dec *json.Decoder, b *bytes.Buffer) error {
 	return nil
 }
 
-// subset says where documented is not part of actual ("" when it is): every
-// member of a documented object must be in the actual one with a matching
-// value; lists must have the same length and matching elements.
-func subset(documented, actual any, path string) string {
+// elided ends a documented list that shows only its first elements.
+const elided = "..."
+
+// elides says whether a documented list shows only its first elements, and
+// how many.
+func elides(d []any) (int, bool) {
+	if len(d) > 0 && d[len(d)-1] == elided {
+		return len(d) - 1, true
+	}
+	return len(d), false
+}
+
+// shown says where documented is not what actual shows ("" when it is):
+// every member of a documented object is in the actual one with a value
+// shown by it; a documented list has the actual one's elements, or its
+// first ones when it ends with "...".
+func shown(documented, actual any, path string) string {
 	switch d := documented.(type) {
 	case map[string]any:
 		a, ok := actual.(map[string]any)
@@ -271,18 +284,19 @@ func subset(documented, actual any, path string) string {
 			if !ok {
 				return path + "." + k + " (absent)"
 			}
-			if where := subset(dv, av, path+"."+k); where != "" {
+			if where := shown(dv, av, path+"."+k); where != "" {
 				return where
 			}
 		}
 		return ""
 	case []any:
 		a, ok := actual.([]any)
-		if !ok || len(a) != len(d) {
+		n, cut := elides(d)
+		if !ok || len(a) < n || (!cut && len(a) != n) {
 			return path + " (a list of another length)"
 		}
-		for i := range d {
-			if where := subset(d[i], a[i], fmt.Sprintf("%s[%d]", path, i)); where != "" {
+		for i := range n {
+			if where := shown(d[i], a[i], fmt.Sprintf("%s[%d]", path, i)); where != "" {
 				return where
 			}
 		}
@@ -343,7 +357,7 @@ func TestDocsIdempotencyExample(t *testing.T) {
 	if err := json.Unmarshal(lines[1], &actual); err != nil {
 		t.Fatal(err)
 	}
-	if where := subset(documented, actual, "result"); where != "" {
+	if where := shown(documented, actual, "result"); where != "" {
 		t.Errorf("docs/batch.md: the idempotency example prints something else now at %s (go test . -run TestDocs -update-docs)\n--- actual\n%s", where, lines[1])
 	}
 }

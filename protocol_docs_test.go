@@ -451,55 +451,6 @@ func renderResponse(t *testing.T, x httpExample, resp *http.Response, body strin
 	return b.String()
 }
 
-// elided ends a documented list that shows only its first elements.
-const elided = "..."
-
-// elides says whether a documented list shows only its first elements, and
-// how many.
-func elides(d []any) (int, bool) {
-	if len(d) > 0 && d[len(d)-1] == elided {
-		return len(d) - 1, true
-	}
-	return len(d), false
-}
-
-// shown says where documented is not what actual shows ("" when it is):
-// every member of a documented object is in the actual one with a value
-// shown by it; a documented list has the actual one's elements, or its
-// first ones when it ends with "...".
-func shown(documented, actual any, path string) string {
-	switch d := documented.(type) {
-	case map[string]any:
-		a, ok := actual.(map[string]any)
-		if !ok {
-			return path + " (not an object)"
-		}
-		for k, dv := range d {
-			av, ok := a[k]
-			if !ok {
-				return path + "." + k + " (absent)"
-			}
-			if where := shown(dv, av, path+"."+k); where != "" {
-				return where
-			}
-		}
-		return ""
-	case []any:
-		a, ok := actual.([]any)
-		n, cut := elides(d)
-		if !ok || len(a) < n || (!cut && len(a) != n) {
-			return path + " (a list of another length)"
-		}
-		for i := range n {
-			if where := shown(d[i], a[i], fmt.Sprintf("%s[%d]", path, i)); where != "" {
-				return where
-			}
-		}
-		return ""
-	}
-	return subset(documented, actual, path)
-}
-
 // project copies the JSON value raw to b in the owner's member order,
 // keeping only the members and elements documented shows (everything but
 // the noisy members where documented shows nothing, or something else).
