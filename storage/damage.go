@@ -266,6 +266,20 @@ func scanLog(path string) (end, dropped int64, err error) {
 			dropped = last - end
 		}
 	}
+	if filepath.Ext(path) == walExt && size < preallocated {
+		// A write-ahead log shorter than Badger makes it was cut: by
+		// Badger or engram to the end of its last whole transaction (see
+		// trimWriteAheadLogs), or by damage. A transaction still open at
+		// the end is the damage's: Badger would drop its writes.
+		committed, err := committedEnd(path)
+		if err != nil {
+			return end, dropped, err
+		}
+		if committed < end {
+			dropped += end - committed
+			end = committed
+		}
+	}
 	return end, dropped, nil
 }
 
