@@ -242,6 +242,13 @@ func truncateNeeded(err error) bool {
 // tableBytes is the size on disk of the store's tables: what compaction
 // may have to rewrite.
 func (s *Store) tableBytes() uint64 {
+	// Close unmaps the tables: reading their indexes after (or while) it
+	// runs faults. A closed store writes nothing, so it needs no room.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0
+	}
 	var n uint64
 	for _, t := range s.db.Tables() {
 		n += uint64(t.OnDiskSize)
@@ -456,6 +463,13 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// isClosed reports whether Close has run.
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 // View runs fn in a read-only transaction. Use it for every query: an
 // iterator inside a read-write transaction would put every key it visits
 // into the conflict set.
@@ -474,6 +488,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	if s.readOnly {
 		return fmt.Errorf("%w: the store was opened read-only", ErrReadOnly)
+	}
+	if s.isClosed() {
+		return ErrClosed
 	}
 	if err := s.space.check(); err != nil {
 		return err
