@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/trace"
@@ -19,6 +20,7 @@ func (e *Engine) registerBuiltins() {
 	e.env.Trace.Register(reg)
 	ActionTurnStart.Register(reg, action.Spec{Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
 	ActionTurnEnd.Register(reg, action.Spec{Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)
+	clients.Register(e.env, e.clients, e.agent)
 	e.registerLLM()
 	e.registerChat()
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/cortex"
@@ -113,6 +115,8 @@ type Engine struct {
 	turnstile sync.RWMutex
 	ids       *ids.Switch
 	sessions  sessions
+	// clients are the agent clients (MCP sessions) requests were made for.
+	clients *clients.Registry
 }
 
 // Open opens the store and builds the engine with its built-in actions.
@@ -174,7 +178,7 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 	}
 	env.AddChecker("trace", tr.Check)
 	e := &Engine{env: env, clock: clk, agent: agent, sync: opts.SyncWrites, ids: idSwitch,
-		sessions: sessions{clock: clk, seed: seed}}
+		sessions: sessions{clock: clk, seed: seed}, clients: clients.New(os.Getpid(), clients.ProcessAlive)}
 	env.Run = func(ctx context.Context, call action.Call, name string, args json.RawMessage) (json.RawMessage, error) {
 		return e.Do(ctx, Request{Action: name, Args: args, Principal: call.Principal, Turn: call.Turn})
 	}
@@ -443,23 +447,40 @@ func (e *Engine) do(ctx context.Context, a *action.Action, req Request) (json.Ra
 	if err := kit.CheckName("as", call.Principal, ""); err != nil {
 		return nil, err
 	}
+	if req.Client != nil {
+		if err := clients.Check(req.Client); err != nil {
+			return nil, err
+		}
+	}
+	// Wall time, for the log only: how long the action really took, which
+	// the engine clock (pinned by a step's at) cannot tell.
+	start := time.Now()
+	out, err := e.checkAndInvoke(ctx, a, call, req)
+	if err != nil {
+		err = classify(err)
+	}
+	if req.Client != nil {
+		// Counted and traced whatever its outcome: a client's refused
+		// calls are what its person most wants to see.
+		clients.Note(ctx, e.env, e.clients, call, req, err)
+	}
+	if err != nil {
+		e.env.Log.Debug("action failed", "action", req.Action, "turn", req.Turn, "kind", errs.KindOf(err), "err", err, "took", time.Since(start))
+		return nil, err
+	}
+	e.env.Log.Debug("action", "action", req.Action, "turn", req.Turn, "took", time.Since(start))
+	return out, nil
+}
+
+// checkAndInvoke checks a request's turn and arguments, then invokes it.
+func (e *Engine) checkAndInvoke(ctx context.Context, a *action.Action, call action.Call, req Request) (json.RawMessage, error) {
 	if err := kit.CheckName("turn", call.Turn, ""); err != nil {
 		return nil, err
 	}
 	if err := checkArgs(req.Args); err != nil {
 		return nil, err
 	}
-	// Wall time, for the log only: how long the action really took, which
-	// the engine clock (pinned by a step's at) cannot tell.
-	start := time.Now()
-	out, err := e.invokeOnce(ctx, a, call, req)
-	if err != nil {
-		err = classify(err)
-		e.env.Log.Debug("action failed", "action", req.Action, "turn", req.Turn, "kind", errs.KindOf(err), "err", err, "took", time.Since(start))
-		return nil, err
-	}
-	e.env.Log.Debug("action", "action", req.Action, "turn", req.Turn, "took", time.Since(start))
-	return out, nil
+	return e.invokeOnce(ctx, a, call, req)
 }
 
 // invoke runs the action, turning a panic in it (a bug) into an Internal

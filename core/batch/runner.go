@@ -272,7 +272,7 @@ func (r *Runner) runStep(ctx context.Context, lineNo int, st Step, decodeErr err
 		args, err = resolveRefs(st.Args, r.done)
 		if err == nil {
 			req := conn.Request{Action: st.Action, Args: args, Principal: cmp.Or(st.As, r.opts.Principal), Turn: st.Turn,
-				At: st.At, Session: r.session, IdempotencyKey: st.IdempotencyKey}
+				At: st.At, Session: r.session, IdempotencyKey: st.IdempotencyKey, Client: st.Client}
 			if r.opts.Events {
 				// Events are written as they come, so a long step (a plan
 				// run) shows its progress; all of them before its result.

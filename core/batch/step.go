@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 )
 
@@ -26,9 +27,12 @@ type Step struct {
 	ExpectError errs.Kind       `json:"expect_error,omitempty"`
 	// IdempotencyKey makes the step safe to run again (conn.Request).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Client is the agent client (an MCP session) the step is made for
+	// (conn.Request.Client): for scripts that replay an agent's calls.
+	Client *conn.ClientCall `json:"client,omitempty"`
 }
 
-var stepFields = []string{"id", "action", "args", "as", "turn", "at", "expect_error", "idempotency_key"}
+var stepFields = []string{"id", "action", "args", "as", "turn", "at", "expect_error", "idempotency_key", "client"}
 
 // DecodeStep decodes one step from a JSON object, strictly: unknown fields,
 // fields of the wrong type, a missing action, an `at` that is not RFC 3339
@@ -106,6 +110,18 @@ func DecodeStep(data []byte) (Step, error) {
 			return st, errs.New(errs.Validation, "at: %q is not an RFC 3339 time; write it like \"2025-11-05T10:00:00.010Z\"", at).With("field", "at")
 		}
 		st.At = &t
+	}
+	if raw, ok := fields["client"]; ok && !bytes.Equal(raw, []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		var c conn.ClientCall
+		if raw[0] != '{' {
+			return st, errs.New(errs.Validation, "client must be a JSON object like {\"session\": \"s1\", \"via\": \"mcp\", \"tool\": \"recall\", \"call\": \"1\"}, not %s", action.JSONKind(raw)).With("field", "client")
+		}
+		if err := dec.Decode(&c); err != nil {
+			return st, errs.New(errs.Validation, "client: %s; it has session, via, name, version, transport, pid, tool and call", strings.TrimPrefix(err.Error(), "json: ")).With("field", "client")
+		}
+		st.Client = &c
 	}
 	if raw, ok := fields["args"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if raw[0] != '{' {

@@ -49,6 +49,38 @@ type Request struct {
 	// wire: a remote connection asks for the events and calls OnEvent
 	// when the answer comes.
 	OnEvent func(events.Event) `json:"-"`
+	// Client, when set, is the agent client (an MCP session) the request
+	// is made for: the engine counts the client's calls, traces the
+	// request as made via the client's face, and lists the client in
+	// clients.list. It describes; it grants nothing (Principal decides
+	// what the request may do).
+	Client *ClientCall `json:"client,omitempty"`
+}
+
+// ClientCall names the connected agent client a request is made for, and
+// which of its calls: one call (an MCP tool call) may take more than one
+// request. Every request carries the whole description, so an owner that
+// took over from another learns the client from its next request.
+type ClientCall struct {
+	// Session is unique to one connection of the client (an MCP session).
+	Session string `json:"session"`
+	// Via is the face the client uses: "mcp".
+	Via string `json:"via"`
+	// Name and Version are what the client said of itself when it
+	// connected (MCP's clientInfo).
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Transport is how the client is connected: "stdio" or "http".
+	Transport string `json:"transport,omitempty"`
+	// PID is the process serving the client's connection (an engram mcp
+	// process), so that the owner can tell when it is gone; 0 when the
+	// owner serves it itself.
+	PID int `json:"pid,omitempty"`
+	// Tool is what the client called: an MCP tool, resource or prompt.
+	Tool string `json:"tool"`
+	// Call is unique to one call of the session: requests with the same
+	// Call are one call.
+	Call string `json:"call"`
 }
 
 // Exclusive says whether the request must run alone: it pins the clock

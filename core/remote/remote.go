@@ -295,7 +295,7 @@ func interrupted(err error) error { return errs.New(errs.Internal, "interrupted:
 // passed to OnEvent, in order, before Do returns.
 func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
 	dr := wire.DoRequest{Action: req.Action, Args: req.Args, Agent: req.Principal, Turn: req.Turn, At: req.At,
-		Session: req.Session, IdempotencyKey: req.IdempotencyKey, Events: req.OnEvent != nil}
+		Session: req.Session, IdempotencyKey: req.IdempotencyKey, Events: req.OnEvent != nil, Client: req.Client}
 	if dr.Agent == "" {
 		dr.Agent = c.opts.Agent
 	}

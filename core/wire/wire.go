@@ -96,12 +96,15 @@ type DoRequest struct {
 	// Events asks for the events the request caused, in the response.
 	// The request then runs alone.
 	Events bool `json:"events,omitempty"`
+	// Client is the agent client (an MCP session) the request is made
+	// for (conn.Request.Client): the owner counts and traces its calls.
+	Client *conn.ClientCall `json:"client,omitempty"`
 }
 
 // Request is the conn.Request this body asks for (OnEvent aside).
 func (d DoRequest) Request() conn.Request {
 	return conn.Request{Action: d.Action, Args: d.Args, Principal: d.Agent, Turn: d.Turn, At: d.At,
-		Session: d.Session, IdempotencyKey: d.IdempotencyKey}
+		Session: d.Session, IdempotencyKey: d.IdempotencyKey, Client: d.Client}
 }
 
 // DoResponse is the answer to POST /v1/do: the result object of a batch

@@ -1,0 +1,40 @@
+package mcpserver
+
+import (
+	"testing"
+
+	"github.com/engram-console/engram/core/clients"
+	"github.com/engram-console/engram/core/conn"
+)
+
+func TestMemoryStatsListsTheAgentsStores(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{}))
+	var out MemoryStatsOutput
+	callTool(t, cs, "memory_stats", map[string]any{}, &out)
+	names := map[string]string{}
+	for _, st := range out.Stores {
+		names[st.Store] = st.Type
+	}
+	if names["working"] != "working" || names["episodic"] != "episodic" {
+		t.Fatalf("stores = %+v; want the default working and episodic stores", out.Stores)
+	}
+}
+
+func TestEveryCallIsCountedForItsClientAndAgent(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "alice"}))
+	callTool(t, cs, "memory_stats", map[string]any{}, nil)
+	callTool(t, cs, "memory_stats", map[string]any{}, nil)
+	list, err := conn.Call(t.Context(), e, clients.ActionList, clients.ListArgs{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Clients) != 1 {
+		t.Fatalf("clients = %+v; want one", list.Clients)
+	}
+	c := list.Clients[0]
+	if c.Agent != "alice" || c.Name != "test-agent" || c.Version != "1.0" || c.Via != "mcp" || c.Calls != 2 || c.LastCall != "memory_stats" || !c.Connected {
+		t.Errorf("client = %+v; want alice's test-agent 1.0 via mcp, connected, with 2 calls, the last memory_stats", c)
+	}
+}

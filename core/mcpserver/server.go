@@ -1,0 +1,203 @@
+// Package mcpserver is engram's face for AI agents: a Model Context
+// Protocol server (the official go-sdk) whose tools, resources and prompts
+// run engram's actions over a conn.Conn. Every tool maps onto existing
+// actions; nothing here stores or decides anything of its own.
+//
+// Every call acts as the server's agent (Options.Agent): an MCP client
+// cannot name another. Each request it makes carries a conn.ClientCall, so
+// the engine that owns the data directory counts the client's calls,
+// traces each one "via mcp", and lists the client in clients.list (the
+// console's Agents view).
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/errs"
+)
+
+// Options configure a server.
+type Options struct {
+	// Agent is the principal every call acts as; empty: the connection's.
+	Agent string
+	// ReadOnly exposes only the tools that change nothing stored.
+	ReadOnly bool
+	// Transport is how clients reach this server, "stdio" or "http", as
+	// clients.list shows it.
+	Transport string
+	// PID is the engram process serving the connection when it is not the
+	// owner of the data directory (engram mcp attached to an owner), so that
+	// the owner can tell when it is gone; 0 when the owner serves it.
+	PID int
+	// Version is engram's version, for the initialize handshake.
+	Version string
+}
+
+// Server is an MCP server over one engram connection.
+type Server struct {
+	// MCP is the go-sdk server: run it on a transport (Run, Connect) or
+	// hand it to mcp.NewStreamableHTTPHandler.
+	MCP *mcp.Server
+
+	c    conn.Conn
+	opts Options
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]string
+	next     atomic.Uint64
+	calls    atomic.Uint64
+}
+
+// New returns a server whose tools act as opts.Agent over c.
+func New(c conn.Conn, opts Options) *Server {
+	if opts.Agent == "" {
+		opts.Agent = c.Agent()
+	}
+	if opts.Transport == "" {
+		opts.Transport = "stdio"
+	}
+	s := &Server{c: c, opts: opts, sessions: map[*mcp.ServerSession]string{}}
+	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "engram", Title: "engram memory", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+	})
+	s.addTools()
+	return s
+}
+
+// instructions is what the server tells a client it is for.
+const instructions = "engram is your long-term memory. Call working_memory with the user's message " +
+	"at the start of a turn to get what to put in your prompt; remember facts worth keeping, recall " +
+	"them by meaning, log each message of the conversation, and keep goals and plans current. " +
+	"A person may be watching and steering your memory from the engram console."
+
+// session returns the engram session id of an MCP session: the session's
+// own id when the transport gives one (streamable HTTP), else one made up
+// here, unique to this process.
+func (s *Server) session(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.sessions[ss]; ok {
+		return id
+	}
+	id := ss.ID()
+	if id == "" {
+		id = fmt.Sprintf("%s-%d-%d", s.opts.Transport, s.opts.PID, s.next.Add(1))
+	}
+	s.sessions[ss] = id
+	return id
+}
+
+// Sessions returns the engram session ids of the MCP sessions this server
+// has seen, for the caller to disconnect when they end.
+func (s *Server) Sessions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.sessions))
+	for _, id := range s.sessions {
+		out = append(out, id)
+	}
+	return out
+}
+
+// caller is one MCP call as it runs actions: every request it makes acts
+// as the server's agent and names the client and the call.
+type caller struct {
+	c      conn.Conn
+	agent  string
+	client conn.ClientCall
+}
+
+// newCaller returns the caller for one call of tool (or resource, prompt)
+// name made in the MCP session ss.
+func (s *Server) newCaller(ss *mcp.ServerSession, name string) *caller {
+	cc := conn.ClientCall{Session: s.session(ss), Via: "mcp", Transport: s.opts.Transport, PID: s.opts.PID,
+		Tool: name, Call: strconv.FormatUint(s.calls.Add(1), 10)}
+	if cc.Session == "" {
+		cc.Session = fmt.Sprintf("%s-%d-0", s.opts.Transport, s.opts.PID)
+	}
+	if ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			cc.Name, cc.Version = p.ClientInfo.Name, p.ClientInfo.Version
+		}
+	}
+	return &caller{c: s.c, agent: s.opts.Agent, client: cc}
+}
+
+// call runs the action ref names with args for the caller and decodes its
+// result.
+func call[A, R any](ctx context.Context, cl *caller, ref action.Ref[A, R], args A) (R, error) {
+	client := cl.client
+	return conn.CallAs(ctx, cl.c, conn.Request{Principal: cl.agent, Client: &client}, ref, args)
+}
+
+// toolSpec describes one tool: its name, what it is for, and whether it
+// changes anything (its MCP annotations say the same, truthfully).
+type toolSpec struct {
+	name, title, description string
+	// readOnly: changes nothing stored. destructive: may delete or
+	// overwrite what is stored. idempotent: calling it again with the
+	// same arguments changes nothing more.
+	readOnly, destructive, idempotent bool
+}
+
+// addTool registers a tool whose handler runs actions through a caller.
+// A read-only server leaves out every tool that is not read-only. An error
+// becomes an MCP tool error (see toolError), never a protocol failure.
+func addTool[In, Out any](s *Server, spec toolSpec, run func(ctx context.Context, cl *caller, in In) (Out, error)) {
+	if s.opts.ReadOnly && !spec.readOnly {
+		return
+	}
+	destructive := spec.destructive
+	closedWorld := false
+	t := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description,
+		Annotations: &mcp.ToolAnnotations{Title: spec.title, ReadOnlyHint: spec.readOnly, DestructiveHint: &destructive,
+			IdempotentHint: spec.idempotent, OpenWorldHint: &closedWorld}}
+	mcp.AddTool(s.MCP, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		out, err := run(ctx, s.newCaller(req.Session, spec.name), in)
+		if err != nil {
+			var zero Out
+			return toolError(err), zero, nil
+		}
+		return nil, out, nil
+	})
+}
+
+// ToolError is the structured content of a failed tool call: engram's error
+// kind, message and details, as a batch result's error object.
+type ToolError struct {
+	Kind    errs.Kind      `json:"kind"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// toolError turns an action's error into an MCP tool error: its text is
+// "KIND: message" (a ValidationError's message names the field), and its
+// structured content the ToolError.
+func toolError(err error) *mcp.CallToolResult {
+	e := errs.As(err)
+	if e == nil {
+		e = errs.New(errs.Internal, "%v", err)
+	}
+	te := ToolError{Kind: e.Kind, Message: e.Message, Details: e.Details}
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}},
+		StructuredContent: te,
+	}
+}
+
+// addTools registers every tool, by subsystem.
+func (s *Server) addTools() {
+	s.addMemoryTools()
+}
