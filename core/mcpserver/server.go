@@ -13,6 +13,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 )
 
 // Options configure a server.
@@ -54,6 +56,7 @@ type Server struct {
 	sessions map[*mcp.ServerSession]string
 	next     atomic.Uint64
 	calls    atomic.Uint64
+	watches  []watch
 }
 
 // New returns a server whose tools act as opts.Agent over c.
@@ -67,8 +70,15 @@ func New(c conn.Conn, opts Options) *Server {
 	s := &Server{c: c, opts: opts, sessions: map[*mcp.ServerSession]string{}}
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "engram", Title: "engram memory", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
+		// Setting these tells clients the server supports
+		// resources/subscribe; the go-sdk keeps the subscriptions, and
+		// Watch tells the subscribers when a resource changes.
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	s.addTools()
+	s.addResources()
+	s.addPrompts()
 	return s
 }
 
@@ -200,4 +210,51 @@ func toolError(err error) *mcp.CallToolResult {
 // addTools registers every tool, by subsystem.
 func (s *Server) addTools() {
 	s.addMemoryTools()
+	s.addConversationTools()
+	s.addGoalTools()
+	s.addPlanTools()
+	s.addWorkingMemoryTool()
+}
+
+// watch says which resources an engine event changes: the URIs of the
+// resources to announce as updated.
+type watch struct {
+	// kinds are the event kinds to subscribe to.
+	kinds []string
+	// uris returns the URIs of the resources ev changed (none: nil).
+	uris func(ev events.Event) []string
+}
+
+// addWatch registers w for Watch.
+func (s *Server) addWatch(w watch) {
+	s.watches = append(s.watches, w)
+}
+
+// Watch tells the clients subscribed to a resource (resources/subscribe)
+// when an engine event changes it, until ctx is done. Run it beside the
+// server, once per Server.
+func (s *Server) Watch(ctx context.Context) {
+	var kinds []string
+	for _, w := range s.watches {
+		kinds = append(kinds, w.kinds...)
+	}
+	if len(kinds) == 0 {
+		<-ctx.Done()
+		return
+	}
+	for ev := range s.c.Subscribe(ctx, kinds...) {
+		sent := map[string]bool{}
+		for _, w := range s.watches {
+			if !slices.Contains(w.kinds, ev.Name) {
+				continue
+			}
+			for _, uri := range w.uris(ev) {
+				if sent[uri] {
+					continue
+				}
+				sent[uri] = true
+				_ = s.MCP.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}) // only fails when nobody listens
+			}
+		}
+	}
 }

@@ -1,0 +1,4 @@
+package mcpserver
+
+// addWorkingMemoryTool registers working_memory.
+func (s *Server) addWorkingMemoryTool() {}
