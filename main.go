@@ -56,6 +56,8 @@ type config struct {
 	historyBackend string
 	// listen is engram serve's TCP address (--listen).
 	listen string
+	// readOnly is engram mcp's --read-only: only the read tools.
+	readOnly bool
 }
 
 func main() {
@@ -70,16 +72,24 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if code, ok := runToken(args, stdout, stderr); ok {
 		return code
 	}
-	serve := len(args) > 0 && args[0] == "serve"
-	if serve {
-		args = args[1:]
+	if code, ok := runMCPDemo(args, stdout, stderr); ok {
+		return code
 	}
-	cfg, err := parseFlags(args, stdout, serve)
+	command := ""
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "mcp") {
+		command, args = args[0], args[1:]
+	}
+	serve := command == "serve"
+	cfg, err := parseFlags(args, stdout, command)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		complain(stderr, "engram: %v\nRun engram -h for the flags.\n", err)
+		help := "engram -h"
+		if command != "" {
+			help = "engram " + command + " -h"
+		}
+		complain(stderr, "engram: %v\nRun %s for the flags.\n", err, help)
 		return exitUsage
 	}
 	if cfg.version {
@@ -136,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	where := whereLabel(c)
-	logger.Info("engram started", "version", core.Version, "data", cfg.data, "where", where, "batch", cfg.batch, "serve", serve)
+	logger.Info("engram started", "version", core.Version, "data", cfg.data, "where", where, "batch", cfg.batch, "command", command)
 	if engine := c.Engine(); engine != nil && cfg.batch != "" {
 		if full := engine.Env().Store.FullAtOpen(); full != nil {
 			complain(stderr, "engram: %v; opened it read-only: reads work, writes are refused with StorageFull until you free space and run engram again\n", full)
@@ -146,6 +156,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	switch {
 	case serve:
 		return runServe(ctx, cfg, c, stderr)
+	case command == "mcp":
+		return runMCP(ctx, cfg, c, stdout, stderr, logger)
 	case cfg.batch != "":
 		runner := batch.NewRunner(c, stdout, batch.Options{FailFast: cfg.failFast, Events: cfg.events})
 		summary, err := runner.Run(ctx, script, batch.IsYAML(cfg.batch))
@@ -209,7 +221,7 @@ func openConn(ctx context.Context, cfg config, serve bool, provider llm.Provider
 		mode = attach.OwnerOnly
 	}
 	return attach.Open(ctx, attach.Options{DataDir: cfg.data, Agent: cfg.agent, Mode: mode, Open: open,
-		Tokens: tokenAuthenticator, Listen: cfg.listen, Logger: logger})
+		Tokens: tokenAuthenticator, MCP: mcpOverHTTP(logger), Listen: cfg.listen, Logger: logger})
 }
 
 // alone is an engine in memory: nothing to attach to, nothing served.
@@ -249,20 +261,34 @@ func engineOptions(opts core.Options) core.Options {
 	return opts
 }
 
-func parseFlags(args []string, usageOut io.Writer, serve bool) (config, error) {
+func parseFlags(args []string, usageOut io.Writer, command string) (config, error) {
 	var cfg config
+	serve, mcpCmd := command == "serve", command == "mcp"
 	fs := flag.NewFlagSet("engram", flag.ContinueOnError)
 	// The flag package reports a bad flag and then prints the usage; we say
 	// what was wrong once, ourselves, and print the usage only for -h.
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.batch, "batch", "", "run the actions of a script (`FILE`: .jsonl, .yaml, or - for standard input) instead of the console")
-	fs.BoolVar(&cfg.failFast, "fail-fast", false, "with --batch: stop at the first step that does not pass")
-	fs.BoolVar(&cfg.events, "events", false, "with --batch: also print the engine's events as {\"event\": ...} lines")
+	if !mcpCmd {
+		fs.StringVar(&cfg.batch, "batch", "", "run the actions of a script (`FILE`: .jsonl, .yaml, or - for standard input) instead of the console")
+		fs.BoolVar(&cfg.failFast, "fail-fast", false, "with --batch: stop at the first step that does not pass")
+		fs.BoolVar(&cfg.events, "events", false, "with --batch: also print the engine's events as {\"event\": ...} lines")
+	}
 	fs.StringVar(&cfg.data, "data", "", "the data `DIR`ectory (default $ENGRAM_DATA, else $XDG_DATA_HOME/engram, else ~/.local/share/engram)")
-	fs.BoolVar(&cfg.inMemory, "in-memory", false, "keep everything in memory: no data is written to disk (the log file still is)")
+	inMemoryHelp := "keep everything in memory: no data is written to disk (the log file still is)"
+	if mcpCmd {
+		inMemoryHelp = "keep everything in memory, private to this process: the agent's memory is gone when its client disconnects, and no console can watch it"
+	}
+	fs.BoolVar(&cfg.inMemory, "in-memory", false, inMemoryHelp)
 	fs.StringVar(&cfg.historyBackend, "history-backend", "", "where new conversations live: durable or in-memory (default durable, or in-memory with --in-memory)")
 	fs.BoolVar(&cfg.sync, "sync", false, "fsync every write, so acknowledged writes survive power loss too (slower)")
-	fs.StringVar(&cfg.agent, "agent", core.DefaultAgent, "the agent `ID` acting (a batch step's \"as\" overrides it)")
+	agentHelp := "the agent `ID` acting (a batch step's \"as\" overrides it)"
+	if mcpCmd {
+		agentHelp = "the agent `ID` every tool call acts as (an MCP client cannot name another)"
+	}
+	fs.StringVar(&cfg.agent, "agent", core.DefaultAgent, agentHelp)
+	if mcpCmd {
+		fs.BoolVar(&cfg.readOnly, "read-only", false, "expose only the tools that change nothing stored")
+	}
 	fs.StringVar(&cfg.llm.Provider, "llm", "offline", "language model provider: offline, ollama, openai or replay")
 	fs.StringVar(&cfg.llm.Model, "model", "", "the chat model `NAME` (default: llama3.2 for ollama, gpt-4o-mini for openai)")
 	fs.StringVar(&cfg.llm.EmbedModel, "embed-model", "", "the embedding model `NAME` (default: --model for ollama, text-embedding-3-small for openai)")
@@ -273,13 +299,23 @@ func parseFlags(args []string, usageOut io.Writer, serve bool) (config, error) {
 	fs.StringVar(&cfg.llm.Record, "record", "", "with a live provider: record every exchange to this cassette `FILE`")
 	fs.StringVar(&cfg.logFile, "log", "", "the log `FILE` (default $ENGRAM_LOG, else $XDG_STATE_HOME/engram/engram.log, else ~/.local/state/engram/engram.log)")
 	fs.BoolVar(&cfg.debug, "debug", false, "log every action (debug level)")
-	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
-	fs.StringVar(&cfg.listen, "listen", "", "with engram serve: also serve on TCP at `HOST:PORT` (every request needs a bearer token)")
+	if !mcpCmd {
+		fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+		fs.StringVar(&cfg.listen, "listen", "", "with engram serve: also serve on TCP at `HOST:PORT` (every request needs a bearer token; MCP clients use /mcp there)")
+	}
 	fs.Usage = func() {
+		if mcpCmd {
+			_, _ = fmt.Fprint(fs.Output(), mcpUsage)
+			fs.PrintDefaults()
+			return
+		}
 		_, _ = fmt.Fprintf(fs.Output(), "engram: a console for an AI assistant's memory.\n\n"+
 			"Usage:\n  engram [flags]                    open the console\n"+
 			"  engram --batch FILE [flags]       run a script of actions, one JSON result per line\n"+
 			"  engram serve [--listen HOST:PORT] own the data directory headless and serve it to other engrams\n"+
+			"                                    (and to MCP clients over HTTP at /mcp, with a bearer token)\n"+
+			"  engram mcp [--agent NAME]         be an AI agent's memory: serve MCP on standard input and output\n"+
+			"  engram mcp demo                   play a short scripted agent session to watch in the console\n"+
 			"  engram token create|list|revoke   manage the bearer tokens of engram serve --listen (each takes --help)\n"+
 			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n\n"+
 			"Every engram on one data directory shares it: the first owns it, the others attach to it.\n\nFlags:\n")
@@ -293,6 +329,9 @@ func parseFlags(args []string, usageOut io.Writer, serve bool) (config, error) {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
+		if mcpCmd {
+			return cfg, fmt.Errorf("unexpected argument %q (engram mcp takes flags only; engram mcp demo plays the demo)", fs.Arg(0))
+		}
 		return cfg, fmt.Errorf("unexpected argument %q (a script goes after --batch)", fs.Arg(0))
 	}
 	set := map[string]bool{}

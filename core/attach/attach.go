@@ -70,6 +70,9 @@ type Options struct {
 	Open func() (*core.Engine, error)
 	// Tokens checks bearer tokens on TCP (nil: TCP refuses everything).
 	Tokens func(*core.Engine) server.Authenticator
+	// MCP, when set, makes the MCP service the owner serves at /mcp on
+	// TCP (engram serve --listen); nil: none.
+	MCP func(*core.Engine) server.MCP
 	// Listen, when set, is a TCP address the owner also serves
 	// (engram serve --listen HOST:PORT).
 	Listen string
@@ -206,8 +209,12 @@ func (c *Conn) serve(engine *core.Engine, socket string) (*owned, error) {
 	if c.opts.Tokens != nil {
 		auth = c.opts.Tokens(engine)
 	}
+	var mcp server.MCP
+	if c.opts.MCP != nil && c.opts.Listen != "" {
+		mcp = c.opts.MCP(engine)
+	}
 	own := &owned{engine: engine, socket: socket,
-		srv: server.New(engine, server.Options{Tokens: auth, Logger: c.opts.Logger})}
+		srv: server.New(engine, server.Options{Tokens: auth, MCP: mcp, Logger: c.opts.Logger})}
 	if len(socket) > maxSocketPath {
 		// The engine works; other engrams cannot attach. Say why in the
 		// log rather than refuse to run.

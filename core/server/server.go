@@ -57,6 +57,21 @@ type Options struct {
 	// Limits bound what clients may ask; zero fields take the wire.*
 	// defaults (tests shrink them).
 	Limits Limits
+	// MCP, when set, serves the Model Context Protocol at wire.PathMCP on
+	// TCP (nil: /mcp is not found).
+	MCP MCP
+}
+
+// MCP serves the Model Context Protocol over streamable HTTP to the
+// agents holding bearer tokens.
+type MCP interface {
+	// Handler serves the requests of p, whose token the server has
+	// checked: each principal gets its own MCP server and sessions, so
+	// that no token can use another agent's session.
+	Handler(p Principal) http.Handler
+	// Close ends every MCP session, so that their streams end; Shutdown
+	// calls it before it waits for the requests in flight.
+	Close()
 }
 
 // Limits bound what the server's clients may ask of it. A zero field takes
@@ -112,6 +127,7 @@ type Server struct {
 	auth Authenticator
 	log  *slog.Logger
 	lim  Limits
+	mcp  MCP
 
 	// slots holds one token per action running (MaxConcurrent).
 	slots chan struct{}
@@ -137,6 +153,7 @@ func New(e Engine, opts Options) *Server {
 		inst:    opts.Instance,
 		pid:     opts.PID,
 		auth:    opts.Tokens,
+		mcp:     opts.MCP,
 		log:     opts.Logger,
 		lim:     opts.Limits.withDefaults(),
 		done:    make(chan struct{}),
@@ -227,6 +244,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.done)
 		s.hub.close()
 		s.stopEvents()
+		if s.mcp != nil {
+			s.mcp.Close()
+		}
 	}
 	var all []error
 	for _, srv := range servers {
@@ -278,6 +298,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, tcp bool) {
 		method, handle = http.MethodGet, s.handleInfo
 	case wire.PathEvents:
 		method, handle = http.MethodGet, s.handleEvents
+	case wire.PathMCP:
+		s.serveMCP(tw, r, tcp)
+		return
 	default:
 		s.refuse(tw, r, http.StatusNotFound, "", errs.New(errs.NotFound,
 			"no endpoint %s; the endpoints are POST %s, GET %s and GET %s", r.URL.Path, wire.PathDo, wire.PathInfo, wire.PathEvents).
@@ -295,6 +318,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, tcp bool) {
 		return
 	}
 	handle(tw, r, p, tcp)
+}
+
+// serveMCP hands a request of wire.PathMCP to the MCP server of its
+// token's agent. Only over TCP: the Unix socket has no tokens to say which
+// agent an MCP session acts as, and a local agent runs engram mcp (stdio)
+// instead.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, tcp bool) {
+	if !tcp || s.mcp == nil {
+		s.refuse(w, r, http.StatusNotFound, "", errs.New(errs.NotFound,
+			"no endpoint %s here: MCP over HTTP is served on TCP only (engram serve --listen HOST:PORT); a local agent runs engram mcp, which speaks MCP on its standard input and output", r.URL.Path).
+			With("path", r.URL.Path))
+		return
+	}
+	p, ok := s.authenticate(w, r, tcp)
+	if !ok {
+		return
+	}
+	s.mcp.Handler(p).ServeHTTP(w, r)
 }
 
 // authenticate returns who a TCP request acts as, or refuses it with 401.

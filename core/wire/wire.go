@@ -27,6 +27,10 @@ const (
 	PathEvents = "/v1/events"
 	// PathInfo returns an InfoResponse: GET.
 	PathInfo = "/v1/info"
+	// PathMCP serves the Model Context Protocol over streamable HTTP
+	// (POST, GET and DELETE as MCP's transport says), on TCP only: every
+	// request needs a bearer token and acts as its agent.
+	PathMCP = "/mcp"
 )
 
 // SocketName is the owner's Unix socket, inside the data directory.
