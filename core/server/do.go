@@ -121,7 +121,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 }
 
 // doFields are DoRequest's JSON fields, sorted.
-var doFields = []string{"action", "args", "agent", "at", "events", "idempotency_key", "session", "turn"}
+var doFields = []string{"action", "args", "agent", "at", "client", "events", "idempotency_key", "session", "turn"}
 
 // decodeDoRequest decodes a DoRequest strictly: exact field names, no
 // unknown field, each field of its type, an action named. Every error
@@ -171,6 +171,8 @@ func decodeDoRequest(body []byte) (wire.DoRequest, *errs.Error) {
 		case "args":
 			req.Args = raw
 			continue
+		case "client":
+			dst, want = &req.Client, `an object {"session", "via", "tool", "call", ...}`
 		default:
 			e := errs.New(errs.Validation, "unknown field %q in the request (the fields are %s)", k, strings.Join(doFields, ", "))
 			if near := action.Nearest(k, doFields); near != "" {

@@ -1,0 +1,228 @@
+package main
+
+// Tests of engram as an agent's memory over MCP (issue 16) with real
+// processes: engram mcp on stdio, /mcp on engram serve --listen, and
+// engram mcp demo.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-console/engram/core/clients"
+)
+
+// batchResult runs one batch step against dir (attaching to its owner)
+// and decodes its result into out, failing the test if it did not pass.
+func batchResult(t *testing.T, env []string, dir, logFile, step string, out any) {
+	t.Helper()
+	o := runIn(t, env, step, "--batch", "-", "--data", dir, "--log", logFile)
+	res := parseResults(t, o.stdout)
+	if o.code != 0 || len(res) != 1 || !res[0].OK {
+		t.Fatalf("%s: exit %d\n%s%s", step, o.code, o.stdout, o.stderr)
+	}
+	if err := json.Unmarshal(res[0].Result, out); err != nil {
+		t.Fatalf("%s: %v: %s", step, err, res[0].Result)
+	}
+}
+
+// listClients is the owner's clients.list of every agent, read by another
+// engram process.
+func listClients(t *testing.T, env []string, dir, logFile string) []clients.Client {
+	t.Helper()
+	var list clients.ListResult
+	batchResult(t, env, dir, logFile, `{"action": "clients.list", "args": {"all": true}}`, &list)
+	return list.Clients
+}
+
+// mcpCall calls a tool and decodes its structured content into out (when
+// not nil), failing the test on a protocol or tool error.
+func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args, out any) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s: tool error %v %v", name, res.StructuredContent, res.Content[0].(*mcp.TextContent).Text)
+	}
+	if out == nil {
+		return
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("%s: %v: %s", name, err, raw)
+	}
+}
+
+// TestMCPStdioClientIsSeenByTheOwnerAndMarkedGone: a real engram mcp
+// process, driven over stdio by the go-sdk client, attaches to the owner
+// (engram serve); another engram process reads what the agent wrote, and
+// the owner's clients.list shows the client by name and version while it
+// is connected and marks it disconnected once it closed.
+func TestMCPStdioClientIsSeenByTheOwnerAndMarkedGone(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	logFile := filepath.Join(home, "test.log")
+	startServe(t, env, dir, "--log", logFile)
+
+	cmd := engramCmd(t, env, "mcp", "--data", dir, "--agent", "ann", "--log", logFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "2.5"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to engram mcp: %v\n%s", err, stderr.String())
+	}
+	mcpCall(t, cs, "memory_stats", map[string]any{}, nil)
+
+	list := listClients(t, env, dir, logFile)
+	if len(list) != 1 {
+		t.Fatalf("clients.list on the owner: %+v, want the one MCP client", list)
+	}
+	c := list[0]
+	if !c.Connected || c.Agent != "ann" || c.Name != "test-agent" || c.Version != "2.5" || c.Transport != "stdio" ||
+		c.Via != "mcp" || c.PID != cmd.Process.Pid || c.Calls != 1 || c.LastCall != "memory_stats" {
+		t.Errorf("clients.list shows %+v; want ann's test-agent 2.5 over stdio from pid %d, connected, one call", c, cmd.Process.Pid)
+	}
+
+	if err := cs.Close(); err != nil {
+		t.Errorf("closing the client: %v\n%s", err, stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("engram mcp exited %d after its client closed, want 0\n%s", code, stderr.String())
+	}
+	list = listClients(t, env, dir, logFile)
+	if len(list) != 1 || list[0].Connected || list[0].GoneAt == nil || list[0].Session != c.Session {
+		t.Errorf("after the client closed, clients.list shows %+v; want %s disconnected", list, c.Session)
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("engram mcp wrote to standard error: %s", stderr.String())
+	}
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectHTTP connects the go-sdk client to /mcp at addr with token.
+func connectHTTP(t *testing.T, addr, token string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1.0"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token}, Timeout: 30 * time.Second}}, nil)
+	if err != nil {
+		t.Fatalf("connecting over HTTP: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// toolNames lists the tools of a session, sorted, and whether each says
+// it only reads.
+func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]bool {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, tool := range res.Tools {
+		out[tool.Name] = tool.Annotations != nil && tool.Annotations.ReadOnlyHint
+	}
+	return out
+}
+
+// TestMCPOverHTTPActsAsTheTokensAgent: /mcp on engram serve --listen
+// refuses a request without a valid token with 401 as /v1 does, serves a
+// read-only token only the read tools, and every call acts as the
+// token's agent; the session's client is listed for that agent and marked
+// disconnected when the client ends its session.
+func TestMCPOverHTTPActsAsTheTokensAgent(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	logFile := filepath.Join(home, "test.log")
+	ann := newToken(t, env, dir, "--agent", "ann")
+	reader := newToken(t, env, dir, "--agent", "ann", "--read-only")
+	s := startServe(t, env, dir, "--listen", "127.0.0.1:0", "--log", logFile)
+
+	initialize := `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}`
+	for _, c := range []struct{ name, token string }{{"no token", ""}, {"a wrong token", ann + "x"}} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+s.tcp+"/mcp", strings.NewReader(initialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			OK    bool                  `json:"ok"`
+			Error struct{ Kind string } `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || err != nil || body.OK || body.Error.Kind != "PermissionError" {
+			t.Errorf("%s: %d %+v (%v); want 401 with a PermissionError", c.name, resp.StatusCode, body, err)
+		}
+	}
+
+	all := toolNames(t, connectHTTP(t, s.tcp, ann))
+	ro := toolNames(t, connectHTTP(t, s.tcp, reader))
+	for name, readOnly := range all {
+		if _, ok := ro[name]; ok != readOnly {
+			t.Errorf("tool %s (read-only %v): offered to the read-only token: %v", name, readOnly, ok)
+		}
+	}
+	if len(ro) == 0 {
+		t.Errorf("the read-only token got no tool")
+	}
+
+	cs := connectHTTP(t, s.tcp, ann)
+	mcpCall(t, cs, "memory_stats", map[string]any{}, nil)
+	list := listClients(t, env, dir, logFile)
+	i := slices.IndexFunc(list, func(c clients.Client) bool { return c.Calls > 0 })
+	if i < 0 || list[i].Agent != "ann" || list[i].Transport != "http" || list[i].Name != "http-agent" || list[i].PID != 0 || !list[i].Connected {
+		t.Fatalf("clients.list: %+v; want ann's http-agent over http, connected", list)
+	}
+	session := list[i].Session
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The session ends on the owner after the client's DELETE answered:
+	// wait for the owner to mark it (no clock to step: it is another
+	// process).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list = listClients(t, env, dir, logFile)
+		i = slices.IndexFunc(list, func(c clients.Client) bool { return c.Session == session })
+		if i >= 0 && !list[i].Connected {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the client ended its session, clients.list shows %+v", list)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = fmt.Sprint()
+}
