@@ -6,7 +6,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -224,5 +223,4 @@ func TestMCPOverHTTPActsAsTheTokensAgent(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	_ = fmt.Sprint()
 }
