@@ -191,7 +191,8 @@ func newProtocolOwner(t *testing.T) *protocolOwner {
 	tap := e.Env().Events.Tap(1 << 16)
 	var mu sync.Mutex
 	var published uint64
-	s := server.New(e, server.Options{Instance: docsInstance, PID: docsPID, Tokens: docsAuthenticator{}})
+	s := server.New(e, server.Options{Instance: docsInstance, PID: docsPID, Tokens: docsAuthenticator{},
+		MCP: mcpOverHTTP(nil)(e)})
 	o := &protocolOwner{engine: e, socket: httptest.NewServer(s.Handler(false)), tcp: httptest.NewServer(s.Handler(true)),
 		seen: make(chan uint64, 1<<16)}
 	o.published = func() uint64 {
@@ -540,7 +541,7 @@ func TestProtocolDocsCoverTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(raw)
-	for _, n := range []string{wire.PathDo, wire.PathInfo, wire.PathEvents, "/" + wire.SocketName} {
+	for _, n := range []string{wire.PathDo, wire.PathInfo, wire.PathEvents, wire.PathMCP, "/" + wire.SocketName} {
 		if !strings.Contains(doc, n) {
 			t.Errorf("%s does not name %s", protocolDocsPath, n)
 		}

@@ -8,6 +8,8 @@
 // Three endpoints: POST /v1/do runs one action and answers with the batch
 // result object; GET /v1/info describes the owner; GET /v1/events streams
 // the engine's events as Server-Sent Events, resumable after a reconnect.
+// On TCP only, /mcp hands MCP's streamable HTTP requests to Options.MCP,
+// as the token's agent.
 // A request the owner refuses before running anything (bad JSON, too big,
 // no token, too busy...) gets a non-200 status and a wire.Failure body; an
 // action that runs and fails is a 200 with ok:false, as in a batch script.
