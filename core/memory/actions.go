@@ -26,6 +26,11 @@ var defaultStores = []StoreConfig{
 	{Name: TypeEpisodic, Type: TypeEpisodic, OnFull: "reject"},
 }
 
+// DefaultWorking is the configuration of the built-in working store: the
+// limits an agent's own working store starts with too (the MCP remember
+// tool makes one for each agent other than the default one).
+func DefaultWorking() StoreConfig { return defaultStores[0] }
+
 // Register adds the memory.* actions, the memory context provider and
 // counter to env, creating the default stores if they do not exist.
 func Register(env *kit.Env) (*Memory, error) {
