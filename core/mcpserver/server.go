@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-console/engram/core/action"
@@ -173,11 +174,19 @@ func addTool[In, Out any](s *Server, spec toolSpec, run func(ctx context.Context
 	t := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description,
 		Annotations: &mcp.ToolAnnotations{Title: spec.title, ReadOnlyHint: spec.readOnly, DestructiveHint: &destructive,
 			IdempotentHint: spec.idempotent, OpenWorldHint: &closedWorld}}
-	mcp.AddTool(s.MCP, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	// The output schema is Out's, but the handler returns it as an any:
+	// the go-sdk then leaves a failed call's structured content (the
+	// ToolError) alone, instead of replacing it with a zero Out that its
+	// own output check would refuse.
+	schema, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: the output schema of %s: %v", spec.name, err)) // a bug in the type
+	}
+	t.OutputSchema = schema
+	mcp.AddTool(s.MCP, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 		out, err := run(ctx, s.newCaller(req.Session, spec.name), in)
 		if err != nil {
-			var zero Out
-			return toolError(err), zero, nil
+			return toolError(err), nil, nil
 		}
 		return nil, out, nil
 	})
