@@ -62,6 +62,8 @@ type Server struct {
 	next     atomic.Uint64
 	calls    atomic.Uint64
 	watches  []watch
+	// watching, when set (by tests), is called once Watch has subscribed.
+	watching func()
 }
 
 // New returns a server whose tools act as opts.Agent over c.
@@ -308,7 +310,11 @@ func (s *Server) Watch(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	for ev := range s.c.Subscribe(ctx, kinds...) {
+	evs := s.c.Subscribe(ctx, kinds...)
+	if s.watching != nil {
+		s.watching()
+	}
+	for ev := range evs {
 		sent := map[string]bool{}
 		for _, w := range s.watches {
 			if !slices.Contains(w.kinds, ev.Name) {

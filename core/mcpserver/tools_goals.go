@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 )
 
@@ -299,4 +302,35 @@ func rawFields(fields map[string]any) (map[string]json.RawMessage, error) {
 		out[k] = raw
 	}
 	return out, nil
+}
+
+// ActiveGoalsURI is the resource of the agent's active goals: what
+// active_goals answers without filters, as JSON.
+const ActiveGoalsURI = "engram://goals/active"
+
+// addGoalResources registers the active goals list resource, and the
+// watch that announces its changes: a goal created, updated, deleted,
+// reverted, shared or revoked (item.mutated), or a turn's commit
+// (cortex.commit), which may change goals.
+func (s *Server) addGoalResources() {
+	s.MCP.AddResource(&mcp.Resource{URI: ActiveGoalsURI, Name: "active_goals", Title: "Active goals", MIMEType: "application/json",
+		Description: "Your open goals, most urgent first, as active_goals answers: {goals, count, next_cursor}. Subscribe to hear when they change."},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			out, err := activeGoals(ctx, s.newCaller(req.Session, ActiveGoalsURI), ActiveGoalsInput{})
+			if err != nil {
+				return nil, err
+			}
+			raw, err := json.Marshal(out)
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: ActiveGoalsURI, MIMEType: "application/json", Text: string(raw)}}}, nil
+		})
+	s.addWatch(watch{kinds: []string{cortex.EventItemMutated.Name(), cortex.EventCommit.Name()},
+		uris: func(ev events.Event) []string {
+			if it, ok := cortex.EventItemMutated.Of(ev); ok && it.Type != "goal" {
+				return nil
+			}
+			return []string{ActiveGoalsURI}
+		}})
 }
