@@ -8,9 +8,6 @@ func (s *Server) addResources() {
 	s.addConversationResources()
 }
 
-// addGoalResources registers the active goals list resource.
-func (s *Server) addGoalResources() {}
-
 // addConversationResources registers the conversation summary and thread
 // context resources.
 func (s *Server) addConversationResources() {}

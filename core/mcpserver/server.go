@@ -53,11 +53,18 @@ type Server struct {
 	c    conn.Conn
 	opts Options
 
+	// life bounds the work a call leaves running after it returns (a plan
+	// run_plan started): Close cancels it and waits for that work.
+	life     context.Context
+	stop     context.CancelFunc
+	runs     sync.WaitGroup
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]string
 	next     atomic.Uint64
 	calls    atomic.Uint64
 	watches  []watch
+	// watching, when set (by tests), is called once Watch has subscribed.
+	watching func()
 }
 
 // New returns a server whose tools act as opts.Agent over c.
@@ -69,6 +76,7 @@ func New(c conn.Conn, opts Options) *Server {
 		opts.Transport = "stdio"
 	}
 	s := &Server{c: c, opts: opts, sessions: map[*mcp.ServerSession]string{}}
+	s.life, s.stop = context.WithCancel(context.Background())
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "engram", Title: "engram memory", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// Setting these tells clients the server supports
@@ -77,10 +85,29 @@ func New(c conn.Conn, opts Options) *Server {
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	s.MCP.AddReceivingMiddleware(argumentErrors)
 	s.addTools()
 	s.addResources()
 	s.addPrompts()
 	return s
+}
+
+// Close stops what the server's calls left running (plans run_plan started
+// without waiting: they end cancelled, and plan.resume continues them) and
+// waits for it to stop. Call it once the server no longer serves.
+func (s *Server) Close() {
+	s.stop()
+	s.runs.Wait()
+}
+
+// background runs fn beside the server, after the call that started it
+// has returned: with a context that ends at Close, not with the call.
+func (s *Server) background(fn func(ctx context.Context)) {
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		fn(s.life)
+	}()
 }
 
 // instructions is what the server tells a client it is for.
@@ -127,6 +154,9 @@ type caller struct {
 	c      conn.Conn
 	agent  string
 	client conn.ClientCall
+	// req is the tool call being served (nil for a resource or prompt):
+	// its session and progress token, for a tool that reports progress.
+	req *mcp.CallToolRequest
 }
 
 // newCaller returns the caller for one call of tool (or resource, prompt)
@@ -184,7 +214,9 @@ func addTool[In, Out any](s *Server, spec toolSpec, run func(ctx context.Context
 	}
 	t.OutputSchema = schema
 	mcp.AddTool(s.MCP, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		out, err := run(ctx, s.newCaller(req.Session, spec.name), in)
+		cl := s.newCaller(req.Session, spec.name)
+		cl.req = req
+		out, err := run(ctx, cl, in)
 		if err != nil {
 			return toolError(err), nil, nil
 		}
@@ -209,10 +241,46 @@ func toolError(err error) *mcp.CallToolResult {
 		e = errs.New(errs.Internal, "%v", err)
 	}
 	te := ToolError{Kind: e.Kind, Message: e.Message, Details: e.Details}
-	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}},
-		StructuredContent: te,
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: te.Error()}}}
+	// The go-sdk puts the handler's (zero) output in the structured
+	// content; argumentErrors puts the ToolError back from here.
+	res.SetError(te)
+	res.StructuredContent = te
+	return res
+}
+
+// Error is the tool error's text: "KIND: message".
+func (e ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
+
+// argumentErrors makes every failed tool call's structured content its
+// ToolError. A tool's own errors carry it (toolError); the go-sdk, which
+// would leave the tool's zero output there, gets it back. Arguments that do
+// not fit a tool's input schema (a missing required field, a wrong type),
+// which the go-sdk reports before any handler runs, become a
+// ValidationError whose message names the field.
+func argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		tr, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || tr == nil || !tr.IsError {
+			return res, err
+		}
+		if te, ok := tr.GetError().(ToolError); ok {
+			tr.StructuredContent = te
+			return tr, nil
+		}
+		msg := ""
+		if e := tr.GetError(); e != nil {
+			msg = e.Error()
+		} else if len(tr.Content) > 0 {
+			if t, ok := tr.Content[0].(*mcp.TextContent); ok {
+				msg = t.Text
+			}
+		}
+		te := ToolError{Kind: errs.Validation, Message: msg}
+		tr.Content = []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}}
+		tr.StructuredContent = te
+		return tr, nil
 	}
 }
 
@@ -251,7 +319,11 @@ func (s *Server) Watch(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	for ev := range s.c.Subscribe(ctx, kinds...) {
+	evs := s.c.Subscribe(ctx, kinds...)
+	if s.watching != nil {
+		s.watching()
+	}
+	for ev := range evs {
 		sent := map[string]bool{}
 		for _, w := range s.watches {
 			if !slices.Contains(w.kinds, ev.Name) {
