@@ -38,11 +38,12 @@ var (
 		"The user prefers short answers with a code sample.",
 		"The production database is Postgres 15 on db-1; backups run nightly at 02:00.",
 	}
-	// demoMessages are logged in order: channel, role, text.
+	// demoMessages are logged in order: channel, speaker, text. On web
+	// the thread is the conversation's; on sms engram infers it.
 	demoMessages = [][3]string{
-		{"support", "user", "The nightly export failed again with exit code 137."},
-		{"support", "assistant", "Exit 137 means it ran out of memory; I will raise its limit to 2 GiB."},
-		{"planning", "user", "Plan the upgrade to Postgres 17 for Friday."},
+		{"web", "user", "The nightly export failed again with exit code 137."},
+		{"web", "assistant", "Exit 137 means it ran out of memory; I will raise its limit to 2 GiB."},
+		{"sms", "user", "Plan the upgrade to Postgres 17 for Friday."},
 	}
 	demoGoal = "Upgrade the production database to Postgres 17"
 	// demoPlan is the plan the agent makes for the goal: subtasks that
@@ -101,7 +102,9 @@ func runMCPDemo(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 
 // demo is one run of the scripted session.
 type demo struct {
-	cs    *mcp.ClientSession
+	cs *mcp.ClientSession
+	// tools are the tools the server offers.
+	tools map[string]bool
 	out   io.Writer
 	pause time.Duration
 	step  int
@@ -132,7 +135,7 @@ func playDemo(ctx context.Context, exe string, opts demoOptions, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	say("\ndone: %d calls, every one passed. What the agent wrote stays in %s:\n", d.step, opts.data)
+	say("\ndone: %d steps, every one passed. What the agent wrote stays in %s:\n", d.step, opts.data)
 	say("the console shows it (Memory, Chat, Goals, Plans), and Agents lists the demo as disconnected.\n")
 	return nil
 }
@@ -144,6 +147,10 @@ func (d *demo) play(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("tools/list: %w", err)
 	}
+	d.tools = map[string]bool{}
+	for _, t := range tools.Tools {
+		d.tools[t.Name] = true
+	}
 	d.line("connect", "as engram-demo", fmt.Sprintf("%s %s, %d tools", init.ServerInfo.Name, init.ServerInfo.Version, len(tools.Tools)))
 
 	for _, fact := range demoFacts {
@@ -153,13 +160,22 @@ func (d *demo) play(ctx context.Context) error {
 		}
 		d.done("stored " + field(out, "ref"))
 	}
+	threads := map[string]string{} // the thread of each channel, for the answers
 	for _, m := range demoMessages {
-		out, err := d.call(ctx, "log_message", fmt.Sprintf("#%s %s: %s", m[0], m[1], quote(m[2])),
-			map[string]any{"channel": m[0], "role": m[1], "content": m[2]})
+		args := map[string]any{"channel": m[0], "speaker": m[1], "text": m[2]}
+		if m[1] == "assistant" {
+			args["thread_id"] = threads[m[0]]
+		}
+		out, err := d.call(ctx, "log_message", fmt.Sprintf("%s %s: %s", m[0], m[1], quote(m[2])), args)
 		if err != nil {
 			return err
 		}
-		d.done(fmt.Sprintf("thread %s", first(field(out, "thread_id"), field(out, "thread.id"), field(out, "conversation_id"))))
+		threads[m[0]] = field(out, "thread.thread_id")
+		thread := "thread " + field(out, "thread.thread_id")
+		if field(out, "thread.new_thread") == "true" {
+			thread = "new " + thread
+		}
+		d.done(fmt.Sprintf("message #%s, %s", field(out, "utterance.index"), thread))
 	}
 	out, err := d.call(ctx, "recall", `"database backups"`, map[string]any{"query": "database backups", "limit": 3})
 	if err != nil {
@@ -174,13 +190,50 @@ func (d *demo) play(ctx context.Context) error {
 	goalID, version := field(out, "goal.id"), field(out, "goal.version")
 	d.done(fmt.Sprintf("goal %s, version %s", goalID, version))
 
-	out, err = d.call(ctx, "update_goal", fmt.Sprintf("%s in_progress, 20%%, expected_version %s", goalID, version),
+	out, err = d.call(ctx, "update_goal", fmt.Sprintf("in_progress, 20%%, expected_version %s", version),
 		map[string]any{"id": goalID, "expected_version": atoi(version), "status": "in_progress", "progress": 20})
 	if err != nil {
 		return err
 	}
 	d.done(fmt.Sprintf("version %s, status %s", field(out, "goal.version"), field(out, "goal.status")))
 
+	if err := d.planSteps(ctx, goalID); err != nil {
+		return err
+	}
+
+	out, err = d.call(ctx, "update_goal", "progress 60%", map[string]any{"id": goalID, "progress": 60})
+	if err != nil {
+		return err
+	}
+	d.done(fmt.Sprintf("version %s, progress %s%%", field(out, "goal.version"), field(out, "goal.progress")))
+
+	if d.tools["working_memory"] {
+		const input = "What is left for the Postgres upgrade?"
+		out, err = d.call(ctx, "working_memory", quote(input), map[string]any{"input": input})
+		if err != nil {
+			return err
+		}
+		d.done(fmt.Sprintf("%d bytes of context for the next prompt", len(field(out, ""))))
+	}
+
+	out, err = d.call(ctx, "active_goals", "(all)", map[string]any{})
+	if err != nil {
+		return err
+	}
+	d.done(field(out, "count") + " open")
+	return nil
+}
+
+// planSteps makes a plan for the goal, runs it, and follows it until it
+// ends. An engram built without the planner (-tags noplanning) has no
+// plan tools: the demo says so and goes on.
+func (d *demo) planSteps(ctx context.Context, goalID string) error {
+	if !d.tools["create_plan"] || !d.tools["run_plan"] || !d.tools["plan_status"] {
+		d.line("create_plan", "", "skipped: this engram is built without the planner")
+		return nil
+	}
+	// The dry run takes as long as a pause, so that a watcher sees the
+	// plan running.
 	sleep := max(1, int(d.pause.Milliseconds()))
 	subtasks := []map[string]any{
 		{"id": demoPlanSubtasks[0], "description": "Snapshot the database",
@@ -190,7 +243,7 @@ func (d *demo) play(ctx context.Context) error {
 		{"id": demoPlanSubtasks[2], "description": "Switch production over", "dependencies": []string{demoPlanSubtasks[1]},
 			"action": map[string]any{"name": "state.set", "args": map[string]any{"key": "switched", "value": true}}},
 	}
-	out, err = d.call(ctx, "create_plan", fmt.Sprintf("for %s: %s", goalID, strings.Join(demoPlanSubtasks, " → ")),
+	out, err := d.call(ctx, "create_plan", "for the goal: "+strings.Join(demoPlanSubtasks, " → "),
 		map[string]any{"goal_id": goalID, "subtasks": subtasks})
 	if err != nil {
 		return err
@@ -198,47 +251,35 @@ func (d *demo) play(ctx context.Context) error {
 	planID := field(out, "plan_id")
 	d.done(fmt.Sprintf("plan %s, %s subtasks", planID, field(out, "progress.total")))
 
-	out, err = d.call(ctx, "run_plan", planID, map[string]any{"plan_id": planID})
+	out, err = d.call(ctx, "run_plan", "the plan", map[string]any{"plan_id": planID})
 	if err != nil {
 		return err
 	}
 	d.done("started: " + field(out, "status"))
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		out, err = d.call(ctx, "plan_status", planID, map[string]any{"plan_id": planID})
+		if d.pause == 0 {
+			// Without a pause between calls, still poll at a pace.
+			select {
+			case <-time.After(25 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		out, err = d.call(ctx, "plan_status", "the plan", map[string]any{"plan_id": planID})
 		if err != nil {
 			return err
 		}
 		status := field(out, "status")
 		d.done(fmt.Sprintf("%s, %s of %s subtasks done", status, field(out, "progress.completed"), field(out, "progress.total")))
-		if status != "running" && status != "pending" {
-			if status != "completed" {
-				return fmt.Errorf("the plan ended %s", status)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
+		switch {
+		case status == "completed":
+			return nil
+		case status != "running" && status != "pending":
+			return fmt.Errorf("the plan ended %s", status)
+		case time.Now().After(deadline):
 			return errors.New("the plan was still running after 30s")
 		}
 	}
-
-	out, err = d.call(ctx, "update_goal", goalID+" 60%", map[string]any{"id": goalID, "progress": 60})
-	if err != nil {
-		return err
-	}
-	d.done(fmt.Sprintf("version %s, progress %s%%", field(out, "goal.version"), field(out, "goal.progress")))
-
-	out, err = d.call(ctx, "working_memory", `"What is left for the Postgres upgrade?"`, map[string]any{"input": "What is left for the Postgres upgrade?"})
-	if err != nil {
-		return err
-	}
-	d.done(fmt.Sprintf("%d bytes of context for the next prompt", len(field(out, ""))))
-
-	out, err = d.call(ctx, "active_goals", "", map[string]any{})
-	if err != nil {
-		return err
-	}
-	d.done(field(out, "count") + " open")
-	return nil
 }
 
 // call pauses, then calls a tool and prints its line up to the arrow;
@@ -314,16 +355,6 @@ func field(out map[string]any, path string) string {
 	return string(b)
 }
 
-// first is the first of vs that is not empty.
-func first(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return "?"
-}
-
 // atoi is a decimal number's value (0 when it is none).
 func atoi(s string) int {
 	var n int
@@ -346,5 +377,9 @@ func recallBrief(out map[string]any) string {
 		return "nothing"
 	}
 	best, _ := items[0].(map[string]any)
-	return fmt.Sprintf("%d items; best %s", len(items), quote(field(best, "text")))
+	n := fmt.Sprintf("%d items", len(items))
+	if len(items) == 1 {
+		n = "1 item"
+	}
+	return fmt.Sprintf("%s; best %s", n, quote(field(best, "text")))
 }

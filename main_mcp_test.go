@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -222,5 +223,92 @@ func TestMCPOverHTTPActsAsTheTokensAgent(t *testing.T) {
 			t.Fatalf("10s after the client ended its session, clients.list shows %+v", list)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMCPDemoRunsToTheEndAndLeavesWhatItSays: engram mcp demo, on a fresh
+// data directory with no pause, plays every step (its engram mcp owns the
+// directory), and afterwards the directory holds the facts it remembered,
+// the goal it created and updated, the plan it ran and the messages it
+// logged.
+func TestMCPDemoRunsToTheEndAndLeavesWhatItSays(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	logFile := filepath.Join(home, "test.log")
+	o := runIn(t, env, "", "mcp", "demo", "--data", dir, "--pause", "0", "--log", logFile)
+	if o.code != 0 {
+		t.Fatalf("engram mcp demo: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	for _, want := range []string{"remember", "log_message", "create_goal", "update_goal", "run_plan", "plan_status", "done:"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	if strings.Contains(o.stdout, "→ failed") || o.stderr != "" {
+		t.Errorf("the demo reported a failure:\n%s%s", o.stdout, o.stderr)
+	}
+
+	var mem struct {
+		Items []struct{ Text string } `json:"items"`
+	}
+	batchResult(t, env, dir, logFile, `{"action": "memory.remember", "args": {"store": "working", "limit": 50}}`, &mem)
+	for _, fact := range demoFacts {
+		if !slices.ContainsFunc(mem.Items, func(it struct{ Text string }) bool { return it.Text == fact }) {
+			t.Errorf("the working store lacks %q: %+v", fact, mem.Items)
+		}
+	}
+	var goals struct {
+		Items []struct {
+			Title, Status string
+			Progress      int
+		} `json:"items"`
+	}
+	batchResult(t, env, dir, logFile, `{"action": "cortex.query", "args": {"type": "goal"}}`, &goals)
+	if len(goals.Items) != 1 || goals.Items[0].Title != demoGoal || goals.Items[0].Status != "in_progress" || goals.Items[0].Progress != 60 {
+		t.Errorf("goals: %+v; want %q in progress at 60%%", goals.Items, demoGoal)
+	}
+	var plans struct {
+		Plans []struct {
+			Status   string
+			Progress struct{ Completed, Total int }
+		} `json:"plans"`
+	}
+	batchResult(t, env, dir, logFile, `{"action": "plan.list"}`, &plans)
+	if len(plans.Plans) != 1 || plans.Plans[0].Status != "completed" || plans.Plans[0].Progress.Completed != len(demoPlanSubtasks) {
+		t.Errorf("plans: %+v; want one completed with %d subtasks done", plans.Plans, len(demoPlanSubtasks))
+	}
+	for _, m := range demoMessages {
+		var hits struct {
+			Results []struct{ Speaker, Text string } `json:"results"`
+		}
+		batchResult(t, env, dir, logFile, fmt.Sprintf(`{"action": "history.search", "args": {"query": %q}}`, m[2]), &hits)
+		if !slices.ContainsFunc(hits.Results, func(h struct{ Speaker, Text string }) bool { return h.Speaker == m[1] && h.Text == m[2] }) {
+			t.Errorf("the conversation lacks %s's %q: %+v", m[1], m[2], hits.Results)
+		}
+	}
+}
+
+// TestMCPHelpExplainsTheCommand: engram mcp --help says what it serves,
+// where, as whom, and names the demo; the main usage names both.
+func TestMCPHelpExplainsTheCommand(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if code := run([]string{"mcp", "--help"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("engram mcp --help: exit %d\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"standard input and output", "--agent", "--read-only", "engram mcp demo", "/mcp", "Agents"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("engram mcp --help lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "--batch") {
+		t.Errorf("engram mcp --help offers --batch, which engram mcp does not take")
+	}
+	stdout.Reset()
+	if code := run([]string{"--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "engram mcp") {
+		t.Errorf("engram --help does not name engram mcp:\n%s", stdout.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"mcp", "demo", "--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "Usage: engram mcp demo") {
+		t.Errorf("engram mcp demo --help: %s", stdout.String())
 	}
 }
