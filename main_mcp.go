@@ -63,6 +63,9 @@ func runMCP(ctx context.Context, cfg config, c dataConn, stdout, stderr io.Write
 	err := srv.MCP.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}})
 	stopWatch()
 	<-watched
+	// Plans run_plan started and left running stop here (cancelled, as
+	// when engram is stopped; plan.resume goes on with them).
+	srv.Close()
 	// The client has gone (or a signal came): ctx may be done, but the
 	// owner should still hear of it.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -84,7 +84,18 @@ func TestMCPStdioClientIsSeenByTheOwnerAndMarkedGone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connecting to engram mcp: %v\n%s", err, stderr.String())
 	}
-	mcpCall(t, cs, "memory_stats", map[string]any{}, nil)
+	const fact = "Ann's deploys go out on Tuesdays."
+	var remembered struct {
+		Ref string `json:"ref"`
+	}
+	mcpCall(t, cs, "remember", map[string]any{"text": fact}, &remembered)
+	var mem struct {
+		Items []struct{ ID, Text string } `json:"items"`
+	}
+	batchResult(t, env, dir, logFile, `{"action": "memory.remember", "as": "ann", "args": {"store": "working-ann", "prompt": "deploys"}}`, &mem)
+	if len(mem.Items) != 1 || mem.Items[0].Text != fact || !strings.HasSuffix(remembered.Ref, "/"+mem.Items[0].ID) {
+		t.Errorf("another engram reads %+v from ann's working store; want what the agent remembered (%s)", mem.Items, remembered.Ref)
+	}
 
 	list := listClients(t, env, dir, logFile)
 	if len(list) != 1 {
@@ -92,7 +103,7 @@ func TestMCPStdioClientIsSeenByTheOwnerAndMarkedGone(t *testing.T) {
 	}
 	c := list[0]
 	if !c.Connected || c.Agent != "ann" || c.Name != "test-agent" || c.Version != "2.5" || c.Transport != "stdio" ||
-		c.Via != "mcp" || c.PID != cmd.Process.Pid || c.Calls != 1 || c.LastCall != "memory_stats" {
+		c.Via != "mcp" || c.PID != cmd.Process.Pid || c.Calls != 1 || c.LastCall != "remember" {
 		t.Errorf("clients.list shows %+v; want ann's test-agent 2.5 over stdio from pid %d, connected, one call", c, cmd.Process.Pid)
 	}
 
@@ -151,7 +162,8 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]bool {
 // TestMCPOverHTTPActsAsTheTokensAgent: /mcp on engram serve --listen
 // refuses a request without a valid token with 401 as /v1 does, serves a
 // read-only token only the read tools, and every call acts as the
-// token's agent; the session's client is listed for that agent and marked
+// token's agent (ann cannot read or change bob's unshared goal); the
+// session's client is listed for that agent and marked
 // disconnected when the client ends its session.
 func TestMCPOverHTTPActsAsTheTokensAgent(t *testing.T) {
 	env, home := hermeticEnv(t)
@@ -159,10 +171,15 @@ func TestMCPOverHTTPActsAsTheTokensAgent(t *testing.T) {
 	logFile := filepath.Join(home, "test.log")
 	ann := newToken(t, env, dir, "--agent", "ann")
 	reader := newToken(t, env, dir, "--agent", "ann", "--read-only")
+	bob := newToken(t, env, dir, "--agent", "bob")
 	s := startServe(t, env, dir, "--listen", "127.0.0.1:0", "--log", logFile)
 
 	initialize := `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}`
-	for _, c := range []struct{ name, token string }{{"no token", ""}, {"a wrong token", ann + "x"}} {
+	revoked := newToken(t, env, dir, "--agent", "ann")
+	if out := runIn(t, env, "", "token", "revoke", strings.SplitN(strings.TrimPrefix(revoked, "egt_"), "_", 2)[0], "--data", dir); out.code != 0 {
+		t.Fatalf("token revoke: %s%s", out.stdout, out.stderr)
+	}
+	for _, c := range []struct{ name, token string }{{"no token", ""}, {"a wrong token", ann + "x"}, {"a revoked token", revoked}} {
 		req, err := http.NewRequest(http.MethodPost, "http://"+s.tcp+"/mcp", strings.NewReader(initialize))
 		if err != nil {
 			t.Fatal(err)
@@ -194,8 +211,45 @@ func TestMCPOverHTTPActsAsTheTokensAgent(t *testing.T) {
 			t.Errorf("tool %s (read-only %v): offered to the read-only token: %v", name, readOnly, ok)
 		}
 	}
-	if len(ro) == 0 {
-		t.Errorf("the read-only token got no tool")
+	if !ro["recall"] || !ro["active_goals"] || len(ro) >= len(all) {
+		t.Errorf("the read-only token got %v of %v; want the read tools only", ro, all)
+	}
+
+	// Bob's goal, unshared, is not ann's to read or change.
+	var bobs struct {
+		Goal struct{ ID string } `json:"goal"`
+	}
+	mcpCall(t, connectHTTP(t, s.tcp, bob), "create_goal", map[string]any{"title": "Bob's secret goal"}, &bobs)
+	annSession := connectHTTP(t, s.tcp, ann)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"goal_history", map[string]any{"id": bobs.Goal.ID}},
+		{"update_goal", map[string]any{"id": bobs.Goal.ID, "title": "Ann's now"}},
+	} {
+		res, err := annSession.CallTool(t.Context(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		raw, _ := json.Marshal(res)
+		if !res.IsError || !strings.Contains(string(raw), "PermissionError") || strings.Contains(string(raw), "secret") {
+			t.Errorf("ann's %s of bob's goal: %s; want a PermissionError that shows nothing of it", c.tool, raw)
+		}
+	}
+	var active struct {
+		Goals []struct{ Title string } `json:"goals"`
+	}
+	mcpCall(t, annSession, "active_goals", map[string]any{}, &active)
+	if len(active.Goals) != 0 {
+		t.Errorf("ann's active_goals lists %+v; bob's goal is not hers", active.Goals)
+	}
+	var history struct {
+		Versions []struct{ By string } `json:"versions"`
+	}
+	mcpCall(t, connectHTTP(t, s.tcp, bob), "goal_history", map[string]any{"id": bobs.Goal.ID}, &history)
+	if len(history.Versions) != 1 || history.Versions[0].By != "bob" {
+		t.Errorf("bob's goal history: %+v; want his one creation (ann's update must not have applied)", history.Versions)
 	}
 
 	cs := connectHTTP(t, s.tcp, ann)

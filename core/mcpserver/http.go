@@ -87,7 +87,8 @@ func (h *HTTP) Handler(agent string, readOnly bool) http.Handler {
 	return hs.handler
 }
 
-// Close ends every session (their clients are marked disconnected) and
+// Close ends every session (their clients are marked disconnected),
+// stops the work their calls left running (plans run_plan started) and
 // stops watching for resource changes. It waits up to ten seconds for the
 // marking.
 func (h *HTTP) Close() {
@@ -105,6 +106,7 @@ func (h *HTTP) Close() {
 				_ = ss.Close() // a session that fails to close is cut off with its connection
 			}
 			hs.ended()
+			hs.s.Close()
 		}
 		h.wg.Wait()
 		close(done)
