@@ -1,0 +1,58 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/cortex"
+)
+
+// No tool takes an agent: every call acts as the server's (engram mcp's
+// --agent, the HTTP token's). A call that names one anyway is refused,
+// and what it would have written is not.
+func TestNoToolLetsTheClientNameAnAgent(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "ann"}))
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		raw, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema struct {
+			Properties           map[string]any `json:"properties"`
+			AdditionalProperties *bool          `json:"additionalProperties"`
+		}
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"as", "agent", "principal"} {
+			if _, ok := schema.Properties[name]; ok {
+				t.Errorf("tool %s takes %q: a client could act as another agent", tool.Name, name)
+			}
+		}
+	}
+
+	res := callTool(t, cs, "create_goal", map[string]any{"title": "Bob's, says the client", "as": "bob"}, nil)
+	if !res.IsError {
+		t.Errorf("create_goal with \"as\": succeeded; want it refused")
+	}
+	var out struct {
+		Goal struct{ ID, Owner string } `json:"goal"`
+	}
+	callTool(t, cs, "create_goal", map[string]any{"title": "Ann's"}, &out)
+	if out.Goal.Owner != "ann" {
+		t.Errorf("a goal made through ann's server is owned by %q", out.Goal.Owner)
+	}
+	q, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "bob"}, cortex.ActionQuery, cortex.Query{Type: "goal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Count != 0 {
+		t.Errorf("bob has %d goals after a client tried to act as him: %+v", q.Count, q.Items)
+	}
+}
