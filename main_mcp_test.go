@@ -366,3 +366,31 @@ func TestMCPHelpExplainsTheCommand(t *testing.T) {
 		t.Errorf("engram mcp demo --help: %s", stdout.String())
 	}
 }
+
+// TestMCPReadOnlyFlagOffersOnlyReadTools: engram mcp --read-only (here
+// on a store in memory, private to the process) lists only the tools
+// that change nothing, each annotated read-only.
+func TestMCPReadOnlyFlagOffersOnlyReadTools(t *testing.T) {
+	env, home := hermeticEnv(t)
+	cmd := engramCmd(t, env, "mcp", "--in-memory", "--read-only", "--log", filepath.Join(home, "test.log"))
+	client := mcp.NewClient(&mcp.Implementation{Name: "reader", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	tools := toolNames(t, cs)
+	for name, readOnly := range tools {
+		if !readOnly {
+			t.Errorf("engram mcp --read-only offers %s, which changes what is stored", name)
+		}
+	}
+	for _, want := range []string{"recall", "active_goals", "plan_status"} {
+		if _, ok := tools[want]; !ok {
+			t.Errorf("engram mcp --read-only lacks the read tool %s: %v", want, tools)
+		}
+	}
+	if _, ok := tools["remember"]; ok {
+		t.Errorf("engram mcp --read-only offers remember")
+	}
+}
