@@ -367,6 +367,24 @@ func TestMCPHelpExplainsTheCommand(t *testing.T) {
 	}
 }
 
+// TestServeStopsPromptlyWithAnMCPSessionOpen: engram serve, stopped while
+// an MCP client over HTTP holds its session (and its event stream) open,
+// ends those sessions and exits cleanly at once, rather than wait out its
+// shutdown deadline (5 s) for the stream.
+func TestServeStopsPromptlyWithAnMCPSessionOpen(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	ann := newToken(t, env, dir, "--agent", "ann")
+	s := startServe(t, env, dir, "--listen", "127.0.0.1:0", "--log", filepath.Join(home, "test.log"))
+	cs := connectHTTP(t, s.tcp, ann)
+	mcpCall(t, cs, "memory_stats", map[string]any{}, nil)
+	start := time.Now()
+	s.stop(t)
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("engram serve took %s to stop with an MCP session open", took)
+	}
+}
+
 // TestMCPReadOnlyFlagOffersOnlyReadTools: engram mcp --read-only (here
 // on a store in memory, private to the process) lists only the tools
 // that change nothing, each annotated read-only.
