@@ -162,6 +162,10 @@ func decodeDoRequest(body []byte) (wire.DoRequest, *errs.Error) {
 			dst = &req.IdempotencyKey
 		case "events":
 			dst, want = &req.Events, "true or false"
+		case "client":
+			// The agent client the request is made for (engram mcp sends
+			// it): the engine checks its fields.
+			dst, want = &req.Client, "an object (session, via, tool, call, …)"
 		case "at":
 			if err := json.Unmarshal(raw, &req.At); err != nil {
 				return req, errs.New(errs.Validation, `at: %s is not an RFC 3339 time; write it like "2025-11-05T10:00:00Z"`, raw).
@@ -171,8 +175,6 @@ func decodeDoRequest(body []byte) (wire.DoRequest, *errs.Error) {
 		case "args":
 			req.Args = raw
 			continue
-		case "client":
-			dst, want = &req.Client, `an object {"session", "via", "tool", "call", ...}`
 		default:
 			e := errs.New(errs.Validation, "unknown field %q in the request (the fields are %s)", k, strings.Join(doFields, ", "))
 			if near := action.Nearest(k, doFields); near != "" {

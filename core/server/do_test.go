@@ -374,28 +374,29 @@ func TestInfoDescribesTheOwner(t *testing.T) {
 	}
 }
 
-// A request's client (an MCP session served by another engram process)
-// reaches the owner's engine: it counts the call and lists the client.
-func TestDoCarriesTheRequestsClient(t *testing.T) {
+// A request over the socket carries the agent client it is made for
+// (engram mcp attached to the owner sends it): the owner counts the call,
+// and a client that is not an object is refused, naming the field.
+func TestSocketRequestsCarryTheirAgentClient(t *testing.T) {
 	e, _ := openEngine(t)
 	_, c := unixServer(t, server.New(e, server.Options{}))
-	got := do(t, c, "http://engram", `{"action": "engine.info", "agent": "ann", "client": {"session": "s-1", "via": "mcp", "name": "claude", "version": "1.2", "transport": "stdio", "pid": 4242, "tool": "memory_stats", "call": "1"}}`)
+	got := do(t, c, "http://engram", `{"action": "memory.stores", "client": {"session": "s-1", "via": "mcp", "name": "claude-desktop", "transport": "stdio", "pid": 4242, "tool": "memory_stats", "call": "1"}}`)
 	if !got.OK {
 		t.Fatalf("a request with its client: %+v", got.Error)
 	}
-	list := do(t, c, "http://engram", `{"action": "clients.list", "agent": "ann"}`)
-	var res struct {
+	list := do(t, c, "http://engram", `{"action": "clients.list", "args": {"all": true}}`)
+	var v struct {
 		Clients []struct {
-			Session, Name, Version, Transport string
-			PID, Calls                        int
+			Session  string `json:"session"`
+			LastCall string `json:"last_call"`
 		} `json:"clients"`
 	}
-	if err := json.Unmarshal(list.Result, &res); err != nil || !list.OK {
-		t.Fatalf("clients.list: %+v %v", list, err)
+	if err := json.Unmarshal(list.Result, &v); err != nil || len(v.Clients) != 1 || v.Clients[0].Session != "s-1" || v.Clients[0].LastCall != "memory_stats" {
+		t.Fatalf("clients.list after a client's request over the socket: %s %v", list.Result, err)
 	}
-	if len(res.Clients) != 1 || res.Clients[0].Session != "s-1" || res.Clients[0].Name != "claude" || res.Clients[0].PID != 4242 || res.Clients[0].Calls != 1 {
-		t.Errorf("clients.list: %+v, want ann's client s-1 (claude, pid 4242) with one call", res.Clients)
+	bad := failure(t, send(t, c, "POST", "http://engram"+wire.PathDo, `{"action": "memory.stores", "client": "claude"}`),
+		400, "ValidationError", "client: expected an object")
+	if bad.Error.Details["field"] != "client" {
+		t.Errorf("a client that is a string: details %v do not name the field", bad.Error.Details)
 	}
-	bad := send(t, c, http.MethodPost, "http://engram"+wire.PathDo, `{"action": "engine.info", "client": "claude"}`)
-	failure(t, bad, http.StatusBadRequest, "ValidationError", "client: expected an object")
 }
