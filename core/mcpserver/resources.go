@@ -13,4 +13,7 @@ func (s *Server) addGoalResources() {}
 
 // addConversationResources registers the conversation summary and thread
 // context resources.
-func (s *Server) addConversationResources() {}
+func (s *Server) addConversationResources() {
+	s.addSummaryResource()
+	s.addThreadContextResource()
+}
