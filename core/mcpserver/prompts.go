@@ -27,7 +27,7 @@ func (s *Server) addPrompts() {
 			args := req.Params.Arguments
 			wm, err := workingMemory(ctx, s.newCaller(req.Session, "with_memory"), WorkingMemoryInput{Input: args["message"], Conversation: args["conversation"]})
 			if err != nil {
-				return nil, protocolError(err, jsonrpc.CodeInvalidParams)
+				return nil, protocolError(err)
 			}
 			return withMemory(wm), nil
 		})
@@ -35,9 +35,10 @@ func (s *Server) addPrompts() {
 
 // protocolError is an action's error as a JSON-RPC error, for a prompt or
 // a resource (which have no tool errors): its message "KIND: message" as a
-// tool error's text, its data the ToolError. A NotFoundError gets the code
-// notFound (a resource's own), the other input errors Invalid Params.
-func protocolError(err error, notFound int64) error {
+// tool error's text, its data the ToolError. Errors in what was asked
+// (not found, invalid, refused, in conflict) are Invalid Params, as MCP
+// has a missing resource be.
+func protocolError(err error) error {
 	e := errs.As(err)
 	if e == nil {
 		e = errs.New(errs.Internal, "%v", err)
@@ -49,9 +50,7 @@ func protocolError(err error, notFound int64) error {
 	}
 	code := int64(jsonrpc.CodeInternalError)
 	switch e.Kind {
-	case errs.NotFound:
-		code = notFound
-	case errs.Validation, errs.Permission, errs.Conflict:
+	case errs.NotFound, errs.Validation, errs.Permission, errs.Conflict:
 		code = jsonrpc.CodeInvalidParams
 	}
 	return &jsonrpc.Error{Code: code, Message: string(te.Kind) + ": " + te.Message, Data: data}

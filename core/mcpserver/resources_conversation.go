@@ -51,7 +51,7 @@ func idOf(uri, prefix, suffix string) string {
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return nil, protocolError(errs.New(errs.Internal, "encoding %s: %v", uri, err), mcp.CodeResourceNotFound)
+		return nil, protocolError(errs.New(errs.Internal, "encoding %s: %v", uri, err))
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(raw)}}}, nil
 }
@@ -71,7 +71,7 @@ func (s *Server) addSummaryResource() {
 			}
 			out, err := conversationSummary(ctx, s.newCaller(req.Session, uri), ConversationSummaryInput{Conversation: name})
 			if err != nil {
-				return nil, protocolError(err, mcp.CodeResourceNotFound)
+				return nil, protocolError(err)
 			}
 			return jsonResource(uri, out)
 		})
@@ -103,7 +103,7 @@ func (s *Server) addThreadContextResource() {
 			}
 			out, err := threadContextFor(ctx, s.newCaller(req.Session, uri), ThreadContextInput{ThreadID: id})
 			if err != nil {
-				return nil, protocolError(err, mcp.CodeResourceNotFound)
+				return nil, protocolError(err)
 			}
 			return jsonResource(uri, out)
 		})
