@@ -265,16 +265,13 @@ func (s *Server) addConversationTools() {
 // logMessage writes a message to the conversation, and with a channel to
 // a thread first: thread.message checks the channel, the thread and the
 // text before anything is stored, and the conversation's message then
-// records where it went (as chat.send's do). What history.write would
-// refuse is checked before the thread is touched, so that a refused
-// message is stored nowhere.
+// records where it went (as chat.send's do). history.write's dry run
+// checks what it would refuse before the thread is touched, so that a
+// refused message is stored nowhere.
 func logMessage(ctx context.Context, cl *caller, in LogMessageInput) (LogMessageOutput, error) {
 	conversation, err := history.ConversationName(in.Conversation)
 	if err != nil {
 		return LogMessageOutput{}, err
-	}
-	if !slices.Contains(history.Speakers, in.Speaker) {
-		return LogMessageOutput{}, kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", in.Speaker)
 	}
 	write := history.WriteRequest{Conversation: conversation, Speaker: in.Speaker, Text: in.Text}
 	var route *ThreadRoute
@@ -284,6 +281,13 @@ func logMessage(ctx context.Context, cl *caller, in LogMessageInput) (LogMessage
 		}
 		if in.NewThread && (!episodic.IsExplicit(in.Channel) || in.ThreadID != "") {
 			return LogMessageOutput{}, kit.Validation("new_thread", "a new thread is started on web or app, without thread_id")
+		}
+		// thread.message commits at once: first ask whether the
+		// conversation will take the message (fields, access, budget).
+		check := write
+		check.DryRun = true
+		if _, err := call(ctx, cl, history.ActionWrite, check); err != nil {
+			return LogMessageOutput{}, err
 		}
 		res, err := call(ctx, cl, episodic.ActionThreadMessage, episodic.MessageRequest{Channel: in.Channel, ThreadID: in.ThreadID,
 			Text: in.Text, Speaker: in.Speaker, Conversation: conversation, NewThread: in.NewThread})

@@ -241,5 +241,6 @@ func TestForgetRefusesBadInputAndForgetsNothing(t *testing.T) {
 		{name: "dry_run of the wrong type", args: map[string]any{"instruction": "oldest", "dry_run": "no"}, field: "dry_run"},
 		{name: "an instruction engram does not understand", args: map[string]any{"instruction": "the boring ones", "dry_run": false}, kind: errs.UnsupportedInstruction},
 		{name: "unknown store", args: map[string]any{"instruction": "oldest", "store": "nope", "dry_run": false}, kind: errs.NotFound, field: "nope"},
+		{name: "unknown item", args: map[string]any{"id": "nope", "dry_run": false}, kind: errs.NotFound, field: "nope"},
 	}, memorySnapshot(t, e))
 }
