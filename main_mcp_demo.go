@@ -209,11 +209,14 @@ func (d *demo) play(ctx context.Context) error {
 
 	if d.tools["working_memory"] {
 		const input = "What is left for the Postgres upgrade?"
-		out, err = d.call(ctx, "working_memory", quote(input), map[string]any{"input": input})
+		out, err = d.call(ctx, "working_memory", "sms "+quote(input), map[string]any{"input": input, "channel": "sms", "thread_id": threads["sms"]})
 		if err != nil {
 			return err
 		}
-		d.done(fmt.Sprintf("%d bytes of context for the next prompt", len(field(out, ""))))
+		messages, _ := out["messages"].([]any)
+		providers, _ := out["providers"].([]any)
+		d.done(fmt.Sprintf("a prompt of %d messages, its system part %d characters from %d providers",
+			len(messages), len([]rune(field(out, "system"))), len(providers)))
 	}
 
 	out, err = d.call(ctx, "active_goals", "(all)", map[string]any{})

@@ -318,7 +318,7 @@ func TestMCPDemoRunsToTheEndAndLeavesWhatItSays(t *testing.T) {
 	if o.code != 0 {
 		t.Fatalf("engram mcp demo: exit %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
-	for _, want := range []string{"remember", "log_message", "create_goal", "update_goal", "run_plan", "plan_status", "done:"} {
+	for _, want := range []string{"remember", "log_message", "recall", "create_goal", "update_goal", "create_plan", "run_plan", "plan_status", "working_memory", "active_goals", "done:"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, o.stdout)
 		}
