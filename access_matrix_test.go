@@ -135,6 +135,10 @@ var strangerMatrix = map[string]strangerCase{
 	"token.create": {`{"agent":"alice"}`, refused, ""},
 	"token.list":   {`{}`, refused, ""},
 	"token.revoke": {`{"id":"0123456789ab"}`, refused, ""},
+	// Agent clients: Bob lists his own (none), and has no session of
+	// Alice's to disconnect (NotFound).
+	"clients.list":       {`{}`, quiet, ""},
+	"clients.disconnect": {`{"session":"alice-session"}`, fails, ""},
 }
 
 // TestStrangerIsRefusedByEveryActionAndChangesNothing is issue 13's bypass
