@@ -58,6 +58,8 @@ type config struct {
 	listen string
 	// readOnly is engram mcp's --read-only: only the read tools.
 	readOnly bool
+	// command is the subcommand run: "", "serve" or "mcp".
+	command string
 }
 
 func main() {
@@ -203,10 +205,17 @@ type dataConn interface {
 // to the engram that owns the data directory, or becomes that owner and
 // serves the directory to the others (engram serve must be the owner).
 func openConn(ctx context.Context, cfg config, serve bool, provider llm.Provider, logger *slog.Logger) (dataConn, error) {
+	engineAgent := cfg.agent
+	if cfg.command == "mcp" {
+		// engram mcp's --agent is the MCP client's, named on every call it
+		// makes; the engine it may own stays the operator's, so that a
+		// console on the default agent lists every agent's clients.
+		engineAgent = core.DefaultAgent
+	}
 	open := func() (*core.Engine, error) {
 		return core.Open(engineOptions(core.Options{
 			DataDir: cfg.data, InMemory: cfg.inMemory, SyncWrites: cfg.sync, HistoryBackend: cfg.historyBackend,
-			Agent: cfg.agent, LLM: provider, Logger: logger,
+			Agent: engineAgent, LLM: provider, Logger: logger,
 		}))
 	}
 	if cfg.inMemory {
@@ -262,7 +271,7 @@ func engineOptions(opts core.Options) core.Options {
 }
 
 func parseFlags(args []string, usageOut io.Writer, command string) (config, error) {
-	var cfg config
+	cfg := config{command: command}
 	serve, mcpCmd := command == "serve", command == "mcp"
 	fs := flag.NewFlagSet("engram", flag.ContinueOnError)
 	// The flag package reports a bad flag and then prints the usage; we say

@@ -123,14 +123,15 @@ func TestMCPStdioClientIsSeenByTheOwnerAndMarkedGone(t *testing.T) {
 }
 
 // TestMCPOwningTheDirectoryListsItsClientWithoutAPID: engram mcp on a
-// directory nobody owns becomes its owner, serves it to other engrams
-// (a batch client reads its clients.list), and lists its own client
-// with pid 0: the owner itself serves it.
+// directory nobody owns becomes its owner, serves it to other engrams,
+// and lists its own client with pid 0 (the owner itself serves it). Its
+// engine's own agent stays the operator's (local), not --agent's, so a
+// console on the default agent lists every agent's clients.
 func TestMCPOwningTheDirectoryListsItsClientWithoutAPID(t *testing.T) {
 	env, home := hermeticEnv(t)
 	dir := filepath.Join(home, "data")
 	logFile := filepath.Join(home, "test.log")
-	cmd := engramCmd(t, env, "mcp", "--data", dir, "--log", logFile)
+	cmd := engramCmd(t, env, "mcp", "--data", dir, "--agent", "ann", "--log", logFile)
 	client := mcp.NewClient(&mcp.Implementation{Name: "solo", Version: "0.1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -142,8 +143,8 @@ func TestMCPOwningTheDirectoryListsItsClientWithoutAPID(t *testing.T) {
 		t.Fatalf("the directory's lock names pid %d, want engram mcp's %d", pid, cmd.Process.Pid)
 	}
 	list := listClients(t, env, dir, logFile)
-	if len(list) != 1 || list[0].PID != 0 || list[0].Name != "solo" || list[0].Agent != "local" || !list[0].Connected {
-		t.Errorf("clients.list on engram mcp, the owner: %+v; want its client solo, agent local, pid 0", list)
+	if len(list) != 1 || list[0].PID != 0 || list[0].Name != "solo" || list[0].Agent != "ann" || !list[0].Connected {
+		t.Errorf("clients.list on engram mcp, the owner: %+v; want its client solo, agent ann, pid 0", list)
 	}
 }
 
