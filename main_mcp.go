@@ -54,12 +54,13 @@ func runMCP(ctx context.Context, cfg config, c dataConn, stdout, stderr io.Write
 		pid = os.Getpid()
 	}
 	srv := mcpserver.New(c, mcpserver.Options{Agent: cfg.agent, ReadOnly: cfg.readOnly, Transport: "stdio", PID: pid, Version: core.Version})
-	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	watch, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
 		srv.Watch(watch)
 	}()
+	// mcp.StdioTransport's pipes, with standard output as run was given it.
 	err := srv.MCP.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}})
 	stopWatch()
 	<-watched
