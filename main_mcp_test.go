@@ -16,7 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-console/engram/core/attach"
 	"github.com/engram-console/engram/core/clients"
+	"github.com/engram-console/engram/core/remote"
 )
 
 // batchResult runs one batch step against dir (attaching to its owner)
@@ -286,23 +288,34 @@ func TestMCPOverHTTPActsAsTheTokensAgent(t *testing.T) {
 		t.Fatalf("clients.list: %+v; want ann's http-agent over http, connected", list)
 	}
 	session := list[i].Session
+	// Watch the owner's events, as the console does, for the session's end.
+	watcher, err := remote.Dial(t.Context(), remote.Options{Socket: attach.SocketPath(dir), Agent: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watcher.Close() }()
+	gone := watcher.Subscribe(t.Context(), clients.EventDisconnected.Name())
 	if err := cs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The session ends on the owner after the client's DELETE answered:
-	// wait for the owner to mark it (no clock to step: it is another
-	// process).
-	deadline := time.Now().Add(10 * time.Second)
+	// The session ends on the owner after the client's DELETE answered.
 	for {
-		list = listClients(t, env, dir, logFile)
-		i = slices.IndexFunc(list, func(c clients.Client) bool { return c.Session == session })
-		if i >= 0 && !list[i].Connected {
-			break
+		select {
+		case ev := <-gone:
+			var c clients.Client
+			raw, _ := json.Marshal(ev.Data)
+			if err := json.Unmarshal(raw, &c); err != nil || c.Session != session {
+				continue
+			}
+			list = listClients(t, env, dir, logFile)
+			i = slices.IndexFunc(list, func(c clients.Client) bool { return c.Session == session })
+			if i < 0 || list[i].Connected {
+				t.Errorf("after client.disconnected, clients.list shows %+v", list)
+			}
+			return
+		case <-time.After(10 * time.Second):
+			t.Fatalf("10s after the client ended its session, no client.disconnected for %s", session)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10s after the client ended its session, clients.list shows %+v", list)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
