@@ -5,6 +5,7 @@ package main
 // engram mcp demo.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -147,6 +148,45 @@ func TestMCPOwningTheDirectoryListsItsClientWithoutAPID(t *testing.T) {
 	list := listClients(t, env, dir, logFile)
 	if len(list) != 1 || list[0].PID != 0 || list[0].Name != "solo" || list[0].Agent != "ann" || !list[0].Connected {
 		t.Errorf("clients.list on engram mcp, the owner: %+v; want its client solo, agent ann, pid 0", list)
+	}
+}
+
+// TestMCPStdioSubscriberHearsOfAnotherProcessesGoal: engram mcp runs its
+// resource watch beside the server, so a client subscribed to the active
+// goals hears resources/updated when another engram process (a batch
+// client of the same owner) creates a goal of its agent.
+func TestMCPStdioSubscriberHearsOfAnotherProcessesGoal(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	logFile := filepath.Join(home, "test.log")
+	startServe(t, env, dir, "--log", logFile)
+	updated := make(chan string, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "watcher", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		}})
+	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: engramCmd(t, env, "mcp", "--data", dir, "--log", logFile)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	const uri = "engram://goals/active"
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	// engram mcp starts its watch (one subscription to the owner) before
+	// it serves; a tool call answered, through the owner too, comes after
+	// several round trips to the owner, by when the watch is listening.
+	mcpCall(t, cs, "active_goals", map[string]any{}, nil)
+	var created struct{}
+	batchResult(t, env, dir, logFile, `{"action": "cortex.create", "args": {"type": "goal", "fields": {"title": "Seen by the agent"}}}`, &created)
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Errorf("resources/updated for %s, want %s", got, uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resources/updated within 10s of another process creating a goal")
 	}
 }
 
