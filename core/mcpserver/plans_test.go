@@ -56,8 +56,8 @@ func (h *hold) letGo() {
 	}
 }
 
-// connectWith is connect with client options.
-func connectWith(t *testing.T, s *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+// connectWith is connect with client options and receiving middleware.
+func connectWith(t *testing.T, s *Server, opts *mcp.ClientOptions, mw ...mcp.Middleware) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.MCP.Connect(t.Context(), st, nil)
@@ -65,7 +65,9 @@ func connectWith(t *testing.T, s *Server, opts *mcp.ClientOptions) *mcp.ClientSe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, opts).Connect(t.Context(), ct, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, opts)
+	client.AddReceivingMiddleware(mw...)
+	cs, err := client.Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,16 +232,19 @@ func toolError(err error) *mcp.CallToolResult {
 		e = errs.New(errs.Internal, "%v", err)
 	}
 	te := ToolError{Kind: e.Kind, Message: e.Message, Details: e.Details}
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: te.Error()}}}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}}}
 	// The go-sdk puts the handler's (zero) output in the structured
 	// content; argumentErrors puts the ToolError back from here.
-	res.SetError(te)
+	res.SetError(carried{te})
 	res.StructuredContent = te
 	return res
 }
 
-// Error is the tool error's text: "KIND: message".
-func (e ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
+// carried is a ToolError as the error of a CallToolResult, for
+// argumentErrors to find.
+type carried struct{ te ToolError }
+
+func (c carried) Error() string { return string(c.te.Kind) + ": " + c.te.Message }
 
 // argumentErrors makes every failed tool call's structured content its
 // ToolError. A tool's own errors carry it (toolError); the go-sdk, which
@@ -256,8 +259,8 @@ func argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || !ok || tr == nil || !tr.IsError {
 			return res, err
 		}
-		if te, ok := tr.GetError().(ToolError); ok {
-			tr.StructuredContent = te
+		if c, ok := tr.GetError().(carried); ok {
+			tr.StructuredContent = c.te
 			return tr, nil
 		}
 		msg := ""
