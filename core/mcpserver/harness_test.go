@@ -16,7 +16,7 @@ import (
 var testTime = time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
 
 // newEngine opens an in-memory engine with every subsystem, the planner too.
-func newEngine(t *testing.T) *core.Engine {
+func newEngine(t testing.TB) *core.Engine {
 	t.Helper()
 	opts := core.Options{InMemory: true, Clock: clock.NewFixed(testTime), IDSeed: "mcp"}
 	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}))
@@ -30,7 +30,7 @@ func newEngine(t *testing.T) *core.Engine {
 
 // connect serves s over in-memory transports and returns a connected
 // client session named "test-agent" 1.0.
-func connect(t *testing.T, s *Server) *mcp.ClientSession {
+func connect(t testing.TB, s *Server) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.MCP.Connect(t.Context(), st, nil)

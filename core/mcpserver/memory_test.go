@@ -1,7 +1,10 @@
 package mcpserver
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
@@ -36,5 +39,21 @@ func TestEveryCallIsCountedForItsClientAndAgent(t *testing.T) {
 	c := list.Clients[0]
 	if c.Agent != "alice" || c.Name != "test-agent" || c.Version != "1.0" || c.Via != "mcp" || c.Calls != 2 || c.LastCall != "memory_stats" || !c.Connected {
 		t.Errorf("client = %+v; want alice's test-agent 1.0 via mcp, connected, with 2 calls, the last memory_stats", c)
+	}
+}
+
+func TestAFailedCallIsAToolErrorWithEngramsKind(t *testing.T) {
+	e := newEngine(t)
+	// An agent with no stores of its own, and a principal name the engine
+	// refuses: the action fails, the call must not.
+	cs := connect(t, New(e, Options{Agent: "bad\x01agent"}))
+	res := callTool(t, cs, "memory_stats", map[string]any{}, nil)
+	te := toolErr(t, res)
+	if te.Kind != "ValidationError" || te.Details["field"] != "as" {
+		t.Errorf("tool error = %+v; want a ValidationError naming the field as", te)
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if !ok || !strings.HasPrefix(text.Text, "ValidationError: as: ") {
+		t.Errorf("content = %#v; want the text \"ValidationError: as: …\"", res.Content)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-console/engram/core/action"
@@ -203,13 +204,21 @@ func addTool[In, Out any](s *Server, spec toolSpec, run func(ctx context.Context
 	t := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description,
 		Annotations: &mcp.ToolAnnotations{Title: spec.title, ReadOnlyHint: spec.readOnly, DestructiveHint: &destructive,
 			IdempotentHint: spec.idempotent, OpenWorldHint: &closedWorld}}
-	mcp.AddTool(s.MCP, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	// The output schema is Out's, but the handler returns it as an any:
+	// the go-sdk then leaves a failed call's structured content (the
+	// ToolError) alone, instead of replacing it with a zero Out that its
+	// own output check would refuse.
+	schema, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: the output schema of %s: %v", spec.name, err)) // a bug in the type
+	}
+	t.OutputSchema = schema
+	mcp.AddTool(s.MCP, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 		cl := s.newCaller(req.Session, spec.name)
 		cl.req = req
 		out, err := run(ctx, cl, in)
 		if err != nil {
-			var zero Out
-			return toolError(err), zero, nil
+			return toolError(err), nil, nil
 		}
 		return nil, out, nil
 	})
@@ -232,36 +241,24 @@ func toolError(err error) *mcp.CallToolResult {
 		e = errs.New(errs.Internal, "%v", err)
 	}
 	te := ToolError{Kind: e.Kind, Message: e.Message, Details: e.Details}
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}}}
-	// The go-sdk puts the handler's (zero) output in the structured
-	// content; argumentErrors puts the ToolError back from here.
-	res.SetError(carried{te})
-	res.StructuredContent = te
-	return res
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}},
+		StructuredContent: te,
+	}
 }
 
-// carried is a ToolError as the error of a CallToolResult, for
-// argumentErrors to find.
-type carried struct{ te ToolError }
-
-func (c carried) Error() string { return string(c.te.Kind) + ": " + c.te.Message }
-
-// argumentErrors makes every failed tool call's structured content its
-// ToolError. A tool's own errors carry it (toolError); the go-sdk, which
-// would leave the tool's zero output there, gets it back. Arguments that do
-// not fit a tool's input schema (a missing required field, a wrong type),
-// which the go-sdk reports before any handler runs, become a
-// ValidationError whose message names the field.
+// argumentErrors gives the tool errors of arguments that do not fit a
+// tool's input schema (a missing required field, a wrong type), which the
+// go-sdk reports before any handler runs, the structured content of every
+// other tool error (toolError's): a ValidationError whose message names
+// the field.
 func argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		tr, ok := res.(*mcp.CallToolResult)
-		if err != nil || !ok || tr == nil || !tr.IsError {
+		if err != nil || !ok || tr == nil || !tr.IsError || tr.StructuredContent != nil {
 			return res, err
-		}
-		if c, ok := tr.GetError().(carried); ok {
-			tr.StructuredContent = c.te
-			return tr, nil
 		}
 		msg := ""
 		if e := tr.GetError(); e != nil {
