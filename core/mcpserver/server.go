@@ -67,7 +67,8 @@ type Server struct {
 	watching func()
 }
 
-// New returns a server whose tools act as opts.Agent over c.
+// New returns a server whose tools act as opts.Agent over c. Close it
+// when it stops serving, before c closes: run_plan leaves plans running.
 func New(c conn.Conn, opts Options) *Server {
 	if opts.Agent == "" {
 		opts.Agent = c.Agent()
