@@ -405,3 +405,47 @@ func TestPlanStatusRefusesAPlanIdOfTheWrongType(t *testing.T) {
 	cs := connect(t, newServer(t, newEngine(t), Options{Agent: "alice"}))
 	wantToolError(t, callTool(t, cs, "plan_status", map[string]any{"plan_id": 7}, nil), errs.Validation, "plan_id")
 }
+
+func TestAWaitingRunPlanLeavesTheSessionFreeForOtherCalls(t *testing.T) {
+	e := newEngine(t)
+	h := addHold(t, e)
+	cs := connect(t, newServer(t, e, Options{Agent: "alice"}))
+	createPlan(t, cs, map[string]any{"id": "held", "goal": "Wait for the test", "subtasks": []map[string]any{
+		{"id": "hold", "action": map[string]any{"name": "test.hold"}},
+	}})
+	answered := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_plan", Arguments: map[string]any{"plan_id": "held", "wait": true}})
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- res
+	}()
+	select {
+	case <-h.entered:
+	case <-time.After(waitLimit):
+		t.Fatal("the plan never started")
+	}
+	// The same session calls plan_status while run_plan waits.
+	var status PlanStatusOutput
+	callTool(t, cs, "plan_status", map[string]any{"plan_id": "held"}, &status)
+	if status.Status != "running" {
+		t.Errorf("plan_status during a waiting run_plan = %s; want running", status.Status)
+	}
+	select {
+	case res := <-answered:
+		t.Fatalf("run_plan with wait answered before the plan ended: %+v", res)
+	default:
+	}
+	h.letGo()
+	select {
+	case res := <-answered:
+		var out PlanStatusOutput
+		decode(t, res, &out)
+		if out.Status != "completed" {
+			t.Errorf("run_plan with wait = %+v; want completed", out)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("run_plan with wait never answered")
+	}
+}
