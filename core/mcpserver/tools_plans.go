@@ -192,7 +192,7 @@ func (s *Server) addPlanTools() {
 	addTool(s, toolSpec{name: "run_plan", title: "Run a plan",
 		description: "Start running a plan: subtasks in dependency order, in parallel where they can. Answers as soon as the run " +
 			"has started, with the plan as it stands; follow it with plan_status. With wait: true, answers when the run ends and " +
-			"sends a progress notification as each subtask finishes (a call cancelled while it waits leaves the run going). "+
+			"sends a progress notification as each subtask finishes (a call cancelled while it waits leaves the run going). " +
 			"Its subtasks may run any action, deletions included.",
 		destructive: true},
 		s.runPlan)
