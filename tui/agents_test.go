@@ -265,3 +265,25 @@ func TestTabsFollowAnAgentsCallsLive(t *testing.T) {
 	waitFor(t, tm, "[7 Agents]", "claude-desktop 1.2.0", "5 calls")
 	finish(t, tm)
 }
+
+// TestAgentsLongClientNameGivesWayToTheLastCall: at 80 columns a long
+// client name is cut so that the last call shows whole; the details show
+// the name whole.
+func TestAgentsLongClientNameGivesWayToTheLastCall(t *testing.T) {
+	engine, clk := newEngine(t)
+	long := agentClient{agent: "local", session: "s-long", name: "ツールクライアント-with-a-really-long-name", version: "10.20.30-beta", transport: "stdio"}
+	agentCall(t, engine, clk, long, "memory_stats", "1", "memory.stores", "", false)
+	clk.Advance(3 * time.Minute)
+	styles := DefaultStyles()
+	p := newAgentsPane(engine, &styles)
+	p.SetSize(80, 18)
+	p.Update(p.load()())
+	view := p.View()
+	if !strings.Contains(view, "memory_stats 3m ago") {
+		t.Errorf("the last call is cut at 80 columns:\n%s", view)
+	}
+	if !strings.Contains(view, "ツールクライアント-with-a-really-long-name 10.20.30-beta · agent local") {
+		t.Errorf("the details do not name the client whole:\n%s", view)
+	}
+	checkScreen(t, "a long client name at 80 columns", view, 80, 18)
+}

@@ -120,6 +120,12 @@ func (p *agentsPane) agentColumns(now time.Time) ([]agentColumn, int) {
 		}
 		cols = slices.DeleteFunc(cols, func(c agentColumn) bool { return c.title == drop })
 	}
+	// A long client name gives way to the last call, down to a name's
+	// first 14 columns: the details under the list show it whole.
+	last := &cols[len(cols)-1]
+	if want := width(last.title, 32, last.cell) - 1; last.title == "last call" && p.width-fixed() < want && cols[0].title == "client" {
+		cols[0].width = max(cols[0].width-(want-(p.width-fixed())), min(cols[0].width, 16))
+	}
 	return cols, max(p.width-fixed(), 8)
 }
 
