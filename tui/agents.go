@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -39,9 +40,20 @@ type agentsPane struct {
 	// own is set once the engine refused all (the console's agent is not
 	// the owner's): the tab then lists this agent's clients only.
 	own bool
+	// focused: the tab shows, so it redraws every agentsTick to keep "how
+	// long ago" true while no event comes; tickID tells the current chain
+	// of ticks from one a Blur ended.
+	focused bool
+	tickID  int
 
 	width, height int
 }
+
+// agentsTick is how often the Agents tab redraws while it shows.
+const agentsTick = 30 * time.Second
+
+// agentsTickMsg asks the Agents tab to redraw (its times are relative).
+type agentsTickMsg struct{ id int }
 
 func newAgentsPane(engine conn.Conn, styles *Styles) *agentsPane {
 	return &agentsPane{
@@ -66,11 +78,27 @@ func (p *agentsPane) load() tea.Cmd {
 }
 
 // reloadAll loads the list again (events were missed, or another engram
-// owns the directory now: its registry is another).
-func (p *agentsPane) reloadAll() tea.Cmd { return p.requests.refresh(&p.lists, p.load) }
+// owns the directory now: its registry is another, and its agent may be
+// the console's, so all is asked for again).
+func (p *agentsPane) reloadAll() tea.Cmd {
+	p.own = false
+	return p.requests.refresh(&p.lists, p.load)
+}
 
-func (p *agentsPane) Focus() tea.Cmd { return nil }
-func (p *agentsPane) Blur()          {}
+// Focus starts the redraws that keep the times true.
+func (p *agentsPane) Focus() tea.Cmd {
+	p.focused = true
+	p.tickID++
+	return p.tick()
+}
+
+func (p *agentsPane) tick() tea.Cmd {
+	id := p.tickID
+	return tea.Tick(agentsTick, func(time.Time) tea.Msg { return agentsTickMsg{id: id} })
+}
+
+// Blur stops the redraws: a hidden tab needs none.
+func (p *agentsPane) Blur() { p.focused = false }
 func (p *agentsPane) Capturing() bool {
 	return false
 }
@@ -129,6 +157,11 @@ func (p *agentsPane) Update(msg tea.Msg) tea.Cmd {
 			return p.requests.refresh(&p.lists, p.load)
 		}
 		return nil
+	case agentsTickMsg:
+		if !p.focused || msg.id != p.tickID {
+			return nil // an old chain, or the tab is hidden
+		}
+		return p.tick()
 	case tea.KeyMsg:
 		p.list.handleKey(msg)
 		return nil

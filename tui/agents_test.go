@@ -171,6 +171,14 @@ func TestAgentsListsItsOwnClientsWhenNotTheOwnersAgent(t *testing.T) {
 	if m.status.isError || strings.Contains(m.View(), "ValidationError") {
 		t.Errorf("the refusal of all shows as an error: %q", m.status.text)
 	}
+	// Another owner (after engram.owner_changed) may run as this agent:
+	// the tab asks for every agent's clients again.
+	if p.Update(p.reloadAll()()) == nil || !p.own {
+		t.Error("after a reload the refusal of all is not taken again")
+	}
+	if p.lists.req == 0 || !p.lists.busy {
+		t.Error("after the refusal no load of the agent's own clients is in flight")
+	}
 }
 
 // TestTraceMarksAgentClientCalls: the Trace tab marks the entries of an
@@ -286,4 +294,27 @@ func TestAgentsLongClientNameGivesWayToTheLastCall(t *testing.T) {
 		t.Errorf("the details do not name the client whole:\n%s", view)
 	}
 	checkScreen(t, "a long client name at 80 columns", view, 80, 18)
+}
+
+// TestAgentsRedrawWhileShown: the tab's times are relative ("3m ago"), so
+// while it shows it redraws every agentsTick; hidden, or after another
+// Focus started a new chain, an old tick ends its chain.
+func TestAgentsRedrawWhileShown(t *testing.T) {
+	styles := DefaultStyles()
+	p := newAgentsPane(nil, &styles)
+	if p.Focus() == nil {
+		t.Fatal("Focus starts no redraw")
+	}
+	first := p.tickID
+	if p.Update(agentsTickMsg{id: first}) == nil {
+		t.Error("a tick while shown does not ask for the next")
+	}
+	p.Blur()
+	if p.Update(agentsTickMsg{id: first}) != nil {
+		t.Error("a tick while hidden asks for another")
+	}
+	p.Focus()
+	if p.Update(agentsTickMsg{id: first}) != nil {
+		t.Error("a tick of the chain before the last Focus asks for another: two chains would run")
+	}
 }
