@@ -197,6 +197,13 @@ const detailRows = 7
 
 // listRows is how many clients show at once: the body less the title,
 // the table's header, and the details under the list.
+// When there are more clients than rows, the last row says how many more
+// are below, so one row fewer shows clients: the selected one always
+// shows.
 func (p *agentsPane) listRows() int {
-	return max(p.height-2-detailRows, 1)
+	rows := max(p.height-2-detailRows, 1)
+	if len(p.clients) > rows && rows > 1 {
+		rows--
+	}
+	return rows
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/clock"
@@ -316,5 +317,32 @@ func TestAgentsRedrawWhileShown(t *testing.T) {
 	p.Focus()
 	if p.Update(agentsTickMsg{id: first}) != nil {
 		t.Error("a tick of the chain before the last Focus asks for another: two chains would run")
+	}
+}
+
+// TestAgentsSelectedClientAlwaysShows: with more clients than rows, the
+// selected one is never the row the "more below" line takes, wherever the
+// cursor goes.
+func TestAgentsSelectedClientAlwaysShows(t *testing.T) {
+	engine, clk := newEngine(t)
+	for i := range 15 {
+		c := agentClient{agent: "local", session: fmt.Sprintf("s-%02d", i), name: fmt.Sprintf("agent-%02d", i), transport: "http"}
+		agentCall(t, engine, clk, c, "memory_stats", "1", "memory.stores", "", false)
+		clk.Advance(time.Second)
+	}
+	styles := DefaultStyles()
+	p := newAgentsPane(engine, &styles)
+	p.SetSize(80, 18) // 9 rows for the table's clients
+	p.Update(p.load()())
+	for i := range 15 {
+		view := p.View()
+		selected := p.clients[p.list.Index()].Name
+		if !strings.Contains(view, glyphCursor+" "+selected) {
+			t.Fatalf("after %d downs, %s is selected but not shown:\n%s", i, selected, view)
+		}
+		if below := 15 - p.list.Offset() - p.listRows(); below > 0 && !strings.Contains(view, fmt.Sprintf("%d more (↓, pgdn)", below)) {
+			t.Errorf("after %d downs, the list does not say %d more are below:\n%s", i, below, view)
+		}
+		p.Update(tea.KeyMsg{Type: tea.KeyDown})
 	}
 }

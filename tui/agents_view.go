@@ -166,8 +166,8 @@ func (p *agentsPane) tableLines(now time.Time) []string {
 		}
 		lines = append(lines, strings.TrimRight(b.String(), " "))
 	}
-	if more := len(p.clients) - end; more > 0 && len(lines) > 2 {
-		lines[len(lines)-1] = s.Muted.Render(fmt.Sprintf("   %s %d more (↓, pgdn)", glyphDown, more+1))
+	if more := len(p.clients) - end; more > 0 {
+		lines = append(lines, s.Muted.Render(fmt.Sprintf("   %s %d more (↓, pgdn)", glyphDown, more)))
 	}
 	return lines
 }
