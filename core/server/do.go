@@ -121,7 +121,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 }
 
 // doFields are DoRequest's JSON fields, sorted.
-var doFields = []string{"action", "args", "agent", "at", "events", "idempotency_key", "session", "turn"}
+var doFields = []string{"action", "args", "agent", "at", "client", "events", "idempotency_key", "session", "turn"}
 
 // decodeDoRequest decodes a DoRequest strictly: exact field names, no
 // unknown field, each field of its type, an action named. Every error
@@ -162,6 +162,10 @@ func decodeDoRequest(body []byte) (wire.DoRequest, *errs.Error) {
 			dst = &req.IdempotencyKey
 		case "events":
 			dst, want = &req.Events, "true or false"
+		case "client":
+			// The agent client the request is made for (engram mcp sends
+			// it): the engine checks its fields.
+			dst, want = &req.Client, "an object (session, via, tool, call, …)"
 		case "at":
 			if err := json.Unmarshal(raw, &req.At); err != nil {
 				return req, errs.New(errs.Validation, `at: %s is not an RFC 3339 time; write it like "2025-11-05T10:00:00Z"`, raw).

@@ -373,3 +373,30 @@ func TestInfoDescribesTheOwner(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A request over the socket carries the agent client it is made for
+// (engram mcp attached to the owner sends it): the owner counts the call,
+// and a client that is not an object is refused, naming the field.
+func TestSocketRequestsCarryTheirAgentClient(t *testing.T) {
+	e, _ := openEngine(t)
+	_, c := unixServer(t, server.New(e, server.Options{}))
+	got := do(t, c, "http://engram", `{"action": "memory.stores", "client": {"session": "s-1", "via": "mcp", "name": "claude-desktop", "transport": "stdio", "pid": 4242, "tool": "memory_stats", "call": "1"}}`)
+	if !got.OK {
+		t.Fatalf("a request with its client: %+v", got.Error)
+	}
+	list := do(t, c, "http://engram", `{"action": "clients.list", "args": {"all": true}}`)
+	var v struct {
+		Clients []struct {
+			Session  string `json:"session"`
+			LastCall string `json:"last_call"`
+		} `json:"clients"`
+	}
+	if err := json.Unmarshal(list.Result, &v); err != nil || len(v.Clients) != 1 || v.Clients[0].Session != "s-1" || v.Clients[0].LastCall != "memory_stats" {
+		t.Fatalf("clients.list after a client's request over the socket: %s %v", list.Result, err)
+	}
+	bad := failure(t, send(t, c, "POST", "http://engram"+wire.PathDo, `{"action": "memory.stores", "client": "claude"}`),
+		400, "ValidationError", "client: expected an object")
+	if bad.Error.Details["field"] != "client" {
+		t.Errorf("a client that is a string: details %v do not name the field", bad.Error.Details)
+	}
+}
