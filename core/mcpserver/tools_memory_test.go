@@ -49,7 +49,7 @@ func checkBad(t *testing.T, cs *mcp.ClientSession, tool string, cases []badCall,
 				t.Fatalf("%s %v succeeded; want an error about %s", tool, c.args, c.field)
 			}
 			if c.kind == "" {
-				if !strings.Contains(text(res), c.field) {
+				if msg := text(res); !strings.Contains(msg, `"`+c.field+`"`) && !strings.Contains(msg, "/properties/"+c.field) {
 					t.Errorf("%s %v: error %q does not name the field %s", tool, c.args, text(res), c.field)
 				}
 			} else {
@@ -166,6 +166,8 @@ func TestRememberRefusesBadInputAndStoresNothing(t *testing.T) {
 		{name: "importance out of range", args: map[string]any{"text": "x", "importance": 2}, kind: errs.Validation, field: "importance"},
 		{name: "blank text", args: map[string]any{"text": "  "}, kind: errs.Validation, field: "text"},
 		{name: "unknown store", args: map[string]any{"text": "x", "store": "nope"}, kind: errs.NotFound, field: "nope"},
+		// An MCP client acts as its connection's agent, never as another.
+		{name: "acting as another agent", args: map[string]any{"text": "x", "as": "bob"}, field: "as"},
 	}, memorySnapshot(t, e))
 }
 
