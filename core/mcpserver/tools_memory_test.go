@@ -153,6 +153,11 @@ func TestRememberMakesAnotherAgentItsOwnWorkingStore(t *testing.T) {
 	if len(rec.Items) != 1 || rec.Items[0].ID != out.Item.ID {
 		t.Errorf("alice's recall = %+v; want her item", rec.Items)
 	}
+	var wm WorkingMemoryOutput
+	callTool(t, cs, "working_memory", map[string]any{"input": "Should I visit Porto?"}, &wm)
+	if !strings.Contains(wm.System, "Ana lives in Porto") {
+		t.Errorf("alice's working memory %q does not carry her memory", wm.System)
+	}
 }
 
 func TestRememberRefusesBadInputAndStoresNothing(t *testing.T) {
