@@ -198,7 +198,7 @@ func TestWithMemoryPromptCarriesTheWorkingMemory(t *testing.T) {
 		t.Errorf("with_memory messages = %q; want the working memory, the conversation, the message", texts)
 	}
 	_, err = cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "with_memory", Arguments: map[string]string{}})
-	if err == nil || !strings.Contains(err.Error(), "message") {
+	if err == nil || !strings.Contains(err.Error(), "ValidationError: message:") {
 		t.Errorf("with_memory without a message: %v; want an error naming the message", err)
 	}
 	// A read-only server offers no prompt that records a turn.
