@@ -173,6 +173,14 @@ func TestASummarySubscriberHearsWhenItChanges(t *testing.T) {
 	if after.Covered != 1 || !strings.Contains(after.Text, "Maria") {
 		t.Errorf("summary after an eviction = %+v; want the first message summed up", after)
 	}
+	// Dropping the conversation takes its summary: subscribers hear of it.
+	if _, err := conn.Call(t.Context(), e, history.ActionDrop, history.DropArgs{Conversation: "party plans"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, cs.updated, uri)
+	if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "NotFoundError") {
+		t.Errorf("reading a dropped conversation's summary: %v; want a NotFoundError", err)
+	}
 }
 
 func TestAThreadContextSubscriberHearsOfEachMessage(t *testing.T) {
