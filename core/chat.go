@@ -201,6 +201,11 @@ func (e *Engine) chatTurn(ctx context.Context, as conn.Request, a ChatSendArgs, 
 	return res, nil
 }
 
+// ChatPrompt is the request chat.send would send a language model for a
+// turn's working memory: for faces that hand the memory to a model of
+// their own (the MCP working_memory tool and with_memory prompt).
+func ChatPrompt(wc WorkingContext) (llm.Request, error) { return chatPrompt(wc) }
+
 // chatPrompt turns a turn's working memory into a chat request: the memory
 // in the system prompt, the buffer as the conversation, the input last.
 func chatPrompt(wc WorkingContext) (llm.Request, error) {

@@ -529,6 +529,10 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 		if err := req.validate(); err != nil {
 			return nil, fmt.Errorf("updates.history[%d]: %w", i, err)
 		}
+		if req.DryRun {
+			// A turn commits what it is given: a check has no place in it.
+			return nil, kit.Validation(fmt.Sprintf("updates.history[%d].dry_run", i), "a turn's updates are written; check a write with history.write's dry_run")
+		}
 		st, backend, err := p.h.storeOf(req.Conversation)
 		if err != nil {
 			return nil, err

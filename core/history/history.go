@@ -172,14 +172,21 @@ type WriteRequest struct {
 	Text         string          `json:"text" arg:"required" help:"what was said (never truncated)"`
 	TurnNumber   *int            `json:"turn_number,omitempty" help:"the turn (default: a user utterance starts the next turn, others stay in the current one)"`
 	Metadata     json.RawMessage `json:"metadata,omitempty" help:"any JSON object, kept verbatim"`
+	// DryRun lets a caller that must do something else first (the MCP
+	// log_message routes the message to a thread) know the write will be
+	// accepted before it does.
+	DryRun bool `json:"dry_run,omitempty" help:"only check the write would be accepted (its fields, access, the token budget) and show the utterance it would write: nothing is stored"`
 }
 
 // WriteResult is what a write did.
 type WriteResult struct {
 	Utterance *Utterance `json:"utterance"`
 	// Evicted lists the utterances the write pushed out of the buffer
-	// (folded into the summary right after: history.summary shows them).
+	// (folded into the summary right after: history.summary shows them);
+	// [] in a dry run.
 	Evicted []int `json:"evicted"`
+	// DryRun says nothing was written: Utterance is what would be.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // ConversationName checks a conversation id as every history action does
@@ -228,6 +235,21 @@ func (h *History) Write(ctx context.Context, call action.Call, req WriteRequest)
 	if err := req.validate(); err != nil {
 		return WriteResult{}, err
 	}
+	if req.DryRun {
+		var u *Utterance
+		err := h.view(call, req.Conversation, access.Write, func(_ *storage.Tx, conv *Conversation) error {
+			if conv == nil {
+				conv = newConversation(call, req.Conversation, "", h.env.Clock.Now())
+			}
+			var err error
+			u, err = nextUtterance(call, conv, req)
+			return err
+		})
+		if err != nil {
+			return WriteResult{}, err
+		}
+		return WriteResult{Utterance: u, Evicted: []int{}, DryRun: true}, nil
+	}
 	var res WriteResult
 	err := h.update(ctx, call, req.Conversation, access.Write, func(tx *kit.Txn, conv *Conversation) error {
 		var err error
@@ -239,23 +261,11 @@ func (h *History) Write(ctx context.Context, call action.Call, req WriteRequest)
 
 // write records req in conv inside tx (the caller saves conv).
 func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req WriteRequest) (WriteResult, error) {
-	tokens := countTokens(req.Text)
-	if conv.MaxTokens > 0 && tokens > conv.MaxTokens {
-		return WriteResult{}, errs.New(errs.Budget,
-			"the utterance is %d tokens, more than the conversation's whole budget of max_tokens=%d; utterances are never truncated, so raise max_tokens (history.configure) or split the text",
-			tokens, conv.MaxTokens).With("token_count", tokens).With("max_tokens", conv.MaxTokens)
+	u, err := nextUtterance(call, conv, req)
+	if err != nil {
+		return WriteResult{}, err
 	}
-	turn := conv.LastTurn
-	switch {
-	case req.TurnNumber != nil:
-		turn = *req.TurnNumber
-	case req.Speaker == "user" || turn == 0:
-		turn++
-	}
-	u := &Utterance{
-		Conversation: conv.Conversation, UtteranceIndex: conv.NextIndex, Speaker: req.Speaker, Text: req.Text,
-		TurnNumber: turn, Timestamp: call.Clock.Now(), TokenCount: tokens, Metadata: req.Metadata,
-	}
+	tokens, turn := u.TokenCount, u.TurnNumber
 	if err := tx.SetJSON(uttKey(conv.Conversation, u.UtteranceIndex), u); err != nil {
 		return WriteResult{}, err
 	}
@@ -276,6 +286,28 @@ func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req W
 	}
 	h.embedLater(conv, u)
 	return res, nil
+}
+
+// nextUtterance is the utterance req would add to conv: refused if it is
+// larger than the conversation's whole token budget.
+func nextUtterance(call action.Call, conv *Conversation, req WriteRequest) (*Utterance, error) {
+	tokens := countTokens(req.Text)
+	if conv.MaxTokens > 0 && tokens > conv.MaxTokens {
+		return nil, errs.New(errs.Budget,
+			"the utterance is %d tokens, more than the conversation's whole budget of max_tokens=%d; utterances are never truncated, so raise max_tokens (history.configure) or split the text",
+			tokens, conv.MaxTokens).With("token_count", tokens).With("max_tokens", conv.MaxTokens)
+	}
+	turn := conv.LastTurn
+	switch {
+	case req.TurnNumber != nil:
+		turn = *req.TurnNumber
+	case req.Speaker == "user" || turn == 0:
+		turn++
+	}
+	return &Utterance{
+		Conversation: conv.Conversation, UtteranceIndex: conv.NextIndex, Speaker: req.Speaker, Text: req.Text,
+		TurnNumber: turn, Timestamp: call.Clock.Now(), TokenCount: tokens, Metadata: req.Metadata,
+	}, nil
 }
 
 // indexUtterance writes the search postings of u, and returns its length in

@@ -10,4 +10,7 @@ func (s *Server) addResources() {
 
 // addConversationResources registers the conversation summary and thread
 // context resources.
-func (s *Server) addConversationResources() {}
+func (s *Server) addConversationResources() {
+	s.addSummaryResource()
+	s.addThreadContextResource()
+}

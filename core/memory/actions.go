@@ -26,6 +26,11 @@ var defaultStores = []StoreConfig{
 	{Name: TypeEpisodic, Type: TypeEpisodic, OnFull: "reject"},
 }
 
+// DefaultWorking is the configuration of the built-in working store: the
+// limits an agent's own working store starts with too (the MCP remember
+// tool makes one for each agent other than the default one).
+func DefaultWorking() StoreConfig { return defaultStores[0] }
+
 // Register adds the memory.* actions, the memory context provider and
 // counter to env, creating the default stores if they do not exist.
 func Register(env *kit.Env) (*Memory, error) {
@@ -228,6 +233,7 @@ type RememberArgs struct {
 	Limit          int     `json:"limit,omitempty" help:"at most this many (default 10)"`
 	Rank           string  `json:"rank,omitempty" help:"relevance, importance or recency (default: the store type's)"`
 	IncludeDeleted bool    `json:"include_deleted,omitempty" help:"also soft-forgotten items"`
+	Explain        bool    `json:"explain,omitempty" help:"add each item's why: the prompt's words it contains, its BM25 and vector scores, importance, age and the order applied"`
 }
 
 // RememberResult is memory.remember's result.
@@ -242,7 +248,7 @@ func (m *Memory) actRemember(ctx context.Context, call action.Call, a RememberAr
 	if err != nil {
 		return RememberResult{}, err
 	}
-	items, err := p.Remember(ctx, call, RememberRequest{Prompt: a.Prompt, Filters: a.Filters, Limit: a.Limit, Rank: a.Rank, IncludeDeleted: a.IncludeDeleted})
+	items, err := p.Remember(ctx, call, RememberRequest{Prompt: a.Prompt, Filters: a.Filters, Limit: a.Limit, Rank: a.Rank, IncludeDeleted: a.IncludeDeleted, Explain: a.Explain})
 	return RememberResult{Items: items}, m.afterFailure(ctx, call, err)
 }
 

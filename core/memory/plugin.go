@@ -93,6 +93,8 @@ type RememberRequest struct {
 	Limit          int     `json:"limit"`
 	Rank           string  `json:"rank"` // relevance|importance|recency ("": the store type's)
 	IncludeDeleted bool    `json:"include_deleted"`
+	// Explain asks for each item's Why.
+	Explain bool `json:"explain"`
 }
 
 // Recalled is a remembered item with how relevant it is.
@@ -103,6 +105,33 @@ type Recalled struct {
 	// from 0 to 1.
 	Score      float64 `json:"score"`
 	Confidence float64 `json:"confidence"`
+	// Why says why the item was recalled; only when asked (explain), so
+	// that results asked without it stay as they were.
+	Why *Why `json:"why,omitempty"`
+}
+
+// Why is why an item was recalled: what of the prompt matched, and what
+// ordered it.
+type Why struct {
+	// Rank is the order applied: relevance, importance or recency.
+	Rank string `json:"rank"`
+	// Terms are the prompt's words the item contains (as search terms:
+	// "deploying" matches "deployed"); [] without a prompt.
+	Terms []string `json:"terms"`
+	// Literal: the prompt was only stop words, found as written.
+	Literal bool `json:"literal,omitempty"`
+	// Lexical is the item's BM25 score for the prompt (0 without one).
+	Lexical float64 `json:"lexical"`
+	// Vector is the cosine similarity of the item's embedding to the
+	// prompt's, when a model is configured and the item has one.
+	Vector *float64 `json:"vector,omitempty"`
+	// Importance is the item's importance, 0 to 1.
+	Importance float64 `json:"importance"`
+	// AgeSeconds is how long before the call the item was stored (its
+	// timestamp), by the engine clock.
+	AgeSeconds int64 `json:"age_seconds"`
+	// Text says the same in one line.
+	Text string `json:"text"`
 }
 
 // ForgetRequest says what to forget and how.

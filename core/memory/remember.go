@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
@@ -77,14 +80,93 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 		pass := func(it *Item) bool { return (req.IncludeDeleted || !it.Deleted) && req.Filters.match(it, meta) }
 		if strings.TrimSpace(req.Prompt) == "" {
 			out, err = s.rememberAll(tx, rank, req, ids, pass)
+			if err == nil && req.Explain {
+				err = s.explain(tx, out, rank, "", nil, nil, call.Clock.Now())
+			}
 			return err
 		}
 		// Filters the indexes cannot answer: a candidate may fail them.
 		postFilter := req.Filters.Since != nil || req.Filters.Until != nil || len(meta) > 0
-		out, err = s.rememberRelevant(tx, st, req, rank, queryVec, ids, pass, postFilter)
+		var lexical map[string]float64
+		out, lexical, err = s.rememberRelevant(tx, st, req, rank, queryVec, ids, pass, postFilter)
+		if err == nil && req.Explain {
+			err = s.explain(tx, out, rank, req.Prompt, lexical, queryVec, call.Clock.Now())
+		}
 		return err
 	})
 	return out, err
+}
+
+// explain sets each recalled item's Why: the prompt's words it contains,
+// its lexical score (lexical: BM25 by id), its embedding's similarity to
+// queryVec (when there is one), importance and age at now.
+func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string, lexical map[string]float64, queryVec []float32, now time.Time) error {
+	words := text.Words(prompt)
+	literal := prompt != "" && len(text.Terms(prompt)) == 0
+	for i := range recalled {
+		it := recalled[i].Item
+		why := &Why{Rank: rank, Terms: []string{}, Literal: literal, Lexical: round(lexical[it.ID]), Importance: it.Importance,
+			AgeSeconds: int64(now.Sub(it.Timestamp) / time.Second)}
+		have := map[string]bool{}
+		for _, w := range text.Words(it.Text) {
+			have[w] = true
+			if t := text.Term(w); t != "" {
+				have["\x00"+t] = true
+			}
+		}
+		seen := map[string]bool{}
+		for _, w := range words {
+			t := text.Term(w)
+			match := (literal && have[w]) || (t != "" && have["\x00"+t])
+			if match && !seen[w] {
+				seen[w] = true
+				why.Terms = append(why.Terms, w)
+			}
+		}
+		if queryVec != nil {
+			raw, err := tx.Get(vecKey(s.name, it.ID))
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			if err == nil {
+				cos := round(search.Cosine(queryVec, search.DecodeVector(raw)))
+				why.Vector = &cos
+			}
+		}
+		why.Text = whyText(why)
+		recalled[i].Why = why
+	}
+	return nil
+}
+
+// whyText says a Why in one line, e.g. "matched porto (BM25 0.44);
+// importance 0.9; stored 4d ago; ranked by importance".
+func whyText(w *Why) string {
+	var parts []string
+	switch {
+	case len(w.Terms) > 0 && w.Literal:
+		parts = append(parts, "contains "+strings.Join(w.Terms, ", ")+" as written")
+	case len(w.Terms) > 0:
+		parts = append(parts, fmt.Sprintf("matched %s (BM25 %.2f)", strings.Join(w.Terms, ", "), w.Lexical))
+	}
+	if w.Vector != nil {
+		parts = append(parts, fmt.Sprintf("similar in meaning (cosine %.2f)", *w.Vector))
+	}
+	parts = append(parts, fmt.Sprintf("importance %.2g", w.Importance), "stored "+ago(time.Duration(w.AgeSeconds)*time.Second), "ranked by "+w.Rank)
+	return strings.Join(parts, "; ")
+}
+
+// ago says a duration roughly: "just now", "5m ago", "3h ago", "4d ago".
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
 }
 
 // rememberAll lists the items in the rank's own order (no prompt): the
@@ -145,27 +227,28 @@ func (s *store) rememberAll(tx *storage.Tx, rank string, req RememberRequest, id
 // item that passes the filters; its confidence is its score relative to
 // that best one.
 func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest, rank string, queryVec []float32,
-	ids func(string) bool, pass func(*Item) bool, postFilter bool) ([]Recalled, error) {
+	ids func(string) bool, pass func(*Item) bool, postFilter bool) ([]Recalled, map[string]float64, error) {
 	keep := func(id string, attr byte) bool {
 		return (req.IncludeDeleted || attr != attrDeleted) && (ids == nil || ids(id))
 	}
 	scores, err := s.index().Scores(tx, req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, keep)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(text.Terms(req.Prompt)) == 0 {
 		// Only stop words ("what was it"): find them as written.
 		if scores, err = s.literal(tx, req.Prompt, keep); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	lexical := scores
 	if queryVec != nil {
 		keepID, err := s.vectorFilter(tx, req.IncludeDeleted, ids)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if scores, err = s.blend(tx, scores, queryVec, keepID); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// Without filters on the items themselves, every candidate passes and
@@ -199,7 +282,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 		if errs.KindOf(err) == errs.NotFound {
 			continue // an index entry without its item: leave it out
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !pass(it) {
 			continue
@@ -220,7 +303,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	if picked == nil {
 		picked = []Recalled{}
 	}
-	return picked, nil
+	return picked, lexical, nil
 }
 
 // cand is a scored item id.

@@ -331,6 +331,20 @@ func (s *store) prepare(call action.Call, it *Item) error {
 	return nil
 }
 
+// Check says whether memory.memorize would accept the item from agent:
+// the same checks, nothing stored. A caller that must do something first
+// (create the store) checks before it does.
+func (in ItemInput) Check(agent string) error {
+	it := in.Item()
+	if it.ID == "" {
+		it.ID = "check" // prepare would draw one from the engine's generator
+	}
+	if it.Timestamp.IsZero() {
+		it.Timestamp = time.Unix(0, 0)
+	}
+	return (&store{}).prepare(action.Call{Principal: agent}, &it)
+}
+
 // maxText bounds one memory's text, in bytes.
 const maxText = 256 << 10
 
