@@ -10,6 +10,7 @@ import (
 
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 )
 
@@ -135,8 +136,7 @@ var strangerMatrix = map[string]strangerCase{
 	"token.create": {`{"agent":"alice"}`, refused, ""},
 	"token.list":   {`{}`, refused, ""},
 	"token.revoke": {`{"id":"0123456789ab"}`, refused, ""},
-	// Agent clients: Bob lists his own (none), and has no session of
-	// Alice's to disconnect (NotFound).
+	// Agent clients: Bob lists his own (none), and cannot disconnect hers.
 	"clients.list":       {`{}`, quiet, ""},
 	"clients.disconnect": {`{"session":"alice-session"}`, fails, ""},
 }
@@ -204,6 +204,10 @@ func TestStrangerIsRefusedByEveryActionAndChangesNothing(t *testing.T) {
 	decision := field(m2, "decision", "decision_id")
 	episode := field(m1, "turn", "episode_id")
 	must("plan.create", `{"id":"alice-plan","goal":"Rotate the PIN 4242","subtasks":[{"id":"s1","description":"note 4242","action":{"name":"task.noop"}}]}`)
+	if _, err := e.Do(ctx, core.Request{Action: "engine.info", Principal: "alice",
+		Client: &conn.ClientCall{Session: "alice-session", Via: "mcp", Name: "pin-keeper 4242", Tool: "memory_stats", Call: "1"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	// What Alice sees, before and after.
 	views := []struct{ name, args string }{
@@ -223,6 +227,7 @@ func TestStrangerIsRefusedByEveryActionAndChangesNothing(t *testing.T) {
 		{"plan.list", `{}`},
 		{"trace.configure", `{}`},
 		{"episode.tuning", `{}`},
+		{"clients.list", `{}`},
 	}
 	snapshot := func() map[string]string {
 		out := map[string]string{}

@@ -48,6 +48,7 @@ const (
 	tabPlans
 	tabMemory
 	tabTrace
+	tabAgents
 	tabCount
 )
 
@@ -117,6 +118,7 @@ func New(engine conn.Conn, opts Options) *Model {
 		tabPlans:   newPlansPane(engine, st, info.Provider == "offline"),
 		tabMemory:  newMemoryPane(engine, st),
 		tabTrace:   newTracePane(engine, st),
+		tabAgents:  newAgentsPane(engine, st),
 	}
 	m.palette = newPalette(engine, st, opts.PaletteHistory)
 	m.tour = newTourGuide(engine, info, opts.OfferTour)

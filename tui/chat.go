@@ -32,7 +32,7 @@ const (
 type chatMode int
 
 const (
-	// chatBrowse: nothing; the app's keys (q, 1-6, tab, ?, :) work.
+	// chatBrowse: nothing; the app's keys (q, 1-7, tab, ?, :) work.
 	chatBrowse chatMode = iota
 	// chatTyping: the message line.
 	chatTyping
@@ -391,7 +391,7 @@ func (p *chatPane) Blur() {
 }
 
 // Capturing: the message line, the search line and the switcher take every
-// key (q and 1-6 included); esc gives the keyboard back.
+// key (q and 1-7 included); esc gives the keyboard back.
 func (p *chatPane) Capturing() bool {
 	return p.switcher != nil || p.picker != nil || p.mode == chatTyping || p.mode == chatSearching || p.mode == chatReplying
 }

@@ -36,7 +36,7 @@ const (
 // memory_forget.go's forgetConfirming stage (previewLines' question).
 //
 // Set the words once, open it with a question, and route keys to it while
-// it is Active (the pane is then Capturing, so q and 1-6 do not escape):
+// it is Active (the pane is then Capturing, so q and 1-7 do not escape):
 //
 //	p.confirm = confirm[revertConfirm]{Yes: "revert", Hint: " (y/n)", CancelKey: "n"}
 //	p.confirm.open(fmt.Sprintf("Revert %s to v%d?", id, v), revertConfirm{id, v})

@@ -19,26 +19,27 @@ import (
 
 // The glyphs the panes share, so that they mean the same thing everywhere.
 const (
-	glyphCursor   = "▸"   // the selected row: " ▸ "
-	glyphOK       = "✓"   // done, verified, correct
-	glyphFailed   = "✗"   // an error, a failure, incorrect
-	glyphEllipsis = "…"   // text cut short; loading
-	glyphSep      = " · " // between the facts of a line
-	glyphNone     = "—"   // no value
-	glyphRule     = "─"   // a horizontal rule
-	glyphVRule    = "│"   // the rule between side-by-side panels
-	glyphUp       = "↑"   // more above; the key
-	glyphDown     = "↓"   // more below; the key
-	glyphTo       = "→"   // from … to; a link to an earlier thread
-	glyphFrom     = "←"   // a link from a later thread
-	glyphLinks    = "⇄"   // linked threads
-	glyphNode     = "○"   // a version in a lineage
-	glyphNodeLast = "●"   // the latest version
-	glyphBarFull  = "█"   // a meter's filled cells
-	glyphBarEmpty = "·"   // a meter's empty cells
-	glyphBranch   = "├─ " // a tree's branch
-	glyphLastOne  = "└─ " // a tree's last branch
-	glyphChild    = "└ "  // an item under its parent
+	glyphCursor    = "▸"   // the selected row: " ▸ "
+	glyphOK        = "✓"   // done, verified, correct
+	glyphFailed    = "✗"   // an error, a failure, incorrect
+	glyphEllipsis  = "…"   // text cut short; loading
+	glyphSep       = " · " // between the facts of a line
+	glyphNone      = "—"   // no value
+	glyphRule      = "─"   // a horizontal rule
+	glyphVRule     = "│"   // the rule between side-by-side panels
+	glyphUp        = "↑"   // more above; the key
+	glyphDown      = "↓"   // more below; the key
+	glyphTo        = "→"   // from … to; a link to an earlier thread
+	glyphFrom      = "←"   // a link from a later thread
+	glyphLinks     = "⇄"   // linked threads
+	glyphAgentCall = "↔"   // a call an agent client made (through MCP)
+	glyphNode      = "○"   // a version in a lineage
+	glyphNodeLast  = "●"   // the latest version
+	glyphBarFull   = "█"   // a meter's filled cells
+	glyphBarEmpty  = "·"   // a meter's empty cells
+	glyphBranch    = "├─ " // a tree's branch
+	glyphLastOne   = "└─ " // a tree's last branch
+	glyphChild     = "└ "  // an item under its parent
 )
 
 // --- measuring, cutting and padding (in screen cells) ---

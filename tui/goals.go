@@ -211,7 +211,7 @@ func (p *goalsPane) Blur() {
 }
 
 // Capturing: the filter line, the forms and the questions take every key
-// (q and 1-6 included).
+// (q and 1-7 included).
 func (p *goalsPane) Capturing() bool {
 	return p.list.editing || p.confirm.Active() || p.remove.Active() || p.form != nil || p.edit != nil
 }

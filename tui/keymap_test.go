@@ -25,7 +25,7 @@ import (
 //   - every binding of a pane's KeyMap shows in ? in some state;
 //   - every binding of a KeyMap and of the global keys is in the README's
 //     key table;
-//   - the footer fits 80 and 120 columns, and keeps "1-6 tabs" whenever
+//   - the footer fits 80 and 120 columns, and keeps "1-7 tabs" whenever
 //     the tab keys work.
 //
 // A key added to a pane's keys struct is in its KeyMap (bindingsOf): with
@@ -177,6 +177,10 @@ var keyStates = []keyState{
 	{name: "trace list", tab: tabTrace, seed: traceEngine,
 		enter: func(t *testing.T, tm *teatest.TestModel) {
 			waitFor(t, tm, "turn.start")
+		}},
+	{name: "agents list", tab: tabAgents, seed: agentsEngine,
+		enter: func(t *testing.T, tm *teatest.TestModel) {
+			waitFor(t, tm, "2 connected", "cursor 0.9")
 		}},
 }
 
@@ -438,7 +442,7 @@ func TestEveryKeyIsInTheReadme(t *testing.T) {
 
 // TestFootersFit: at 80 and 120 columns, in every state of keyStates and
 // with ? open, no footer line is wider than the screen, the one-line
-// footer keeps "1-6 tabs" while the tab keys work, and no key label reads
+// footer keeps "1-7 tabs" while the tab keys work, and no key label reads
 // as Bubble Tea names keys ("ctrl+c", "esc", "enter").
 func TestFootersFit(t *testing.T) {
 	lower := regexp.MustCompile(`\b(ctrl\+|shift\+|alt\+|esc\b|enter\b|pgup\b|pgdn\b|tab\b|backspace\b)`)
@@ -457,8 +461,8 @@ func TestFootersFit(t *testing.T) {
 						t.Errorf("%s: a footer line is %d wide: %q", what, lineWidth(l), l)
 					}
 				}
-				if !full && !m.panes[m.active].Capturing() && !strings.Contains(footer, "1-6 tabs") {
-					t.Errorf("%s: the footer lost 1-6 tabs: %q", what, footer)
+				if !full && !m.panes[m.active].Capturing() && !strings.Contains(footer, "1-7 tabs") {
+					t.Errorf("%s: the footer lost 1-7 tabs: %q", what, footer)
 				}
 				if flat := strings.Join(strings.Fields(footer), " "); full && !m.panes[m.active].Capturing() &&
 					(!strings.Contains(flat, "? fewer keys") || !strings.Contains(flat, "Ctrl+C quit from anywhere")) {

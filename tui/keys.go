@@ -12,7 +12,7 @@ import (
 // globalKeys work on every tab (unless a text input has the focus, when only
 // ctrl+c, esc and the input's own keys do).
 type globalKeys struct {
-	// Tabs is 1-6 together, for the footer; Tab[i] is the one key of tab i.
+	// Tabs is 1-7 together, for the footer; Tab[i] is the one key of tab i.
 	Tabs      key.Binding
 	Tab       [tabCount]key.Binding
 	NextTab   key.Binding
@@ -25,12 +25,14 @@ type globalKeys struct {
 
 func newGlobalKeys() globalKeys {
 	var each [tabCount]key.Binding
+	digits := make([]string, tabCount)
 	for i := range each {
-		each[i] = key.NewBinding(key.WithKeys(strconv.Itoa(i + 1)))
+		digits[i] = strconv.Itoa(i + 1)
+		each[i] = key.NewBinding(key.WithKeys(digits[i]))
 	}
 	return globalKeys{
 		Tab:       each,
-		Tabs:      key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "tabs")),
+		Tabs:      key.NewBinding(key.WithKeys(digits...), key.WithHelp("1-"+digits[tabCount-1], "tabs")),
 		NextTab:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
 		PrevTab:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous tab")),
 		Palette:   key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "run an action")),
@@ -55,7 +57,7 @@ type helpKeys struct {
 	// tour is T (load the tour, remove its sample data), when it applies.
 	tour key.Binding
 	// width is the footer's: the one-line footer drops pane keys (past the
-	// first) rather than the global ones, so that "1-6 tabs" stays at 80
+	// first) rather than the global ones, so that "1-7 tabs" stays at 80
 	// columns. Zero: no limit.
 	width int
 }
@@ -73,7 +75,7 @@ func (h helpKeys) shortHelp() []key.Binding {
 	}
 	// The short line keeps the pane's first few keys; ? shows them all. The
 	// keys that matter most come first: the help bubble cuts the line from
-	// the end when the terminal is narrow (and the tab bar shows 1-6 anyway).
+	// the end when the terminal is narrow (and the tab bar shows 1-7 anyway).
 	global := []key.Binding{h.global.Palette, h.global.Help, h.global.Quit, h.global.Tabs}
 	n := min(len(h.pane), shortPaneKeys)
 	for n > 1 && h.width > 0 && helpWidth(append(append([]key.Binding{}, h.pane[:n]...), global...)) > h.width {

@@ -26,7 +26,7 @@ const (
 type memoryMode int
 
 const (
-	// memBrowse: nothing; the app's keys (q, 1-6, tab, ?, :) work.
+	// memBrowse: nothing; the app's keys (q, 1-7, tab, ?, :) work.
 	memBrowse memoryMode = iota
 	// memPrompting: the remember box's prompt line.
 	memPrompting
@@ -208,7 +208,7 @@ func (p *memoryPane) Blur() {
 }
 
 // Capturing: the remember prompt, the forget box and the memorize form
-// take every key (q and 1-6 included).
+// take every key (q and 1-7 included).
 func (p *memoryPane) Capturing() bool {
 	return p.mode == memPrompting || p.forget != nil || p.memorize != nil
 }

@@ -38,7 +38,7 @@ type pane interface {
 	// hold the ? help and README.md's key table to it.
 	KeyMap() []key.Binding
 	// Capturing reports that a text input of the pane has the keyboard, so
-	// global keys like q and 1-6 must go to it.
+	// global keys like q and 1-7 must go to it.
 	Capturing() bool
 }
 

@@ -319,7 +319,7 @@ func (p *plansPane) Blur() {
 	}
 }
 
-// Capturing: a prompt or the question takes every key (q and 1-6
+// Capturing: a prompt or the question takes every key (q and 1-7
 // included).
 func (p *plansPane) Capturing() bool {
 	return p.prompt.kind != promptNone || p.approve.Active() || p.sure.Active()

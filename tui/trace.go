@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -380,6 +381,57 @@ func (p *tracePane) refresh() {
 	p.view.setLines(lines)
 }
 
+// clientCallData is the data of the trace entry a request made for an
+// agent client leaves (kind VIA.call: "mcp.call"; core/clients writes it).
+type clientCallData struct {
+	Via       string `json:"via"`
+	Tool      string `json:"tool"`
+	Action    string `json:"action"`
+	Session   string `json:"session"`
+	Client    string `json:"client"`
+	OK        bool   `json:"ok"`
+	ErrorKind string `json:"error_kind"`
+}
+
+// clientCall decodes e's data when e is an agent client's call; ok is
+// false for any other entry.
+func clientCall(e trace.Entry) (d clientCallData, ok bool) {
+	if !strings.HasSuffix(e.Kind, ".call") || len(e.Data) == 0 {
+		return d, false
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.Via == "" || d.Tool == "" || e.Kind != d.Via+".call" {
+		return d, false
+	}
+	return d, true
+}
+
+// message is what the entry's last column says. An agent client's call is
+// marked ("↔ mcp"), so that what agents did stands out among the console's
+// own work: the tool, the action it ran, how it went, which client as
+// which agent.
+func (p *tracePane) message(e trace.Entry) string {
+	d, ok := clientCall(e)
+	if !ok {
+		return oneLine(e.Message)
+	}
+	s := p.styles
+	text := s.Prompt.Render(glyphAgentCall+" "+oneLine(d.Via)) + " " + oneLine(d.Tool) + s.Muted.Render(" "+glyphTo+" ") + oneLine(d.Action)
+	if !d.OK {
+		text += " " + s.Failed.Render(glyphFailed+" "+oneLine(d.ErrorKind))
+	}
+	who := oneLine(d.Client)
+	switch {
+	case who != "" && e.Principal != "":
+		who += " (" + oneLine(e.Principal) + ")"
+	case who == "":
+		who = oneLine(e.Principal)
+	}
+	if who != "" {
+		text += s.Muted.Render(glyphSep + who)
+	}
+	return text
+}
+
 func (p *tracePane) renderEntry(e trace.Entry) string {
 	turn := e.TurnID
 	if turn == "" {
@@ -390,7 +442,7 @@ func (p *tracePane) renderEntry(e trace.Entry) string {
 		p.styles.Muted.Render(e.At.Format("15:04:05.000")),
 		fitLine(shortenLeft(turn, maxTurnColumn), p.turnW),
 		p.styles.Emphasis.Render(fitLine(truncateTo(e.Kind, maxKindColumn), p.kindW)),
-		oneLine(e.Message))
+		p.message(e))
 	if p.width > 0 && ansi.StringWidth(line) > p.width {
 		line = ansi.Truncate(line, p.width, "…")
 	}

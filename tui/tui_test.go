@@ -332,8 +332,10 @@ func TestTabKeys(t *testing.T) {
 		{func() { keys(tm, tea.KeyTab) }, "[3 Goals]"},
 		{func() { keys(tm, tea.KeyShiftTab) }, "[2 Threads]"},
 		{func() { tm.Type("6") }, "[6 Trace]"},
-		{func() { keys(tm, tea.KeyTab) }, "[1 Chat]"},       // wraps around
-		{func() { keys(tm, tea.KeyShiftTab) }, "[6 Trace]"}, // and back
+		{func() { keys(tm, tea.KeyTab) }, "[7 Agents]"},
+		{func() { keys(tm, tea.KeyTab) }, "[1 Chat]"},        // wraps around
+		{func() { keys(tm, tea.KeyShiftTab) }, "[7 Agents]"}, // and back
+		{func() { tm.Type("6") }, "[6 Trace]"},
 		{func() { tm.Type("5") }, "[5 Memory]"},
 		{func() { tm.Type("4") }, "[4 Plans]"},
 		{func() { tm.Type("3") }, "[3 Goals]"},
@@ -731,6 +733,10 @@ func TestResize(t *testing.T) {
 func TestViewFitsEveryState(t *testing.T) {
 	engine, clk := newEngine(t)
 	turn(t, engine, clk, "01a214dd-0e0d-72b8-b0ba-c160125f4e36", strings.Repeat("a long input ", 20))
+	// An agent client with a long, wide name and a failed call: the Agents
+	// tab's table and details fit every size too.
+	wide := agentClient{agent: "local", session: strings.Repeat("s", 80), name: strings.Repeat("クライアント", 8), version: "1.0", transport: "stdio"}
+	agentCall(t, engine, clk, wide, "goal_history", "1", "cortex.get", `{"id": "`+strings.Repeat("nope", 30)+`"}`, true)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")
 	waitFor(t, tm, allTurnsLine(t, engine))
@@ -759,9 +765,9 @@ func TestViewFitsEveryState(t *testing.T) {
 			checkScreen(t, name(title+" full help"), m.View(), size.Width, size.Height)
 			press(m, "?")
 		}
-		press(m, "f", "some-turn")
+		press(m, fmt.Sprint(int(tabTrace)+1), "f", "some-turn")
 		checkScreen(t, name("trace filter"), m.View(), size.Width, size.Height)
-		if size.Width >= 80 && strings.Contains(lastLine(m.View()), "1-6 tabs") {
+		if size.Width >= 80 && strings.Contains(lastLine(m.View()), "1-7 tabs") {
 			t.Errorf("%s: the footer offers keys the filter input takes: %q", name("trace filter"), lastLine(m.View()))
 		}
 		press(m, "esc", ":")

@@ -51,8 +51,28 @@ type Client struct {
 	// GoneAt is when it disconnected (or its process was found gone).
 	GoneAt *time.Time `json:"gone_at,omitempty"`
 
-	lastCallID string
-	failedCall string
+	// counted and failed are the ids of its latest calls counted in Calls
+	// and in Errors: a call makes several requests, which may interleave
+	// with those of its other calls, or end after them (run_plan's run).
+	counted []string
+	failed  []string
+}
+
+// recentCalls bounds how many call ids a client remembers to count each
+// call once: more than an agent has in flight at once.
+const recentCalls = 64
+
+// remember adds id to recent (keeping the latest recentCalls) and reports
+// whether it was new.
+func remember(recent *[]string, id string) bool {
+	if slices.Contains(*recent, id) {
+		return false
+	}
+	if len(*recent) == recentCalls {
+		*recent = slices.Delete(*recent, 0, 1)
+	}
+	*recent = append(*recent, id)
+	return true
 }
 
 // Events the registry publishes.
@@ -124,13 +144,11 @@ func (r *Registry) Record(agent string, c conn.ClientCall, at time.Time, failed 
 		cl.Connected, cl.GoneAt = true, nil
 	}
 	cl.Via, cl.Name, cl.Version, cl.Transport, cl.PID = c.Via, c.Name, c.Version, c.Transport, c.PID
-	if c.Call != cl.lastCallID {
+	if remember(&cl.counted, c.Call) {
 		cl.Calls++
-		cl.lastCallID = c.Call
 	}
-	if failed && cl.failedCall != c.Call {
+	if failed && remember(&cl.failed, c.Call) {
 		cl.Errors++
-		cl.failedCall = c.Call
 	}
 	if failed {
 		cl.LastError = errMessage

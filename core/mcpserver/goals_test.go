@@ -283,3 +283,31 @@ func TestGoalHistoryListsEveryVersionWithItsChanges(t *testing.T) {
 	wantToolError(t, callTool(t, cs, "goal_history", map[string]any{"id": "nope"}, nil), errs.NotFound, "nope")
 	wantToolError(t, callTool(t, cs, "goal_history", map[string]any{}, nil), errs.Validation, "id")
 }
+
+func TestActiveGoalsIncludeGoalsSharedWithTheAgent(t *testing.T) {
+	e := newEngine(t)
+	bobs, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "bob"}, cortex.ActionCreate,
+		cortex.CreateArgs{Type: "goal", Fields: map[string]json.RawMessage{"title": json.RawMessage(`"shared with alice"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "bob"}, cortex.ActionShare,
+		cortex.ShareArgs{ID: bobs.Item.ID, Principal: "alice", Permissions: []string{"read"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, newServer(t, e, Options{Agent: "alice"}))
+	var out ActiveGoalsOutput
+	callTool(t, cs, "active_goals", map[string]any{}, &out)
+	if out.Count != 1 || out.Goals[0].ID != bobs.Item.ID || out.Goals[0].Owner != "bob" {
+		t.Errorf("active goals = %+v; want bob's shared goal", out)
+	}
+	// Read, not write: alice cannot change it.
+	if te := toolErr(t, callTool(t, cs, "update_goal", map[string]any{"id": bobs.Item.ID, "progress": 5}, nil)); te.Kind != errs.Permission {
+		t.Errorf("update of a read-only share = %s: %s; want a PermissionError", te.Kind, te.Message)
+	}
+}
+
+func TestGoalHistoryRefusesAnIdOfTheWrongType(t *testing.T) {
+	cs := connect(t, newServer(t, newEngine(t), Options{Agent: "alice"}))
+	wantToolError(t, callTool(t, cs, "goal_history", map[string]any{"id": 7}, nil), errs.Validation, "id")
+}

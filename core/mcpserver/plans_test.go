@@ -13,6 +13,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/cortex"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/planner"
@@ -56,8 +57,8 @@ func (h *hold) letGo() {
 	}
 }
 
-// connectWith is connect with client options.
-func connectWith(t *testing.T, s *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+// connectWith is connect with client options and receiving middleware.
+func connectWith(t *testing.T, s *Server, opts *mcp.ClientOptions, mw ...mcp.Middleware) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.MCP.Connect(t.Context(), st, nil)
@@ -65,7 +66,9 @@ func connectWith(t *testing.T, s *Server, opts *mcp.ClientOptions) *mcp.ClientSe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, opts).Connect(t.Context(), ct, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, opts)
+	client.AddReceivingMiddleware(mw...)
+	cs, err := client.Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,5 +363,89 @@ func decode(t *testing.T, res *mcp.CallToolResult, out any) {
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPlanStatusCountsARetriedSubtasksRetries(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, newServer(t, e, Options{Agent: "alice"}))
+	createPlan(t, cs, map[string]any{"id": "retried", "goal": "Succeed the second time", "subtasks": []map[string]any{
+		{"id": "f", "action": map[string]any{"name": "task.fail", "args": map[string]any{"times": 1}}},
+	}})
+	if res := callTool(t, cs, "run_plan", map[string]any{"plan_id": "retried", "wait": true, "on_subtask_failure": "retry", "max_retries": 2}, nil); res.IsError {
+		t.Fatal(toolErr(t, res))
+	}
+	var status PlanStatusOutput
+	callTool(t, cs, "plan_status", map[string]any{"plan_id": "retried"}, &status)
+	f := status.Subtasks[0]
+	if status.Status != "completed" || f.Status != planner.Completed || f.Attempts != 2 || f.Retries != 1 || len(status.Failures) != 0 {
+		t.Errorf("status = %+v; want f completed on its second attempt, one retry", status)
+	}
+}
+
+func TestCreatePlanCannotUseAnotherAgentsGoal(t *testing.T) {
+	e := newEngine(t)
+	bobs, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "bob"}, cortex.ActionCreate,
+		cortex.CreateArgs{Type: "goal", Fields: map[string]json.RawMessage{"title": json.RawMessage(`"bob's secret"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, newServer(t, e, Options{Agent: "alice"}))
+	te := toolErr(t, callTool(t, cs, "create_plan", map[string]any{"goal_id": bobs.Item.ID,
+		"subtasks": []map[string]any{{"id": "a", "action": map[string]any{"name": "task.noop"}}}}, nil))
+	if te.Kind != errs.Permission && te.Kind != errs.NotFound {
+		t.Errorf("create_plan from bob's goal = %s: %s; want a PermissionError or NotFoundError", te.Kind, te.Message)
+	}
+	if plans := plansOf(t, e, "alice"); len(plans) != 0 {
+		t.Errorf("plans stored: %+v", plans)
+	}
+}
+
+func TestPlanStatusRefusesAPlanIdOfTheWrongType(t *testing.T) {
+	cs := connect(t, newServer(t, newEngine(t), Options{Agent: "alice"}))
+	wantToolError(t, callTool(t, cs, "plan_status", map[string]any{"plan_id": 7}, nil), errs.Validation, "plan_id")
+}
+
+func TestAWaitingRunPlanLeavesTheSessionFreeForOtherCalls(t *testing.T) {
+	e := newEngine(t)
+	h := addHold(t, e)
+	cs := connect(t, newServer(t, e, Options{Agent: "alice"}))
+	createPlan(t, cs, map[string]any{"id": "held", "goal": "Wait for the test", "subtasks": []map[string]any{
+		{"id": "hold", "action": map[string]any{"name": "test.hold"}},
+	}})
+	answered := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_plan", Arguments: map[string]any{"plan_id": "held", "wait": true}})
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- res
+	}()
+	select {
+	case <-h.entered:
+	case <-time.After(waitLimit):
+		t.Fatal("the plan never started")
+	}
+	// The same session calls plan_status while run_plan waits.
+	var status PlanStatusOutput
+	callTool(t, cs, "plan_status", map[string]any{"plan_id": "held"}, &status)
+	if status.Status != "running" {
+		t.Errorf("plan_status during a waiting run_plan = %s; want running", status.Status)
+	}
+	select {
+	case res := <-answered:
+		t.Fatalf("run_plan with wait answered before the plan ended: %+v", res)
+	default:
+	}
+	h.letGo()
+	select {
+	case res := <-answered:
+		var out PlanStatusOutput
+		decode(t, res, &out)
+		if out.Status != "completed" {
+			t.Errorf("run_plan with wait = %+v; want completed", out)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("run_plan with wait never answered")
 	}
 }

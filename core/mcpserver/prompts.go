@@ -27,7 +27,8 @@ func (s *Server) addPrompts() {
 			args := req.Params.Arguments
 			wm, err := workingMemory(ctx, s.newCaller(req.Session, "with_memory"), WorkingMemoryInput{Input: args["message"], Conversation: args["conversation"]})
 			if err != nil {
-				return nil, protocolError(err)
+				// The prompt's argument for working_memory's input is message.
+				return nil, protocolError(renameField(err, "input", "message"))
 			}
 			return withMemory(wm), nil
 		})

@@ -29,10 +29,35 @@ func (w *watched) Subscribe(ctx context.Context, kinds ...string) <-chan events.
 	return ch
 }
 
+// watchedClient is a client session whose resources/updated notifications
+// arrive on updated, and whose subscriptions are acknowledged on acked.
+type watchedClient struct {
+	*mcp.ClientSession
+	updated <-chan string
+	acked   <-chan struct{}
+}
+
+// subscribe subscribes to uri and returns once the server has taken the
+// subscription: with the current protocol, Subscribe returns as soon as it
+// has asked, and the server acknowledges (notifications/subscriptions/
+// acknowledged) once a change would be announced.
+func (c watchedClient) subscribe(t *testing.T, uri string) {
+	t.Helper()
+	if err := c.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	select {
+	case <-c.acked:
+	case <-timeout.C:
+		t.Fatalf("the subscription to %s was not acknowledged", uri)
+	}
+}
+
 // watchedServer serves a server over e that announces resource changes,
-// and a client session whose resources/updated notifications arrive on
-// the returned channel.
-func watchedServer(t *testing.T, c conn.Conn) (*mcp.ClientSession, <-chan string) {
+// and a client session that hears the announcements.
+func watchedServer(t *testing.T, c conn.Conn) watchedClient {
 	t.Helper()
 	w := &watched{Conn: c, ready: make(chan struct{})}
 	s := New(w, Options{})
@@ -51,16 +76,26 @@ func watchedServer(t *testing.T, c conn.Conn) (*mcp.ClientSession, <-chan string
 	}
 	t.Cleanup(func() { _ = ss.Close() })
 	updated := make(chan string, 16)
+	acked := make(chan struct{}, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			updated <- req.Params.URI
 		}})
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "notifications/subscriptions/acknowledged" {
+				acked <- struct{}{}
+			}
+			return res, err
+		}
+	})
 	cs, err := client.Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs, updated
+	return watchedClient{ClientSession: cs, updated: updated, acked: acked}
 }
 
 // readJSON reads a resource and decodes its JSON content into out.
@@ -118,50 +153,54 @@ func TestASummarySubscriberHearsWhenItChanges(t *testing.T) {
 	if _, err := conn.Call(t.Context(), e, history.ActionConfigure, history.ConfigureRequest{Conversation: "party plans", BufferSize: &size}); err != nil {
 		t.Fatal(err)
 	}
-	cs, updated := watchedServer(t, e)
+	cs := watchedServer(t, e)
 	uri := SummaryURI("party plans")
 	if uri != "engram://conversations/party%20plans/summary" {
 		t.Fatalf("summary URI = %s", uri)
 	}
 	var before ConversationSummaryOutput
-	readJSON(t, cs, uri, &before)
+	readJSON(t, cs.ClientSession, uri, &before)
 	if before.Conversation != "party plans" || before.Text != "" {
 		t.Fatalf("summary before any eviction = %+v; want it empty", before)
 	}
-	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
-		t.Fatal(err)
-	}
+	cs.subscribe(t, uri)
 	for _, text := range []string{"Maria's party is on Saturday at the lake house.", "Bring the blue tablecloth.", "Order the cake from Rosa's bakery."} {
-		callTool(t, cs, "log_message", map[string]any{"speaker": "user", "text": text, "conversation": "party plans"}, nil)
+		callTool(t, cs.ClientSession, "log_message", map[string]any{"speaker": "user", "text": text, "conversation": "party plans"}, nil)
 	}
-	waitFor(t, updated, uri)
+	waitFor(t, cs.updated, uri)
 	var after ConversationSummaryOutput
-	readJSON(t, cs, uri, &after)
+	readJSON(t, cs.ClientSession, uri, &after)
 	if after.Covered != 1 || !strings.Contains(after.Text, "Maria") {
 		t.Errorf("summary after an eviction = %+v; want the first message summed up", after)
+	}
+	// Dropping the conversation takes its summary: subscribers hear of it.
+	if _, err := conn.Call(t.Context(), e, history.ActionDrop, history.DropArgs{Conversation: "party plans"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, cs.updated, uri)
+	if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "NotFoundError") {
+		t.Errorf("reading a dropped conversation's summary: %v; want a NotFoundError", err)
 	}
 }
 
 func TestAThreadContextSubscriberHearsOfEachMessage(t *testing.T) {
 	e := newEngine(t)
-	cs, updated := watchedServer(t, e)
+	cs := watchedServer(t, e)
 	var q LogMessageOutput
-	callTool(t, cs, "log_message", map[string]any{"speaker": "user", "text": "What's the weather in New York?", "channel": "sms"}, &q)
+	callTool(t, cs.ClientSession, "log_message", map[string]any{"speaker": "user", "text": "What's the weather in New York?", "channel": "sms"}, &q)
 	uri := ThreadContextURI(q.Thread.ThreadID)
 	var before ThreadContextOutput
-	readJSON(t, cs, uri, &before)
+	readJSON(t, cs.ClientSession, uri, &before)
 	if before.ThreadID != q.Thread.ThreadID || !strings.Contains(before.CurrentQuestion, "New York") {
 		t.Fatalf("thread context = %+v; want the New York question as the current one", before)
 	}
-	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
-		t.Fatal(err)
-	}
-	callTool(t, cs, "log_message", map[string]any{"speaker": "assistant", "text": "Sunny, 72°F.", "channel": "sms"}, nil)
-	waitFor(t, updated, uri)
-	callTool(t, cs, "log_message", map[string]any{"speaker": "user", "text": "And on Thursday?", "channel": "sms"}, nil)
-	waitFor(t, updated, uri)
+	cs.subscribe(t, uri)
+	callTool(t, cs.ClientSession, "log_message", map[string]any{"speaker": "assistant", "text": "Sunny, 72°F.", "channel": "sms"}, nil)
+	waitFor(t, cs.updated, uri)
+	callTool(t, cs.ClientSession, "log_message", map[string]any{"speaker": "user", "text": "And on Thursday?", "channel": "sms"}, nil)
+	waitFor(t, cs.updated, uri)
 	var after ThreadContextOutput
-	readJSON(t, cs, uri, &after)
+	readJSON(t, cs.ClientSession, uri, &after)
 	if !strings.Contains(after.CurrentQuestion, "Thursday") || len(after.PreviousQuestions) != 1 || !strings.HasPrefix(after.PreviousQuestions[0].Answer, "Sunny") {
 		t.Errorf("thread context after the answer and a new question = %+v; want Thursday's, after the answered one", after)
 	}
@@ -198,7 +237,7 @@ func TestWithMemoryPromptCarriesTheWorkingMemory(t *testing.T) {
 		t.Errorf("with_memory messages = %q; want the working memory, the conversation, the message", texts)
 	}
 	_, err = cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "with_memory", Arguments: map[string]string{}})
-	if err == nil || !strings.Contains(err.Error(), "message") {
+	if err == nil || !strings.Contains(err.Error(), "ValidationError: message:") {
 		t.Errorf("with_memory without a message: %v; want an error naming the message", err)
 	}
 	// A read-only server offers no prompt that records a turn.

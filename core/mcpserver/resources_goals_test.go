@@ -54,13 +54,29 @@ func TestAGoalChangeTellsTheResourcesSubscribers(t *testing.T) {
 	go func() { defer close(watched); s.Watch(ctx) }()
 	t.Cleanup(func() { cancel(); <-watched })
 	updated := make(chan string, 16)
+	// Subscribe only asks (subscriptions/listen): the server has the
+	// subscription once it acknowledges it.
+	acked := make(chan struct{}, 1)
+	ack := func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				acked <- struct{}{}
+			}
+			return next(ctx, method, req)
+		}
+	}
 	cs := connectWith(t, s, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 		updated <- req.Params.URI
-	}})
+	}}, ack)
 	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: ActiveGoalsURI}); err != nil {
 		t.Fatal(err)
 	}
 	<-subscribed
+	select {
+	case <-acked:
+	case <-time.After(waitLimit):
+		t.Fatal("the subscription was never acknowledged")
+	}
 	if got := readActiveGoals(t, cs); got.Count != 0 {
 		t.Fatalf("goals before = %+v", got)
 	}

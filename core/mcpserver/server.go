@@ -67,7 +67,8 @@ type Server struct {
 	watching func()
 }
 
-// New returns a server whose tools act as opts.Agent over c.
+// New returns a server whose tools act as opts.Agent over c. Close it
+// when it stops serving, before c closes: run_plan leaves plans running.
 func New(c conn.Conn, opts Options) *Server {
 	if opts.Agent == "" {
 		opts.Agent = c.Agent()
@@ -241,33 +242,24 @@ func toolError(err error) *mcp.CallToolResult {
 		e = errs.New(errs.Internal, "%v", err)
 	}
 	te := ToolError{Kind: e.Kind, Message: e.Message, Details: e.Details}
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: te.Error()}}}
-	// The go-sdk puts the handler's (zero) output in the structured
-	// content; argumentErrors puts the ToolError back from here.
-	res.SetError(te)
-	res.StructuredContent = te
-	return res
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}},
+		StructuredContent: te,
+	}
 }
 
-// Error is the tool error's text: "KIND: message".
-func (e ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
-
-// argumentErrors makes every failed tool call's structured content its
-// ToolError. A tool's own errors carry it (toolError); the go-sdk, which
-// would leave the tool's zero output there, gets it back. Arguments that do
-// not fit a tool's input schema (a missing required field, a wrong type),
-// which the go-sdk reports before any handler runs, become a
-// ValidationError whose message names the field.
+// argumentErrors gives the tool errors of arguments that do not fit a
+// tool's input schema (a missing required field, a wrong type), which the
+// go-sdk reports before any handler runs, the structured content of every
+// other tool error (toolError's): a ValidationError whose message names
+// the field.
 func argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		tr, ok := res.(*mcp.CallToolResult)
-		if err != nil || !ok || tr == nil || !tr.IsError {
+		if err != nil || !ok || tr == nil || !tr.IsError || tr.StructuredContent != nil {
 			return res, err
-		}
-		if te, ok := tr.GetError().(ToolError); ok {
-			tr.StructuredContent = te
-			return tr, nil
 		}
 		msg := ""
 		if e := tr.GetError(); e != nil {

@@ -49,7 +49,7 @@ func checkBad(t *testing.T, cs *mcp.ClientSession, tool string, cases []badCall,
 				t.Fatalf("%s %v succeeded; want an error about %s", tool, c.args, c.field)
 			}
 			if c.kind == "" {
-				if !strings.Contains(text(res), c.field) {
+				if msg := text(res); !strings.Contains(msg, `"`+c.field+`"`) && !strings.Contains(msg, "/properties/"+c.field) {
 					t.Errorf("%s %v: error %q does not name the field %s", tool, c.args, text(res), c.field)
 				}
 			} else {
@@ -153,6 +153,11 @@ func TestRememberMakesAnotherAgentItsOwnWorkingStore(t *testing.T) {
 	if len(rec.Items) != 1 || rec.Items[0].ID != out.Item.ID {
 		t.Errorf("alice's recall = %+v; want her item", rec.Items)
 	}
+	var wm WorkingMemoryOutput
+	callTool(t, cs, "working_memory", map[string]any{"input": "Should I visit Porto?"}, &wm)
+	if !strings.Contains(wm.System, "Ana lives in Porto") {
+		t.Errorf("alice's working memory %q does not carry her memory", wm.System)
+	}
 }
 
 func TestRememberRefusesBadInputAndStoresNothing(t *testing.T) {
@@ -166,6 +171,8 @@ func TestRememberRefusesBadInputAndStoresNothing(t *testing.T) {
 		{name: "importance out of range", args: map[string]any{"text": "x", "importance": 2}, kind: errs.Validation, field: "importance"},
 		{name: "blank text", args: map[string]any{"text": "  "}, kind: errs.Validation, field: "text"},
 		{name: "unknown store", args: map[string]any{"text": "x", "store": "nope"}, kind: errs.NotFound, field: "nope"},
+		// An MCP client acts as its connection's agent, never as another.
+		{name: "acting as another agent", args: map[string]any{"text": "x", "as": "bob"}, field: "as"},
 	}, memorySnapshot(t, e))
 }
 

@@ -192,7 +192,9 @@ func (s *Server) addPlanTools() {
 	addTool(s, toolSpec{name: "run_plan", title: "Run a plan",
 		description: "Start running a plan: subtasks in dependency order, in parallel where they can. Answers as soon as the run " +
 			"has started, with the plan as it stands; follow it with plan_status. With wait: true, answers when the run ends and " +
-			"sends a progress notification as each subtask finishes."},
+			"sends a progress notification as each subtask finishes (a call cancelled while it waits leaves the run going). " +
+			"Its subtasks may run any action, deletions included.",
+		destructive: true},
 		s.runPlan)
 
 	addTool(s, toolSpec{name: "plan_status", title: "Plan status",
@@ -225,7 +227,7 @@ func (s *Server) runPlan(ctx context.Context, cl *caller, in RunPlanInput) (Plan
 	// Subscribe before the run starts, so that no event of it is missed.
 	watching, stop := context.WithCancel(ctx)
 	defer stop()
-	evs := s.c.Subscribe(watching, planner.EventSubtaskStarted.Name(), planner.EventSubtaskFinished.Name())
+	evs := s.c.Subscribe(watching, planner.EventSubtaskStarted.Name(), planner.EventSubtaskFinished.Name(), planner.EventPlanFinished.Name())
 	type outcome struct {
 		res planner.ExecuteResult
 		err error
@@ -241,17 +243,28 @@ func (s *Server) runPlan(ctx context.Context, cl *caller, in RunPlanInput) (Plan
 	if cl.req != nil && cl.req.Params != nil {
 		token = cl.req.Params.GetProgressToken()
 	}
-	finished := 0
+	// With progress to report, the answer waits for plan.finished too: it
+	// comes after every subtask.finished of the run, so that every
+	// notification goes out before the answer.
+	notify := in.Wait && token != nil
+	finished, ended := 0, false
+	var result *planner.ExecuteResult
 	for {
 		select {
 		case o := <-done:
 			if o.err != nil {
 				return PlanStatusOutput{}, o.err
 			}
-			return planStatusOf(o.res.Plan), nil
+			if !notify || ended {
+				return planStatusOf(o.res.Plan), nil
+			}
+			result = &o.res
 		case ev, ok := <-evs:
 			if !ok {
-				evs = nil // the call ended: ctx.Done says so
+				if result != nil { // the connection went: no more events to wait for
+					return planStatusOf(result.Plan), nil
+				}
+				evs = nil // the call ended (ctx.Done says so) or the connection went (done will)
 				continue
 			}
 			if st, ok := planner.EventSubtaskStarted.Of(ev); ok && st.PlanID == in.PlanID && !in.Wait {
@@ -261,7 +274,13 @@ func (s *Server) runPlan(ctx context.Context, cl *caller, in RunPlanInput) (Plan
 				}
 				return planStatusOf(now.Plan), nil
 			}
-			if fin, ok := planner.EventSubtaskFinished.Of(ev); ok && fin.PlanID == in.PlanID && token != nil {
+			if end, ok := planner.EventPlanFinished.Of(ev); ok && end.PlanID == in.PlanID {
+				ended = true
+				if result != nil {
+					return planStatusOf(result.Plan), nil
+				}
+			}
+			if fin, ok := planner.EventSubtaskFinished.Of(ev); ok && fin.PlanID == in.PlanID && notify {
 				finished++
 				_ = cl.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, // a client gone is ctx's
 					Progress: float64(finished), Total: float64(max(total, finished)),

@@ -2,9 +2,12 @@ package memory_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/memory"
 )
 
@@ -37,5 +40,29 @@ func TestRememberExplainsWhichWordsMatchedAndWhatOrdered(t *testing.T) {
 	r.Do(agent, "memory.remember", map[string]any{"store": "working", "prompt": "billing"}, &plain)
 	if len(plain.Items) != 1 || plain.Items[0].Why != nil {
 		t.Errorf("items = %+v; want no why when not asked", plain.Items)
+	}
+}
+
+func TestItemCheckRefusesWhatMemorizeRefuses(t *testing.T) {
+	r := newRig(t)
+	imp := 1.5
+	for _, c := range []struct {
+		in    memory.ItemInput
+		field string
+	}{
+		{memory.ItemInput{Type: "fact", Text: " "}, "item.text"},
+		{memory.ItemInput{Text: "x"}, "item.type"},
+		{memory.ItemInput{Type: "fact", Text: "x", Importance: &imp}, "item.importance"},
+		{memory.ItemInput{Type: "fact", Text: "x", Tags: []string{""}}, "item.tags"},
+		{memory.ItemInput{Type: "fact", Text: "x", Metadata: []byte(`[1]`)}, "item.metadata"},
+	} {
+		err := c.in.Check(core.DefaultAgent)
+		if err == nil || !strings.HasPrefix(err.Error(), c.field+":") {
+			t.Errorf("Check(%+v) = %v; want an error about %s", c.in, err, c.field)
+		}
+		r.Fail(agent, "memory.memorize", map[string]any{"store": "working", "item": c.in}, errs.Validation, c.field)
+	}
+	if err := (memory.ItemInput{Type: "fact", Text: "Likes tea."}).Check(core.DefaultAgent); err != nil {
+		t.Errorf("Check of a sound item: %v", err)
 	}
 }
