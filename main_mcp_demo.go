@@ -136,7 +136,7 @@ func playDemo(ctx context.Context, exe string, opts demoOptions, stdout, stderr 
 		return err
 	}
 	say("\ndone: %d steps, every one passed. What the agent wrote stays in %s:\n", d.step, opts.data)
-	say("the console shows it (Memory, Chat, Goals, Plans), and Agents lists the demo as disconnected.\n")
+	say("the console shows it (Memory, Chat, Goals, Plans), and its Agents tab lists the demo, now gone.\n")
 	return nil
 }
 
