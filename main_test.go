@@ -58,7 +58,7 @@ func buildAndRun(m *testing.M) int {
 // hermeticEnv is an environment whose HOME, XDG and ENGRAM variables all
 // point into a fresh temporary directory, so that no run touches the real
 // home. It returns the environment and that directory.
-func hermeticEnv(t *testing.T) ([]string, string) {
+func hermeticEnv(t testing.TB) ([]string, string) {
 	t.Helper()
 	home := t.TempDir()
 	return []string{
