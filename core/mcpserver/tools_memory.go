@@ -77,8 +77,11 @@ func (cl *caller) storeOr(store string) string {
 
 // missingOwnStore says whether err is the agent's own working store not
 // existing yet (nothing remembered): recall and forget then find nothing.
+// Only a missing store: an unknown item in it stays a NotFoundError.
 func (cl *caller) missingOwnStore(named string, err error) bool {
-	return strings.TrimSpace(named) == "" && errs.KindOf(err) == errs.NotFound && agentStore(cl.agent) != memory.TypeWorking
+	e := errs.As(err)
+	return strings.TrimSpace(named) == "" && e != nil && e.Kind == errs.NotFound && e.Details["field"] == "store" &&
+		agentStore(cl.agent) != memory.TypeWorking
 }
 
 // RememberInput is remember's input.

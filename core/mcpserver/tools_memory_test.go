@@ -251,3 +251,16 @@ func TestForgetRefusesBadInputAndForgetsNothing(t *testing.T) {
 		{name: "unknown item", args: map[string]any{"id": "nope", "dry_run": false}, kind: errs.NotFound, field: "nope"},
 	}, memorySnapshot(t, e))
 }
+
+// An agent other than the default one has its own working store: an
+// unknown id there is a NotFoundError, not an empty success that would
+// tell the agent it forgot something that was never there.
+func TestForgetOfAnUnknownIdInAnAgentsOwnStoreIsNotFound(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "alice"}))
+	callTool(t, cs, "remember", map[string]any{"text": "Prefers window seats."}, nil)
+	checkBad(t, cs, "forget", []badCall{
+		{name: "unknown item", args: map[string]any{"id": "nope", "dry_run": false}, kind: errs.NotFound, field: "nope"},
+		{name: "unknown item, dry run", args: map[string]any{"id": "nope"}, kind: errs.NotFound, field: "nope"},
+	}, memorySnapshot(t, e))
+}
