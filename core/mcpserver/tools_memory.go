@@ -91,7 +91,7 @@ type RememberInput struct {
 	Type       string         `json:"type,omitempty" jsonschema:"what kind of memory: fact (default), preference, event, observation..."`
 	Tags       []string       `json:"tags,omitempty" jsonschema:"tags to find it by later (recall's tags filter, forget's 'items tagged <tag>')"`
 	Importance *float64       `json:"importance,omitempty" jsonschema:"from 0 to 1 (default 0.5): working memory keeps the most important items when it is full"`
-	ID         string         `json:"id,omitempty" jsonschema:"the item's id (default: a new one); remembering again with the same id replaces the item"`
+	ID         string         `json:"id,omitempty" jsonschema:"the item's id (default: a new one); an id the store already holds is a ConflictError (forget it with hard true first)"`
 	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"any JSON object kept with the item (recall can filter on its members)"`
 }
 

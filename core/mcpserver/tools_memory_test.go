@@ -264,3 +264,25 @@ func TestForgetOfAnUnknownIdInAnAgentsOwnStoreIsNotFound(t *testing.T) {
 		{name: "unknown item, dry run", args: map[string]any{"id": "nope"}, kind: errs.NotFound, field: "nope"},
 	}, memorySnapshot(t, e))
 }
+
+// An id already in the store is refused, not replaced: the schema says so,
+// so that an agent does not count on remember to overwrite an item.
+func TestRememberWithATakenIdIsAConflictAsItsSchemaSays(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{}))
+	callTool(t, cs, "remember", map[string]any{"text": "Prefers window seats.", "id": "seat"}, nil)
+	checkBad(t, cs, "remember", []badCall{
+		{name: "taken id", args: map[string]any{"text": "Prefers aisle seats.", "id": "seat"}, kind: errs.Conflict, field: "seat"},
+	}, memorySnapshot(t, e))
+	for _, tool := range listTools(t, cs) {
+		if tool.Name != "remember" {
+			continue
+		}
+		schema, _ := asJSON(t, tool.InputSchema).(map[string]any)
+		props, _ := schema["properties"].(map[string]any)
+		id, _ := props["id"].(map[string]any)
+		if desc, _ := id["description"].(string); strings.Contains(desc, "replaces") || !strings.Contains(desc, "ConflictError") {
+			t.Errorf("remember's id says %q; want it to say a taken id is a ConflictError", desc)
+		}
+	}
+}
