@@ -189,7 +189,10 @@ type ForgetOutput struct {
 func (s *Server) addMemoryWriteTools() {
 	addTool(s, toolSpec{name: "remember", title: "Remember",
 		description: "Keep a fact, preference or event in your long-term memory (default: your working store). " +
-			"Recall finds it later by meaning; the person watching the console sees it arrive."},
+			"Recall finds it later by meaning; the person watching the console sees it arrive. A full store forgets its " +
+			"least important items to make room (the answer's evicted lists them).",
+		// Eviction forgets items: not only additive.
+		destructive: true},
 		func(ctx context.Context, cl *caller, in RememberInput) (RememberOutput, error) {
 			item := memory.ItemInput{ID: in.ID, Type: in.Type, Text: in.Text, Tags: in.Tags, Importance: in.Importance}
 			if item.Type == "" {
