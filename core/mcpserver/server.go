@@ -62,6 +62,7 @@ type Server struct {
 	sessions map[*mcp.ServerSession]string
 	next     atomic.Uint64
 	calls    atomic.Uint64
+	ownStore atomic.Bool
 	watches  []watch
 	// watching, when set (by tests), is called once Watch has subscribed.
 	watching func()
@@ -155,6 +156,9 @@ type caller struct {
 	c      conn.Conn
 	agent  string
 	client conn.ClientCall
+	// ownStore is set once the agent's own working store is known to
+	// exist (shared by the server's calls): see ownStoreMissing.
+	ownStore *atomic.Bool
 	// req is the tool call being served (nil for a resource or prompt):
 	// its session and progress token, for a tool that reports progress.
 	req *mcp.CallToolRequest
@@ -173,7 +177,7 @@ func (s *Server) newCaller(ss *mcp.ServerSession, name string) *caller {
 			cc.Name, cc.Version = p.ClientInfo.Name, p.ClientInfo.Version
 		}
 	}
-	return &caller{c: s.c, agent: s.opts.Agent, client: cc}
+	return &caller{c: s.c, agent: s.opts.Agent, client: cc, ownStore: &s.ownStore}
 }
 
 // call runs the action ref names with args for the caller and decodes its

@@ -75,6 +75,28 @@ func (cl *caller) storeOr(store string) string {
 	return store
 }
 
+// ownStoreMissing says whether the store a memory tool goes to is the
+// agent's own working store and does not exist yet. It asks memory.stores,
+// which does not fail, and only until it has seen the store: trying the
+// store and failing would count in the Agents view as a failed call of a
+// call that succeeds.
+func (cl *caller) ownStoreMissing(ctx context.Context, named string) (bool, error) {
+	if strings.TrimSpace(named) != "" || agentStore(cl.agent) == memory.TypeWorking || cl.ownStore.Load() {
+		return false, nil
+	}
+	res, err := call(ctx, cl, memory.ActionStores, action.None{})
+	if err != nil {
+		return false, err
+	}
+	for _, st := range res.Stores {
+		if st.Store == agentStore(cl.agent) {
+			cl.ownStore.Store(true)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // missingOwnStore says whether err is the agent's own working store not
 // existing yet (nothing remembered): recall and forget then find nothing.
 // Only a missing store: an unknown item in it stays a NotFoundError.
@@ -211,12 +233,25 @@ func (s *Server) addMemoryWriteTools() {
 			if err := item.Check(cl.agent); err != nil {
 				return RememberOutput{}, renameField(err, "item.", "")
 			}
-			res, err := call(ctx, cl, memory.ActionMemorize, memory.MemorizeArgs{Store: store, Item: item})
-			if cl.missingOwnStore(in.Store, err) {
+			missing, err := cl.ownStoreMissing(ctx, in.Store)
+			if err != nil {
+				return RememberOutput{}, err
+			}
+			makeStore := func() error {
 				def := memory.DefaultWorking()
-				_, err = call(ctx, cl, memory.ActionConfigure, memory.ConfigureArgs{Store: store, Type: memory.TypeWorking,
+				_, err := call(ctx, cl, memory.ActionConfigure, memory.ConfigureArgs{Store: store, Type: memory.TypeWorking,
 					MaxItems: &def.MaxItems, TokenBudget: &def.TokenBudget, OnFull: def.OnFull})
-				if err == nil {
+				return err
+			}
+			if missing {
+				if err := makeStore(); err != nil {
+					return RememberOutput{}, err
+				}
+				cl.ownStore.Store(true)
+			}
+			res, err := call(ctx, cl, memory.ActionMemorize, memory.MemorizeArgs{Store: store, Item: item})
+			if cl.missingOwnStore(in.Store, err) { // dropped since it was seen
+				if err = makeStore(); err == nil {
 					res, err = call(ctx, cl, memory.ActionMemorize, memory.MemorizeArgs{Store: store, Item: item})
 				}
 			}
@@ -234,9 +269,15 @@ func (s *Server) addMemoryWriteTools() {
 			"(the query's words it contains, its BM25 and vector scores, importance, age, the order applied).",
 		readOnly: true, idempotent: true},
 		func(ctx context.Context, cl *caller, in RecallInput) (RecallOutput, error) {
+			validArgs := in.Limit >= 0 && (in.Rank == "" || slices.Contains(memory.Ranks, in.Rank))
+			if missing, err := cl.ownStoreMissing(ctx, in.Store); err != nil {
+				return RecallOutput{}, err
+			} else if missing && validArgs {
+				return RecallOutput{Items: []RecalledItem{}}, nil
+			}
 			res, err := call(ctx, cl, memory.ActionRemember, memory.RememberArgs{Store: cl.storeOr(in.Store), Prompt: in.Query,
 				Limit: in.Limit, Rank: in.Rank, Filters: memory.Filters{Tags: in.Tags, Type: in.Type}, Explain: true})
-			if cl.missingOwnStore(in.Store, err) && in.Limit >= 0 && (in.Rank == "" || slices.Contains(memory.Ranks, in.Rank)) {
+			if cl.missingOwnStore(in.Store, err) && validArgs {
 				return RecallOutput{Items: []RecalledItem{}}, nil
 			}
 			if err != nil {
@@ -274,6 +315,11 @@ func (s *Server) addMemoryWriteTools() {
 			mode := "soft"
 			if in.Hard {
 				mode = "hard"
+			}
+			if missing, err := cl.ownStoreMissing(ctx, in.Store); err != nil {
+				return ForgetOutput{}, err
+			} else if missing {
+				return ForgetOutput{DryRun: dryRun, Mode: mode, Forgotten: []MemoryItem{}}, nil
 			}
 			res, err := call(ctx, cl, memory.ActionForget, memory.ForgetArgs{Store: cl.storeOr(in.Store), Instruction: instruction, Mode: mode, DryRun: dryRun})
 			if cl.missingOwnStore(in.Store, err) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/memory"
@@ -284,5 +285,26 @@ func TestRememberWithATakenIdIsAConflictAsItsSchemaSays(t *testing.T) {
 		if desc, _ := id["description"].(string); strings.Contains(desc, "replaces") || !strings.Contains(desc, "ConflictError") {
 			t.Errorf("remember's id says %q; want it to say a taken id is a ConflictError", desc)
 		}
+	}
+}
+
+// An agent's working store does not exist until its first remember: the
+// memory tools must not count that as a failed call in the Agents view
+// (clients.list's errors) when the call itself succeeds.
+func TestAnAgentsFirstMemoryCallsCountNoErrors(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "alice"}))
+	callTool(t, cs, "recall", map[string]any{"query": "seats"}, nil)
+	callTool(t, cs, "forget", map[string]any{"instruction": "oldest"}, nil)
+	if res := callTool(t, cs, "remember", map[string]any{"text": "Prefers window seats."}, nil); res.IsError {
+		t.Fatalf("remember: %s", text(res))
+	}
+	callTool(t, cs, "recall", map[string]any{"query": "seats"}, nil)
+	list, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "alice"}, clients.ActionList, clients.ListArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Clients) != 1 || list.Clients[0].Calls != 4 || list.Clients[0].Errors != 0 {
+		t.Fatalf("clients.list of alice = %+v; want one client, 4 calls, no error", list.Clients)
 	}
 }
