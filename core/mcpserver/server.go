@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,7 @@ import (
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/kit"
 )
 
 // Options configure a server.
@@ -168,7 +170,7 @@ type caller struct {
 // name made in the MCP session ss.
 func (s *Server) newCaller(ss *mcp.ServerSession, name string) *caller {
 	cc := conn.ClientCall{Session: s.session(ss), Via: "mcp", Transport: s.opts.Transport, PID: s.opts.PID,
-		Tool: name, Call: strconv.FormatUint(s.calls.Add(1), 10)}
+		Tool: callName(name), Call: strconv.FormatUint(s.calls.Add(1), 10)}
 	if cc.Session == "" {
 		cc.Session = fmt.Sprintf("%s-%d-0", s.opts.Transport, s.opts.PID)
 	}
@@ -178,6 +180,20 @@ func (s *Server) newCaller(ss *mcp.ServerSession, name string) *caller {
 		}
 	}
 	return &caller{c: s.c, agent: s.opts.Agent, client: cc, ownStore: &s.ownStore}
+}
+
+// callName is name as a client call's tool: a resource's URI, which
+// holds a conversation's escaped name, may be longer than a name may be
+// (kit.MaxName bytes); it is cut, so that the call is not refused for it.
+func callName(name string) string {
+	if len(name) <= kit.MaxName {
+		return name
+	}
+	cut := kit.MaxName - len("…")
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
 }
 
 // call runs the action ref names with args for the caller and decodes its
