@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -176,7 +178,7 @@ func (s *Server) newCaller(ss *mcp.ServerSession, name string) *caller {
 	}
 	if ss != nil {
 		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			cc.Name, cc.Version = p.ClientInfo.Name, p.ClientInfo.Version
+			cc.Name, cc.Version = clientText(p.ClientInfo.Name), clientText(p.ClientInfo.Version)
 		}
 	}
 	return &caller{c: s.c, agent: s.opts.Agent, client: cc, ownStore: &s.ownStore}
@@ -194,6 +196,20 @@ func callName(name string) string {
 		cut--
 	}
 	return name[:cut] + "…"
+}
+
+// clientText is what a client said of itself (clientInfo's name or
+// version) made fit to be a name: valid UTF-8, control characters as
+// spaces, cut to kit.MaxName bytes. It is the client's to say: an odd one
+// must not get its calls refused.
+func clientText(v string) string {
+	v = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(v, "\uFFFD"))
+	return callName(strings.TrimSpace(v))
 }
 
 // call runs the action ref names with args for the caller and decodes its
