@@ -244,6 +244,9 @@ func (s *Server) addMemoryWriteTools() {
 				return err
 			}
 			if missing {
+				if err := item.FitsNew(store, memory.DefaultWorking()); err != nil {
+					return RememberOutput{}, err
+				}
 				if err := makeStore(); err != nil {
 					return RememberOutput{}, err
 				}

@@ -308,3 +308,19 @@ func TestAnAgentsFirstMemoryCallsCountNoErrors(t *testing.T) {
 		t.Fatalf("clients.list of alice = %+v; want one client, 4 calls, no error", list.Clients)
 	}
 }
+
+// An agent's first item may be refused by the store it would make (larger
+// than the working store's whole token budget): the refused call leaves no
+// store behind, as a refused call changes nothing stored.
+func TestAFirstItemTooLargeForTheStoreLeavesNoStore(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "alice"}))
+	huge := strings.Repeat("porto lisbon faro ", 2000) // 6000 words: over the 4000-token budget
+	res := callTool(t, cs, "remember", map[string]any{"text": huge}, nil)
+	if te := toolErr(t, res); te.Kind != errs.Budget {
+		t.Fatalf("remember of %d bytes: %s: %s; want a BudgetError", len(huge), te.Kind, te.Message)
+	}
+	if _, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "alice"}, memory.ActionCapacity, memory.CapacityArgs{Store: "working-alice"}); errs.KindOf(err) != errs.NotFound {
+		t.Fatalf("after a refused remember, memory.capacity working-alice: %v; want NotFoundError", err)
+	}
+}
