@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -89,5 +90,26 @@ func TestAClientsOddNameDoesNotFailItsCalls(t *testing.T) {
 	}
 	if len(list.Clients) != 1 || !strings.HasPrefix(list.Clients[0].Name, "agent agent") || len(list.Clients[0].Name) > 256 || list.Clients[0].Version != "1.0" {
 		t.Errorf("clients.list = %+v; want the client, its name cut and its version cleaned", list.Clients)
+	}
+}
+
+// A process id is used again once its process is gone: an engram mcp
+// that gets the id of one that served a client before is a new client,
+// listed connected with its own calls, not the old one's session.
+func TestASecondServerWithTheSameProcessIdIsANewClient(t *testing.T) {
+	e := newEngine(t)
+	pid := os.Getpid() // alive, as a serving engram mcp is
+	first := New(e, Options{PID: pid})
+	callTool(t, connect(t, first), "memory_stats", map[string]any{}, nil)
+	if err := first.DisconnectAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, connect(t, New(e, Options{PID: pid})), "memory_stats", map[string]any{}, nil)
+	list, err := conn.Call(t.Context(), e, clients.ActionList, clients.ListArgs{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Clients) != 2 || !list.Clients[0].Connected || list.Clients[0].Calls != 1 || list.Clients[1].Connected {
+		t.Errorf("clients.list = %+v; want the second server's client connected with its call, the first's gone", list.Clients)
 	}
 }

@@ -12,6 +12,8 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -66,6 +68,9 @@ type Server struct {
 	sessions map[*mcp.ServerSession]string
 	next     atomic.Uint64
 	calls    atomic.Uint64
+	// nonce tells this server's sessions from those of an earlier process
+	// that had the same id (PID) and so made the same session names.
+	nonce    string
 	ownStore atomic.Bool
 	watches  []watch
 	// watching, when set (by tests), is called once Watch has subscribed.
@@ -81,7 +86,7 @@ func New(c conn.Conn, opts Options) *Server {
 	if opts.Transport == "" {
 		opts.Transport = "stdio"
 	}
-	s := &Server{c: c, opts: opts, sessions: map[*mcp.ServerSession]string{}}
+	s := &Server{c: c, opts: opts, sessions: map[*mcp.ServerSession]string{}, nonce: nonce()}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "engram", Title: "engram memory", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -96,6 +101,13 @@ func New(c conn.Conn, opts Options) *Server {
 	s.addResources()
 	s.addPrompts()
 	return s
+}
+
+// nonce is 8 random hex digits.
+func nonce() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 // Close stops what the server's calls left running (plans run_plan started
@@ -136,7 +148,7 @@ func (s *Server) session(ss *mcp.ServerSession) string {
 	}
 	id := ss.ID()
 	if id == "" {
-		id = fmt.Sprintf("%s-%d-%d", s.opts.Transport, s.opts.PID, s.next.Add(1))
+		id = fmt.Sprintf("%s-%d-%s-%d", s.opts.Transport, s.opts.PID, s.nonce, s.next.Add(1))
 	}
 	s.sessions[ss] = id
 	return id
@@ -174,7 +186,7 @@ func (s *Server) newCaller(ss *mcp.ServerSession, name string) *caller {
 	cc := conn.ClientCall{Session: s.session(ss), Via: "mcp", Transport: s.opts.Transport, PID: s.opts.PID,
 		Tool: callName(name), Call: strconv.FormatUint(s.calls.Add(1), 10)}
 	if cc.Session == "" {
-		cc.Session = fmt.Sprintf("%s-%d-0", s.opts.Transport, s.opts.PID)
+		cc.Session = fmt.Sprintf("%s-%d-%s-0", s.opts.Transport, s.opts.PID, s.nonce)
 	}
 	if ss != nil {
 		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
