@@ -134,7 +134,9 @@ func (r *Registry) Record(agent string, c conn.ClientCall, at time.Time, failed 
 	defer r.mu.Unlock()
 	k := key(agent, c.Session)
 	cl, seen := r.clients[k]
-	fresh := !seen || !cl.Connected
+	// A request of a call counted before the client went (run_plan's run
+	// ending after it) is no sign the client is back: a new call is.
+	fresh := !seen || (!cl.Connected && !slices.Contains(cl.counted, c.Call))
 	if !seen {
 		cl = &Client{Session: c.Session, Agent: agent, Since: at}
 		r.clients[k] = cl

@@ -12,7 +12,8 @@ func TestMemoryAndConversationToolsSayWhatTheyChangeAndNeed(t *testing.T) {
 		required                          []string
 	}
 	wants := map[string]want{
-		"remember":             {required: []string{"text"}},
+		// A full working store evicts its least important item to make room.
+		"remember":             {destructive: true, required: []string{"text"}},
 		"recall":               {readOnly: true, idempotent: true},
 		"forget":               {destructive: true},
 		"log_message":          {required: []string{"speaker", "text"}},

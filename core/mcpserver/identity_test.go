@@ -2,8 +2,13 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/cortex"
 )
@@ -54,5 +59,57 @@ func TestNoToolLetsTheClientNameAnAgent(t *testing.T) {
 	}
 	if q.Count != 0 {
 		t.Errorf("bob has %d goals after a client tried to act as him: %+v", q.Count, q.Items)
+	}
+}
+
+// What a client says of itself when it connects (clientInfo) is its own
+// to say: a name too long or with a line break in it is shown shortened
+// and cleaned in the Agents view, never a reason to refuse its calls.
+func TestAClientsOddNameDoesNotFailItsCalls(t *testing.T) {
+	e := newEngine(t)
+	s := New(e, Options{})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.MCP.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	long := strings.Repeat("agent ", 60)
+	client := mcp.NewClient(&mcp.Implementation{Name: long, Version: "1.0\n"}, nil)
+	cs, err := client.Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if res := callTool(t, cs, "memory_stats", map[string]any{}, nil); res.IsError {
+		t.Fatalf("memory_stats: %s", text(res))
+	}
+	list, err := conn.Call(t.Context(), e, clients.ActionList, clients.ListArgs{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Clients) != 1 || !strings.HasPrefix(list.Clients[0].Name, "agent agent") || len(list.Clients[0].Name) > 256 || list.Clients[0].Version != "1.0" {
+		t.Errorf("clients.list = %+v; want the client, its name cut and its version cleaned", list.Clients)
+	}
+}
+
+// A process id is used again once its process is gone: an engram mcp
+// that gets the id of one that served a client before is a new client,
+// listed connected with its own calls, not the old one's session.
+func TestASecondServerWithTheSameProcessIdIsANewClient(t *testing.T) {
+	e := newEngine(t)
+	pid := os.Getpid() // alive, as a serving engram mcp is
+	first := New(e, Options{PID: pid})
+	callTool(t, connect(t, first), "memory_stats", map[string]any{}, nil)
+	if err := first.DisconnectAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, connect(t, New(e, Options{PID: pid})), "memory_stats", map[string]any{}, nil)
+	list, err := conn.Call(t.Context(), e, clients.ActionList, clients.ListArgs{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Clients) != 2 || !list.Clients[0].Connected || list.Clients[0].Calls != 1 || list.Clients[1].Connected {
+		t.Errorf("clients.list = %+v; want the second server's client connected with its call, the first's gone", list.Clients)
 	}
 }

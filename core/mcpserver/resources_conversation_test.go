@@ -249,3 +249,21 @@ func TestWithMemoryPromptCarriesTheWorkingMemory(t *testing.T) {
 		t.Errorf("the read-only server offers prompt %s", p.Name)
 	}
 }
+
+// A resource's URI names the call in the Agents view; a conversation's
+// name, escaped in the URI, may make it longer than a client call's tool
+// may be. Reading it still works.
+func TestReadingTheSummaryOfALongNonASCIIConversationWorks(t *testing.T) {
+	cs := connect(t, New(newEngine(t), Options{}))
+	name := strings.Repeat("é", 90) // 180 bytes: a conversation may have 200
+	callTool(t, cs, "log_message", map[string]any{"speaker": "user", "text": "Bonjour.", "conversation": name}, nil)
+	uri := SummaryURI(name)
+	if len(uri) <= 256 {
+		t.Fatalf("the URI is %d bytes; the test wants one longer than a name may be", len(uri))
+	}
+	var out ConversationSummaryOutput
+	readJSON(t, cs, uri, &out)
+	if out.Conversation != name {
+		t.Errorf("summary of %s = %+v; want the conversation's", uri, out)
+	}
+}

@@ -3,9 +3,12 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-console/engram/core/conn"
@@ -115,5 +118,16 @@ func TestTheGoalsWatchIgnoresOtherItems(t *testing.T) {
 		if got := w.uris(ev); len(got) != 1 || got[0] != ActiveGoalsURI {
 			t.Errorf("%s announces %v; want the active goals", ev.Name, got)
 		}
+	}
+}
+
+// A failed read of the goals resource is an error as the other resources'
+// are: "KIND: message", Invalid Params for what was asked.
+func TestAFailedReadOfTheGoalsResourceCarriesEngramsKind(t *testing.T) {
+	cs := connect(t, New(newEngine(t), Options{Agent: "bad\x01agent"}))
+	_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: ActiveGoalsURI})
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(rpc.Message, "ValidationError: as: ") {
+		t.Errorf("reading %s as a refused agent: %#v; want Invalid Params \"ValidationError: as: …\"", ActiveGoalsURI, err)
 	}
 }

@@ -12,11 +12,16 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +30,7 @@ import (
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/kit"
 )
 
 // Options configure a server.
@@ -62,6 +68,10 @@ type Server struct {
 	sessions map[*mcp.ServerSession]string
 	next     atomic.Uint64
 	calls    atomic.Uint64
+	// nonce tells this server's sessions from those of an earlier process
+	// that had the same id (PID) and so made the same session names.
+	nonce    string
+	ownStore atomic.Bool
 	watches  []watch
 	// watching, when set (by tests), is called once Watch has subscribed.
 	watching func()
@@ -76,7 +86,7 @@ func New(c conn.Conn, opts Options) *Server {
 	if opts.Transport == "" {
 		opts.Transport = "stdio"
 	}
-	s := &Server{c: c, opts: opts, sessions: map[*mcp.ServerSession]string{}}
+	s := &Server{c: c, opts: opts, sessions: map[*mcp.ServerSession]string{}, nonce: nonce()}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "engram", Title: "engram memory", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -91,6 +101,13 @@ func New(c conn.Conn, opts Options) *Server {
 	s.addResources()
 	s.addPrompts()
 	return s
+}
+
+// nonce is 8 random hex digits.
+func nonce() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 // Close stops what the server's calls left running (plans run_plan started
@@ -131,7 +148,7 @@ func (s *Server) session(ss *mcp.ServerSession) string {
 	}
 	id := ss.ID()
 	if id == "" {
-		id = fmt.Sprintf("%s-%d-%d", s.opts.Transport, s.opts.PID, s.next.Add(1))
+		id = fmt.Sprintf("%s-%d-%s-%d", s.opts.Transport, s.opts.PID, s.nonce, s.next.Add(1))
 	}
 	s.sessions[ss] = id
 	return id
@@ -155,6 +172,9 @@ type caller struct {
 	c      conn.Conn
 	agent  string
 	client conn.ClientCall
+	// ownStore is set once the agent's own working store is known to
+	// exist (shared by the server's calls): see ownStoreMissing.
+	ownStore *atomic.Bool
 	// req is the tool call being served (nil for a resource or prompt):
 	// its session and progress token, for a tool that reports progress.
 	req *mcp.CallToolRequest
@@ -164,16 +184,44 @@ type caller struct {
 // name made in the MCP session ss.
 func (s *Server) newCaller(ss *mcp.ServerSession, name string) *caller {
 	cc := conn.ClientCall{Session: s.session(ss), Via: "mcp", Transport: s.opts.Transport, PID: s.opts.PID,
-		Tool: name, Call: strconv.FormatUint(s.calls.Add(1), 10)}
+		Tool: callName(name), Call: strconv.FormatUint(s.calls.Add(1), 10)}
 	if cc.Session == "" {
-		cc.Session = fmt.Sprintf("%s-%d-0", s.opts.Transport, s.opts.PID)
+		cc.Session = fmt.Sprintf("%s-%d-%s-0", s.opts.Transport, s.opts.PID, s.nonce)
 	}
 	if ss != nil {
 		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			cc.Name, cc.Version = p.ClientInfo.Name, p.ClientInfo.Version
+			cc.Name, cc.Version = clientText(p.ClientInfo.Name), clientText(p.ClientInfo.Version)
 		}
 	}
-	return &caller{c: s.c, agent: s.opts.Agent, client: cc}
+	return &caller{c: s.c, agent: s.opts.Agent, client: cc, ownStore: &s.ownStore}
+}
+
+// callName is name as a client call's tool: a resource's URI, which
+// holds a conversation's escaped name, may be longer than a name may be
+// (kit.MaxName bytes); it is cut, so that the call is not refused for it.
+func callName(name string) string {
+	if len(name) <= kit.MaxName {
+		return name
+	}
+	cut := kit.MaxName - len("…")
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
+}
+
+// clientText is what a client said of itself (clientInfo's name or
+// version) made fit to be a name: valid UTF-8, control characters as
+// spaces, cut to kit.MaxName bytes. It is the client's to say: an odd one
+// must not get its calls refused.
+func clientText(v string) string {
+	v = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(v, "\uFFFD"))
+	return callName(strings.TrimSpace(v))
 }
 
 // call runs the action ref names with args for the caller and decodes its

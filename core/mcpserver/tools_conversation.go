@@ -275,6 +275,10 @@ func logMessage(ctx context.Context, cl *caller, in LogMessageInput) (LogMessage
 	}
 	write := history.WriteRequest{Conversation: conversation, Speaker: in.Speaker, Text: in.Text}
 	var route *ThreadRoute
+	if in.Channel == "" && (in.ThreadID != "" || in.NewThread) {
+		// Dropping them would tell the agent nothing of the thread it meant.
+		return LogMessageOutput{}, kit.Validation("channel", "give the channel the message came on (web, app, sms, whatsapp or voice): thread_id and new_thread route it to a thread, which only a message on a channel goes to")
+	}
 	if in.Channel != "" {
 		if !slices.Contains(episodic.Speakers, in.Speaker) {
 			return LogMessageOutput{}, kit.Validation("speaker", "a message on a channel is the user's or the assistant's, not %q; log system messages without a channel", in.Speaker)

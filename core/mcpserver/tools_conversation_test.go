@@ -215,3 +215,20 @@ func TestThreadContextRefusesBadInput(t *testing.T) {
 		{name: "unknown channel", args: map[string]any{"thread_id": q.Thread.ThreadID, "channel": "fax"}, kind: errs.Validation, field: "channel"},
 	}, historySnapshot(t, e))
 }
+
+// thread_id and new_thread only mean something with a channel: without
+// one they are refused, not dropped, so that an agent that forgot the
+// channel does not believe its message went to the thread.
+func TestLogMessageRefusesThreadFieldsWithoutAChannel(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{}))
+	var first LogMessageOutput
+	callTool(t, cs, "log_message", map[string]any{"speaker": "user", "text": "Hello there, planning a trip.", "channel": "web"}, &first)
+	if first.Thread == nil {
+		t.Fatal("a message on web went to no thread")
+	}
+	checkBad(t, cs, "log_message", []badCall{
+		{name: "thread_id without a channel", args: map[string]any{"speaker": "user", "text": "hi", "thread_id": first.Thread.ThreadID}, kind: errs.Validation, field: "channel"},
+		{name: "new_thread without a channel", args: map[string]any{"speaker": "user", "text": "hi", "new_thread": true}, kind: errs.Validation, field: "channel"},
+	}, historySnapshot(t, e))
+}

@@ -318,13 +318,9 @@ func (s *Server) addGoalResources() {
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			out, err := activeGoals(ctx, s.newCaller(req.Session, ActiveGoalsURI), ActiveGoalsInput{})
 			if err != nil {
-				return nil, err
+				return nil, protocolError(err)
 			}
-			raw, err := json.Marshal(out)
-			if err != nil {
-				return nil, err
-			}
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: ActiveGoalsURI, MIMEType: "application/json", Text: string(raw)}}}, nil
+			return jsonResource(ActiveGoalsURI, out)
 		})
 	s.addWatch(watch{kinds: []string{cortex.EventItemMutated.Name(), cortex.EventCommit.Name()},
 		uris: func(ev events.Event) []string {

@@ -75,10 +75,35 @@ func (cl *caller) storeOr(store string) string {
 	return store
 }
 
+// ownStoreMissing says whether the store a memory tool goes to is the
+// agent's own working store and does not exist yet. It asks memory.stores,
+// which does not fail, and only until it has seen the store: trying the
+// store and failing would count in the Agents view as a failed call of a
+// call that succeeds.
+func (cl *caller) ownStoreMissing(ctx context.Context, named string) (bool, error) {
+	if strings.TrimSpace(named) != "" || agentStore(cl.agent) == memory.TypeWorking || cl.ownStore.Load() {
+		return false, nil
+	}
+	res, err := call(ctx, cl, memory.ActionStores, action.None{})
+	if err != nil {
+		return false, err
+	}
+	for _, st := range res.Stores {
+		if st.Store == agentStore(cl.agent) {
+			cl.ownStore.Store(true)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // missingOwnStore says whether err is the agent's own working store not
 // existing yet (nothing remembered): recall and forget then find nothing.
+// Only a missing store: an unknown item in it stays a NotFoundError.
 func (cl *caller) missingOwnStore(named string, err error) bool {
-	return strings.TrimSpace(named) == "" && errs.KindOf(err) == errs.NotFound && agentStore(cl.agent) != memory.TypeWorking
+	e := errs.As(err)
+	return strings.TrimSpace(named) == "" && e != nil && e.Kind == errs.NotFound && e.Details["field"] == "store" &&
+		agentStore(cl.agent) != memory.TypeWorking
 }
 
 // RememberInput is remember's input.
@@ -88,7 +113,7 @@ type RememberInput struct {
 	Type       string         `json:"type,omitempty" jsonschema:"what kind of memory: fact (default), preference, event, observation..."`
 	Tags       []string       `json:"tags,omitempty" jsonschema:"tags to find it by later (recall's tags filter, forget's 'items tagged <tag>')"`
 	Importance *float64       `json:"importance,omitempty" jsonschema:"from 0 to 1 (default 0.5): working memory keeps the most important items when it is full"`
-	ID         string         `json:"id,omitempty" jsonschema:"the item's id (default: a new one); remembering again with the same id replaces the item"`
+	ID         string         `json:"id,omitempty" jsonschema:"the item's id (default: a new one); an id the store already holds is a ConflictError (forget it with hard true first)"`
 	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"any JSON object kept with the item (recall can filter on its members)"`
 }
 
@@ -186,7 +211,10 @@ type ForgetOutput struct {
 func (s *Server) addMemoryWriteTools() {
 	addTool(s, toolSpec{name: "remember", title: "Remember",
 		description: "Keep a fact, preference or event in your long-term memory (default: your working store). " +
-			"Recall finds it later by meaning; the person watching the console sees it arrive."},
+			"Recall finds it later by meaning; the person watching the console sees it arrive. A full store forgets its " +
+			"least important items to make room (the answer's evicted lists them).",
+		// Eviction forgets items: not only additive.
+		destructive: true},
 		func(ctx context.Context, cl *caller, in RememberInput) (RememberOutput, error) {
 			item := memory.ItemInput{ID: in.ID, Type: in.Type, Text: in.Text, Tags: in.Tags, Importance: in.Importance}
 			if item.Type == "" {
@@ -205,12 +233,28 @@ func (s *Server) addMemoryWriteTools() {
 			if err := item.Check(cl.agent); err != nil {
 				return RememberOutput{}, renameField(err, "item.", "")
 			}
-			res, err := call(ctx, cl, memory.ActionMemorize, memory.MemorizeArgs{Store: store, Item: item})
-			if cl.missingOwnStore(in.Store, err) {
+			missing, err := cl.ownStoreMissing(ctx, in.Store)
+			if err != nil {
+				return RememberOutput{}, err
+			}
+			makeStore := func() error {
 				def := memory.DefaultWorking()
-				_, err = call(ctx, cl, memory.ActionConfigure, memory.ConfigureArgs{Store: store, Type: memory.TypeWorking,
+				_, err := call(ctx, cl, memory.ActionConfigure, memory.ConfigureArgs{Store: store, Type: memory.TypeWorking,
 					MaxItems: &def.MaxItems, TokenBudget: &def.TokenBudget, OnFull: def.OnFull})
-				if err == nil {
+				return err
+			}
+			if missing {
+				if err := item.FitsNew(store, memory.DefaultWorking()); err != nil {
+					return RememberOutput{}, err
+				}
+				if err := makeStore(); err != nil {
+					return RememberOutput{}, err
+				}
+				cl.ownStore.Store(true)
+			}
+			res, err := call(ctx, cl, memory.ActionMemorize, memory.MemorizeArgs{Store: store, Item: item})
+			if cl.missingOwnStore(in.Store, err) { // dropped since it was seen
+				if err = makeStore(); err == nil {
 					res, err = call(ctx, cl, memory.ActionMemorize, memory.MemorizeArgs{Store: store, Item: item})
 				}
 			}
@@ -228,9 +272,15 @@ func (s *Server) addMemoryWriteTools() {
 			"(the query's words it contains, its BM25 and vector scores, importance, age, the order applied).",
 		readOnly: true, idempotent: true},
 		func(ctx context.Context, cl *caller, in RecallInput) (RecallOutput, error) {
+			validArgs := in.Limit >= 0 && (in.Rank == "" || slices.Contains(memory.Ranks, in.Rank))
+			if missing, err := cl.ownStoreMissing(ctx, in.Store); err != nil {
+				return RecallOutput{}, err
+			} else if missing && validArgs {
+				return RecallOutput{Items: []RecalledItem{}}, nil
+			}
 			res, err := call(ctx, cl, memory.ActionRemember, memory.RememberArgs{Store: cl.storeOr(in.Store), Prompt: in.Query,
 				Limit: in.Limit, Rank: in.Rank, Filters: memory.Filters{Tags: in.Tags, Type: in.Type}, Explain: true})
-			if cl.missingOwnStore(in.Store, err) && in.Limit >= 0 && (in.Rank == "" || slices.Contains(memory.Ranks, in.Rank)) {
+			if cl.missingOwnStore(in.Store, err) && validArgs {
 				return RecallOutput{Items: []RecalledItem{}}, nil
 			}
 			if err != nil {
@@ -268,6 +318,11 @@ func (s *Server) addMemoryWriteTools() {
 			mode := "soft"
 			if in.Hard {
 				mode = "hard"
+			}
+			if missing, err := cl.ownStoreMissing(ctx, in.Store); err != nil {
+				return ForgetOutput{}, err
+			} else if missing {
+				return ForgetOutput{DryRun: dryRun, Mode: mode, Forgotten: []MemoryItem{}}, nil
 			}
 			res, err := call(ctx, cl, memory.ActionForget, memory.ForgetArgs{Store: cl.storeOr(in.Store), Instruction: instruction, Mode: mode, DryRun: dryRun})
 			if cl.missingOwnStore(in.Store, err) {

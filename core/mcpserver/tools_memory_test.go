@@ -10,6 +10,7 @@ import (
 
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/memory"
@@ -250,4 +251,76 @@ func TestForgetRefusesBadInputAndForgetsNothing(t *testing.T) {
 		{name: "unknown store", args: map[string]any{"instruction": "oldest", "store": "nope", "dry_run": false}, kind: errs.NotFound, field: "nope"},
 		{name: "unknown item", args: map[string]any{"id": "nope", "dry_run": false}, kind: errs.NotFound, field: "nope"},
 	}, memorySnapshot(t, e))
+}
+
+// An agent other than the default one has its own working store: an
+// unknown id there is a NotFoundError, not an empty success that would
+// tell the agent it forgot something that was never there.
+func TestForgetOfAnUnknownIdInAnAgentsOwnStoreIsNotFound(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "alice"}))
+	callTool(t, cs, "remember", map[string]any{"text": "Prefers window seats."}, nil)
+	checkBad(t, cs, "forget", []badCall{
+		{name: "unknown item", args: map[string]any{"id": "nope", "dry_run": false}, kind: errs.NotFound, field: "nope"},
+		{name: "unknown item, dry run", args: map[string]any{"id": "nope"}, kind: errs.NotFound, field: "nope"},
+	}, memorySnapshot(t, e))
+}
+
+// An id already in the store is refused, not replaced: the schema says so,
+// so that an agent does not count on remember to overwrite an item.
+func TestRememberWithATakenIdIsAConflictAsItsSchemaSays(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{}))
+	callTool(t, cs, "remember", map[string]any{"text": "Prefers window seats.", "id": "seat"}, nil)
+	checkBad(t, cs, "remember", []badCall{
+		{name: "taken id", args: map[string]any{"text": "Prefers aisle seats.", "id": "seat"}, kind: errs.Conflict, field: "seat"},
+	}, memorySnapshot(t, e))
+	for _, tool := range listTools(t, cs) {
+		if tool.Name != "remember" {
+			continue
+		}
+		schema, _ := asJSON(t, tool.InputSchema).(map[string]any)
+		props, _ := schema["properties"].(map[string]any)
+		id, _ := props["id"].(map[string]any)
+		if desc, _ := id["description"].(string); strings.Contains(desc, "replaces") || !strings.Contains(desc, "ConflictError") {
+			t.Errorf("remember's id says %q; want it to say a taken id is a ConflictError", desc)
+		}
+	}
+}
+
+// An agent's working store does not exist until its first remember: the
+// memory tools must not count that as a failed call in the Agents view
+// (clients.list's errors) when the call itself succeeds.
+func TestAnAgentsFirstMemoryCallsCountNoErrors(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "alice"}))
+	callTool(t, cs, "recall", map[string]any{"query": "seats"}, nil)
+	callTool(t, cs, "forget", map[string]any{"instruction": "oldest"}, nil)
+	if res := callTool(t, cs, "remember", map[string]any{"text": "Prefers window seats."}, nil); res.IsError {
+		t.Fatalf("remember: %s", text(res))
+	}
+	callTool(t, cs, "recall", map[string]any{"query": "seats"}, nil)
+	list, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "alice"}, clients.ActionList, clients.ListArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Clients) != 1 || list.Clients[0].Calls != 4 || list.Clients[0].Errors != 0 {
+		t.Fatalf("clients.list of alice = %+v; want one client, 4 calls, no error", list.Clients)
+	}
+}
+
+// An agent's first item may be refused by the store it would make (larger
+// than the working store's whole token budget): the refused call leaves no
+// store behind, as a refused call changes nothing stored.
+func TestAFirstItemTooLargeForTheStoreLeavesNoStore(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{Agent: "alice"}))
+	huge := strings.Repeat("porto lisbon faro ", 2000) // 6000 words: over the 4000-token budget
+	res := callTool(t, cs, "remember", map[string]any{"text": huge}, nil)
+	if te := toolErr(t, res); te.Kind != errs.Budget {
+		t.Fatalf("remember of %d bytes: %s: %s; want a BudgetError", len(huge), te.Kind, te.Message)
+	}
+	if _, err := conn.CallAs(t.Context(), e, conn.Request{Principal: "alice"}, memory.ActionCapacity, memory.CapacityArgs{Store: "working-alice"}); errs.KindOf(err) != errs.NotFound {
+		t.Fatalf("after a refused remember, memory.capacity working-alice: %v; want NotFoundError", err)
+	}
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/wire"
 	"github.com/engram-console/engram/planner"
 )
 
@@ -265,6 +267,15 @@ func (s *Server) runPlan(ctx context.Context, cl *caller, in RunPlanInput) (Plan
 					return planStatusOf(result.Plan), nil
 				}
 				evs = nil // the call ended (ctx.Done says so) or the connection went (done will)
+				continue
+			}
+			if ev.Name == wire.EventGap || ev.Name == conn.EventOwnerChanged.Name() {
+				// Events were missed, plan.finished maybe: the run's end
+				// (done) is the answer's signal now.
+				ended = true
+				if result != nil {
+					return planStatusOf(result.Plan), nil
+				}
 				continue
 			}
 			if st, ok := planner.EventSubtaskStarted.Of(ev); ok && st.PlanID == in.PlanID && !in.Wait {

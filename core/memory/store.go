@@ -345,15 +345,36 @@ func (in ItemInput) Check(agent string) error {
 	return (&store{}).prepare(action.Call{Principal: agent}, &it)
 }
 
+// FitsNew says whether memory.memorize would take the item into a new,
+// empty store named store configured as cfg: not if it is larger than
+// the store's whole token budget. A caller that makes the store first
+// checks before it does, so that a refused item leaves no store.
+func (in ItemInput) FitsNew(store string, cfg StoreConfig) error {
+	it := in.Item()
+	if it.TokensEstimate == 0 {
+		it.TokensEstimate = llm.CountTokens(it.Text)
+	}
+	return tooLarge(&it, store, cfg.TokenBudget)
+}
+
+// tooLarge refuses an item larger than a store's whole token budget: no
+// eviction can make room for it.
+func tooLarge(it *Item, store string, budget int) error {
+	if budget > 0 && it.TokensEstimate > budget {
+		return errs.New(errs.Budget, "the item is %d tokens, more than store %q's whole token_budget of %d", it.TokensEstimate, store, budget).
+			With("token_budget", budget).With("tokens_estimate", it.TokensEstimate)
+	}
+	return nil
+}
+
 // maxText bounds one memory's text, in bytes.
 const maxText = 256 << 10
 
 // makeRoom applies the store's limits before an item is added: evict the
 // least important (then oldest) live items, or refuse.
 func (s *store) makeRoom(tx *kit.Txn, call action.Call, st *state, it *Item) ([]string, error) {
-	if st.TokenBudget > 0 && it.TokensEstimate > st.TokenBudget {
-		return nil, errs.New(errs.Budget, "the item is %d tokens, more than store %q's whole token_budget of %d", it.TokensEstimate, s.name, st.TokenBudget).
-			With("token_budget", st.TokenBudget).With("tokens_estimate", it.TokensEstimate)
+	if err := tooLarge(it, s.name, st.TokenBudget); err != nil {
+		return nil, err
 	}
 	over := func(count, tokens int) bool {
 		return (st.MaxItems > 0 && count+1 > st.MaxItems) || (st.TokenBudget > 0 && tokens+it.TokensEstimate > st.TokenBudget)

@@ -164,8 +164,19 @@ func decodeDoRequest(body []byte) (wire.DoRequest, *errs.Error) {
 			dst, want = &req.Events, "true or false"
 		case "client":
 			// The agent client the request is made for (engram mcp sends
-			// it): the engine checks its fields.
+			// it): the engine checks its fields' values.
 			dst, want = &req.Client, "an object (session, via, tool, call, …)"
+			if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+				// Strictly, as the top level: a misspelt field is named,
+				// not dropped.
+				dec := json.NewDecoder(bytes.NewReader(t))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&req.Client); err != nil {
+					return req, errs.New(errs.Validation, "client: %s; it has session, via, name, version, transport, pid, tool and call",
+						strings.TrimPrefix(err.Error(), "json: ")).With("field", "client")
+				}
+				continue
+			}
 		case "at":
 			if err := json.Unmarshal(raw, &req.At); err != nil {
 				return req, errs.New(errs.Validation, `at: %s is not an RFC 3339 time; write it like "2025-11-05T10:00:00Z"`, raw).

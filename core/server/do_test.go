@@ -400,3 +400,20 @@ func TestSocketRequestsCarryTheirAgentClient(t *testing.T) {
 		t.Errorf("a client that is a string: details %v do not name the field", bad.Error.Details)
 	}
 }
+
+// Inside client, as at the top of the body, a field of the wrong type is
+// named, and an unknown one (a misspelt name) is refused, not dropped.
+func TestARequestsClientIsDecodedStrictly(t *testing.T) {
+	e, _ := openEngine(t)
+	_, c := unixServer(t, server.New(e, server.Options{}))
+	for _, r := range []struct{ client, fragment string }{
+		{`{"session": "s-1", "via": "mcp", "tool": "recall", "call": "1", "pid": "4242"}`, "pid"},
+		{`{"session": "s-1", "via": "mcp", "tool": "recall", "call": "1", "nmae": "claude"}`, "nmae"},
+	} {
+		bad := failure(t, send(t, c, "POST", "http://engram"+wire.PathDo, `{"action": "memory.stores", "client": `+r.client+`}`),
+			400, "ValidationError", r.fragment)
+		if bad.Error.Details["field"] != "client" {
+			t.Errorf("client %s: details %v do not name the field", r.client, bad.Error.Details)
+		}
+	}
+}
