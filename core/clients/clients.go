@@ -105,7 +105,7 @@ type CallEvent struct {
 }
 
 // MaxKept bounds how many clients the registry keeps: past it, the ones
-// gone longest are forgotten first.
+// gone longest are forgotten first, then the connected ones idle longest.
 const MaxKept = 256
 
 // Registry is the clients an engine has seen. It is safe for concurrent use.
@@ -140,7 +140,7 @@ func (r *Registry) Record(agent string, c conn.ClientCall, at time.Time, failed 
 	if !seen {
 		cl = &Client{Session: c.Session, Agent: agent, Since: at}
 		r.clients[k] = cl
-		r.trim()
+		r.trim(k)
 	}
 	if fresh {
 		cl.Connected, cl.GoneAt = true, nil
@@ -232,24 +232,34 @@ func compareKeys(a, b Client) int {
 	return 0
 }
 
-// trim forgets the clients gone longest while there are more than MaxKept.
-// Connected clients are kept whatever their number.
-func (r *Registry) trim() {
+// trim forgets clients while there are more than MaxKept: the ones gone
+// longest first, then, when every one is connected, the one idle longest
+// (never keep, the one just seen). A connected client forgotten is learnt
+// again from its next request; the bound is what keeps anyone who may send
+// requests from growing the owner's memory with made-up sessions.
+func (r *Registry) trim(keep string) {
 	for len(r.clients) > MaxKept {
-		oldest := ""
-		var at time.Time
+		gone, idle := "", ""
+		var goneAt, idleAt time.Time
 		for k, cl := range r.clients {
-			if cl.Connected || cl.GoneAt == nil {
-				continue
-			}
-			if oldest == "" || cl.GoneAt.Before(at) {
-				oldest, at = k, *cl.GoneAt
+			switch {
+			case k == keep:
+			case !cl.Connected && cl.GoneAt != nil:
+				if gone == "" || cl.GoneAt.Before(goneAt) {
+					gone, goneAt = k, *cl.GoneAt
+				}
+			case idle == "" || lastAt(*cl).Before(idleAt):
+				idle, idleAt = k, lastAt(*cl)
 			}
 		}
-		if oldest == "" {
+		switch {
+		case gone != "":
+			delete(r.clients, gone)
+		case idle != "":
+			delete(r.clients, idle)
+		default:
 			return
 		}
-		delete(r.clients, oldest)
 	}
 }
 

@@ -157,41 +157,48 @@ func TestListMarksTheClientsOfProcessesGoneAndReturnsThemOnce(t *testing.T) {
 }
 
 // TestTrimKeepsAtMostMaxKeptForgettingTheGoneLongestFirst: past MaxKept,
-// a new client makes the registry forget the client gone longest; it
-// never forgets a connected one, however many there are.
+// a new client makes the registry forget the client gone longest; with
+// every one connected, the one idle longest, never the new one.
 func TestTrimKeepsAtMostMaxKeptForgettingTheGoneLongestFirst(t *testing.T) {
 	r := New(1, always)
 	for i := range MaxKept {
-		r.Record("local", call(fmt.Sprintf("s-%d", i), "recall", "1"), t0, false, "")
+		// s-0 idle longest, s-1 next, …
+		r.Record("local", call(fmt.Sprintf("s-%d", i), "recall", "1"), t0.Add(time.Duration(i)*time.Second), false, "")
 	}
 	// Three gone: s-5 longest ago, then s-7, then s-3.
-	r.Disconnect("local", "s-3", t0.Add(3*time.Minute))
-	r.Disconnect("local", "s-5", t0.Add(1*time.Minute))
-	r.Disconnect("local", "s-7", t0.Add(2*time.Minute))
+	r.Disconnect("local", "s-3", t0.Add(3*time.Hour))
+	r.Disconnect("local", "s-5", t0.Add(1*time.Hour))
+	r.Disconnect("local", "s-7", t0.Add(2*time.Hour))
 	has := func(session string) bool {
-		list, _ := r.List("", t0.Add(time.Hour))
+		list, _ := r.List("", t0.Add(5*time.Hour))
 		return slices.ContainsFunc(list, func(c Client) bool { return c.Session == session })
 	}
-	r.Record("local", call("new-1", "recall", "1"), t0.Add(4*time.Minute), false, "")
-	if list, _ := r.List("", t0.Add(time.Hour)); len(list) != MaxKept {
+	r.Record("local", call("new-1", "recall", "1"), t0.Add(4*time.Hour), false, "")
+	if list, _ := r.List("", t0.Add(5*time.Hour)); len(list) != MaxKept {
 		t.Fatalf("%d clients kept, want %d", len(list), MaxKept)
 	}
 	if has("s-5") || !has("s-7") || !has("s-3") || !has("new-1") {
 		t.Errorf("after one more: want s-5 (gone longest) forgotten, s-7, s-3 and new-1 kept")
 	}
-	r.Record("local", call("new-2", "recall", "1"), t0.Add(5*time.Minute), false, "")
+	r.Record("local", call("new-2", "recall", "1"), t0.Add(4*time.Hour), false, "")
 	if has("s-7") || !has("s-3") {
 		t.Errorf("after two more: want s-7 forgotten next, s-3 kept")
 	}
-	r.Record("local", call("new-3", "recall", "1"), t0.Add(6*time.Minute), false, "")
-	r.Record("local", call("new-4", "recall", "1"), t0.Add(7*time.Minute), false, "")
-	list, _ := r.List("", t0.Add(time.Hour))
-	if len(list) != MaxKept+1 || has("s-3") {
-		t.Errorf("with every kept client connected: %d kept, want %d (s-3 forgotten, no connected one)", len(list), MaxKept+1)
+	r.Record("local", call("new-3", "recall", "1"), t0.Add(4*time.Hour), false, "")
+	if has("s-3") || !has("s-0") {
+		t.Errorf("after three more: want s-3, the last gone one, forgotten, and s-0 kept")
 	}
-	for _, c := range list {
-		if !c.Connected {
-			t.Errorf("%s is gone but kept over a connected client", c.Session)
-		}
+	// Every kept client is connected now: the one idle longest goes.
+	r.Record("local", call("new-4", "recall", "1"), t0.Add(4*time.Hour), false, "")
+	list, _ := r.List("", t0.Add(5*time.Hour))
+	if len(list) != MaxKept || has("s-0") || !has("s-1") || !has("new-4") {
+		t.Errorf("with every kept client connected: %d kept, want %d, s-0 (idle longest) forgotten, s-1 and new-4 kept", len(list), MaxKept)
+	}
+	// However many made-up sessions arrive, the registry stays bounded.
+	for i := range 3 * MaxKept {
+		r.Record("mallory", call(fmt.Sprintf("m-%d", i), "recall", "1"), t0.Add(6*time.Hour), false, "")
+	}
+	if list, _ := r.List("", t0.Add(7*time.Hour)); len(list) != MaxKept {
+		t.Errorf("after %d made-up sessions: %d clients kept, want %d", 3*MaxKept, len(list), MaxKept)
 	}
 }
