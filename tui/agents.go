@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -122,7 +121,7 @@ func (p *agentsPane) SetSize(w, h int) {
 // console's agent is not the one that owns the data directory.
 func refusedAll(err error) bool {
 	e := errs.As(err)
-	return e.Kind == errs.Validation && (e.Details["field"] == "all" || strings.HasPrefix(e.Message, "all:"))
+	return e.Kind == errs.Permission && e.Details["field"] == "all"
 }
 
 // quietFailure: the refusal of all is no error to the person; the tab

@@ -43,7 +43,7 @@ func Register(env *kit.Env, r *Registry, owner string) {
 			agent := call.Principal
 			if args.All {
 				if call.Principal != owner {
-					return ListResult{}, kit.Validation("all", "is only for the engine's own agent %q, not %q; leave it out to list your own clients", owner, call.Principal)
+					return ListResult{}, errs.New(errs.Permission, "all: every agent's clients are only for the engine's own agent %q, not %q; leave all out to list your own clients", owner, call.Principal).With("field", "all")
 				}
 				agent = ""
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestListAllIsOnlyForTheEnginesOwnAgent: clients.list's all shows every
-// agent's clients to the engine's own agent, and is a ValidationError
+// agent's clients to the engine's own agent, and is a PermissionError
 // naming all for any other; without it an agent sees its own clients.
 func TestListAllIsOnlyForTheEnginesOwnAgent(t *testing.T) {
 	at := time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
@@ -42,8 +42,8 @@ func TestListAllIsOnlyForTheEnginesOwnAgent(t *testing.T) {
 	}
 	_, err = list("bob", true)
 	e := errs.As(err)
-	if err == nil || e.Kind != errs.Validation || e.Details["field"] != "all" {
-		t.Fatalf("bob with all: %v; want a ValidationError naming all", err)
+	if err == nil || e.Kind != errs.Permission || e.Details["field"] != "all" {
+		t.Fatalf("bob with all: %v; want a PermissionError naming all", err)
 	}
 	if res, err := list("bob", false); err != nil || len(res.Clients) != 1 || res.Clients[0].Agent != "bob" {
 		t.Errorf("bob without all: %+v, %v; want his one client", res.Clients, err)
