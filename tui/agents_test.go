@@ -132,14 +132,21 @@ func TestAgentsFollowClientCallsLive(t *testing.T) {
 }
 
 // TestAgentsSaysHowToConnectOne: with no client yet, the tab says so and
-// names the command that connects one.
+// names the command that connects one. The list lives in the owner's
+// memory: an owner that just took the directory over starts it empty
+// though agents called before, so the tab does not claim that none ever
+// did, only none since the owner started.
 func TestAgentsSaysHowToConnectOne(t *testing.T) {
 	engine, _ := newEngine(t)
 	tm := start(t, engine, 80, 24)
 	tm.Type("7")
-	waitFor(t, tm, "No agent has connected yet.", "engram mcp")
+	waitFor(t, tm, "No agent client has called since", "owner started.", "engram mcp")
 	m := finish(t, tm)
-	checkScreen(t, "empty Agents tab", m.View(), 80, 24)
+	view := m.View()
+	if strings.Contains(view, "yet") {
+		t.Errorf("the empty tab claims no agent has connected yet, which a new owner cannot know:\n%s", view)
+	}
+	checkScreen(t, "empty Agents tab", view, 80, 24)
 }
 
 // otherAgent is a connection acting as bob: an engram attached to the
