@@ -380,6 +380,11 @@ func TestMCPDemoRunsToTheEndAndLeavesWhatItSays(t *testing.T) {
 	if strings.Contains(o.stdout, "→ failed") || o.stderr != "" {
 		t.Errorf("the demo reported a failure:\n%s%s", o.stdout, o.stderr)
 	}
+	// Its engram mcp owned the directory: the list of agent clients lived
+	// in that process and ended with it, so no console lists the demo.
+	if strings.Contains(o.stdout, "lists the demo") || !strings.Contains(o.stdout, "its list of agent clients ended with it") {
+		t.Errorf("the demo, whose engram mcp owned the directory, ends claiming a console lists it, or does not say how to watch:\n%s", o.stdout)
+	}
 
 	var mem struct {
 		Items []struct{ Text string } `json:"items"`
@@ -418,6 +423,27 @@ func TestMCPDemoRunsToTheEndAndLeavesWhatItSays(t *testing.T) {
 		if !slices.ContainsFunc(hits.Results, func(h struct{ Speaker, Text string }) bool { return h.Speaker == m[1] && h.Text == m[2] }) {
 			t.Errorf("the conversation lacks %s's %q: %+v", m[1], m[2], hits.Results)
 		}
+	}
+}
+
+// TestMCPDemoWatchedSaysTheAgentsTabListsIt: with another engram owning
+// the directory (a console, here engram serve), that owner lists the
+// demo's client, and the demo's last line says so.
+func TestMCPDemoWatchedSaysTheAgentsTabListsIt(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	logFile := filepath.Join(home, "test.log")
+	startServe(t, env, dir, "--log", logFile)
+	o := runIn(t, env, "", "mcp", "demo", "--data", dir, "--pause", "0", "--log", logFile)
+	if o.code != 0 {
+		t.Fatalf("engram mcp demo: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	if !strings.Contains(o.stdout, "its Agents tab lists the demo, now gone") || strings.Contains(o.stdout, "ended with it") {
+		t.Errorf("the demo, watched by the directory's owner, does not end saying its Agents tab lists it:\n%s", o.stdout)
+	}
+	list := listClients(t, env, dir, logFile)
+	if len(list) != 1 || list[0].Name != "engram-demo" || list[0].Connected {
+		t.Errorf("the owner lists %+v; want the demo's client, gone", list)
 	}
 }
 
