@@ -138,6 +138,10 @@ func playDemo(ctx context.Context, exe string, opts demoOptions, stdout, stderr 
 	if cerr := cs.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("engram mcp did not end cleanly: %w", cerr)
 	}
+	if err != nil && ctx.Err() != nil {
+		// ctrl+c or SIGTERM: what was done so far stays.
+		return fmt.Errorf("interrupted after %d step(s); what the agent wrote so far stays in %s", d.step, opts.data)
+	}
 	if err != nil {
 		return err
 	}
@@ -321,6 +325,10 @@ func (d *demo) call(ctx context.Context, tool, what string, args map[string]any)
 	d.step++
 	_, _ = fmt.Fprintf(d.out, "%2d. %-14s %s → ", d.step, tool, what)
 	res, err := d.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil && ctx.Err() != nil {
+		_, _ = fmt.Fprintln(d.out, "interrupted")
+		return nil, err
+	}
 	if err != nil {
 		_, _ = fmt.Fprintf(d.out, "failed: %v\n", err)
 		return nil, fmt.Errorf("%s: %w", tool, err)

@@ -5,10 +5,12 @@ package main
 // engram mcp demo.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -444,6 +446,40 @@ func TestMCPDemoWatchedSaysTheAgentsTabListsIt(t *testing.T) {
 	list := listClients(t, env, dir, logFile)
 	if len(list) != 1 || list[0].Name != "engram-demo" || list[0].Connected {
 		t.Errorf("the owner lists %+v; want the demo's client, gone", list)
+	}
+}
+
+// TestMCPDemoInterruptedSaysSo: ctrl+c (SIGINT) during the demo stops it
+// with a line that says it was interrupted and after how many steps, not
+// Go's "context canceled".
+func TestMCPDemoInterruptedSaysSo(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	cmd := engramCmd(t, env, "mcp", "demo", "--data", dir, "--pause", "1h", "--log", filepath.Join(home, "test.log"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first step (connect) is printed; the next waits out the pause.
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && !strings.Contains(lines.Text(), "1. connect") {
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+	}
+	_ = cmd.Wait() // the exit code is checked below
+	if code := cmd.ProcessState.ExitCode(); code != exitFailed {
+		t.Errorf("the interrupted demo exited %d, want %d", code, exitFailed)
+	}
+	if got := stderr.String(); strings.Contains(got, "context canceled") || !strings.Contains(got, "interrupted after 1 step") {
+		t.Errorf("the interrupted demo says %q; want that it was interrupted after 1 step", got)
 	}
 }
 
