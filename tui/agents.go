@@ -47,6 +47,9 @@ type agentsPane struct {
 	// current chain of ticks from one a Blur ended.
 	focused bool
 	tickID  int
+	// private: the console keeps its data in memory (--in-memory) and
+	// serves nothing, so no engram mcp can reach its engine.
+	private bool
 
 	width, height int
 }

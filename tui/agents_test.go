@@ -138,15 +138,36 @@ func TestAgentsFollowClientCallsLive(t *testing.T) {
 // did, only none since the owner started.
 func TestAgentsSaysHowToConnectOne(t *testing.T) {
 	engine, _ := newEngine(t)
-	tm := start(t, engine, 80, 24)
-	tm.Type("7")
-	waitFor(t, tm, "No agent client has called since", "owner started.", "engram mcp")
-	m := finish(t, tm)
-	view := m.View()
+	styles := DefaultStyles()
+	p := newAgentsPane(engine, &styles) // on a data directory: not private
+	p.SetSize(80, 21)
+	p.Update(p.load()())
+	view := p.View()
+	for _, want := range []string{"No agent client has called since", "owner started.", "engram mcp"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the empty tab lacks %q:\n%s", want, view)
+		}
+	}
 	if strings.Contains(view, "yet") {
 		t.Errorf("the empty tab claims no agent has connected yet, which a new owner cannot know:\n%s", view)
 	}
-	checkScreen(t, "empty Agents tab", view, 80, 24)
+	checkScreen(t, "empty Agents tab", view, 80, 21)
+}
+
+// TestAgentsInMemorySaysNoAgentCanConnect: a console with --in-memory
+// serves nothing, so no engram mcp can reach it: the empty tab says so
+// and how to watch an agent, rather than send the person to engram mcp.
+func TestAgentsInMemorySaysNoAgentCanConnect(t *testing.T) {
+	engine, _ := newEngine(t)
+	tm := start(t, engine, 80, 24)
+	tm.Type("7")
+	waitFor(t, tm, "[7 Agents]", "no agent can connect")
+	m := finish(t, tm)
+	view := m.View()
+	if strings.Contains(view, "has called since") || !strings.Contains(view, "engram --data DIR") {
+		t.Errorf("the in-memory console's Agents tab waits for an agent that cannot reach it, or does not say how to watch one:\n%s", view)
+	}
+	checkScreen(t, "empty Agents tab in memory", view, 80, 24)
 }
 
 // otherAgent is a connection acting as bob: an engram attached to the
