@@ -62,3 +62,31 @@ func TestAgentsShowAKilledClientGoneWhileShown(t *testing.T) {
 	waitFor(t, tm, "0 connected · 1 gone")
 	finish(t, tm)
 }
+
+// TestAgentsTickAndFocusAskForTheList: the tick while the tab shows, and
+// coming into view, each send a clients.list (the owner marks dead
+// clients gone only when it lists them); a tick while hidden sends none.
+func TestAgentsTickAndFocusAskForTheList(t *testing.T) {
+	engine, _ := newEngine(t)
+	styles := DefaultStyles()
+	p := newAgentsPane(engine, &styles)
+	p.Update(p.load()())
+	if p.lists.busy {
+		t.Fatal("the first list is still in flight")
+	}
+	p.Focus()
+	if !p.lists.busy {
+		t.Error("coming into view sends no clients.list")
+	}
+	p.Update(p.load()()) // its answer
+	p.Update(agentsTickMsg{id: p.tickID})
+	if !p.lists.busy {
+		t.Error("a tick while the tab shows sends no clients.list")
+	}
+	p.Update(p.load()())
+	p.Blur()
+	p.Update(agentsTickMsg{id: p.tickID})
+	if p.lists.busy {
+		t.Error("a tick while the tab is hidden sends a clients.list")
+	}
+}
