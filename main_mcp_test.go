@@ -483,6 +483,21 @@ func TestMCPDemoInterruptedSaysSo(t *testing.T) {
 	}
 }
 
+// TestMCPRefusesAnAgentNameNoActionAccepts: an --agent the engine would
+// refuse on every call (a control character, too long) stops engram mcp
+// at the start with a usage error naming --agent, rather than serve an
+// MCP client whose every tool call fails.
+func TestMCPRefusesAnAgentNameNoActionAccepts(t *testing.T) {
+	for _, agent := range []string{"ann\tbob", strings.Repeat("a", 300)} {
+		var stdout, stderr strings.Builder
+		code := run([]string{"mcp", "--in-memory", "--agent", agent, "--log", filepath.Join(t.TempDir(), "test.log")}, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "--agent") || stdout.Len() != 0 {
+			t.Errorf("engram mcp --agent %.12q: exit %d, stderr %q, stdout %q; want exit %d naming --agent, nothing on stdout",
+				agent, code, stderr.String(), stdout.String(), exitUsage)
+		}
+	}
+}
+
 // TestMCPHelpExplainsTheCommand: engram mcp --help says what it serves,
 // where, as whom, and names the demo; the main usage names both.
 func TestMCPHelpExplainsTheCommand(t *testing.T) {
