@@ -24,6 +24,8 @@ import (
 	"github.com/engram-console/engram/core/attach"
 	"github.com/engram-console/engram/core/batch"
 	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/planner"
 	"github.com/engram-console/engram/tour"
@@ -370,6 +372,11 @@ func parseFlags(args []string, usageOut io.Writer, command string) (config, erro
 	}
 	if cfg.agent == "" {
 		return cfg, errors.New("--agent must not be empty")
+	}
+	// The engine refuses such a name on every action (as a step's "as"):
+	// say so once, before anything runs or an MCP client connects.
+	if err := kit.CheckName("--agent", cfg.agent, ""); err != nil {
+		return cfg, errors.New(errs.As(err).Message)
 	}
 	if cfg.llm.Timeout <= 0 {
 		return cfg, errors.New("--llm-timeout must be positive, e.g. 30s")

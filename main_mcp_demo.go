@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/storage"
 )
 
 // demoUsage and demoHelp are `engram mcp demo --help`'s.
@@ -128,16 +131,40 @@ func playDemo(ctx context.Context, exe string, opts demoOptions, stdout, stderr 
 	}
 	d := &demo{cs: cs, out: stdout, pause: opts.pause}
 	err = d.play(ctx)
+	// The owner keeps the list of agent clients in its memory: when the
+	// demo's own engram mcp owns the directory, the list ends with it.
+	ownedByDemo := lockHolder(opts.data) == cmd.Process.Pid
 	// Closing stdin ends engram mcp, which tells the owner the client left.
 	if cerr := cs.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("engram mcp did not end cleanly: %w", cerr)
+	}
+	if err != nil && ctx.Err() != nil {
+		// ctrl+c or SIGTERM: what was done so far stays.
+		return fmt.Errorf("interrupted after %d step(s); what the agent wrote so far stays in %s", d.step, opts.data)
 	}
 	if err != nil {
 		return err
 	}
 	say("\ndone: %d steps, every one passed. What the agent wrote stays in %s:\n", d.step, opts.data)
+	if ownedByDemo {
+		say("the console shows it (Memory, Chat, Goals, Plans, Trace). The demo's own engram mcp owned the\n")
+		say("directory, so its list of agent clients ended with it: to see the demo in the Agents tab, open\n")
+		say("the console first (engram --data %s), then run the demo again.\n", opts.data)
+		return nil
+	}
 	say("the console shows it (Memory, Chat, Goals, Plans), and its Agents tab lists the demo, now gone.\n")
 	return nil
+}
+
+// lockHolder is the pid the data directory's lock file names: the engram
+// that owns it (0 when none does or it cannot be read).
+func lockHolder(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, storage.LockFileName))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b))) // not a number: 0, no owner known
+	return pid
 }
 
 // play runs the script, one call per line.
@@ -298,6 +325,10 @@ func (d *demo) call(ctx context.Context, tool, what string, args map[string]any)
 	d.step++
 	_, _ = fmt.Fprintf(d.out, "%2d. %-14s %s → ", d.step, tool, what)
 	res, err := d.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil && ctx.Err() != nil {
+		_, _ = fmt.Fprintln(d.out, "interrupted")
+		return nil, err
+	}
 	if err != nil {
 		_, _ = fmt.Fprintf(d.out, "failed: %v\n", err)
 		return nil, fmt.Errorf("%s: %w", tool, err)

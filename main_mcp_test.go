@@ -5,10 +5,12 @@ package main
 // engram mcp demo.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -380,6 +382,11 @@ func TestMCPDemoRunsToTheEndAndLeavesWhatItSays(t *testing.T) {
 	if strings.Contains(o.stdout, "→ failed") || o.stderr != "" {
 		t.Errorf("the demo reported a failure:\n%s%s", o.stdout, o.stderr)
 	}
+	// Its engram mcp owned the directory: the list of agent clients lived
+	// in that process and ended with it, so no console lists the demo.
+	if strings.Contains(o.stdout, "lists the demo") || !strings.Contains(o.stdout, "its list of agent clients ended with it") {
+		t.Errorf("the demo, whose engram mcp owned the directory, ends claiming a console lists it, or does not say how to watch:\n%s", o.stdout)
+	}
 
 	var mem struct {
 		Items []struct{ Text string } `json:"items"`
@@ -417,6 +424,76 @@ func TestMCPDemoRunsToTheEndAndLeavesWhatItSays(t *testing.T) {
 		batchResult(t, env, dir, logFile, fmt.Sprintf(`{"action": "history.search", "args": {"query": %q}}`, m[2]), &hits)
 		if !slices.ContainsFunc(hits.Results, func(h struct{ Speaker, Text string }) bool { return h.Speaker == m[1] && h.Text == m[2] }) {
 			t.Errorf("the conversation lacks %s's %q: %+v", m[1], m[2], hits.Results)
+		}
+	}
+}
+
+// TestMCPDemoWatchedSaysTheAgentsTabListsIt: with another engram owning
+// the directory (a console, here engram serve), that owner lists the
+// demo's client, and the demo's last line says so.
+func TestMCPDemoWatchedSaysTheAgentsTabListsIt(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	logFile := filepath.Join(home, "test.log")
+	startServe(t, env, dir, "--log", logFile)
+	o := runIn(t, env, "", "mcp", "demo", "--data", dir, "--pause", "0", "--log", logFile)
+	if o.code != 0 {
+		t.Fatalf("engram mcp demo: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	if !strings.Contains(o.stdout, "its Agents tab lists the demo, now gone") || strings.Contains(o.stdout, "ended with it") {
+		t.Errorf("the demo, watched by the directory's owner, does not end saying its Agents tab lists it:\n%s", o.stdout)
+	}
+	list := listClients(t, env, dir, logFile)
+	if len(list) != 1 || list[0].Name != "engram-demo" || list[0].Connected {
+		t.Errorf("the owner lists %+v; want the demo's client, gone", list)
+	}
+}
+
+// TestMCPDemoInterruptedSaysSo: ctrl+c (SIGINT) during the demo stops it
+// with a line that says it was interrupted and after how many steps, not
+// Go's "context canceled".
+func TestMCPDemoInterruptedSaysSo(t *testing.T) {
+	env, home := hermeticEnv(t)
+	dir := filepath.Join(home, "data")
+	cmd := engramCmd(t, env, "mcp", "demo", "--data", dir, "--pause", "1h", "--log", filepath.Join(home, "test.log"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first step (connect) is printed; the next waits out the pause.
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && !strings.Contains(lines.Text(), "1. connect") {
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+	}
+	_ = cmd.Wait() // the exit code is checked below
+	if code := cmd.ProcessState.ExitCode(); code != exitFailed {
+		t.Errorf("the interrupted demo exited %d, want %d", code, exitFailed)
+	}
+	if got := stderr.String(); strings.Contains(got, "context canceled") || !strings.Contains(got, "interrupted after 1 step") {
+		t.Errorf("the interrupted demo says %q; want that it was interrupted after 1 step", got)
+	}
+}
+
+// TestMCPRefusesAnAgentNameNoActionAccepts: an --agent the engine would
+// refuse on every call (a control character, too long) stops engram mcp
+// at the start with a usage error naming --agent, rather than serve an
+// MCP client whose every tool call fails.
+func TestMCPRefusesAnAgentNameNoActionAccepts(t *testing.T) {
+	for _, agent := range []string{"ann\tbob", strings.Repeat("a", 300)} {
+		var stdout, stderr strings.Builder
+		code := run([]string{"mcp", "--in-memory", "--agent", agent, "--log", filepath.Join(t.TempDir(), "test.log")}, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "--agent") || stdout.Len() != 0 {
+			t.Errorf("engram mcp --agent %.12q: exit %d, stderr %q, stdout %q; want exit %d naming --agent, nothing on stdout",
+				agent, code, stderr.String(), stdout.String(), exitUsage)
 		}
 	}
 }

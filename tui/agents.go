@@ -39,19 +39,27 @@ type agentsPane struct {
 	// own is set once the engine refused all (the console's agent is not
 	// the owner's): the tab then lists this agent's clients only.
 	own bool
-	// focused: the tab shows, so it redraws every agentsTick to keep "how
-	// long ago" true while no event comes; tickID tells the current chain
-	// of ticks from one a Blur ended.
+	// focused: the tab shows, so every agentsTick it asks for the list
+	// again, which keeps "how long ago" true and finds the clients whose
+	// engram mcp died without a word (kill -9: the owner marks them gone
+	// when it lists them, and no event comes before); tickID tells the
+	// current chain of ticks from one a Blur ended.
 	focused bool
 	tickID  int
+	// private: the console keeps its data in memory (--in-memory) and
+	// serves nothing, so no engram mcp can reach its engine.
+	private bool
 
 	width, height int
 }
 
-// agentsTick is how often the Agents tab redraws while it shows.
-const agentsTick = 30 * time.Second
+// agentsTick is how often the Agents tab asks for the list again while
+// it shows: soon enough that a killed client does not look connected for
+// long, and clients.list is cheap.
+const agentsTick = 5 * time.Second
 
-// agentsTickMsg asks the Agents tab to redraw (its times are relative).
+// agentsTickMsg asks the Agents tab for the list again (its times are
+// relative, and a killed client shows as gone only once listed).
 type agentsTickMsg struct{ id int }
 
 func newAgentsPane(engine conn.Conn, styles *Styles) *agentsPane {
@@ -84,11 +92,12 @@ func (p *agentsPane) reloadAll() tea.Cmd {
 	return p.requests.refresh(&p.lists, p.load)
 }
 
-// Focus starts the redraws that keep the times true.
+// Focus asks for the list again (a client may have died unseen while the
+// tab was hidden) and starts the ticks that keep it true.
 func (p *agentsPane) Focus() tea.Cmd {
 	p.focused = true
 	p.tickID++
-	return p.tick()
+	return tea.Batch(p.tick(), p.requests.refresh(&p.lists, p.load))
 }
 
 func (p *agentsPane) tick() tea.Cmd {
@@ -96,7 +105,7 @@ func (p *agentsPane) tick() tea.Cmd {
 	return tea.Tick(agentsTick, func(time.Time) tea.Msg { return agentsTickMsg{id: id} })
 }
 
-// Blur stops the redraws: a hidden tab needs none.
+// Blur stops the ticks: a hidden tab needs none.
 func (p *agentsPane) Blur() { p.focused = false }
 func (p *agentsPane) Capturing() bool {
 	return false
@@ -160,7 +169,7 @@ func (p *agentsPane) Update(msg tea.Msg) tea.Cmd {
 		if !p.focused || msg.id != p.tickID {
 			return nil // an old chain, or the tab is hidden
 		}
-		return p.tick()
+		return tea.Batch(p.tick(), p.requests.refresh(&p.lists, p.load))
 	case tea.KeyMsg:
 		p.list.handleKey(msg)
 		return nil

@@ -132,14 +132,42 @@ func TestAgentsFollowClientCallsLive(t *testing.T) {
 }
 
 // TestAgentsSaysHowToConnectOne: with no client yet, the tab says so and
-// names the command that connects one.
+// names the command that connects one. The list lives in the owner's
+// memory: an owner that just took the directory over starts it empty
+// though agents called before, so the tab does not claim that none ever
+// did, only none since the owner started.
 func TestAgentsSaysHowToConnectOne(t *testing.T) {
+	engine, _ := newEngine(t)
+	styles := DefaultStyles()
+	p := newAgentsPane(engine, &styles) // on a data directory: not private
+	p.SetSize(80, 21)
+	p.Update(p.load()())
+	view := p.View()
+	for _, want := range []string{"No agent client has called since", "owner started.", "engram mcp"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the empty tab lacks %q:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "yet") {
+		t.Errorf("the empty tab claims no agent has connected yet, which a new owner cannot know:\n%s", view)
+	}
+	checkScreen(t, "empty Agents tab", view, 80, 21)
+}
+
+// TestAgentsInMemorySaysNoAgentCanConnect: a console with --in-memory
+// serves nothing, so no engram mcp can reach it: the empty tab says so
+// and how to watch an agent, rather than send the person to engram mcp.
+func TestAgentsInMemorySaysNoAgentCanConnect(t *testing.T) {
 	engine, _ := newEngine(t)
 	tm := start(t, engine, 80, 24)
 	tm.Type("7")
-	waitFor(t, tm, "No agent has connected yet.", "engram mcp")
+	waitFor(t, tm, "[7 Agents]", "no agent can connect")
 	m := finish(t, tm)
-	checkScreen(t, "empty Agents tab", m.View(), 80, 24)
+	view := m.View()
+	if strings.Contains(view, "has called since") || !strings.Contains(view, "engram --data DIR") {
+		t.Errorf("the in-memory console's Agents tab waits for an agent that cannot reach it, or does not say how to watch one:\n%s", view)
+	}
+	checkScreen(t, "empty Agents tab in memory", view, 80, 24)
 }
 
 // otherAgent is a connection acting as bob: an engram attached to the

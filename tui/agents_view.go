@@ -223,11 +223,18 @@ func (p *agentsPane) detailLines(now time.Time) []string {
 	return lines
 }
 
-// emptyLines say that no agent has connected yet, and how to connect one.
+// emptyLines say that no agent has called since the owner started (its
+// list lives in memory: an owner that took the directory over starts it
+// empty, whoever called before), and how to connect one.
 func (p *agentsPane) emptyLines() []string {
 	s := p.styles
-	lines := []string{s.Muted.Render(" No agent has connected yet.")}
-	how := "An agent connects through MCP: point its MCP client at `engram mcp` (a stdio server; README's MCP section has client configs). Its calls then show here live: which client, what it called, how it went."
+	if p.private {
+		text := "No agent client: this console keeps its data in memory (--in-memory) and serves nothing, so no agent can connect. To watch an agent, open the console on a data directory (engram --data DIR) and point its MCP client at engram mcp --data DIR."
+		return styleLines(s.Muted, wrapText(text, max(p.width-2, 10), " "))
+	}
+	none := "No agent client has called since this data directory's owner started."
+	how := "The list lives in the owner's memory, not on disk. An agent connects through MCP: point its MCP client at `engram mcp` (a stdio server; README's MCP section has client configs). Its calls then show here live: which client, what it called, how it went."
+	lines := styleLines(s.Muted, wrapText(none, max(p.width-2, 10), " "))
 	return append(lines, styleLines(s.Muted, wrapText(how, max(p.width-2, 10), " "))...)
 }
 

@@ -120,6 +120,8 @@ func New(engine conn.Conn, opts Options) *Model {
 		tabTrace:   newTracePane(engine, st),
 		tabAgents:  newAgentsPane(engine, st),
 	}
+	// A console in memory serves nothing: no agent client can reach it.
+	m.panes[tabAgents].(*agentsPane).private = info.StoreLabel() == "in-memory"
 	m.palette = newPalette(engine, st, opts.PaletteHistory)
 	m.tour = newTourGuide(engine, info, opts.OfferTour)
 	ctx, cancel := context.WithCancel(context.Background())
