@@ -139,6 +139,7 @@ var strangerMatrix = map[string]strangerCase{
 	// Agent clients: Bob lists his own (none), and cannot disconnect hers.
 	"clients.list":       {`{}`, quiet, ""},
 	"clients.disconnect": {`{"session":"alice-session"}`, fails, ""},
+	"clients.refuse":     {`{"message":"refused"}`, fails, ""},
 }
 
 // TestStrangerIsRefusedByEveryActionAndChangesNothing is issue 13's bypass

@@ -16,7 +16,15 @@ var (
 	ActionList = action.NewRef[ListArgs, ListResult]("clients.list")
 	// ActionDisconnect is the clients.disconnect action. Mark an agent client's session disconnected.
 	ActionDisconnect = action.NewRef[DisconnectArgs, Client]("clients.disconnect")
+	// ActionRefuse is the clients.refuse action. Fail with the ValidationError given: a client call refused before it ran any action, counted and traced.
+	ActionRefuse = action.NewRef[RefuseArgs, action.None]("clients.refuse")
 )
+
+// RefuseArgs is clients.refuse's arguments.
+type RefuseArgs struct {
+	Field   string `json:"field,omitempty" help:"the argument that was refused, when one was"`
+	Message string `json:"message" arg:"required" help:"why the call was refused"`
+}
 
 // ListArgs is clients.list's arguments.
 type ListArgs struct {
@@ -55,6 +63,17 @@ func Register(env *kit.Env, r *Registry, owner string) {
 				list = []Client{}
 			}
 			return ListResult{Clients: list}, nil
+		})
+	// An MCP client's call whose arguments did not fit the tool's schema
+	// is refused by the MCP library before any action runs. The face then
+	// sends this, naming the client, so that the call is counted and
+	// traced as failed like any other (Note does it: this fails).
+	ActionRefuse.Register(env.Actions, action.Spec{Summary: "Fail with the ValidationError given: a client call refused before it ran any action, counted and traced", ReadOnly: true},
+		func(ctx context.Context, call action.Call, args RefuseArgs) (action.None, error) {
+			if args.Field != "" {
+				return action.None{}, kit.Validation(args.Field, "%s", args.Message)
+			}
+			return action.None{}, errs.New(errs.Validation, "%s", args.Message)
 		})
 	ActionDisconnect.Register(env.Actions, action.Spec{Summary: "Mark an agent client's session disconnected"},
 		func(ctx context.Context, call action.Call, args DisconnectArgs) (Client, error) {

@@ -6,8 +6,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/trace"
 )
 
 func TestMemoryStatsListsTheAgentsStores(t *testing.T) {
@@ -55,5 +57,32 @@ func TestAFailedCallIsAToolErrorWithEngramsKind(t *testing.T) {
 	text, ok := res.Content[0].(*mcp.TextContent)
 	if !ok || !strings.HasPrefix(text.Text, "ValidationError: as: ") {
 		t.Errorf("content = %#v; want the text \"ValidationError: as: …\"", res.Content)
+	}
+}
+
+// A call whose arguments the go-sdk refuses before any handler runs (a
+// required field missing) is still counted as a failed call of its client
+// and traced: the person watching sees what the agent got wrong.
+func TestACallWithRefusedArgumentsIsCountedAndTraced(t *testing.T) {
+	e := newEngine(t)
+	cs := connect(t, New(e, Options{}))
+	res := callTool(t, cs, "create_goal", map[string]any{"priority": "high"}, nil)
+	if te := toolErr(t, res); te.Kind != "ValidationError" || !strings.Contains(te.Message, "title") {
+		t.Fatalf("tool error = %+v; want a ValidationError naming title", te)
+	}
+	list, err := conn.Call(t.Context(), e, clients.ActionList, clients.ListArgs{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Clients) != 1 || list.Clients[0].Calls != 1 || list.Clients[0].Errors != 1 ||
+		list.Clients[0].LastCall != "create_goal" || !strings.Contains(list.Clients[0].LastError, "title") {
+		t.Fatalf("clients = %+v; want one client with 1 call, 1 error, the last create_goal naming title", list.Clients)
+	}
+	tr, err := conn.Call(t.Context(), e, core.ActionTraceList, trace.ListArgs{Kind: "mcp.call"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Entries) != 1 || !strings.Contains(tr.Entries[0].Message, "create_goal via mcp") || !strings.Contains(tr.Entries[0].Message, "ValidationError") {
+		t.Fatalf("trace = %+v; want one mcp.call entry for the refused create_goal", tr.Entries)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
@@ -96,7 +97,7 @@ func New(c conn.Conn, opts Options) *Server {
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
-	s.MCP.AddReceivingMiddleware(argumentErrors)
+	s.MCP.AddReceivingMiddleware(s.argumentErrors)
 	s.addTools()
 	s.addResources()
 	s.addPrompts()
@@ -301,8 +302,9 @@ func toolError(err error) *mcp.CallToolResult {
 // tool's input schema (a missing required field, a wrong type), which the
 // go-sdk reports before any handler runs, the structured content of every
 // other tool error (toolError's): a ValidationError whose message names
-// the field.
-func argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
+// the field. The refusal is sent to the engine too (clients.refuse), so
+// that the call is counted and traced as failed like any other.
+func (s *Server) argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		tr, ok := res.(*mcp.CallToolResult)
@@ -320,6 +322,10 @@ func argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		te := ToolError{Kind: errs.Validation, Message: msg}
 		tr.Content = []mcp.Content{&mcp.TextContent{Text: string(te.Kind) + ": " + te.Message}}
 		tr.StructuredContent = te
+		if ctr, ok := req.(*mcp.CallToolRequest); ok && ctr.Params != nil {
+			// Its error is the refusal itself: nothing to do with it.
+			_, _ = call(ctx, s.newCaller(ctr.Session, ctr.Params.Name), clients.ActionRefuse, clients.RefuseArgs{Message: msg})
+		}
 		return tr, nil
 	}
 }
