@@ -32,13 +32,20 @@ func newEngine(t testing.TB) *core.Engine {
 // client session named "test-agent" 1.0.
 func connect(t testing.TB, s *Server) *mcp.ClientSession {
 	t.Helper()
+	return connectWith(t, s, nil)
+}
+
+// connectWith is connect with client options and receiving middleware.
+func connectWith(t testing.TB, s *Server, opts *mcp.ClientOptions, mw ...mcp.Middleware) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.MCP.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, opts)
+	client.AddReceivingMiddleware(mw...)
 	cs, err := client.Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -57,25 +57,6 @@ func (h *hold) letGo() {
 	}
 }
 
-// connectWith is connect with client options and receiving middleware.
-func connectWith(t *testing.T, s *Server, opts *mcp.ClientOptions, mw ...mcp.Middleware) *mcp.ClientSession {
-	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.MCP.Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, opts)
-	client.AddReceivingMiddleware(mw...)
-	cs, err := client.Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
-
 // createPlan creates a plan through create_plan.
 func createPlan(t *testing.T, cs *mcp.ClientSession, args map[string]any) PlanStatusOutput {
 	t.Helper()
