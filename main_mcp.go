@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-console/engram/core"
@@ -43,6 +44,13 @@ client sends "Authorization: Bearer TOKEN" (engram token create --agent NAME).
 Flags:
 `
 
+// mcpTerminalHint is what engram mcp says when its input is a terminal.
+const mcpTerminalHint = `engram mcp speaks MCP (JSON-RPC, one message a line) on standard input and
+output: an MCP client starts it (see README, "Use engram as an agent's memory").
+To watch an agent at work, run engram mcp demo beside a console. Waiting for MCP
+messages; Ctrl+D ends.
+`
+
 // runMCP serves MCP on standard input and output until the client closes
 // its end (or SIGINT, SIGTERM), then marks the client disconnected in the
 // owner's registry.
@@ -52,6 +60,11 @@ func runMCP(ctx context.Context, cfg config, c dataConn, stdout, stderr io.Write
 		// The owner is another process: it checks that this one still
 		// runs, and lists the client as gone when it does not.
 		pid = os.Getpid()
+	}
+	if term.IsTerminal(os.Stdin.Fd()) {
+		// A person started it by hand, not an MCP client: say what it
+		// waits for, on stderr (stdout is the protocol's).
+		complain(stderr, "%s", mcpTerminalHint)
 	}
 	srv := mcpserver.New(c, mcpserver.Options{Agent: cfg.agent, ReadOnly: cfg.readOnly, Transport: "stdio", PID: pid, Version: core.Version})
 	watch, stopWatch := context.WithCancel(ctx)
