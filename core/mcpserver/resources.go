@@ -1,5 +1,34 @@
 package mcpserver
 
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// checkSubscription lets a client subscribe only to a resource its agent
+// may read, refusing the others with the error a read would give: else
+// the updates would tell it when another agent's conversation or thread
+// changes, although it may not see how.
+func (s *Server) checkSubscription(ctx context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	var err error
+	switch {
+	case uri == ActiveGoalsURI:
+		return nil // the agent's own list
+	case idOf(uri, summaryPrefix, summarySuffix) != "":
+		_, err = conversationSummary(ctx, s.newCaller(req.Session, uri), ConversationSummaryInput{Conversation: idOf(uri, summaryPrefix, summarySuffix)})
+	case idOf(uri, contextPrefix, contextSuffix) != "":
+		_, err = threadContextFor(ctx, s.newCaller(req.Session, uri), ThreadContextInput{ThreadID: idOf(uri, contextPrefix, contextSuffix)})
+	default:
+		return mcp.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return protocolError(err)
+	}
+	return nil
+}
+
 // addResources registers the resources (the active goals list, a
 // conversation's summary, a thread's context) and the watches that announce
 // their changes. Each subsystem's file adds its own.

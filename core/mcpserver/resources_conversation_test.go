@@ -59,8 +59,14 @@ func (c watchedClient) subscribe(t *testing.T, uri string) {
 // and a client session that hears the announcements.
 func watchedServer(t *testing.T, c conn.Conn) watchedClient {
 	t.Helper()
+	return watchedServerWith(t, c, Options{})
+}
+
+// watchedServerWith is watchedServer with the server's options.
+func watchedServerWith(t *testing.T, c conn.Conn, opts Options) watchedClient {
+	t.Helper()
 	w := &watched{Conn: c, ready: make(chan struct{})}
-	s := New(w, Options{})
+	s := New(w, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

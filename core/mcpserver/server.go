@@ -94,7 +94,7 @@ func New(c conn.Conn, opts Options) *Server {
 		// Setting these tells clients the server supports
 		// resources/subscribe; the go-sdk keeps the subscriptions, and
 		// Watch tells the subscribers when a resource changes.
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		SubscribeHandler:   s.checkSubscription,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	s.MCP.AddReceivingMiddleware(s.argumentErrors)
