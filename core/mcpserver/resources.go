@@ -15,6 +15,7 @@ func (s *Server) checkSubscription(ctx context.Context, req *mcp.SubscribeReques
 	var err error
 	switch {
 	case uri == ActiveGoalsURI:
+		s.goals.subscribed(ctx, s)
 		return nil // the agent's own list
 	case idOf(uri, summaryPrefix, summarySuffix) != "":
 		_, err = conversationSummary(ctx, s.newCaller(req.Session, uri), ConversationSummaryInput{Conversation: idOf(uri, summaryPrefix, summarySuffix)})
@@ -25,6 +26,14 @@ func (s *Server) checkSubscription(ctx context.Context, req *mcp.SubscribeReques
 	}
 	if err != nil {
 		return protocolError(err)
+	}
+	return nil
+}
+
+// endSubscription notes that a client no longer subscribes to a resource.
+func (s *Server) endSubscription(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	if req.Params.URI == ActiveGoalsURI {
+		s.goals.unsubscribed()
 	}
 	return nil
 }

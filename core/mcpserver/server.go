@@ -73,7 +73,10 @@ type Server struct {
 	// that had the same id (PID) and so made the same session names.
 	nonce    string
 	ownStore atomic.Bool
-	watches  []watch
+	// goals is what the agent's active goals resource last held, and how
+	// many subscribe to it: see goalsChanged.
+	goals   goalsState
+	watches []watch
 	// watching, when set (by tests), is called once Watch has subscribed.
 	watching func()
 }
@@ -95,7 +98,7 @@ func New(c conn.Conn, opts Options) *Server {
 		// resources/subscribe; the go-sdk keeps the subscriptions, and
 		// Watch tells the subscribers when a resource changes.
 		SubscribeHandler:   s.checkSubscription,
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		UnsubscribeHandler: s.endSubscription,
 	})
 	s.MCP.AddReceivingMiddleware(s.argumentErrors)
 	s.addTools()
@@ -228,8 +231,18 @@ func clientText(v string) string {
 // call runs the action ref names with args for the caller and decodes its
 // result.
 func call[A, R any](ctx context.Context, cl *caller, ref action.Ref[A, R], args A) (R, error) {
-	client := cl.client
-	return conn.CallAs(ctx, cl.c, conn.Request{Principal: cl.agent, Client: &client}, ref, args)
+	req := conn.Request{Principal: cl.agent}
+	if cl.client.Session != "" {
+		client := cl.client
+		req.Client = &client
+	}
+	return conn.CallAs(ctx, cl.c, req, ref, args)
+}
+
+// ownCaller runs the server's own reads, which are no client's call: as
+// its agent, neither counted nor traced.
+func (s *Server) ownCaller() *caller {
+	return &caller{c: s.c, agent: s.opts.Agent, ownStore: &s.ownStore}
 }
 
 // toolSpec describes one tool: its name, what it is for, and whether it
@@ -346,6 +359,9 @@ type watch struct {
 	kinds []string
 	// uris returns the URIs of the resources ev changed (none: nil).
 	uris func(ev events.Event) []string
+	// changed, when set, says whether a URI uris named changed for this
+	// server's agent: it is announced only then.
+	changed func(ctx context.Context) bool
 }
 
 // addWatch registers w for Watch.
@@ -376,7 +392,7 @@ func (s *Server) Watch(ctx context.Context) {
 				continue
 			}
 			for _, uri := range w.uris(ev) {
-				if sent[uri] {
+				if sent[uri] || (w.changed != nil && !w.changed(ctx)) {
 					continue
 				}
 				sent[uri] = true

@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -328,5 +330,63 @@ func (s *Server) addGoalResources() {
 				return nil
 			}
 			return []string{ActiveGoalsURI}
-		}})
+		},
+		changed: s.goalsChanged})
+}
+
+// goalsState is what the active goals resource last held for the agent,
+// and how many subscriptions to it there are.
+type goalsState struct {
+	mu   sync.Mutex
+	subs int
+	last [sha256.Size]byte
+}
+
+// subscribed counts a subscription and, for the first, notes what the
+// resource holds now: what a change is measured against.
+func (g *goalsState) subscribed(ctx context.Context, s *Server) {
+	g.mu.Lock()
+	g.subs++
+	first := g.subs == 1
+	g.mu.Unlock()
+	if first {
+		s.goalsChanged(ctx)
+	}
+}
+
+// unsubscribed counts a subscription ended.
+func (g *goalsState) unsubscribed() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.subs = max(g.subs-1, 0)
+}
+
+// goalsChanged says whether the agent's active goals differ from when it
+// last looked (and notes them): a goal event of any agent triggers the
+// watch, but only a change the agent can see is announced to it, so that
+// it does not learn when others' goals change. Without subscribers it
+// reads nothing.
+func (s *Server) goalsChanged(ctx context.Context) bool {
+	s.goals.mu.Lock()
+	subs := s.goals.subs
+	s.goals.mu.Unlock()
+	if subs == 0 {
+		return false
+	}
+	out, err := activeGoals(ctx, s.ownCaller(), ActiveGoalsInput{})
+	if err != nil {
+		return true // cannot tell: a reader will see the error
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return true
+	}
+	sum := sha256.Sum256(raw)
+	s.goals.mu.Lock()
+	defer s.goals.mu.Unlock()
+	if sum == s.goals.last {
+		return false
+	}
+	s.goals.last = sum
+	return true
 }
