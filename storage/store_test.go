@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/engram-console/engram/core/enginetest"
 )
 
 // probeEnv, when set to a directory, turns the test binary into a probe that
@@ -977,26 +979,8 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for Badger's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestBadgerLogsGoToTheLogger(t *testing.T) {
-	var buf lockedBuffer
+	var buf enginetest.LockedBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s, err := Open(Options{Dir: t.TempDir(), Logger: logger})
 	if err != nil {

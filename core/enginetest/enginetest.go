@@ -146,3 +146,24 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Proc {
 	}
 	return p
 }
+
+// LockedBuffer is a bytes.Buffer safe to write from many goroutines: a log
+// that a server's or Badger's goroutines write while a test reads it.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +12,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/server"
 	"github.com/engram-console/engram/core/wire"
 )
@@ -41,7 +40,7 @@ var testTokens = tokens{
 // read-only token only reads; every refusal changes nothing.
 func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	e, _ := openEngine(t)
-	var log lockedBuffer
+	var log enginetest.LockedBuffer
 	_, ts := newServer(t, e, true, server.Options{Tokens: testTokens, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	c := ts.Client()
 	before := cortexCounts(t, e)
@@ -113,24 +112,6 @@ func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	if a := send(t, c, http.MethodGet, ts.URL+wire.PathInfo, "", "Authorization: Bearer bob-ro"); a.Status != http.StatusOK {
 		t.Errorf("info with a read-only token: %d %s", a.Status, a.Body)
 	}
-}
-
-// lockedBuffer is a log safe to write from the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Without an Authenticator every TCP request is refused.
