@@ -148,10 +148,10 @@ type answer struct {
 	Close bool
 }
 
-// send makes one request; header is "Name: value" lines.
-func send(t *testing.T, c *http.Client, method, url, body string, header ...string) answer {
+// request is a request with header lines "Name: value".
+func request(t *testing.T, ctx context.Context, method, url, body string, header ...string) *http.Request {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,13 @@ func send(t *testing.T, c *http.Client, method, url, body string, header ...stri
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)
 	}
-	resp, err := c.Do(req)
+	return req
+}
+
+// send makes one request; header is "Name: value" lines.
+func send(t *testing.T, c *http.Client, method, url, body string, header ...string) answer {
+	t.Helper()
+	resp, err := c.Do(request(t, context.Background(), method, url, body, header...))
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -258,15 +264,7 @@ type stream struct {
 func openStream(t *testing.T, c *http.Client, base, query string, header ...string) *stream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+wire.PathEvents+query, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range header {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	resp, err := c.Do(req)
+	resp, err := c.Do(request(t, ctx, http.MethodGet, base+wire.PathEvents+query, "", header...))
 	if err != nil {
 		t.Fatal(err)
 	}
