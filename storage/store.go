@@ -497,7 +497,16 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	backoff := 200 * time.Microsecond
 	for attempt := 1; ; attempt++ {
-		err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, writable: true}) })
+		var tx *Tx
+		err := s.db.Update(func(txn *badger.Txn) error {
+			tx = &Tx{txn: txn, writable: true}
+			if err := fn(tx); err != nil {
+				return err
+			}
+			tx.beforeCommit()
+			return nil
+		})
+		tx.afterCommit(err == nil)
 		if !errors.Is(err, badger.ErrConflict) {
 			return s.mapErr(err)
 		}
@@ -522,7 +531,12 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // writes nothing (one that creates what is missing, and finds it there)
 // succeeds, so that reading goes on.
 func (s *Store) updateWhenFull(fn func(tx *Tx) error) error {
-	err := s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, store: s, refuse: s.fullAtOpen}) })
+	var tx *Tx
+	err := s.db.View(func(txn *badger.Txn) error {
+		tx = &Tx{txn: txn, store: s, refuse: s.fullAtOpen}
+		return fn(tx)
+	})
+	tx.afterCommit(false) // nothing was written
 	if errors.Is(err, ErrFull) {
 		s.space.mu.Lock()
 		s.space.refusals++

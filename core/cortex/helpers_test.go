@@ -75,6 +75,7 @@ func newEnvOn(t testing.TB, store *storage.Store) *testEnv {
 		Log:     slog.New(slog.DiscardHandler),
 	}
 	c := Register(env)
+	<-c.Indexed() // the index path, not the scan path, answers queries
 	return &testEnv{Rig: enginetest.ForRegistry(t, env.Actions, clk), env: env, c: c, clock: clk}
 }
 
@@ -382,7 +383,7 @@ func (e *testEnv) bulkCreate(specs []spec, perTx int) {
 					return err
 				}
 				e.clock.Set(p.at)
-				if err := writeMutation(tx, nil, p.it, p.entry, p.sealed, p.state); err != nil {
+				if err := e.c.writeMutation(tx, nil, p.it, p.entry, p.sealed, p.state); err != nil {
 					return err
 				}
 				if err := traceCreated(tx, p.call, p.it); err != nil {
