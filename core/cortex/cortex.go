@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/access"
-	"github.com/engram-console/engram/core/cortex/memindex"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/cortex/memindex"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"

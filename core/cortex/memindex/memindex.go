@@ -58,16 +58,16 @@ func (s stamp) compare(o stamp) int {
 
 // row is a Row as stored: values as dictionary codes.
 type row struct {
-	id                     string
-	version                int
-	due, created           stamp
-	hasDue, blocking       bool
-	rank                   uint8
-	typ, status            uint32
-	owner, org, parent     uint32 // codes; org and parent only if set
-	hasOrg, hasParent      bool
-	readers, tags, words   []uint32
-	present                bool // false once removed
+	id                   string
+	version              int
+	due, created         stamp
+	hasDue, blocking     bool
+	rank                 uint8
+	typ, status          uint32
+	owner, org, parent   uint32 // codes; org and parent only if set
+	hasOrg, hasParent    bool
+	readers, tags, words []uint32
+	present              bool // false once removed
 }
 
 // Index is the in-memory query index. The zero value is not usable; use New.
@@ -76,8 +76,8 @@ type Index struct {
 	rows    []row             // by ordinal
 	// live and deleted split the items; rank holds one bitmap per priority
 	// rank (0 critical … 4 an unknown priority).
-	live, deleted *roaring.Bitmap
-	rank          [5]*roaring.Bitmap
+	live, deleted                                                *roaring.Bitmap
+	rank                                                         [5]*roaring.Bitmap
 	types, statuses, readers, tags, owners, orgs, parents, words *dictionary
 	// misfit holds the ordinals whose id sorts before an earlier
 	// ordinal's: every other ordinal's id sorts after all lower ones, so a
