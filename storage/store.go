@@ -316,6 +316,10 @@ func (s *Store) RefuseWrite() error {
 	return s.fullAtOpen
 }
 
+// Writable reports whether the store takes writes: opened neither
+// read-only nor read-only for want of space.
+func (s *Store) Writable() bool { return !s.readOnly && s.fullAtOpen == nil }
+
 // FullAtOpen is why the store was opened read-only (Options.ReadOnlyWhenFull):
 // its file system was too full to write. Nil when it writes.
 func (s *Store) FullAtOpen() *FullError { return s.fullAtOpen }

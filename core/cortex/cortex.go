@@ -141,6 +141,9 @@ func (c *Cortex) writeMutation(tx *kit.Txn, before, after *Item, entry *Mutation
 	if err := writeIndexDiff(tx.Tx, before, after); err != nil {
 		return err
 	}
+	if err := c.journal(tx.Tx, after); err != nil {
+		return err
+	}
 	c.index.stage(tx.Tx, after)
 	EventItemMutated.Publish(tx, ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: entry.MutationType, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
 	return nil

@@ -3,6 +3,7 @@ package cortex
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 
 	"github.com/engram-console/engram/core/cortex/memindex"
@@ -32,25 +33,73 @@ type liveIndex struct {
 	backlog  []memindex.Row
 	// built is closed once the index is in use (or its build failed).
 	built chan struct{}
+	// From the snapshot loaded at open (source "snapshot", with replayed
+	// items read again), or built from every item ("items").
+	source   string
+	replayed int
+	// changed counts items changed since the last save; saving is true
+	// while one runs; closed once the engine closes.
+	changed        int
+	saving, closed bool
+	store          *storage.Store
+	log            *slog.Logger
+	wg             sync.WaitGroup
 }
 
-// startIndexing builds the query index in the background: queries read
-// the store's index keys until it is ready. Closing the engine stops it.
+// startIndexing loads (or builds) the query index in the background:
+// queries read the store's index keys until it is ready. Closing the
+// engine stops it and saves a snapshot for the next open.
 func (c *Cortex) startIndexing() {
-	c.index.built = make(chan struct{})
+	li := &c.index
+	li.store, li.log = c.env.Store, c.env.Log
+	li.built = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(c.index.built)
-		if err := c.index.build(ctx, c.env.Store); err != nil && ctx.Err() == nil {
-			c.env.Log.Warn("building the cortex query index failed; queries read the store's index keys", "err", err)
+	li.wg.Go(func() {
+		defer close(li.built)
+		if err := li.build(ctx); err != nil && ctx.Err() == nil {
+			li.log.Warn("building the cortex query index failed; queries read the store's index keys", "err", err)
 		}
-	}()
+	})
 	c.env.OnClose(func() error {
 		cancel()
-		<-done
+		li.mu.Lock()
+		li.closed = true // no more background saves
+		li.mu.Unlock()
+		li.wg.Wait()
+		li.mu.Lock()
+		worth := li.worthSaving()
+		li.mu.Unlock()
+		if worth {
+			if err := li.save(li.store); err != nil {
+				// Only the next open is slower: it builds from the items.
+				li.log.Warn("saving the cortex query index failed", "err", err)
+			}
+		}
 		return nil
+	})
+}
+
+// worthSaving: a snapshot would spare the next open reading items (mu
+// held). Small stores build fast from their items and are not saved.
+func (li *liveIndex) worthSaving() bool {
+	return li.idx != nil && li.store != nil && li.store.Dir() != "" && li.store.Writable() &&
+		li.idx.Len() >= snapshotMinItems && li.changed > 0
+}
+
+// saveInBackground saves a snapshot once enough items changed since the
+// last one (mu held).
+func (li *liveIndex) saveInBackground() {
+	if li.changed < saveAfterChanges || li.saving || li.closed || !li.worthSaving() {
+		return
+	}
+	li.saving = true
+	li.wg.Go(func() {
+		if err := li.save(li.store); err != nil {
+			li.log.Warn("saving the cortex query index failed", "err", err)
+		}
+		li.mu.Lock()
+		li.saving = false
+		li.mu.Unlock()
 	})
 }
 
@@ -94,6 +143,8 @@ func (p *pendingRows) AfterCommit(committed bool) {
 		for _, r := range p.rows {
 			p.li.put(r)
 		}
+		p.li.changed += len(p.rows)
+		p.li.saveInBackground()
 	}
 	if p.counted {
 		p.li.inflight--
@@ -122,15 +173,21 @@ func (li *liveIndex) read(fn func(idx *memindex.Index) error, fallback func() er
 	return fn(li.idx)
 }
 
-// build reads every item of the store into a new index. Rows committed
-// while it reads are kept aside and applied after (Put keeps the later
-// version of an item), so nothing committed is missed.
-func (li *liveIndex) build(ctx context.Context, store *storage.Store) error {
+// build loads the store's snapshot, or reads every item into a new
+// index. Rows committed meanwhile are kept aside and applied after (Put
+// keeps the later version of an item), so nothing committed is missed.
+func (li *liveIndex) build(ctx context.Context) error {
 	li.mu.Lock()
 	li.building, li.backlog = true, nil
 	li.mu.Unlock()
-	idx := memindex.New()
-	err := store.View(func(tx *storage.Tx) error {
+	var idx *memindex.Index
+	source, replayed := "snapshot", 0
+	err := li.store.View(func(tx *storage.Tx) error {
+		var err error
+		if idx, replayed, err = loadSnapshot(tx, li.store.Dir()); err != nil || idx != nil {
+			return err
+		}
+		source, idx = "items", memindex.New()
 		return tx.Scan(storage.Prefix(itemPrefix()), func(_, value []byte) error {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -150,7 +207,13 @@ func (li *liveIndex) build(ctx context.Context, store *storage.Store) error {
 		for _, r := range li.backlog {
 			idx.Put(r)
 		}
-		li.idx = idx
+		li.idx, li.source, li.replayed = idx, source, replayed
+		li.changed = replayed
+		if source == "items" {
+			// Every item was read: a snapshot now spares the next open that.
+			li.changed = saveAfterChanges
+		}
+		li.saveInBackground()
 	}
 	li.backlog = nil
 	return err

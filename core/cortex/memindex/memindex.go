@@ -9,8 +9,6 @@
 package memindex
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -72,8 +70,8 @@ type row struct {
 
 // Index is the in-memory query index. The zero value is not usable; use New.
 type Index struct {
-	ordinal map[string]uint32 // id → ordinal
-	rows    []row             // by ordinal
+	ids  nameTable // id → ordinal
+	rows []row     // by ordinal
 	// live and deleted split the items; rank holds one bitmap per priority
 	// rank (0 critical … 4 an unknown priority).
 	live, deleted                                                *roaring.Bitmap
@@ -84,9 +82,6 @@ type Index struct {
 	// bitmap walk yields ids in order without sorting (see Checksum).
 	misfit *roaring.Bitmap
 	maxID  string
-	// wordOrder is the word codes sorted by word, for prefix matches;
-	// recentWords are codes added since, not yet merged in.
-	wordOrder, recentWords []uint32
 	// generation counts changes, so callers can cache what they derive.
 	generation uint64
 }
@@ -94,13 +89,14 @@ type Index struct {
 // New returns an empty index.
 func New() *Index {
 	x := &Index{
-		ordinal: map[string]uint32{}, live: roaring.New(), deleted: roaring.New(), misfit: roaring.New(),
+		live: roaring.New(), deleted: roaring.New(), misfit: roaring.New(),
 		types: newDictionary(), statuses: newDictionary(), readers: newDictionary(), tags: newDictionary(),
 		owners: newDictionary(), orgs: newDictionary(), parents: newDictionary(), words: newDictionary(),
 	}
 	for i := range x.rank {
 		x.rank[i] = roaring.New()
 	}
+	x.ids.name = func(o uint32) string { return x.rows[o].id }
 	return x
 }
 
@@ -112,7 +108,7 @@ func (x *Index) Generation() uint64 { return x.generation }
 
 // Version returns the version of item id the index holds (0: none).
 func (x *Index) Version(id string) int {
-	if o, ok := x.ordinal[id]; ok && x.rows[o].present {
+	if o, ok := x.ids.find(id); ok && x.rows[o].present {
 		return x.rows[o].version
 	}
 	return 0
@@ -121,7 +117,7 @@ func (x *Index) Version(id string) int {
 // Put indexes r, replacing what the index held for the same id unless
 // that was a later version (changes may arrive out of commit order).
 func (x *Index) Put(r Row) {
-	o, known := x.ordinal[r.ID]
+	o, known := x.ids.find(r.ID)
 	if known && x.rows[o].present {
 		if x.rows[o].version >= r.Version {
 			return
@@ -130,8 +126,8 @@ func (x *Index) Put(r Row) {
 	}
 	if !known {
 		o = uint32(len(x.rows))
-		x.ordinal[r.ID] = o
-		x.rows = append(x.rows, row{})
+		x.rows = append(x.rows, row{id: r.ID})
+		x.ids.add(r.ID, o)
 		if len(x.rows) > 1 && r.ID < x.maxID {
 			x.misfit.Add(o)
 		}
@@ -167,14 +163,7 @@ func (x *Index) link(o uint32, r Row) {
 	}
 	rw.readers = x.addAll(x.readers, r.Readers, o)
 	rw.tags = x.addAll(x.tags, r.Tags, o)
-	before := len(x.words.names)
 	rw.words = x.addAll(x.words, r.Words, o)
-	for c := before; c < len(x.words.names); c++ {
-		x.recentWords = append(x.recentWords, uint32(c))
-	}
-	if len(x.recentWords) > 4096 {
-		x.mergeWords()
-	}
 	x.rows[o] = rw
 }
 
@@ -225,56 +214,20 @@ func (x *Index) unlink(o uint32) {
 
 // Remove drops item id from the index.
 func (x *Index) Remove(id string) {
-	if o, ok := x.ordinal[id]; ok && x.rows[o].present {
+	if o, ok := x.ids.find(id); ok && x.rows[o].present {
 		x.unlink(o)
 		x.generation++
 	}
 }
 
-// mergeWords sorts the recent words into wordOrder.
-func (x *Index) mergeWords() {
-	if len(x.recentWords) == 0 {
-		return
-	}
-	names := x.words.names
-	byName := func(a, b uint32) int { return strings.Compare(names[a], names[b]) }
-	slices.SortFunc(x.recentWords, byName)
-	merged := make([]uint32, 0, len(x.wordOrder)+len(x.recentWords))
-	i, j := 0, 0
-	for i < len(x.wordOrder) && j < len(x.recentWords) {
-		if byName(x.wordOrder[i], x.recentWords[j]) <= 0 {
-			merged = append(merged, x.wordOrder[i])
-			i++
-		} else {
-			merged = append(merged, x.recentWords[j])
-			j++
-		}
-	}
-	merged = append(append(merged, x.wordOrder[i:]...), x.recentWords[j:]...)
-	x.wordOrder, x.recentWords = merged, x.recentWords[:0]
-}
-
 // withPrefix is the bitmap of items having a word that starts with p.
 func (x *Index) withPrefix(p string) *roaring.Bitmap {
-	names := x.words.names
 	var bms []*roaring.Bitmap
-	addCode := func(c uint32) {
+	x.words.table.withPrefix(p, func(c uint32) {
 		if s := &x.words.sets[c]; s.len() > 0 {
 			bms = append(bms, s.bitmap())
 		}
-	}
-	start, _ := slices.BinarySearchFunc(x.wordOrder, p, func(c uint32, p string) int { return strings.Compare(names[c], p) })
-	for _, c := range x.wordOrder[start:] {
-		if !strings.HasPrefix(names[c], p) {
-			break
-		}
-		addCode(c)
-	}
-	for _, c := range x.recentWords {
-		if strings.HasPrefix(names[c], p) {
-			addCode(c)
-		}
-	}
+	})
 	if len(bms) == 0 {
 		return roaring.New()
 	}

@@ -75,8 +75,8 @@ func TestWordPrefixesFindRecentAndMergedWords(t *testing.T) {
 	for i := range 5000 {
 		x.Put(goalRow(fmt.Sprintf("g%05d", i), 1, "active", fmt.Sprintf("word%05d", i)))
 	}
-	if len(x.recentWords) == 0 || len(x.wordOrder) == 0 {
-		t.Fatalf("the test needs both: %d recent, %d merged", len(x.recentWords), len(x.wordOrder))
+	if len(x.words.table.recent) == 0 || len(x.words.table.sorted) == 0 {
+		t.Fatalf("the test needs both: %d recent, %d merged", len(x.words.table.recent), len(x.words.table.sorted))
 	}
 	if got := ids(x, Filter{Reader: "a", WordPrefixes: []string{"word0000"}}); len(got) != 10 {
 		t.Errorf("word0000 matched %d items, want 10", len(got))

@@ -1,7 +1,9 @@
 package memindex
 
 import (
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -63,34 +65,108 @@ func (p *postings) bitmap() *roaring.Bitmap {
 // dictionary gives the distinct values of one field (types, tags, words…)
 // small codes, and keeps the posting list of each.
 type dictionary struct {
-	codes map[string]uint32
 	names []string
 	sets  []postings
+	table nameTable
 }
 
 func newDictionary() *dictionary {
-	return &dictionary{codes: map[string]uint32{}}
+	d := &dictionary{}
+	d.table.name = func(c uint32) string { return d.names[c] }
+	return d
 }
 
 // code returns the code of name, adding it if new.
 func (d *dictionary) code(name string) uint32 {
-	if c, ok := d.codes[name]; ok {
+	if c, ok := d.table.find(name); ok {
 		return c
 	}
 	c := uint32(len(d.names))
-	d.codes[name] = c
 	d.names = append(d.names, name)
 	d.sets = append(d.sets, postings{})
+	d.table.add(name, c)
 	return c
 }
 
 // lookup returns the posting list of name, or nil.
 func (d *dictionary) lookup(name string) *postings {
-	c, ok := d.codes[name]
+	c, ok := d.table.find(name)
 	if !ok {
 		return nil
 	}
 	return &d.sets[c]
+}
+
+// nameTable finds codes by name without a map entry per name: a list of
+// the codes sorted by name, searched by bisection, and a map of the names
+// added since it was last merged in. Loading a million words or ids into
+// a map costs more than the rest of loading an index.
+type nameTable struct {
+	name   func(code uint32) string
+	sorted []uint32
+	recent map[string]uint32
+}
+
+// mergeAfter is how many recent names a table keeps before merging them
+// into its sorted list (a merge copies the list).
+const mergeAfter = 4096
+
+func (t *nameTable) compare(c uint32, name string) int { return strings.Compare(t.name(c), name) }
+
+func (t *nameTable) find(name string) (uint32, bool) {
+	if c, ok := t.recent[name]; ok {
+		return c, true
+	}
+	if i, ok := slices.BinarySearchFunc(t.sorted, name, t.compare); ok {
+		return t.sorted[i], true
+	}
+	return 0, false
+}
+
+func (t *nameTable) add(name string, c uint32) {
+	if t.recent == nil {
+		t.recent = map[string]uint32{}
+	}
+	t.recent[name] = c
+	if len(t.recent) > mergeAfter {
+		t.sorted = t.merged()
+		clear(t.recent)
+	}
+}
+
+// merged is the sorted list with the recent names merged in; it changes
+// nothing.
+func (t *nameTable) merged() []uint32 {
+	byName := func(a, b uint32) int { return strings.Compare(t.name(a), t.name(b)) }
+	recent := slices.SortedFunc(maps.Values(t.recent), byName)
+	out := make([]uint32, 0, len(t.sorted)+len(recent))
+	i, j := 0, 0
+	for i < len(t.sorted) && j < len(recent) {
+		if byName(t.sorted[i], recent[j]) <= 0 {
+			out = append(out, t.sorted[i])
+			i++
+		} else {
+			out = append(out, recent[j])
+			j++
+		}
+	}
+	return append(append(out, t.sorted[i:]...), recent[j:]...)
+}
+
+// withPrefix calls fn with the code of every name that starts with p.
+func (t *nameTable) withPrefix(p string, fn func(c uint32)) {
+	start, _ := slices.BinarySearchFunc(t.sorted, p, t.compare)
+	for _, c := range t.sorted[start:] {
+		if !strings.HasPrefix(t.name(c), p) {
+			break
+		}
+		fn(c)
+	}
+	for name, c := range t.recent {
+		if strings.HasPrefix(name, p) {
+			fn(c)
+		}
+	}
 }
 
 // union is the bitmap of every ordinal in any of names' lists.
