@@ -160,6 +160,11 @@ type QueryResult struct {
 const (
 	defaultLimit = 50
 	maxLimit     = 1000
+	// Bounds on a query's filters, so that no query does much more work
+	// than an ordinary one: values of a list filter, bytes and words of text.
+	maxFilterValues = 100
+	maxTextFilter   = 1000
+	maxTextWords    = 16
 )
 
 func (q *Query) validate() error {
@@ -167,6 +172,20 @@ func (q *Query) validate() error {
 		if err := validateType(q.Type); err != nil {
 			return err
 		}
+	}
+	for _, list := range []struct {
+		field  string
+		values []string
+	}{{"status", q.Status}, {"priority", q.Priority}, {"tags", q.Tags}} {
+		if len(list.values) > maxFilterValues {
+			return fieldErr(list.field, "%d values; give at most %d (items match any of them)", len(list.values), maxFilterValues)
+		}
+	}
+	if len(q.Text) > maxTextFilter {
+		return fieldErr("text", "%d bytes; give at most %d: a few words that must all appear", len(q.Text), maxTextFilter)
+	}
+	if n := len(words(q.Text)); n > maxTextWords {
+		return fieldErr("text", "%d words; give at most %d (each must appear in title or description)", n, maxTextWords)
 	}
 	for _, s := range q.Status {
 		if !slices.Contains(Statuses, s) {
