@@ -386,7 +386,7 @@ func (q *Query) page(tx *storage.Tx, found map[string]string) (QueryResult, erro
 		}
 		res.Items = append(res.Items, &it)
 	}
-	if end < len(all) {
+	if end < len(all) && end > start { // (a limit of 0, as check asks: no page)
 		res.NextCursor = encodeCursor(all[end-1])
 	}
 	return res, nil

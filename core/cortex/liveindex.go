@@ -214,6 +214,8 @@ func (li *liveIndex) build(ctx context.Context) error {
 			li.changed = saveAfterChanges
 		}
 		li.saveInBackground()
+	} else {
+		li.idx = nil // queries read the store's key index instead
 	}
 	li.backlog = nil
 	return err

@@ -110,6 +110,10 @@ func TestQueryIndexAgreesWithABruteForceFilterAfterRandomChanges(t *testing.T) {
 			}
 		}
 	}
+	// Field for field, too: what check compares.
+	if problems, err := e.c.checkMemoryIndex(); err != nil || len(problems) > 0 {
+		t.Fatalf("check: %v %v", err, problems)
+	}
 }
 
 // randomQuery draws filters over the values the random changes use.

@@ -42,6 +42,8 @@ type stamp struct {
 	nsec int32
 }
 
+func (s stamp) time() time.Time { return time.Unix(s.sec, int64(s.nsec)).UTC() }
+
 func stampOf(t time.Time) stamp { return stamp{t.Unix(), int32(t.Nanosecond())} }
 
 func (s stamp) compare(o stamp) int {
@@ -105,6 +107,36 @@ func (x *Index) Len() int { return int(x.live.GetCardinality() + x.deleted.GetCa
 
 // Generation changes whenever the index does.
 func (x *Index) Generation() uint64 { return x.generation }
+
+// Row returns what the index holds of item id (times in UTC).
+func (x *Index) Row(id string) (Row, bool) {
+	o, ok := x.ids.find(id)
+	if !ok || !x.rows[o].present {
+		return Row{}, false
+	}
+	rw := &x.rows[o]
+	names := func(d *dictionary, codes []uint32) []string {
+		var out []string
+		for _, c := range codes {
+			out = append(out, d.names[c])
+		}
+		return out
+	}
+	r := Row{ID: id, Version: rw.version, Type: x.types.names[rw.typ], Status: x.statuses.names[rw.status], Rank: int(rw.rank),
+		Blocking: rw.blocking, Created: rw.created.time(), Deleted: x.deleted.Contains(o), Owner: x.owners.names[rw.owner],
+		Readers: names(x.readers, rw.readers), Tags: names(x.tags, rw.tags), Words: names(x.words, rw.words)}
+	if rw.hasDue {
+		due := rw.due.time()
+		r.Due = &due
+	}
+	if rw.hasOrg {
+		r.Org = x.orgs.names[rw.org]
+	}
+	if rw.hasParent {
+		r.Parent = x.parents.names[rw.parent]
+	}
+	return r, true
+}
 
 // Version returns the version of item id the index holds (0: none).
 func (x *Index) Version(id string) int {
