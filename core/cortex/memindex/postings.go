@@ -107,8 +107,9 @@ type nameTable struct {
 	recent map[string]uint32
 }
 
-// mergeAfter is how many recent names a table keeps before merging them
-// into its sorted list (a merge copies the list).
+// mergeAfter is the fewest recent names a table keeps before merging them
+// into its sorted list. A merge copies the list, so a large table waits
+// for more (a sixteenth of its size): adding stays cheap at a million.
 const mergeAfter = 4096
 
 func (t *nameTable) compare(c uint32, name string) int { return strings.Compare(t.name(c), name) }
@@ -128,7 +129,7 @@ func (t *nameTable) add(name string, c uint32) {
 		t.recent = map[string]uint32{}
 	}
 	t.recent[name] = c
-	if len(t.recent) > mergeAfter {
+	if len(t.recent) > max(mergeAfter, len(t.sorted)/16) {
 		t.sorted = t.merged()
 		clear(t.recent)
 	}

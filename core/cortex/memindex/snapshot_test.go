@@ -133,3 +133,19 @@ func BenchmarkReadSnapshot1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWideQuery1M: a query matching about a third of a million
+// items (an agent's open items when it owns most of them): the match, a
+// page of 50, counts by type and the checksum of every match.
+func BenchmarkWideQuery1M(b *testing.B) {
+	x := randomIndex(1_000_000, 5)
+	f := Filter{Reader: "a", Statuses: []string{"active", "blocked"}}
+	b.ResetTimer()
+	for b.Loop() {
+		set := x.Match(f)
+		x.Page(set, nil, 50)
+		x.CountsByType(set)
+		x.Checksum(set)
+	}
+	b.ReportMetric(float64(x.Match(f).GetCardinality()), "matches")
+}
