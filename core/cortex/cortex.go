@@ -832,7 +832,7 @@ func (c *Cortex) Query(ctx context.Context, call action.Call, q Query) (QueryRes
 	err := c.index.read(func(idx *memindex.Index) error {
 		return c.env.Store.View(func(tx *storage.Tx) error {
 			var err error
-			res, err = q.fromIndex(idx, tx, call.Principal)
+			res, err = q.fromIndexCached(idx, tx, call.Principal, &c.index.cache)
 			return err
 		})
 	}, func() error {

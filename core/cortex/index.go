@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -468,7 +469,20 @@ func (q *Query) filter(principal string) memindex.Filter {
 // fromIndex evaluates q for principal with the in-memory index, reading
 // the page's items from tx (a snapshot the index is exact for: liveIndex).
 func (q *Query) fromIndex(idx *memindex.Index, tx *storage.Tx, principal string) (QueryResult, error) {
-	set := idx.Match(q.filter(principal))
+	return q.fromIndexCached(idx, tx, principal, nil)
+}
+
+// fromIndexCached is fromIndex with the matches' set and summary taken
+// from cache when the same filters ran on the same index generation.
+func (q *Query) fromIndexCached(idx *memindex.Index, tx *storage.Tx, principal string, cache *matchCache) (QueryResult, error) {
+	f := q.filter(principal)
+	m := cache.get(idx, f)
+	if m == nil {
+		set := idx.Match(f)
+		m = &matched{set: set, count: int(set.GetCardinality()), checksum: idx.Checksum(set), byType: idx.CountsByType(set)}
+		cache.put(idx, f, m)
+	}
+	set := m.set
 	var after *memindex.Position
 	if q.Cursor != "" {
 		c, _ := decodeCursor(q.Cursor) // validate checked it
@@ -476,7 +490,7 @@ func (q *Query) fromIndex(idx *memindex.Index, tx *storage.Tx, principal string)
 		after = &p
 	}
 	ids, more := idx.Page(set, after, q.Limit)
-	res := QueryResult{Count: int(set.GetCardinality()), Checksum: idx.Checksum(set), Items: []*Item{}, CountsByType: idx.CountsByType(set)}
+	res := QueryResult{Count: m.count, Checksum: m.checksum, Items: []*Item{}, CountsByType: maps.Clone(m.byType)}
 	for _, id := range ids {
 		var it Item
 		if err := tx.GetJSON(itemKey(id), &it); err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/engram-console/engram/core/cortex/memindex"
 	"github.com/engram-console/engram/storage"
 )
@@ -44,6 +45,64 @@ type liveIndex struct {
 	store          *storage.Store
 	log            *slog.Logger
 	wg             sync.WaitGroup
+	// cache keeps the matches of recent queries until the index changes.
+	cache matchCache
+}
+
+// matched is what a query's filters select: the set, and its count,
+// checksum and counts by type, which cost a walk over every match.
+type matched struct {
+	set      *roaring.Bitmap
+	count    int
+	checksum string
+	byType   map[string]int
+}
+
+// matchCache keeps the matches of the last few distinct filters for one
+// index generation. The console and agents ask the same queries again
+// (every turn, every redraw, every next page) far more often than items
+// change; any change starts a new generation and empties it.
+type matchCache struct {
+	mu         sync.Mutex
+	idx        *memindex.Index // (a rebuilt index counts generations anew)
+	generation uint64
+	entries    map[string]*matched
+}
+
+// matchCacheSize bounds the cache (the matches of a wide query at a
+// million items are a bitmap of some tens of kilobytes).
+const matchCacheSize = 32
+
+func cacheKey(f memindex.Filter) string {
+	b, _ := json.Marshal(f) // a struct of strings, lists and times: never fails
+	return string(b)
+}
+
+// get returns the matches of f in idx as it stands, or nil. A nil cache
+// has none.
+func (c *matchCache) get(idx *memindex.Index, f memindex.Filter) *matched {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idx != idx || c.generation != idx.Generation() {
+		return nil
+	}
+	return c.entries[cacheKey(f)]
+}
+
+// put keeps m as the matches of f in idx as it stands.
+func (c *matchCache) put(idx *memindex.Index, f memindex.Filter, m *matched) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || c.idx != idx || c.generation != idx.Generation() || len(c.entries) >= matchCacheSize {
+		c.idx, c.generation, c.entries = idx, idx.Generation(), map[string]*matched{}
+	}
+	c.entries[cacheKey(f)] = m
 }
 
 // startIndexing loads (or builds) the query index in the background:
