@@ -322,3 +322,24 @@ func TestQueryIndexIsExactWhileWritersCommit(t *testing.T) {
 	q := Query{Status: Statuses, Limit: 1000, IncludeDeleted: true}
 	checkAgainstBruteForce(t, e, agentA, q, e.allItems())
 }
+
+// The same query asked again after a change answers for the change: its
+// reused matches (matchCache) go with the index generation they came from.
+func TestTheSameQueryAfterAChangeSeesTheChange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range 5 {
+		e.create(agentA, "goal", fmt.Sprintf("g%d", i), obj{"title": "alpha", "status": "active"})
+	}
+	q := Query{Status: []string{"active"}, Limit: 2}
+	first := e.query(agentA, "cortex.query", q)
+	if again := e.query(agentA, "cortex.query", q); again.Checksum != first.Checksum || again.Count != 5 {
+		t.Fatalf("asked twice: %d %s, then %d %s", first.Count, first.Checksum, again.Count, again.Checksum)
+	}
+	e.update(agentA, "g3", obj{"status": "completed"}, -1)
+	after := e.query(agentA, "cortex.query", q)
+	if after.Count != 4 || after.Checksum != Checksum([]string{"g0", "g1", "g2", "g4"}) {
+		t.Fatalf("after g3 completed: %d items, checksum %s", after.Count, after.Checksum)
+	}
+	checkAgainstBruteForce(t, e, agentA, q, e.allItems())
+}
