@@ -3,12 +3,15 @@ package storage
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -550,5 +553,53 @@ func TestAWriteAheadLogCutInsideATransactionIsRefused(t *testing.T) {
 	}
 	if !assertNeverWrong(t, dir, f, fmt.Sprintf("%s cut after a write, before its transaction ends", filepath.Base(file))) {
 		t.Error("the store opened; want it refused with a DamagedError naming the log")
+	}
+}
+
+// entryAt, which tornTail and metaZeroed use to try every offset of a
+// tail in place, answers what readLogEntry answers for a reader over the
+// same bytes: on whole entries, on entries cut short, with a bit flipped,
+// and on bytes that are no entry at all.
+func TestEntryAtAgreesWithReadLogEntry(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 4))
+	entry := func(meta byte, key, value []byte, expires uint64) []byte {
+		b := []byte{meta, 0}
+		b = binary.AppendUvarint(b, uint64(len(key)))
+		b = binary.AppendUvarint(b, uint64(len(value)))
+		b = binary.AppendUvarint(b, expires)
+		b = append(append(b, key...), value...)
+		return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	}
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.UintN(256))
+		}
+		return b
+	}
+	var inputs [][]byte
+	for range 300 {
+		e := entry(byte(1+rng.UintN(255)), random(rng.IntN(40)), random(rng.IntN(300)), rng.Uint64N(1<<40))
+		inputs = append(inputs, e, append(slices.Clone(e), random(rng.IntN(20))...), e[:rng.IntN(len(e))])
+		flipped := slices.Clone(e)
+		flipped[rng.IntN(len(flipped))] ^= 1 << rng.UintN(8)
+		inputs = append(inputs, flipped, random(rng.IntN(64)))
+	}
+	zero := entry(0, nil, nil, 0)
+	inputs = append(inputs, zero, make([]byte, 16), nil, []byte{1},
+		[]byte{1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0},       // a key length over 2^64
+		[]byte{1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0, 0}) // a value length over the room
+	whole := 0
+	for _, b := range inputs {
+		_, want := readLogEntry(bufio.NewReader(bytes.NewReader(b)), int64(len(b)))
+		if got := entryAt(b); got != want {
+			t.Errorf("entryAt(%x) = %v, readLogEntry says %v", b, got, want)
+		}
+		if want {
+			whole++
+		}
+	}
+	if whole < 300 {
+		t.Errorf("only %d of %d inputs were whole entries: the comparison tells little", whole, len(inputs))
 	}
 }
