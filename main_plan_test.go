@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,9 +33,8 @@ var updatePlanCassette = flag.Bool("update-plan-cassette", false,
 // (TestMain removes that directory).
 var noplanningBin = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(filepath.Dir(engramBin), "engram-noplanning")
-	build := exec.Command("go", "build", "-tags", "noplanning", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build -tags noplanning: %v\n%s", err, out)
+	if err := enginetest.Build(bin, "noplanning"); err != nil {
+		return "", err
 	}
 	return bin, nil
 })

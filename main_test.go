@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -46,9 +47,7 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	engramBin = filepath.Join(dir, "engram")
-	build := exec.Command("go", "build", "-o", engramBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := enginetest.Build(engramBin); err != nil {
 		fmt.Fprintln(os.Stderr, "main_test: building engram:", err)
 		return 1
 	}
