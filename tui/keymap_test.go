@@ -301,8 +301,12 @@ func matchesAny(msg tea.KeyMsg, bs []key.Binding) bool {
 // offer there. (Typed letters in a text input are not keys: a capturing
 // state checks only the keys that are not text.)
 func TestEveryKeyAPaneReactsToIsShown(t *testing.T) {
+	// Each state has its own engine and models; most of the time goes in
+	// waiting for frames, so the states walk side by side.
+	t.Parallel()
 	for _, s := range keyStates {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			engine := s.seed(t)
 			m := s.build(t, engine)
 			for _, msg := range walkKeys() {
@@ -332,6 +336,7 @@ func TestEveryKeyAPaneReactsToIsShown(t *testing.T) {
 // by ? in at least one state of keyStates (so a state that shows a new key
 // belongs there), and ? draws every key it shows at 120 columns.
 func TestEveryKeyMapKeyShowsInHelp(t *testing.T) {
+	t.Parallel() // its own engines and models
 	shown := map[tab][]key.Binding{}
 	for _, s := range keyStates {
 		m := s.build(t, s.seed(t))
@@ -445,6 +450,7 @@ func TestEveryKeyIsInTheReadme(t *testing.T) {
 // footer keeps "1-7 tabs" while the tab keys work, and no key label reads
 // as Bubble Tea names keys ("ctrl+c", "esc", "enter").
 func TestFootersFit(t *testing.T) {
+	t.Parallel() // its own engines and models
 	lower := regexp.MustCompile(`\b(ctrl\+|shift\+|alt\+|esc\b|enter\b|pgup\b|pgdn\b|tab\b|backspace\b)`)
 	for _, s := range keyStates {
 		m := s.build(t, s.seed(t))
