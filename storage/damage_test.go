@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -46,16 +47,60 @@ func writeFixture(t *testing.T, s *Store) damageFixture {
 
 // snapshots returns two copies of one store's directory: "closed" (closed
 // cleanly: items in tables) and "crashed" (copied while open, as kill -9
-// leaves it: items in the write-ahead log).
+// leaves it: items in the write-ahead log). They are made once for the
+// package's tests (TestMain removes them), which copy them before they
+// change anything: writing the 6 MB fixture took a second per test.
 func snapshots(t *testing.T) (closed, crashed string, f damageFixture) {
 	t.Helper()
-	live := t.TempDir()
+	shared.once.Do(func() {
+		root, err := os.MkdirTemp("", "engram-storage-snapshots-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.root = root
+		shared.closed, shared.crashed, shared.f = makeSnapshots(t, root)
+		shared.made = true
+	})
+	if !shared.made {
+		t.Fatal("the store snapshots could not be made: see the first test that asked for them")
+	}
+	return shared.closed, shared.crashed, shared.f
+}
+
+// shared is what snapshots made.
+var shared struct {
+	once            sync.Once
+	made            bool
+	root            string
+	closed, crashed string
+	f               damageFixture
+}
+
+// removeSnapshots removes what snapshots made (TestMain calls it).
+func removeSnapshots() {
+	if shared.root != "" {
+		_ = os.RemoveAll(shared.root) // best effort: a leftover temporary directory harms nothing
+	}
+}
+
+// makeSnapshots writes the fixture to a store under root and makes the
+// two copies of its directory that snapshots returns.
+func makeSnapshots(t *testing.T, root string) (closed, crashed string, f damageFixture) {
+	t.Helper()
+	mkdir := func(name string) string {
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	live := mkdir("live")
 	s, err := Open(Options{Dir: live})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f = writeFixture(t, s)
-	crashed = t.TempDir()
+	crashed = mkdir("crashed")
 	copyDir(t, live, crashed)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -70,7 +115,7 @@ func snapshots(t *testing.T) (closed, crashed string, f damageFixture) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	closed = t.TempDir()
+	closed = mkdir("closed")
 	copyDir(t, live, closed)
 	return closed, crashed, f
 }
