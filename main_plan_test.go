@@ -305,6 +305,7 @@ type runResult struct {
 
 // Seed scenario 001-3R-E2E-002.
 func TestPlanKilledMidRunResumesToTheSameResult(t *testing.T) {
+	t.Parallel() // its own homes, data directories and processes
 	// The uninterrupted run, for comparison, meanwhile.
 	straightEnv, straightHome := hermeticEnv(t)
 	straightCmd := engramCmd(t, straightEnv, "--batch", "-", "--data", filepath.Join(straightHome, "data"), "--log", filepath.Join(straightHome, "test.log"))
