@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,9 +33,8 @@ var updatePlanCassette = flag.Bool("update-plan-cassette", false,
 // (TestMain removes that directory).
 var noplanningBin = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(filepath.Dir(engramBin), "engram-noplanning")
-	build := exec.Command("go", "build", "-tags", "noplanning", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build -tags noplanning: %v\n%s", err, out)
+	if err := enginetest.Build(bin, "noplanning"); err != nil {
+		return "", err
 	}
 	return bin, nil
 })
@@ -307,6 +305,7 @@ type runResult struct {
 
 // Seed scenario 001-3R-E2E-002.
 func TestPlanKilledMidRunResumesToTheSameResult(t *testing.T) {
+	t.Parallel() // its own homes, data directories and processes
 	// The uninterrupted run, for comparison, meanwhile.
 	straightEnv, straightHome := hermeticEnv(t)
 	straightCmd := engramCmd(t, straightEnv, "--batch", "-", "--data", filepath.Join(straightHome, "data"), "--log", filepath.Join(straightHome, "test.log"))

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -46,9 +47,7 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	engramBin = filepath.Join(dir, "engram")
-	build := exec.Command("go", "build", "-o", engramBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := enginetest.Build(engramBin); err != nil {
 		fmt.Fprintln(os.Stderr, "main_test: building engram:", err)
 		return 1
 	}
@@ -215,6 +214,7 @@ func TestSmokeScript(t *testing.T) {
 // (--events), though episode compaction and summary folds run in the
 // background (testdata/batch/episodic.jsonl, testdata/batch/history.jsonl).
 func TestScriptsWithBackgroundWorkAreReproducible(t *testing.T) {
+	t.Parallel() // thirty engram runs, each on its own temporary directories
 	for _, script := range []string{"testdata/batch/episodic.jsonl", "testdata/batch/history.jsonl", "testdata/batch/tour.jsonl"} {
 		abs, err := filepath.Abs(script)
 		if err != nil {
@@ -427,6 +427,9 @@ func TestDataDirIsARegularFile(t *testing.T) {
 }
 
 func TestLockedDataDir(t *testing.T) {
+	// Engram waits 5 s for the holder to answer before it gives up: other
+	// tests run meanwhile (a temporary directory and engram of its own).
+	t.Parallel()
 	dir := t.TempDir()
 	held, err := storage.Open(storage.Options{Dir: dir})
 	if err != nil {

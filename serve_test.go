@@ -126,6 +126,7 @@ func countGoals(t *testing.T, env []string, dir, tag string) int {
 // reads; all 4,000 are there, and every run exits 0, although whichever of
 // them owns the directory finishes first and hands it over.
 func TestTwoBatchClientsWriteAtOnceAndNothingIsLost(t *testing.T) {
+	t.Parallel() // its own home, data directory and processes
 	env, home := hermeticEnv(t)
 	dir := filepath.Join(home, "data")
 	logFile := filepath.Join(home, "test.log")
@@ -228,6 +229,7 @@ const deterministicGoals = `{"id": "g1", "action": "cortex.create", "at": "2025-
 // time a client takes over, and every write whose result was printed is
 // in the store afterwards.
 func TestKillingTheOwnerLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel() // its own home, data directory and processes
 	const rounds = 20
 	env, home := hermeticEnv(t)
 	dir := filepath.Join(home, "data")

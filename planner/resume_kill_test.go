@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/planner"
 )
 
@@ -56,10 +57,10 @@ func TestResumeAfterKillRunsEachSubtaskOnce(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "engram")
 	built := time.Now()
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/engram-console/engram").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := enginetest.Build(bin); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("go build: %s", time.Since(built))
+	t.Logf("building engram: %s", time.Since(built))
 	home := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ENGRAM_LOG=" + filepath.Join(home, "engram.log"),
 		"XDG_DATA_HOME=" + filepath.Join(home, "xdg-data"), "XDG_STATE_HOME=" + filepath.Join(home, "xdg-state")}

@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(probeEnv); dir != "" {
 		os.Exit(openProbe(dir))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeSnapshots()
+	os.Exit(code)
 }
 
 // probeResult is what openProbe reports.

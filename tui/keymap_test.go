@@ -301,19 +301,26 @@ func matchesAny(msg tea.KeyMsg, bs []key.Binding) bool {
 // offer there. (Typed letters in a text input are not keys: a capturing
 // state checks only the keys that are not text.)
 func TestEveryKeyAPaneReactsToIsShown(t *testing.T) {
+	// Each state has its own engine and models; most of the time goes in
+	// waiting for frames, so the states walk side by side.
+	t.Parallel()
 	for _, s := range keyStates {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			engine := s.seed(t)
 			m := s.build(t, engine)
+			// The view before each key: a key that did nothing left the
+			// model as it was, so the view after it is the next one's.
+			before := m.View()
 			for _, msg := range walkKeys() {
 				p := m.panes[m.active]
 				if p.Capturing() && (msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace || lineEditing[msg.String()]) {
 					continue // typed into the input, or editing it
 				}
 				shown := shownKeys(m)
-				before := m.View()
 				_, cmd := m.Update(msg)
-				if cmd == nil && m.View() == before {
+				after := m.View()
+				if cmd == nil && after == before {
 					continue
 				}
 				if hint, ok := s.onScreen[msg.String()]; ok && strings.Contains(before, hint) {
@@ -323,6 +330,7 @@ func TestEveryKeyAPaneReactsToIsShown(t *testing.T) {
 					t.Errorf("%s: %q does something, but neither the footer nor ? offers it", s.name, msg.String())
 				}
 				m = s.build(t, engine) // the key changed the state: start again
+				before = m.View()
 			}
 		})
 	}
@@ -332,6 +340,7 @@ func TestEveryKeyAPaneReactsToIsShown(t *testing.T) {
 // by ? in at least one state of keyStates (so a state that shows a new key
 // belongs there), and ? draws every key it shows at 120 columns.
 func TestEveryKeyMapKeyShowsInHelp(t *testing.T) {
+	t.Parallel() // its own engines and models
 	shown := map[tab][]key.Binding{}
 	for _, s := range keyStates {
 		m := s.build(t, s.seed(t))
@@ -445,6 +454,7 @@ func TestEveryKeyIsInTheReadme(t *testing.T) {
 // footer keeps "1-7 tabs" while the tab keys work, and no key label reads
 // as Bubble Tea names keys ("ctrl+c", "esc", "enter").
 func TestFootersFit(t *testing.T) {
+	t.Parallel() // its own engines and models
 	lower := regexp.MustCompile(`\b(ctrl\+|shift\+|alt\+|esc\b|enter\b|pgup\b|pgdn\b|tab\b|backspace\b)`)
 	for _, s := range keyStates {
 		m := s.build(t, s.seed(t))

@@ -100,15 +100,31 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "engram")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/engram-console/engram").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = Build(binPath)
 	})
 	if buildErr != nil {
 		t.Fatalf("building engram: %v", buildErr)
 	}
 	return binPath
+}
+
+// Build puts the engram command, built with the given build tags, at
+// dest. It has go run hand the binary to cp (go run -exec cp): go run keeps
+// what it links in the build cache, so the test packages that run engram
+// (and every run after the first, until the code changes) copy one binary
+// instead of each linking its own, ~2 s apiece and more on a busy machine.
+// go run leaves out the debug information (DWARF) that go build adds; a
+// panic's stack trace names its functions all the same.
+func Build(dest string, tags ...string) error {
+	args := []string{"run"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	args = append(args, "-exec", "cp", "github.com/engram-console/engram", dest)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
 }
 
 // RemoveBinary removes what Binary built (if it built anything).
