@@ -152,13 +152,23 @@ func ReadSnapshot(data []byte) (x *Index, err error) {
 			d.names[i] = r.str()
 		}
 		d.table.sorted = r.codes(len(d.names))
+		// Lookups bisect the table: it must hold every code once, in
+		// strictly increasing name order (so no name twice either).
+		if len(d.table.sorted) != len(d.names) {
+			panic("a name table that lacks names")
+		}
+		for i := 1; i < len(d.table.sorted); i++ {
+			if d.names[d.table.sorted[i-1]] >= d.names[d.table.sorted[i]] {
+				panic("a name table out of name order")
+			}
+		}
 	}
 	x.rows = make([]row, r.count())
 	for i := range x.rows {
 		o := uint32(i)
 		rw := &x.rows[i]
 		rw.id = r.str()
-		if i > 0 && rw.id < x.maxID {
+		if i > 0 && rw.id <= x.maxID { // (an id twice is out of order too)
 			x.misfit.Add(o)
 		}
 		x.maxID = max(x.maxID, rw.id)

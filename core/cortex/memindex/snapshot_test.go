@@ -2,7 +2,9 @@ package memindex
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -148,4 +150,43 @@ func BenchmarkWideQuery1M(b *testing.B) {
 		x.Checksum(set)
 	}
 	b.ReportMetric(float64(x.Match(f).GetCardinality()), "matches")
+}
+
+// resealed is data with its checksum made to match again: what a snapshot
+// that decodes wrong yet passes the checksum looks like.
+func resealed(data []byte) []byte {
+	body := data[:len(data)-4]
+	return binary.BigEndian.AppendUint32(slices.Clone(body), crc32.Checksum(body, castagnoli))
+}
+
+// A snapshot whose checksum matches but whose ids or names break the
+// order lookups rely on (an id twice, a name table out of name order) is
+// refused: loaded, the same item would sit at two ordinals and a change
+// would update one of them only, or a name would not be found.
+func TestASnapshotThatBreaksItsOrderIsRefused(t *testing.T) {
+	x := New()
+	for _, r := range []Row{
+		{ID: "a1", Version: 1, Type: "goal", Status: "active", Readers: []string{"r"}, Owner: "o", Tags: []string{"tb"}},
+		{ID: "a2", Version: 1, Type: "goal", Status: "active", Readers: []string{"r"}, Owner: "o", Tags: []string{"tc"}},
+	} {
+		x.Put(r)
+	}
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	for name, c := range map[string]struct{ old, new string }{
+		"an id twice":                    {"\x02a2", "\x02a1"},
+		"names out of the table's order": {"\x02tb\x02tc", "\x02tc\x02tb"},
+	} {
+		bad := bytes.Replace(data, []byte(c.old), []byte(c.new), 1)
+		if bytes.Equal(bad, data) {
+			t.Fatalf("%s: the test's bytes are not in the snapshot", name)
+		}
+		if y, err := ReadSnapshot(resealed(bad)); err == nil {
+			y.Put(Row{ID: "a1", Version: 2, Type: "goal", Status: "completed", Readers: []string{"r"}, Owner: "o"})
+			t.Errorf("%s: loaded; then active %v, tb %v", name, ids(y, Filter{Reader: "r", Statuses: []string{"active"}}), ids(y, Filter{Reader: "r", Tags: []string{"tb"}}))
+		}
+	}
 }
