@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -70,10 +69,11 @@ func loadSnapshot(tx *storage.Tx, dir string) (*memindex.Index, int, error) {
 		return nil, 0, nil
 	}
 	data, err := os.ReadFile(filepath.Join(dir, snapshotFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
+		// Missing or unreadable (another owner's, a directory): no
+		// snapshot, so the index is built from the items, as for a
+		// damaged one, rather than not at all.
 		return nil, 0, nil
-	} else if err != nil {
-		return nil, 0, err
 	}
 	token, body, ok := bytes.Cut(data, []byte("\n"))
 	want, err := tx.Get(snapshotTokenKey())

@@ -195,3 +195,29 @@ func TestASaveCoversMoreChangedKeysThanOneTransactionHolds(t *testing.T) {
 	}
 	checkAllQueries(t, e)
 }
+
+// A snapshot file that cannot be read at all (here a directory in its
+// place; a file of another owner is the same) is no snapshot: the index
+// is built from the items, not given up on, which would leave every
+// query reading the store's keys until the next restart.
+func TestAnUnreadableSnapshotBuildsFromTheItems(t *testing.T) {
+	withSnapshotsOfAnySize(t)
+	dir := t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	for i := range 5 {
+		e.create(agentA, "goal", fmt.Sprintf("g%d", i), obj{"title": "alpha"})
+	}
+	closeEngine()
+	path := filepath.Join(dir, snapshotFile)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ = openDurable(t, dir)
+	if src, _ := e.indexSource(); src != "items" {
+		t.Fatalf("opened from %q; want the items", src)
+	}
+	checkAllQueries(t, e)
+}
