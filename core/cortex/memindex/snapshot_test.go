@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -187,6 +188,34 @@ func TestASnapshotThatBreaksItsOrderIsRefused(t *testing.T) {
 		if y, err := ReadSnapshot(resealed(bad)); err == nil {
 			y.Put(Row{ID: "a1", Version: 2, Type: "goal", Status: "completed", Readers: []string{"r"}, Owner: "o"})
 			t.Errorf("%s: loaded; then active %v, tb %v", name, ids(y, Filter{Reader: "r", Statuses: []string{"active"}}), ids(y, Filter{Reader: "r", Tags: []string{"tb"}}))
+		}
+	}
+}
+
+// A snapshot that claims far more rows or names than its bytes could
+// hold is refused without first allocating room for them all: a file of
+// some tens of megabytes must not make the engine ask for gigabytes
+// (which Go does not recover from) before decoding shows it is not one.
+func TestASnapshotClaimingHugeCountsDoesNotAllocateThem(t *testing.T) {
+	const size = 4 << 20
+	for name, head := range map[string][]byte{
+		"rows":  bytes.Repeat([]byte{0, 0}, 8), // eight empty dictionaries, then the row count
+		"names": nil,                           // the first dictionary's name count
+	} {
+		data := append([]byte(magic), head...)
+		data = binary.AppendUvarint(data, size-64)
+		data = append(data, make([]byte, size)...)
+		data = resealed(append(data, 0, 0, 0, 0))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if _, err := ReadSnapshot(data); err == nil {
+			t.Fatalf("%s: loaded", name)
+		}
+		runtime.ReadMemStats(&after)
+		// A name's string header is 16 bytes, for a byte of file at least.
+		if got := after.TotalAlloc - before.TotalAlloc; got > 20*size {
+			t.Errorf("%s: refusing a %d-byte snapshot allocated %d bytes", name, len(data), got)
 		}
 	}
 }
