@@ -648,3 +648,38 @@ func TestEntryAtAgreesWithReadLogEntry(t *testing.T) {
 		t.Errorf("only %d of %d inputs were whole entries: the comparison tells little", whole, len(inputs))
 	}
 }
+
+// A damaged value read inside an Update is the *DamagedError a View
+// gives, saying which value could not be read and naming the store: the
+// transaction knows its store (it once did not, and naming the file
+// dereferenced nil, reported as a panic inside Badger).
+func TestADamagedValueReadInAnUpdateIsADamagedError(t *testing.T) {
+	closed, _, _ := snapshots(t)
+	dir := t.TempDir()
+	copyDir(t, closed, dir)
+	for _, file := range filesWith(t, dir, vlogExt) {
+		if end := dataEnd(t, file); end > 1<<20 {
+			flipBit(t, file, end/2, 2) // inside a large value
+		}
+	}
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	var d *DamagedError
+	for _, key := range []string{"big/0", "big/1"} {
+		err := s.Update(t.Context(), func(tx *Tx) error {
+			_, err := tx.Get([]byte(key))
+			return err
+		})
+		if err == nil {
+			continue // the flip hit the other value
+		}
+		if !errors.As(err, &d) || !strings.Contains(err.Error(), "could not be read") || !strings.HasPrefix(d.File, dir) {
+			t.Fatalf("reading %s in an Update: %v (file %q); want a DamagedError saying the value could not be read", key, err, d.File)
+		}
+		return
+	}
+	t.Fatal("no large value was damaged: the test flips the wrong bytes")
+}

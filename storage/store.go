@@ -503,7 +503,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		var tx *Tx
 		err := s.db.Update(func(txn *badger.Txn) error {
-			tx = &Tx{txn: txn, writable: true}
+			tx = &Tx{txn: txn, writable: true, store: s}
 			if err := fn(tx); err != nil {
 				return err
 			}

@@ -447,6 +447,16 @@ func parseOrder(c candidate) (memindex.Position, error) {
 		return memindex.Position{}, bad
 	}
 	p.Created = created
+	// Only orderKey's own spelling: Query.scan compares cursors as
+	// strings, the index as a Position, and the two must agree (upper
+	// case hex would be the same place to one and another to the other).
+	due := "~"
+	if p.Due != nil {
+		due = storage.Time(*p.Due)
+	}
+	if c.order != fmt.Sprintf("%s|%s|%s|%s", parts[0], due, parts[2], storage.Time(p.Created)) {
+		return memindex.Position{}, bad
+	}
 	return p, nil
 }
 

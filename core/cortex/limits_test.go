@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-console/engram/core/errs"
 )
@@ -80,6 +81,32 @@ func TestOversizedFiltersAndTamperedCursorsAreRefused(t *testing.T) {
 			if err.Details["field"] != c.field {
 				t.Errorf("%s %.80v: field %v, want %s (%s)", name, c.args, err.Details["field"], c.field, err.Message)
 			}
+		}
+	}
+}
+
+// A cursor is a place in the active order as orderKey spells it. One that
+// spells the same place differently (hex digits in upper case) is not one
+// a query returned: the index path would read it as the same place and
+// the scan path (Query.scan compares the spelling) as another, so the two
+// paths would answer different pages. It is refused like any tampering.
+func TestACursorSpelledDifferentlyIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range 3 {
+		e.clock.Set(t0.Add(time.Duration(i)*time.Second + 0xabcdef))
+		e.create(agentA, "goal", fmt.Sprintf("g%d", i), obj{"title": "alpha"})
+	}
+	page := e.query(agentA, "cortex.query", Query{Limit: 1})
+	raw, _ := base64.RawURLEncoding.DecodeString(page.NextCursor)
+	order, id, _ := strings.Cut(string(raw), "\n")
+	if strings.ToUpper(order) == order {
+		t.Fatalf("the test needs hex letters in the cursor's order %q", order)
+	}
+	tampered := base64.RawURLEncoding.EncodeToString([]byte(strings.ToUpper(order) + "\n" + id))
+	for _, name := range []string{"cortex.query", "cortex.active"} {
+		if err := e.Fail(agentA, name, obj{"cursor": tampered}, errs.Validation); err.Details["field"] != "cursor" {
+			t.Errorf("%s: field %v, want cursor (%s)", name, err.Details["field"], err.Message)
 		}
 	}
 }

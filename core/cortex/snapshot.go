@@ -7,9 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/engram-console/engram/core/cortex/memindex"
@@ -68,10 +69,11 @@ func loadSnapshot(tx *storage.Tx, dir string) (*memindex.Index, int, error) {
 		return nil, 0, nil
 	}
 	data, err := os.ReadFile(filepath.Join(dir, snapshotFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
+		// Missing or unreadable (another owner's, a directory): no
+		// snapshot, so the index is built from the items, as for a
+		// damaged one, rather than not at all.
 		return nil, 0, nil
-	} else if err != nil {
-		return nil, 0, err
 	}
 	token, body, ok := bytes.Cut(data, []byte("\n"))
 	want, err := tx.Get(snapshotTokenKey())
@@ -138,26 +140,47 @@ func (li *liveIndex) save(store *storage.Store) error {
 	if err := writeFileDurably(filepath.Join(dir, snapshotFile), buf.Bytes()); err != nil {
 		return err
 	}
-	return store.Update(context.Background(), func(tx *storage.Tx) error {
-		for id, saved := range covered {
-			v, err := tx.Get(changedKey(id))
-			if errors.Is(err, storage.ErrNotFound) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			// A change committed after the encoding has a later version:
-			// its key stays. (Reading the key puts it in the transaction's
-			// conflict set, so a change committed meanwhile retries this.)
-			if n, err := strconv.Atoi(string(v)); err == nil && n <= saved {
-				if err := tx.Delete(changedKey(id)); err != nil {
+	// The token first, with the first of the covered keys: a key left
+	// over (a crash between batches) only has its item read again. A
+	// Badger transaction holds some 100,000 writes, and an import leaves
+	// a changed key per item: the rest go in batches.
+	ids := slices.Sorted(maps.Keys(covered))
+	first := true
+	for first || len(ids) > 0 {
+		batch := ids[:min(len(ids), saveBatch)]
+		ids = ids[len(batch):]
+		err := store.Update(context.Background(), func(tx *storage.Tx) error {
+			for _, id := range batch {
+				v, err := tx.Get(changedKey(id))
+				if errors.Is(err, storage.ErrNotFound) {
+					continue
+				} else if err != nil {
 					return err
 				}
+				// A change committed after the encoding has a later version:
+				// its key stays. (Reading the key puts it in the transaction's
+				// conflict set, so a change committed meanwhile retries this.)
+				if n, err := strconv.Atoi(string(v)); err == nil && n <= covered[id] {
+					if err := tx.Delete(changedKey(id)); err != nil {
+						return err
+					}
+				}
 			}
+			if first {
+				return tx.Set(snapshotTokenKey(), []byte(hex.EncodeToString(token)))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return tx.Set(snapshotTokenKey(), []byte(hex.EncodeToString(token)))
-	})
+		first = false
+	}
+	return nil
 }
+
+// saveBatch is how many changed keys a save deletes a transaction.
+const saveBatch = 10_000
 
 // writeFileDurably replaces path with data: a temporary file, synced, then
 // renamed over it, and the directory synced.

@@ -1,6 +1,7 @@
 package cortex
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -154,6 +155,69 @@ func TestASnapshotTheStoreDoesNotNameIsNotUsed(t *testing.T) {
 	e, _, _ = openDurable(t, dir)
 	if src, _ := e.indexSource(); src != "items" {
 		t.Fatalf("a damaged snapshot: opened from %q; want the items", src)
+	}
+	checkAllQueries(t, e)
+}
+
+// A save covers every changed key at once, however many: a store that
+// has more than one Badger transaction can delete (a million items
+// imported, each journaled) still gets its snapshot, and the next open
+// loads it instead of reading every item again.
+func TestASaveCoversMoreChangedKeysThanOneTransactionHolds(t *testing.T) {
+	withSnapshotsOfAnySize(t)
+	dir := t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	e.c.index.wg.Wait() // the save after the build: this test saves alone
+	e.create(agentA, "goal", "g1", obj{"title": "alpha"})
+	// Changed keys as a bulk import leaves them (version 0: nothing a
+	// snapshot lacks), more than Badger's ~100,000 writes a transaction.
+	const journaled = 120_000
+	for start := 0; start < journaled; start += 10_000 {
+		err := e.env.Store.Update(context.Background(), func(tx *storage.Tx) error {
+			for i := start; i < start+10_000; i++ {
+				if err := tx.Set(changedKey(fmt.Sprintf("imported-%06d", i)), []byte("0")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.c.index.save(e.env.Store); err != nil {
+		t.Fatalf("saving: %v", err)
+	}
+	closeEngine()
+	e, _, _ = openDurable(t, dir)
+	if src, replayed := e.indexSource(); src != "snapshot" || replayed != 0 {
+		t.Fatalf("opened from %q, %d items read again; want the snapshot and none", src, replayed)
+	}
+	checkAllQueries(t, e)
+}
+
+// A snapshot file that cannot be read at all (here a directory in its
+// place; a file of another owner is the same) is no snapshot: the index
+// is built from the items, not given up on, which would leave every
+// query reading the store's keys until the next restart.
+func TestAnUnreadableSnapshotBuildsFromTheItems(t *testing.T) {
+	withSnapshotsOfAnySize(t)
+	dir := t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	for i := range 5 {
+		e.create(agentA, "goal", fmt.Sprintf("g%d", i), obj{"title": "alpha"})
+	}
+	closeEngine()
+	path := filepath.Join(dir, snapshotFile)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ = openDurable(t, dir)
+	if src, _ := e.indexSource(); src != "items" {
+		t.Fatalf("opened from %q; want the items", src)
 	}
 	checkAllQueries(t, e)
 }

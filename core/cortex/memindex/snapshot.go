@@ -145,20 +145,35 @@ func ReadSnapshot(data []byte) (x *Index, err error) {
 	}()
 	x = New()
 	for _, d := range x.dictionaries() {
+		// A name takes a byte at least: room for n is at most 16 bytes
+		// (a string header) a byte left. The sets wait for the table
+		// to be checked.
 		n := r.count()
-		d.names = make([]string, n)
-		d.sets = make([]postings, n)
-		for i := range d.names {
-			d.names[i] = r.str()
+		d.names = make([]string, 0, r.room(n, 1))
+		for range n {
+			d.names = append(d.names, r.str())
 		}
 		d.table.sorted = r.codes(len(d.names))
+		// Lookups bisect the table: it must hold every code once, in
+		// strictly increasing name order (so no name twice either).
+		if len(d.table.sorted) != len(d.names) {
+			panic("a name table that lacks names")
+		}
+		for i := 1; i < len(d.table.sorted); i++ {
+			if d.names[d.table.sorted[i-1]] >= d.names[d.table.sorted[i]] {
+				panic("a name table out of name order")
+			}
+		}
+		d.sets = make([]postings, len(d.names))
 	}
-	x.rows = make([]row, r.count())
-	for i := range x.rows {
+	n := r.count()
+	x.rows = make([]row, 0, r.room(n, 16))
+	for i := range n {
 		o := uint32(i)
+		x.rows = append(x.rows, row{})
 		rw := &x.rows[i]
 		rw.id = r.str()
-		if i > 0 && rw.id < x.maxID {
+		if i > 0 && rw.id <= x.maxID { // (an id twice is out of order too)
 			x.misfit.Add(o)
 		}
 		x.maxID = max(x.maxID, rw.id)
@@ -261,6 +276,11 @@ func (r *reader) byte() byte {
 	r.pos++
 	return b
 }
+
+// room is how many of n things to make room for ahead, each taking at
+// least size bytes of what is left (a real snapshot's rows take more
+// than 16): a count beyond that grows as things are actually decoded.
+func (r *reader) room(n, size int) int { return min(n, (len(r.text)-r.pos)/size) }
 
 // count reads a length that must fit in what is left.
 func (r *reader) count() int {

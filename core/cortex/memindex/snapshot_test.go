@@ -2,8 +2,11 @@ package memindex
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -148,4 +151,71 @@ func BenchmarkWideQuery1M(b *testing.B) {
 		x.Checksum(set)
 	}
 	b.ReportMetric(float64(x.Match(f).GetCardinality()), "matches")
+}
+
+// resealed is data with its checksum made to match again: what a snapshot
+// that decodes wrong yet passes the checksum looks like.
+func resealed(data []byte) []byte {
+	body := data[:len(data)-4]
+	return binary.BigEndian.AppendUint32(slices.Clone(body), crc32.Checksum(body, castagnoli))
+}
+
+// A snapshot whose checksum matches but whose ids or names break the
+// order lookups rely on (an id twice, a name table out of name order) is
+// refused: loaded, the same item would sit at two ordinals and a change
+// would update one of them only, or a name would not be found.
+func TestASnapshotThatBreaksItsOrderIsRefused(t *testing.T) {
+	x := New()
+	for _, r := range []Row{
+		{ID: "a1", Version: 1, Type: "goal", Status: "active", Readers: []string{"r"}, Owner: "o", Tags: []string{"tb"}},
+		{ID: "a2", Version: 1, Type: "goal", Status: "active", Readers: []string{"r"}, Owner: "o", Tags: []string{"tc"}},
+	} {
+		x.Put(r)
+	}
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	for name, c := range map[string]struct{ old, new string }{
+		"an id twice":                    {"\x02a2", "\x02a1"},
+		"names out of the table's order": {"\x02tb\x02tc", "\x02tc\x02tb"},
+	} {
+		bad := bytes.Replace(data, []byte(c.old), []byte(c.new), 1)
+		if bytes.Equal(bad, data) {
+			t.Fatalf("%s: the test's bytes are not in the snapshot", name)
+		}
+		if y, err := ReadSnapshot(resealed(bad)); err == nil {
+			y.Put(Row{ID: "a1", Version: 2, Type: "goal", Status: "completed", Readers: []string{"r"}, Owner: "o"})
+			t.Errorf("%s: loaded; then active %v, tb %v", name, ids(y, Filter{Reader: "r", Statuses: []string{"active"}}), ids(y, Filter{Reader: "r", Tags: []string{"tb"}}))
+		}
+	}
+}
+
+// A snapshot that claims far more rows or names than its bytes could
+// hold is refused without first allocating room for them all: a file of
+// some tens of megabytes must not make the engine ask for gigabytes
+// (which Go does not recover from) before decoding shows it is not one.
+func TestASnapshotClaimingHugeCountsDoesNotAllocateThem(t *testing.T) {
+	const size = 4 << 20
+	for name, head := range map[string][]byte{
+		"rows":  bytes.Repeat([]byte{0, 0}, 8), // eight empty dictionaries, then the row count
+		"names": nil,                           // the first dictionary's name count
+	} {
+		data := append([]byte(magic), head...)
+		data = binary.AppendUvarint(data, size-64)
+		data = append(data, make([]byte, size)...)
+		data = resealed(append(data, 0, 0, 0, 0))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if _, err := ReadSnapshot(data); err == nil {
+			t.Fatalf("%s: loaded", name)
+		}
+		runtime.ReadMemStats(&after)
+		// A name's string header is 16 bytes, for a byte of file at least.
+		if got := after.TotalAlloc - before.TotalAlloc; got > 20*size {
+			t.Errorf("%s: refusing a %d-byte snapshot allocated %d bytes", name, len(data), got)
+		}
+	}
 }
