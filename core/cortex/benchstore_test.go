@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,11 +50,25 @@ func fleetShape(n int) benchShape {
 
 const benchMarker = "built"
 
+// benchf prints a line about a benchmark's data on stderr: b.Logf's lines
+// are dropped for a benchmark with sub-benchmarks, and the build times
+// are worth seeing in every run.
+func benchf(b testing.TB, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s: %s\n", b.Name(), fmt.Sprintf(format, args...))
+}
+
 // benchEnv is a cortex over a durable store holding shape's items, built
 // or reused (see benchDir), with its query index ready; dir is the
 // shape's directory (other engines' copies of the data may live there),
 // and specs the items it holds.
 func benchEnv(b *testing.B, shape benchShape) (e *testEnv, dir string, specs []spec) {
+	b.Helper()
+	e, dir, specs, _ = openBenchEnv(b, shape)
+	return e, dir, specs
+}
+
+// openBenchEnv is benchEnv; built says whether it built the store.
+func openBenchEnv(b testing.TB, shape benchShape) (e *testEnv, dir string, specs []spec, built bool) {
 	b.Helper()
 	root := *benchDir
 	if root == "" {
@@ -84,8 +99,8 @@ func benchEnv(b *testing.B, shape benchShape) (e *testEnv, dir string, specs []s
 	})
 	e = newEnvOn(b, store) // waits for the query index
 	if reuse {
-		b.Logf("%s: reused the store in %s (open and index in %s)", shape.key(), dir, time.Since(start).Round(time.Millisecond))
-		return e, dir, specs
+		benchf(b, "%s: reused the store in %s (open and index in %s)", shape.key(), dir, time.Since(start).Round(time.Millisecond))
+		return e, dir, specs, false
 	}
 	// In chunks, so that the loader's prepared items for a million never
 	// sit in memory at once; the chunks draw the same ids and times as one
@@ -95,11 +110,54 @@ func benchEnv(b *testing.B, shape benchShape) (e *testEnv, dir string, specs []s
 		// 50 per transaction: larger ones are slower (latency_bench_test.go).
 		e.bulkCreate(specs[from:min(from+chunk, len(specs))], 50)
 	}
-	b.Logf("%s: built %d items in %s, in %s", shape.key(), len(specs), time.Since(start).Round(time.Millisecond), dir)
+	benchf(b, "%s: built %d items in %s, in %s", shape.key(), len(specs), time.Since(start).Round(time.Millisecond), dir)
 	if err := os.WriteFile(filepath.Join(dir, benchMarker), []byte(shape.key()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	return e, dir, specs
+	return e, dir, specs, true
+}
+
+// Issue 17: with -cortex-bench-dir a benchmark reuses a store only when a
+// complete build of the same data is there: a build cut short (no marker)
+// or of other data is built again, and a reused store answers as the
+// built one did.
+func TestBenchStoresAreReusedOnlyWhenCompleteAndTheSame(t *testing.T) {
+	root := t.TempDir()
+	defer func(old string) { *benchDir = old }(*benchDir)
+	*benchDir = root
+	shape := itemSpecsShape(300)
+	q := Query{Type: "goal", Status: []string{"active", "in_progress"}}
+	var want QueryResult
+	open := func(name string, wantBuilt bool) {
+		t.Run(name, func(t *testing.T) {
+			e, dir, specs, built := openBenchEnv(t, shape)
+			if built != wantBuilt {
+				t.Fatalf("built %v, want %v", built, wantBuilt)
+			}
+			if dir != filepath.Join(root, "itemspecs-300-7") || len(specs) != 300 {
+				t.Fatalf("dir %s, %d specs", dir, len(specs))
+			}
+			res := e.query(agentA, "cortex.query", q)
+			if want.Checksum == "" {
+				want = res
+			}
+			if res.Count == 0 || res.Count != want.Count || res.Checksum != want.Checksum || !slices.Equal(ids0(res.Items), ids0(want.Items)) {
+				t.Fatalf("count %d checksum %s; the first build's %d %s", res.Count, res.Checksum, want.Count, want.Checksum)
+			}
+		})
+	}
+	open("first", true)
+	open("again", false)
+	marker := filepath.Join(root, "itemspecs-300-7", benchMarker)
+	if err := os.Remove(marker); err != nil { // as if the build had been cut short
+		t.Fatal(err)
+	}
+	open("unfinished", true)
+	if err := os.WriteFile(marker, []byte("itemspecs-300-8"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open("other data", true)
+	open("rebuilt", false)
 }
 
 // fleetSpecs is a realistic data shape for turn-start retrieval: 20

@@ -158,7 +158,7 @@ func openSQLite(b *testing.B, e *testEnv, dir string, shape benchShape) *sqliteC
 	if err := s.load(e); err != nil {
 		b.Fatalf("loading sqlite: %v", err)
 	}
-	b.Logf("%s: loaded sqlite in %s", shape.key(), time.Since(start).Round(time.Millisecond))
+	benchf(b, "%s: loaded sqlite in %s", shape.key(), time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(dir, sqliteMarker), []byte(shape.key()+" "+sqliteVersion), 0o644); err != nil {
 		b.Fatal(err)
 	}
