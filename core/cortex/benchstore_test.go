@@ -220,7 +220,10 @@ func fleetSpecs(n int, seed uint64) []spec {
 //     agent_a has about 3,500 open items.
 //
 // It checks once that the count and checksum equal a brute-force filter
-// of the specs.
+// of the specs. Each store takes about 20 minutes to build on a busy
+// 2-core machine, so keep them:
+//
+//	go test ./core/cortex -run '^$' -bench Active1M -benchtime 200x -timeout 60m -cortex-bench-dir /tmp/cortex-bench
 func BenchmarkCortexActive1M(b *testing.B) {
 	for _, shape := range []benchShape{itemSpecsShape(1_000_000), fleetShape(1_000_000)} {
 		b.Run(shape.name, func(b *testing.B) { benchmarkActive(b, shape) })
