@@ -61,7 +61,8 @@ import (
 // ANALYZE runs after the load, so the planner knows the selectivities. The
 // database is on disk in WAL mode with synchronous=NORMAL, a 256 MB page
 // cache and reads through mmap (the engram side holds its index in memory
-// too), temp tables in memory, and the log checkpointed after the load; both stores live in the same directory (see benchEnv).
+// too), temp tables in memory, and the log checkpointed after the load;
+// both stores live in the same directory (see benchEnv).
 //
 // Per query both sides do the same work, through their Go APIs (the engram
 // side calls Cortex.Query, without the action path's JSON): the page
