@@ -84,6 +84,12 @@ type Index struct {
 	// bitmap walk yields ids in order without sorting (see Checksum).
 	misfit *roaring.Bitmap
 	maxID  string
+	// idBlock holds the ids of the first len(idEnds) ordinals (those a
+	// snapshot loaded), in ordinal order, each followed by a newline;
+	// idEnds[o] is where ordinal o's newline ends. Hashing a run of
+	// ordinals is one write of a slice of it (Checksum).
+	idBlock string
+	idEnds  []uint32
 	// generation counts changes, so callers can cache what they derive.
 	generation uint64
 }
@@ -100,6 +106,25 @@ func New() *Index {
 	}
 	x.ids.name = func(o uint32) string { return x.rows[o].id }
 	return x
+}
+
+// blockID is ordinal o's id in idBlock (o < len(idEnds)).
+func (x *Index) blockID(o uint32) string {
+	start := uint32(0)
+	if o > 0 {
+		start = x.idEnds[o-1]
+	}
+	return x.idBlock[start : x.idEnds[o]-1]
+}
+
+// blockRun is the ids of ordinals from..to (inclusive, all in idBlock)
+// with their newlines: what the checksum hashes for them.
+func (x *Index) blockRun(from, to uint32) string {
+	start := uint32(0)
+	if from > 0 {
+		start = x.idEnds[from-1]
+	}
+	return x.idBlock[start:x.idEnds[to]]
 }
 
 // Len is the number of items indexed.

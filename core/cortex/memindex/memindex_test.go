@@ -1,6 +1,7 @@
 package memindex
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -137,5 +138,43 @@ func TestPagesFollowTheActiveOrder(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("paged %v, want %v", got, want)
+	}
+}
+
+// The checksum hashes runs of loaded ids in one piece (idBlock) and still
+// equals the hash of the sorted ids, with ids added after the load in and
+// out of order, and some items gone.
+func TestChecksumOfALoadedIndexWithLaterIds(t *testing.T) {
+	x := New()
+	for _, id := range []string{"b1", "b2", "b3", "d1", "d2", "f1"} {
+		x.Put(goalRow(id, 1, "active"))
+	}
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	y, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"g1", "a0", "c5", "h9", "b25"} { // after f1 in order, then misfits
+		y.Put(goalRow(id, 1, "active"))
+	}
+	y.Put(goalRow("d1", 2, "completed"))
+	y.Remove("b2")
+	for _, f := range []Filter{{Reader: "a"}, {Reader: "a", Statuses: []string{"active"}}, {Reader: "a", Statuses: []string{"completed"}}} {
+		set := y.Match(f)
+		var want []string
+		for _, o := range set.ToArray() {
+			want = append(want, y.rows[o].id)
+		}
+		slices.Sort(want)
+		h := sha256.New()
+		for _, id := range want {
+			h.Write([]byte(id + "\n"))
+		}
+		if got := y.Checksum(set); got != hex.EncodeToString(h.Sum(nil)) {
+			t.Errorf("%+v: checksum of %v differs", f, want)
+		}
 	}
 }

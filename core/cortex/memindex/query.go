@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -118,12 +119,16 @@ func (x *Index) CountsByType(set *roaring.Bitmap) map[string]int {
 func (x *Index) Checksum(set *roaring.Bitmap) string {
 	h := sha256.New()
 	buf := make([]byte, 0, 64<<10)
-	write := func(id string) {
-		if len(buf)+len(id)+1 > cap(buf) {
+	write := func(ids string) { // one id and its newline, or a run of them
+		if len(buf)+len(ids) > cap(buf) {
 			h.Write(buf)
 			buf = buf[:0]
+			if len(ids) > cap(buf) {
+				_, _ = io.WriteString(h, ids)
+				return
+			}
 		}
-		buf = append(append(buf, id...), '\n')
+		buf = append(buf, ids...)
 	}
 	// Ordinals that are not misfits come in id order; the few misfits are
 	// sorted and merged in.
@@ -135,20 +140,48 @@ func (x *Index) Checksum(set *roaring.Bitmap) string {
 		slices.Sort(misfits)
 		set = roaring.AndNot(set, x.misfit)
 	}
+	// A run of consecutive ordinals a snapshot loaded is one slice of
+	// idBlock: no fetch of each row.
+	inBlock := uint32(len(x.idEnds))
+	runFrom, runTo, inRun := uint32(0), uint32(0), false
+	flush := func() {
+		if inRun {
+			write(x.blockRun(runFrom, runTo))
+			inRun = false
+		}
+	}
 	it := set.ManyIterator()
 	ords := make([]uint32, 1024)
 	for n := it.NextMany(ords); n > 0; n = it.NextMany(ords) {
 		for _, o := range ords[:n] {
-			id := x.rows[o].id
-			for len(misfits) > 0 && misfits[0] < id {
-				write(misfits[0])
-				misfits = misfits[1:]
+			var id string
+			if o < inBlock {
+				id = x.blockID(o)
+			} else {
+				id = x.rows[o].id
 			}
-			write(id)
+			if len(misfits) > 0 && misfits[0] < id {
+				flush()
+				for len(misfits) > 0 && misfits[0] < id {
+					write(misfits[0] + "\n")
+					misfits = misfits[1:]
+				}
+			}
+			switch {
+			case o >= inBlock:
+				flush()
+				write(id + "\n")
+			case inRun && o == runTo+1:
+				runTo = o
+			default:
+				flush()
+				runFrom, runTo, inRun = o, o, true
+			}
 		}
 	}
+	flush()
 	for _, id := range misfits {
-		write(id)
+		write(id + "\n")
 	}
 	h.Write(buf)
 	return hex.EncodeToString(h.Sum(nil))

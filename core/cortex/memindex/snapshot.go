@@ -2,6 +2,8 @@ package memindex
 
 import (
 	"bufio"
+	"math"
+	"strings"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -68,11 +70,24 @@ func (x *Index) WriteSnapshot(w io.Writer) error {
 	}
 	// The rows in id order: loaded, their ordinals follow their ids, so
 	// the checksum has no misfits to sort.
+	order := x.ids.merged()
+	// First every id, each ended by a newline, as one string: loaded,
+	// the ids lie side by side in memory in id order, and a checksum
+	// hashes a run of them in one write (idBlock).
 	uvarint(uint64(len(x.rows)))
-	for _, o := range x.ids.merged() {
+	var ids strings.Builder
+	for _, o := range order {
+		id := x.rows[o].id
+		if strings.Contains(id, "\n") {
+			return fmt.Errorf("memindex: id %q has a newline: not saved", id)
+		}
+		ids.WriteString(id)
+		ids.WriteByte('\n')
+	}
+	str(ids.String())
+	for _, o := range order {
 		i := int(o)
 		rw := &x.rows[i]
-		str(rw.id)
 		if !rw.present { // removed: the ordinal stays its id's
 			buf = append(buf, flagAbsent)
 			continue
@@ -167,12 +182,22 @@ func ReadSnapshot(data []byte) (x *Index, err error) {
 		d.sets = make([]postings, len(d.names))
 	}
 	n := r.count()
+	x.idBlock = r.str()
+	x.idEnds = make([]uint32, 0, r.room(n, 1))
+	for i, c := range []byte(x.idBlock) {
+		if c == '\n' {
+			x.idEnds = append(x.idEnds, uint32(i+1))
+		}
+	}
+	if len(x.idEnds) != n || len(x.idBlock) > math.MaxUint32 {
+		panic("an id block that does not hold every id")
+	}
 	x.rows = make([]row, 0, r.room(n, 16))
 	for i := range n {
 		o := uint32(i)
 		x.rows = append(x.rows, row{})
 		rw := &x.rows[i]
-		rw.id = r.str()
+		rw.id = x.blockID(o)
 		if i > 0 && rw.id <= x.maxID { // (an id twice is out of order too)
 			x.misfit.Add(o)
 		}
