@@ -30,6 +30,7 @@ import (
 // as it is.
 var (
 	scaleFactor = flag.Float64("scale", 0.01, "fraction of issue 17's console shape (100k goals, 10k threads, 1M utterances) the scale benchmarks build")
+	scaleGoals  = flag.Int("scale-goals", -1, "how many goals the scale benchmarks build, when not -scale's share (1000000 with -scale 0: issue 17's 1M-item store)")
 	scaleDir    = flag.String("scale-dir", "", "directory of the scale benchmarks' durable store: reused when it holds one, built there otherwise (default: a temporary one)")
 )
 
@@ -42,7 +43,11 @@ func (s scaleShape) String() string {
 
 func currentScale() scaleShape {
 	f := *scaleFactor
-	return scaleShape{goals: int(100_000 * f), threads: int(10_000 * f), utterances: int(1_000_000 * f)}
+	s := scaleShape{goals: int(100_000 * f), threads: int(10_000 * f), utterances: int(1_000_000 * f)}
+	if *scaleGoals >= 0 {
+		s.goals = *scaleGoals
+	}
+	return s
 }
 
 // scaleStore returns the directory of a durable store of the current

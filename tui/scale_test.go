@@ -1,10 +1,18 @@
 package tui
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/episodic"
 )
 
@@ -75,4 +83,51 @@ func TestThreadsLastColumnFitsEveryThread(t *testing.T) {
 			}
 		}
 	}
+}
+
+// countingConn is a connection that counts the engine.info calls that ask
+// for the counts (which read every item of a large store).
+type countingConn struct {
+	conn.Conn
+	counted atomic.Int32
+}
+
+func (c *countingConn) Info(ctx context.Context) (conn.Info, error) {
+	c.counted.Add(1)
+	return c.Conn.Info(ctx)
+}
+
+func (c *countingConn) InfoWith(ctx context.Context, args conn.InfoArgs) (conn.Info, error) {
+	if args.Counts == nil || *args.Counts {
+		c.counted.Add(1)
+	}
+	return c.Conn.(conn.InfoAsker).InfoWith(ctx, args)
+}
+
+func (c *countingConn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error) {
+	if req.Action == core.ActionEngineInfo.Name() && !strings.Contains(string(req.Args), `"counts":false`) {
+		c.counted.Add(1)
+	}
+	return c.Conn.Do(ctx, req)
+}
+
+// The console's first frame does not wait for engine.info's counts, which
+// take seconds on a store of a million items (issue 17: open to first
+// frame ≤ 1 s); the tour, which needs them, still offers itself on an
+// empty store once they come.
+func TestFirstFrameDoesNotWaitForCounts(t *testing.T) {
+	engine := newTourEngine(t)
+	c := &countingConn{Conn: engine}
+	m := New(c, Options{StatusFade: time.Hour, OfferTour: true})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
+	if view := m.View(); !strings.Contains(view, "engram") {
+		t.Fatalf("no header in the first frame:\n%s", view)
+	}
+	if n := c.counted.Load(); n != 0 {
+		t.Fatalf("the first frame asked for the counts %d times", n)
+	}
+	m.cancel()
+	tm := teatest.NewTestModel(t, New(c, Options{StatusFade: time.Hour, OfferTour: true}), teatest.WithInitialTermSize(120, 36))
+	t.Cleanup(func() { _ = tm.Quit() })
+	waitFor(t, tm, offer)
 }
