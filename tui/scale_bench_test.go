@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -400,4 +401,73 @@ func BenchmarkOpenToFirstFrame(b *testing.B) {
 	b.ReportMetric(first.Seconds()*1000/n, "first-view-ms")
 	b.ReportMetric(total.Seconds()*1000/n, "to-first-frame-ms")
 	b.ReportMetric(info.Seconds()*1000/n, "engine.info-ms")
+}
+
+// procStatusMB reads a field of /proc/self/status (VmRSS, VmHWM) in MB; 0
+// where there is no /proc.
+func procStatusMB(field string) float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb float64
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// BenchmarkResidentMemory measures what an engram holding a scale store
+// keeps resident (issue 17: ≤ 600 MB at 1M items; -scale-goals 1000000
+// -scale 0 -scale-dir DIR for that store): VmRSS right after opening it,
+// after the console's first frame and a few queries (cortex.query,
+// cortex.active, history.search, thread.list), and the peak (VmHWM), with
+// the Go heap in use. -memprofile then shows what dominates the heap.
+// The test binary's own few MB are in the figures.
+func BenchmarkResidentMemory(b *testing.B) {
+	dir := scaleStore(b)
+	runtime.GC()
+	before := procStatusMB("VmRSS")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		engine, err := core.Open(core.Options{DataDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		opened := procStatusMB("VmRSS")
+		m := New(conn.Conn(engine), Options{StatusFade: time.Hour})
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
+		_ = m.View()
+		ctx := context.Background()
+		for _, q := range []struct{ action, args string }{
+			{"cortex.query", `{"type":"goal","status":["active","blocked"],"priority":["high","critical"],"tags":["alpha"],"limit":50}`},
+			{"cortex.active", `{}`},
+			{"history.search", `{"query":"bravo charlie"}`},
+			{"thread.list", ``},
+			{"engine.info", ``},
+		} {
+			var args json.RawMessage
+			if q.args != "" {
+				args = json.RawMessage(q.args)
+			}
+			if _, err := engine.Do(ctx, core.Request{Action: q.action, Args: args}); err != nil {
+				b.Fatalf("%s: %v", q.action, err)
+			}
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		queried := procStatusMB("VmRSS")
+		b.ReportMetric(opened-before, "rss-open-MB")
+		b.ReportMetric(queried-before, "rss-queried-MB")
+		b.ReportMetric(procStatusMB("VmHWM"), "hwm-MB")
+		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MB")
+		m.cancel()
+		if err := engine.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
