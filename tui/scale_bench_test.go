@@ -32,6 +32,7 @@ import (
 var (
 	scaleFactor = flag.Float64("scale", 0.01, "fraction of issue 17's console shape (100k goals, 10k threads, 1M utterances) the scale benchmarks build")
 	scaleGoals  = flag.Int("scale-goals", -1, "how many goals the scale benchmarks build, when not -scale's share (1000000 with -scale 0: issue 17's 1M-item store)")
+	scaleAgent  = flag.String("scale-agent", "", "the agent the console acts as over the scale store (agent_a for a store `engram scale` built: its items are agent_a's); default engram's")
 	scaleDir    = flag.String("scale-dir", "", "directory of the scale benchmarks' durable store: reused when it holds one, built there otherwise (default: a temporary one)")
 )
 
@@ -283,7 +284,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // and overall (target: overall p99 ≤ 16 ms at -scale 1).
 func BenchmarkFrameAtScale(b *testing.B) {
 	dir := scaleStore(b)
-	engine, err := core.Open(core.Options{DataDir: dir})
+	engine, err := core.Open(core.Options{DataDir: dir, Agent: *scaleAgent})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func BenchmarkOpenToFirstFrame(b *testing.B) {
 	var open, build, first, total, info time.Duration
 	for i := 0; i < b.N; i++ {
 		began := time.Now()
-		engine, err := core.Open(core.Options{DataDir: dir})
+		engine, err := core.Open(core.Options{DataDir: dir, Agent: *scaleAgent})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -434,7 +435,7 @@ func BenchmarkResidentMemory(b *testing.B) {
 	before := procStatusMB("VmRSS")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		engine, err := core.Open(core.Options{DataDir: dir})
+		engine, err := core.Open(core.Options{DataDir: dir, Agent: *scaleAgent})
 		if err != nil {
 			b.Fatal(err)
 		}
