@@ -33,6 +33,7 @@ var (
 	scaleFactor = flag.Float64("scale", 0.01, "fraction of issue 17's console shape (100k goals, 10k threads, 1M utterances) the scale benchmarks build")
 	scaleGoals  = flag.Int("scale-goals", -1, "how many goals the scale benchmarks build, when not -scale's share (1000000 with -scale 0: issue 17's 1M-item store)")
 	scaleAgent  = flag.String("scale-agent", "", "the agent the console acts as over the scale store (agent_a for a store `engram scale` built: its items are agent_a's); default engram's")
+	scaleHeap   = flag.String("scale-heap", "", "file BenchmarkResidentMemory writes a heap profile to while the store is open, after the queries")
 	scaleDir    = flag.String("scale-dir", "", "directory of the scale benchmarks' durable store: reused when it holds one, built there otherwise (default: a temporary one)")
 )
 
@@ -461,9 +462,26 @@ func BenchmarkResidentMemory(b *testing.B) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		queried := procStatusMB("VmRSS")
+		if *scaleHeap != "" {
+			f, err := os.Create(*scaleHeap)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.ReportMetric(opened, "rss-open-MB")
 		b.ReportMetric(queried, "rss-queried-MB")
 		b.ReportMetric(procStatusMB("VmHWM"), "hwm-MB")
+		// VmRSS counts the store's memory-mapped tables and logs as far as
+		// they were read (RssFile: page cache the kernel can take back)
+		// beside the process's own memory (RssAnon).
+		b.ReportMetric(procStatusMB("RssAnon"), "rss-anon-MB")
+		b.ReportMetric(procStatusMB("RssFile"), "rss-file-MB")
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MB")
 		m.cancel()
 		if err := engine.Close(); err != nil {
