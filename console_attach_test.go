@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/attach"
+	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/tui"
 )
 
@@ -34,6 +35,12 @@ func TestConsoleAttachedShowsAnotherClientsItem(t *testing.T) {
 	defer func() { _ = c.Close() }()
 	if w := c.Where(); w.Owner || w.PID == 0 {
 		t.Fatalf("the console is %+v, want attached to engram serve", w)
+	}
+	// The console's first frame asks the owner for engine.info without
+	// the counts (issue 17: they read the whole store).
+	no := false
+	if info, err := c.InfoWith(ctx, conn.InfoArgs{Counts: &no}); err != nil || info.Counts != nil || info.DataDir != dir {
+		t.Fatalf("engine.info without counts through the owner: %+v, %v", info, err)
 	}
 	tm := teatest.NewTestModel(t, tui.New(c, tui.Options{StatusFade: time.Hour}), teatest.WithInitialTermSize(120, 36))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("3")}) // Goals

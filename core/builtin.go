@@ -61,10 +61,13 @@ func (e *Engine) StoreLabel() string {
 	return e.env.Store.Dir()
 }
 
-func (e *Engine) info(ctx context.Context, call action.Call, _ action.None) (Info, error) {
-	counts, err := e.env.Counts()
-	if err != nil {
-		return Info{}, err
+func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs) (Info, error) {
+	var counts map[string]map[string]int
+	if args.Counts == nil || *args.Counts {
+		var err error
+		if counts, err = e.env.Counts(); err != nil {
+			return Info{}, err
+		}
 	}
 	store := "durable"
 	if e.env.Store.InMemory() {

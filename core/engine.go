@@ -278,12 +278,15 @@ func (e *Engine) SubscribeBuffer(ctx context.Context, buffer int) <-chan events.
 }
 
 // Info is what engine.info reports.
-func (e *Engine) Info(ctx context.Context) (Info, error) {
+func (e *Engine) Info(ctx context.Context) (Info, error) { return e.InfoWith(ctx, conn.InfoArgs{}) }
+
+// InfoWith is what engine.info reports with args (conn.InfoAsker).
+func (e *Engine) InfoWith(ctx context.Context, args conn.InfoArgs) (Info, error) {
 	if err := e.enter(ctx, ActionEngineInfo.Name()); err != nil {
 		return Info{}, err
 	}
 	defer e.inflight.Done()
-	return e.info(ctx, action.Call{Principal: e.agent, Clock: e.clock}, action.None{})
+	return e.info(ctx, action.Call{Principal: e.agent, Clock: e.clock}, args)
 }
 
 // CheckAction returns nil if the named action is registered, else an

@@ -107,6 +107,24 @@ func TestEngineInfo(t *testing.T) {
 	doErr(t, e, Request{Action: "engine.info", Args: json.RawMessage(`{"x":1}`)}, errs.Validation, `unknown field "x"`)
 }
 
+// engine.info without the counts (the console's first frame asks so: they
+// read every item of a large store) says everything else, the same.
+func TestEngineInfoWithoutCountsLeavesThemOut(t *testing.T) {
+	e, _ := newEngine(t)
+	raw := do(t, e, "engine.info", "", `{"counts": false}`)
+	if strings.Contains(string(raw), `"counts"`) {
+		t.Fatalf("counts in %s", raw)
+	}
+	fast, full := decode[Info](t, raw), decode[Info](t, do(t, e, "engine.info", "", `{"counts": true}`))
+	if full.Counts == nil {
+		t.Fatal("counts: true left them out")
+	}
+	full.Counts = nil
+	if fmt.Sprint(fast) != fmt.Sprint(full) {
+		t.Fatalf("without counts %+v, with them %+v", fast, full)
+	}
+}
+
 func TestEngineOptions(t *testing.T) {
 	e, err := Open(Options{InMemory: true, Agent: "agent_z", Clock: clock.NewFixed(t0)})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // register and call them through these (see action.Ref).
 var (
 	// ActionEngineInfo is the engine.info action. Version, store, language model and counts per subsystem.
-	ActionEngineInfo = action.NewRef[action.None, Info]("engine.info")
+	ActionEngineInfo = action.NewRef[conn.InfoArgs, Info]("engine.info")
 	// ActionListActions is the actions.list action. Every action with its description and argument fields.
 	ActionListActions = action.NewRef[conn.ListActionsArgs, conn.ListActionsResult]("actions.list")
 	// ActionTraceList is the trace.list action. Turn trace entries, oldest first, by turn and kind.

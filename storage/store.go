@@ -259,7 +259,7 @@ func (s *Store) tableBytes() uint64 {
 // beforeOpen refuses a damaged directory and, unless reading only, a full
 // file system, before Badger touches either.
 func (s *Store) beforeOpen(opts Options) error {
-	warnings, err := preflight(s.dir, opts.AcceptTruncation)
+	warnings, err := preflight(s.dir, opts.AcceptTruncation, !s.readOnly)
 	if err != nil {
 		return err
 	}

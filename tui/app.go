@@ -94,7 +94,7 @@ func New(engine conn.Conn, opts Options) *Model {
 		opts.EvictionFade = opts.StatusFade
 	}
 	m := &Model{conn: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New(), quitAsk: confirm[struct{}]{Yes: "quit"}}
-	info, err := engine.Info(context.Background())
+	info, err := firstInfo(engine)
 	if err != nil {
 		// The header then says less; the status line says why.
 		info = conn.Info{Agent: engine.Agent(), Provider: "?", Store: "?"}
@@ -136,6 +136,20 @@ func New(engine conn.Conn, opts Options) *Model {
 	}
 	m.events = engine.Subscribe(ctx)
 	return m
+}
+
+// firstInfo is engine.info for the header, without the counts: they read
+// every item, mutation and trace entry, seconds on a store of a million,
+// and the first frame waits for this (issue 17: ≤ 1 s). The tour asks for
+// them afterwards. A connection that cannot leave them out (conn.InfoAsker)
+// is asked for everything.
+func firstInfo(c conn.Conn) (conn.Info, error) {
+	ctx := context.Background()
+	if a, ok := c.(conn.InfoAsker); ok {
+		no := false
+		return a.InfoWith(ctx, conn.InfoArgs{Counts: &no})
+	}
+	return c.Info(ctx)
 }
 
 // eventMsg carries one engine event into Update.

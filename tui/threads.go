@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
@@ -119,6 +120,53 @@ type threadList struct {
 	// want is a new thread to select once the list has it: the cursor
 	// follows the newest thread while it is on top (or the tab is away).
 	want string
+	// What View needs of every thread, worked out once per load so that a
+	// frame's work does not grow with the list (issue 17: 10,000 threads):
+	// the channels column's width, the activity times in order (for the
+	// "last" column's width), and the threads by id (for linked titles).
+	chanW    int
+	activity []time.Time
+	byID     map[string]*episodic.Thread
+}
+
+// setThreads replaces the list and works out what View needs of it.
+func (l *threadList) setThreads(ts []*episodic.Thread) {
+	l.threads = ts
+	l.chanW = len("channels") + 2
+	l.activity = make([]time.Time, len(ts))
+	l.byID = make(map[string]*episodic.Thread, len(ts))
+	for i, t := range ts {
+		l.chanW = max(l.chanW, min(lineWidth(oneLine(strings.Join(t.Channels, ",")))+2, 22))
+		l.activity[i] = t.LastActivityAt
+		l.byID[t.ID] = t
+	}
+	slices.SortFunc(l.activity, func(a, b time.Time) int { return a.Compare(b) })
+}
+
+// lastWidth is the width of the widest "last" cell (ago of every thread's
+// activity) without formatting every thread's: ago's text grows with the
+// time within each of its ranges, so the widest is the oldest time of some
+// range, or the oldest of all; the times are sorted, so each is a search.
+func (l *threadList) lastWidth(now time.Time) int {
+	w := 0
+	if len(l.activity) == 0 {
+		return w
+	}
+	w = lineWidth(ago(now, l.activity[0]))
+	for _, bound := range []time.Duration{0, time.Minute, time.Hour, 48 * time.Hour} {
+		// The oldest time less than bound ago.
+		cut := now.Add(-bound)
+		i, _ := slices.BinarySearchFunc(l.activity, cut, func(a, t time.Time) int {
+			if a.After(t) {
+				return 1
+			}
+			return -1
+		})
+		if i < len(l.activity) {
+			w = max(w, lineWidth(ago(now, l.activity[i])))
+		}
+	}
+	return w
 }
 
 // perThread is something loaded for the selected thread (its turns and
@@ -492,7 +540,7 @@ func (p *threadsPane) listResult(msg resultMsg[episodic.ListResult]) tea.Cmd {
 		p.list.err = errs.As(msg.err).Message
 	} else {
 		p.list.err = ""
-		p.list.threads = slices.DeleteFunc(msg.value.Threads, func(t *episodic.Thread) bool { return t == nil })
+		p.list.setThreads(slices.DeleteFunc(msg.value.Threads, func(t *episodic.Thread) bool { return t == nil }))
 	}
 	p.list.loaded = true
 	p.list.cursor.setLen(len(p.list.threads))
@@ -750,10 +798,8 @@ func (p *threadsPane) keepDecision() {
 
 // titleOf is a thread's title, as the list knows it.
 func (p *threadsPane) titleOf(id string) string {
-	for _, t := range p.list.threads {
-		if t.ID == id {
-			return oneLine(t.Title)
-		}
+	if t, ok := p.list.byID[id]; ok {
+		return oneLine(t.Title)
 	}
 	return shortID(id)
 }

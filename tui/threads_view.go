@@ -127,11 +127,7 @@ func (p *threadsPane) lastActive(t *episodic.Thread) string {
 // listLines are the header and the threads that fit.
 func (p *threadsPane) listLines() []string {
 	s := p.styles
-	chanW, lastW := len("channels")+2, len("last")+2
-	for _, t := range p.list.threads {
-		chanW = max(chanW, min(lineWidth(oneLine(strings.Join(t.Channels, ",")))+2, 22))
-		lastW = max(lastW, lineWidth(p.lastActive(t))+2)
-	}
+	chanW, lastW := p.list.chanW, max(len("last"), p.list.lastWidth(p.conn.Now()))+2
 	cols := dropColumns([]tableColumn{
 		{title: "title"},
 		{title: "channels", width: chanW},

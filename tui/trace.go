@@ -374,11 +374,20 @@ func (p *tracePane) refresh() {
 		p.turnW = max(p.turnW, ansi.StringWidth(shortenLeft(e.TurnID, maxTurnColumn)))
 		p.kindW = max(p.kindW, ansi.StringWidth(truncateTo(e.Kind, maxKindColumn)))
 	}
-	lines := make([]string, len(p.entries))
-	for i, e := range p.entries {
-		lines[i] = p.renderEntry(e)
+	// The lines are rendered when they come into view (renderShown): a
+	// resize or a reload renders a screenful, not every entry kept.
+	p.view.setLines(make([]string, len(p.entries)))
+}
+
+// renderShown renders the lines in view that refresh left to render (an
+// empty line: a rendered one always has the entry's number).
+func (p *tracePane) renderShown() {
+	lines := p.view.Lines()
+	for i := p.view.Offset(); i < min(p.view.Offset()+p.view.Height(), len(lines), len(p.entries)); i++ {
+		if lines[i] == "" {
+			lines[i] = p.renderEntry(p.entries[i])
+		}
 	}
-	p.view.setLines(lines)
 }
 
 // clientCallData is the data of the trace entry a request made for an
@@ -462,6 +471,7 @@ func (p *tracePane) View() string {
 			p.styles.Muted.Render("· "+plural(len(p.entries), "entry", "entries")+", all turns"))
 	}
 	header := p.styles.Muted.Render(fmt.Sprintf("%5s %-12s %-*s %-*s %s", "#", "time", p.turnW, "turn", p.kindW, "kind", "message"))
+	p.renderShown()
 	body := p.view.View(p.styles)
 	switch {
 	case p.loadErr != "":

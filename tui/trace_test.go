@@ -31,15 +31,47 @@ func TestTraceLiveEntriesRenderAsAFullRefreshWould(t *testing.T) {
 	if len(p.entries) != traceKeep || p.entries[0].Seq != uint64(total-traceKeep+1) || p.entries[traceKeep-1].Seq != uint64(total) {
 		t.Fatalf("kept %d entries, %d to %d: want the newest %d", len(p.entries), p.entries[0].Seq, p.entries[len(p.entries)-1].Seq, traceKeep)
 	}
-	live := slices.Clone(p.view.Lines())
+	live := allTraceLines(p)
 	p.refresh()
-	if !slices.Equal(live, p.view.Lines()) {
+	refreshed := allTraceLines(p)
+	if !slices.Equal(live, refreshed) {
 		for i := range live {
-			if live[i] != p.view.Lines()[i] {
-				t.Fatalf("line %d live:\n%q\nrefreshed:\n%q", i, live[i], p.view.Lines()[i])
+			if live[i] != refreshed[i] {
+				t.Fatalf("line %d live:\n%q\nrefreshed:\n%q", i, live[i], refreshed[i])
 			}
 		}
-		t.Fatalf("%d lines live, %d refreshed", len(live), len(p.view.Lines()))
+		t.Fatalf("%d lines live, %d refreshed", len(live), len(refreshed))
+	}
+}
+
+// allTraceLines is every line of the pane's list, as it shows when
+// scrolled into view: the pane renders lines only once they show.
+func allTraceLines(p *tracePane) []string {
+	offset := p.view.Offset()
+	for o := 0; o < len(p.entries); o += max(p.view.Height(), 1) {
+		p.view.setOffset(o)
+		p.renderShown()
+	}
+	p.view.setOffset(offset)
+	return slices.Clone(p.view.Lines())
+}
+
+// A resize of the Trace tab renders what shows, not every entry the pane
+// keeps (up to traceKeep): issue 17's frame budget of 16 ms.
+func TestTraceResizeRendersWhatShows(t *testing.T) {
+	few, many := loadedTrace(t, 100, 30, 50), loadedTrace(t, 100, 30, traceKeep)
+	width := 100
+	resize := func(p *tracePane) func() {
+		return func() {
+			width = 201 - width // 100, 101, 100, …: every resize changes the width
+			p.SetSize(width, 30)
+			_ = p.View()
+		}
+	}
+	a := testing.AllocsPerRun(10, resize(few))
+	b := testing.AllocsPerRun(10, resize(many))
+	if b > a*1.2+50 {
+		t.Errorf("a resize over %d entries makes %.0f allocations, over 50 entries %.0f: it renders every entry", traceKeep, b, a)
 	}
 }
 

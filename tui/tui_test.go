@@ -643,7 +643,7 @@ func TestPaletteCompletion(t *testing.T) {
 	if got := m.palette.input.Value(); got != "engine.info" {
 		t.Errorf("tab completed to %q, want engine.info", got)
 	}
-	if view := m.View(); !strings.Contains(view, "engine.info Version, store, language model") || !strings.Contains(view, "no args") {
+	if view := m.View(); !strings.Contains(view, "engine.info Version, store, language model") || !strings.Contains(view, "args: counts (boolean)") {
 		t.Errorf("the chosen action is not described:\n%s", view)
 	}
 }

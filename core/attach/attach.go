@@ -539,6 +539,25 @@ func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
 	return info, err
 }
 
+// InfoWith is engine.info of the current owner with args (conn.InfoAsker):
+// the console's first frame asks without the counts.
+func (c *Conn) InfoWith(ctx context.Context, args conn.InfoArgs) (conn.Info, error) {
+	cur, gen, err := c.current(ctx)
+	if err != nil {
+		return conn.Info{}, err
+	}
+	var info conn.Info
+	if a, ok := cur.(conn.InfoAsker); ok {
+		info, err = a.InfoWith(ctx, args)
+	} else {
+		info, err = cur.Info(ctx)
+	}
+	if errs.KindOf(err) == errs.Unavailable && ctx.Err() == nil {
+		c.noticeGone(gen)
+	}
+	return info, err
+}
+
 // CheckAction asks the current owner's list of actions.
 func (c *Conn) CheckAction(name string) error {
 	cur, _, err := c.current(context.Background())

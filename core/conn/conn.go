@@ -145,21 +145,37 @@ func CallAs[A, R any](ctx context.Context, c Conn, req Request, ref action.Ref[A
 
 // Info is engine.info's result.
 type Info struct {
-	Version    string                    `json:"version"`
-	Store      string                    `json:"store"`
-	DataDir    string                    `json:"data_dir,omitempty"`
-	SyncWrites bool                      `json:"sync_writes"`
-	Agent      string                    `json:"agent"`
-	Provider   string                    `json:"provider"`
-	Model      string                    `json:"model,omitempty"`
-	EmbedModel string                    `json:"embed_model,omitempty"`
-	Tokenizer  string                    `json:"tokenizer"`
-	Actions    int                       `json:"actions"`
-	Counts     map[string]map[string]int `json:"counts"`
+	Version    string `json:"version"`
+	Store      string `json:"store"`
+	DataDir    string `json:"data_dir,omitempty"`
+	SyncWrites bool   `json:"sync_writes"`
+	Agent      string `json:"agent"`
+	Provider   string `json:"provider"`
+	Model      string `json:"model,omitempty"`
+	EmbedModel string `json:"embed_model,omitempty"`
+	Tokenizer  string `json:"tokenizer"`
+	Actions    int    `json:"actions"`
+	// Counts are absent when InfoArgs.Counts asked for none.
+	Counts map[string]map[string]int `json:"counts,omitempty"`
 	// ReadOnly, when set, says why the store takes no writes: its file
 	// system was too full when engram opened it. Reads work; every write
 	// is refused with StorageFull until engram restarts with room.
 	ReadOnly string `json:"read_only,omitempty"`
+}
+
+// InfoAsker is a connection that asks engine.info with its arguments: the
+// console's first frame asks without the counts. A connection without it
+// is asked Info, counts and all.
+type InfoAsker interface {
+	InfoWith(ctx context.Context, args InfoArgs) (Info, error)
+}
+
+// InfoArgs are engine.info's arguments.
+type InfoArgs struct {
+	// Counts false leaves the counts out: they read every key of their
+	// kinds, seconds at a million items, and the console's first frame
+	// needs the rest only (issue 17: open to first frame ≤ 1 s).
+	Counts *bool `json:"counts,omitempty" help:"false leaves out counts, which read every item, mutation and trace entry (slow on a large store); default true"`
 }
 
 // StoreLabel is "in-memory" or the data directory: how the console names

@@ -376,6 +376,24 @@ func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
 	return info.Info, nil
 }
 
+// InfoWith asks the owner for engine.info with args (conn.InfoAsker), as
+// an action: the console's first frame asks without the counts.
+func (c *Conn) InfoWith(ctx context.Context, args conn.InfoArgs) (conn.Info, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return conn.Info{}, errs.New(errs.Internal, "engine.info's arguments do not encode: %v", err)
+	}
+	res, err := c.Do(ctx, conn.Request{Action: infoAction, Args: raw})
+	if err != nil {
+		return conn.Info{}, err
+	}
+	var info conn.Info
+	if err := json.Unmarshal(res, &info); err != nil {
+		return conn.Info{}, errs.New(errs.Internal, "the owner's engine.info does not decode: %v", err)
+	}
+	return info, nil
+}
+
 // Retry says how a request for the named action may be sent again after
 // its owner went away in the middle (wire.ActionSummary): a read freely;
 // a write whose effect is one commit (keyed) with an idempotency key.
