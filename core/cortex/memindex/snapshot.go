@@ -2,13 +2,13 @@ package memindex
 
 import (
 	"bufio"
-	"math"
-	"strings"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
+	"strings"
 )
 
 // The snapshot format: a magic line, the dictionaries (every value of
