@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
