@@ -93,3 +93,7 @@ func CachedIndexVersion(h *History, c string) (v uint64, ok bool) {
 	}
 	return ix.version, true
 }
+
+// ForgetPostings throws conversation c's postings in memory away, as a
+// restart does: the next search reads them from the store.
+func ForgetPostings(h *History, c string) { h.postings.forget(c) }
