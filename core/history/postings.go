@@ -2,6 +2,8 @@ package history
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -137,6 +139,13 @@ func (p *postingIndex) apply(c string, from, to uint64, fresh bool, changes []in
 		return
 	}
 	for _, ch := range changes {
+		if uint64(ch.index) > math.MaxUint32 {
+			// Past what the arrays hold: searches read the store.
+			delete(p.convs, c)
+			return
+		}
+	}
+	for _, ch := range changes {
 		if ch.add {
 			ix.add(ch)
 		} else {
@@ -215,8 +224,12 @@ func (ix *convIndex) remove(ch indexChange) {
 	}
 }
 
+// errTooLarge stops building an index of utterance indexes past 2^32.
+var errTooLarge = errors.New("utterance index past what the postings in memory hold")
+
 // buildIndex reads conversation c's postings from the store into an index
-// of version v (the version tx reads).
+// of version v (the version tx reads); nil when they cannot be held in
+// memory (searches then read the store).
 func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 	ix := &convIndex{version: v, terms: map[string]*postingList{}}
 	prefix := storage.PrefixKey(storage.PrefixIndex, "history", "t", c)
@@ -246,6 +259,9 @@ func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 		if err != nil {
 			return err
 		}
+		if uint64(i) > math.MaxUint32 {
+			return errTooLarge
+		}
 		ix.setDoc(i, p.speaker, p.dl)
 		// Keys come in order of their index (16 hex digits).
 		list.ids = append(list.ids, uint32(i))
@@ -258,7 +274,9 @@ func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 		}
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, errTooLarge) {
+		return nil, nil
+	} else if err != nil {
 		return nil, err
 	}
 	for _, l := range ix.terms {

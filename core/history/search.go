@@ -22,7 +22,7 @@ import (
 // SearchRequest asks for the utterances most relevant to a query.
 type SearchRequest struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
-	Query        string `json:"query" arg:"required" help:"words to look for"`
+	Query        string `json:"query" arg:"required" help:"words to look for (at most 4096 bytes, 64 different words)"`
 	Speaker      string `json:"speaker,omitempty" help:"only this speaker's utterances"`
 	Limit        int    `json:"limit,omitempty" help:"at most this many results (default 10)"`
 }
@@ -167,7 +167,7 @@ func (h *History) buildIndex(c string) error {
 			return err
 		}
 		ix, err := buildIndex(tx, c, conv.IndexVersion)
-		if err != nil {
+		if err != nil || ix == nil {
 			return err
 		}
 		h.postings.install(c, ix)
