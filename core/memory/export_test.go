@@ -132,3 +132,6 @@ func SetTurnWholeSearch(n int) (restore func()) {
 	turnWholeSearch = n
 	return func() { turnWholeSearch = old }
 }
+
+// SetTermCache turns the postings cache on or off (it is on by default).
+func SetTermCache(on bool) { termCacheOff.Store(!on) }

@@ -231,7 +231,11 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	keep := func(id string, attr byte) bool {
 		return (req.IncludeDeleted || attr != attrDeleted) && (ids == nil || ids(id))
 	}
-	scores, err := s.index().Scores(tx, req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, keep)
+	postings, err := s.postings(tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	scores, err := s.index().ScoresFrom(postings, req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, keep)
 	if err != nil {
 		return nil, nil, err
 	}

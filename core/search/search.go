@@ -66,46 +66,60 @@ type Stats struct {
 	TotalLength int // their summed lengths in terms
 }
 
+// Posting is one document's entry in a term's list.
+type Posting struct {
+	Doc    string
+	Attr   byte
+	TF     int // how often the term occurs in the document
+	Length int // the document's length in terms
+}
+
+// Postings reads a term's whole list from the store, in key order.
+func (ix Index) Postings(tx *storage.Tx, term string) ([]Posting, error) {
+	var list []Posting
+	err := tx.Keys(storage.Prefix(ix.termPrefix(term)), func(k []byte) error {
+		doc, attr, tf, length, err := parsePosting(storage.LastPart(k))
+		if err != nil {
+			return err
+		}
+		list = append(list, Posting{Doc: doc, Attr: attr, TF: tf, Length: length})
+		return nil
+	})
+	return list, err
+}
+
 // Scores returns the BM25 score of every document sharing a term with the
 // query (stemmed; stop words ignored), for which keep (if not nil) is true.
 // A query of stop words only scores nothing: callers that must match those
 // fall back to reading documents.
 func (ix Index) Scores(tx *storage.Tx, query string, st Stats, keep func(doc string, attr byte) bool) (map[string]float64, error) {
+	return ix.ScoresFrom(func(term string) ([]Posting, error) { return ix.Postings(tx, term) }, query, st, keep)
+}
+
+// ScoresFrom is Scores with each term's postings from postings (a cache
+// of Postings), which must return the whole list as the store holds it.
+func (ix Index) ScoresFrom(postings func(term string) ([]Posting, error), query string, st Stats, keep func(doc string, attr byte) bool) (map[string]float64, error) {
 	scores := map[string]float64{}
 	avg := 1.0
 	if st.Docs > 0 {
 		avg = float64(st.TotalLength) / float64(st.Docs)
 	}
 	seen := map[string]bool{}
-	type posting struct {
-		doc        string
-		tf, length int
-	}
 	for _, term := range text.Terms(query) {
 		if seen[term] {
 			continue
 		}
 		seen[term] = true
-		// df counts every document with the term, kept or not, in the same
-		// key-only scan that finds the kept ones.
-		var list []posting
-		df := 0
-		err := tx.Keys(storage.Prefix(ix.termPrefix(term)), func(k []byte) error {
-			doc, attr, tf, length, err := parsePosting(storage.LastPart(k))
-			if err != nil {
-				return err
-			}
-			df++
-			if keep == nil || keep(doc, attr) {
-				list = append(list, posting{doc, tf, length})
-			}
-			return nil
-		})
+		// df counts every document with the term, kept or not.
+		list, err := postings(term)
 		if err != nil {
 			return nil, err
 		}
+		df := len(list)
 		for _, p := range list {
-			scores[p.doc] += text.BM25{}.Score(p.tf, df, st.Docs, float64(p.length), avg)
+			if keep == nil || keep(p.Doc, p.Attr) {
+				scores[p.Doc] += text.BM25{}.Score(p.TF, df, st.Docs, float64(p.Length), avg)
+			}
 		}
 	}
 	return scores, nil
