@@ -54,10 +54,14 @@ func registerTermCache(env *kit.Env) {
 var termCacheOff atomic.Bool
 
 // postings returns a function giving a term's postings in s as tx reads
-// them: from the cache when it holds them at tx's version, else from the
+// them, sorted by item (search.SortPostings): from the cache when it holds them at tx's version, else from the
 // store (and then cached when that version is the newest).
 func (s *store) postings(tx *storage.Tx) (func(term string) ([]search.Posting, error), error) {
-	fromStore := func(term string) ([]search.Posting, error) { return s.index().Postings(tx, term) }
+	fromStore := func(term string) ([]search.Posting, error) {
+		list, err := s.index().Postings(tx, term)
+		search.SortPostings(list)
+		return list, err
+	}
 	c, _ := termCaches.Load(s.env)
 	cache, _ := c.(*termCache)
 	if cache == nil || termCacheOff.Load() {

@@ -7,6 +7,7 @@ package search
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -138,4 +139,68 @@ func parsePosting(s string) (doc string, attr byte, tf, length int, err error) {
 	}
 	length, err = strconv.Atoi(s[j+1:])
 	return doc, attr, tf, length, err
+}
+
+// DocScore is a document's score.
+type DocScore struct {
+	Doc   string
+	Score float64
+}
+
+// SortPostings orders a term's list by document, as ScoresSorted reads
+// it (key order differs when a document id is a prefix of another).
+func SortPostings(list []Posting) {
+	slices.SortStableFunc(list, func(a, b Posting) int { return strings.Compare(a.Doc, b.Doc) })
+}
+
+// ScoresSorted is ScoresFrom's scores as a list ordered by document,
+// merged from the terms' lists without a map: postings must return each
+// list sorted by document (SortPostings). Each score is summed in the
+// same order as ScoresFrom sums it, so the two agree to the bit.
+func (ix Index) ScoresSorted(postings func(term string) ([]Posting, error), query string, st Stats, keep func(doc string, attr byte) bool) ([]DocScore, error) {
+	avg := 1.0
+	if st.Docs > 0 {
+		avg = float64(st.TotalLength) / float64(st.Docs)
+	}
+	var lists [][]Posting
+	seen := map[string]bool{}
+	total := 0
+	for _, term := range text.Terms(query) {
+		if seen[term] {
+			continue
+		}
+		seen[term] = true
+		list, err := postings(term)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, list)
+		total += len(list)
+	}
+	out := make([]DocScore, 0, total)
+	pos := make([]int, len(lists))
+	for {
+		doc, found := "", false
+		for i, l := range lists {
+			if pos[i] < len(l) && (!found || l[pos[i]].Doc < doc) {
+				doc, found = l[pos[i]].Doc, true
+			}
+		}
+		if !found {
+			return out, nil
+		}
+		score, kept := 0.0, false
+		for i, l := range lists {
+			df := len(l)
+			for ; pos[i] < len(l) && l[pos[i]].Doc == doc; pos[i]++ {
+				if p := l[pos[i]]; keep == nil || keep(p.Doc, p.Attr) {
+					score += text.BM25{}.Score(p.TF, df, st.Docs, float64(p.Length), avg)
+					kept = true
+				}
+			}
+		}
+		if kept {
+			out = append(out, DocScore{Doc: doc, Score: score})
+		}
+	}
 }
