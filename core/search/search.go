@@ -177,6 +177,14 @@ func (ix Index) ScoresSorted(postings func(term string) ([]Posting, error), quer
 		lists = append(lists, list)
 		total += len(list)
 	}
+	// A term's scorer works out its idf once (TermScorer.Score is exactly
+	// BM25.Score for the same figures).
+	scorers := make([]text.TermScorer, len(lists))
+	for i, l := range lists {
+		if st.Docs > 0 {
+			scorers[i] = text.BM25{}.Term(len(l), st.Docs, avg)
+		}
+	}
 	out := make([]DocScore, 0, total)
 	pos := make([]int, len(lists))
 	for {
@@ -191,10 +199,9 @@ func (ix Index) ScoresSorted(postings func(term string) ([]Posting, error), quer
 		}
 		score, kept := 0.0, false
 		for i, l := range lists {
-			df := len(l)
 			for ; pos[i] < len(l) && l[pos[i]].Doc == doc; pos[i]++ {
 				if p := l[pos[i]]; keep == nil || keep(p.Doc, p.Attr) {
-					score += text.BM25{}.Score(p.TF, df, st.Docs, float64(p.Length), avg)
+					score += scorers[i].Score(p.TF, float64(p.Length))
 					kept = true
 				}
 			}
