@@ -22,10 +22,25 @@ var itemWords = []string{"login", "migration", "security", "review", "deploy", "
 // progress 0-100, a quarter blocking, four in five with a due date in the
 // 60 days after Start, 0-3 of twenty tags and "security" on one in six,
 // owner agent_a (agent_b one in ten); ids item_000000, item_000001...
-func Items(n int, seed uint64) []cortex.BulkItem {
-	rng := rand.New(rand.NewPCG(seed, 1))
+func Items(n int, seed uint64) []cortex.BulkItem { return NewItems(seed).Next(n) }
+
+// ItemSource draws Items a chunk at a time (a million at once would take
+// gigabytes).
+type ItemSource struct {
+	rng *rand.Rand
+	i   int
+}
+
+// NewItems returns the source of Items(n, seed) for any n.
+func NewItems(seed uint64) *ItemSource { return &ItemSource{rng: rand.New(rand.NewPCG(seed, 1))} }
+
+// Next returns the next n items.
+func (src *ItemSource) Next(n int) []cortex.BulkItem {
+	rng := src.rng
 	items := make([]cortex.BulkItem, n)
-	for i := range items {
+	for j := range items {
+		i := src.i
+		src.i++
 		fields := map[string]any{
 			"title":       fmt.Sprintf("%s %s item %d", itemWords[rng.IntN(20)], itemWords[rng.IntN(20)], i),
 			"description": fmt.Sprintf("about %s and %s", itemWords[rng.IntN(20)], itemWords[rng.IntN(20)]),
@@ -53,7 +68,7 @@ func Items(n int, seed uint64) []cortex.BulkItem {
 		for k, v := range fields {
 			raw[k], _ = json.Marshal(v) // strings, numbers, booleans and string lists always marshal
 		}
-		items[i] = cortex.BulkItem{Type: cortex.Types[rng.IntN(3)], ID: fmt.Sprintf("item_%06d", i), Owner: owner, Fields: raw}
+		items[j] = cortex.BulkItem{Type: cortex.Types[rng.IntN(3)], ID: fmt.Sprintf("item_%06d", i), Owner: owner, Fields: raw}
 	}
 	return items
 }

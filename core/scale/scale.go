@@ -70,6 +70,10 @@ type Report struct {
 	Took time.Duration
 }
 
+// itemChunk is how many items one BulkCreate call takes: it holds its
+// items' sealed entries in memory (tests make it small).
+var itemChunk = 20_000
+
 // maxCount bounds each count: a bigger store than a benchmark needs is a
 // typo, and would fill the disk.
 const maxCount = 10_000_000
@@ -134,14 +138,21 @@ func (b *builder) run(ctx context.Context, cx *cortex.Cortex, his *history.Histo
 	var rep Report
 	if n := b.opts.Items; n > 0 {
 		b.start()
-		items := Items(n, b.opts.Seed)
-		end, err := cx.BulkCreate(ctx, items, cortex.BulkOptions{Start: b.clk.Now(), SetClock: b.clk.Set, PerTx: 250,
-			Progress: func(done int) { b.progress("items", done, n) }})
-		if err != nil {
-			return rep, err
+		src := NewItems(b.opts.Seed)
+		for rep.Items < n {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			items := src.Next(min(itemChunk, n-rep.Items))
+			before := rep.Items
+			end, err := cx.BulkCreate(ctx, items, cortex.BulkOptions{Start: b.clk.Now(), SetClock: b.clk.Set, PerTx: 250,
+				Progress: func(done int) { b.progress("items", before+done, n) }})
+			if err != nil {
+				return rep, err
+			}
+			b.clk.Set(end)
+			rep.Items += len(items)
 		}
-		b.clk.Set(end)
-		rep.Items = n
 		b.done("items", n)
 	}
 	if n := b.opts.Threads; n > 0 {

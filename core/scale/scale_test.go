@@ -40,6 +40,7 @@ func do(t *testing.T, e *core.Engine, principal, name string, args any, out any)
 // TestBulkLoadWritesWhatWriteWrites, TestMemorizeManyWritesWhatMemorizeWrites.)
 func TestBuildWritesWhatTheSubsystemsCheck(t *testing.T) {
 	dir := t.TempDir()
+	defer scale.SetItemChunk(250)() // three calls to BulkCreate
 	var progress bytes.Buffer
 	rep, err := scale.Build(context.Background(), scale.Options{Dir: dir, Items: 600, Threads: 12, Utterances: 2500, Memories: 1500, Seed: 3, Progress: &progress})
 	if err != nil {
@@ -115,5 +116,16 @@ func TestBuildRefusesBadCounts(t *testing.T) {
 	}
 	if _, err := scale.Build(context.Background(), scale.Options{Items: 1}); err == nil || !strings.Contains(err.Error(), "data directory") {
 		t.Errorf("no directory: %v", err)
+	}
+}
+
+// TestItemsDrawnInChunksAreTheSame: drawing items a chunk at a time (as a
+// build does) gives the items drawn all at once.
+func TestItemsDrawnInChunksAreTheSame(t *testing.T) {
+	src := scale.NewItems(3)
+	chunked := append(src.Next(5), src.Next(7)...)
+	want, _ := json.Marshal(scale.Items(12, 3))
+	if got, _ := json.Marshal(chunked); !bytes.Equal(got, want) {
+		t.Errorf("in chunks:\n%s\nat once:\n%s", got, want)
 	}
 }
