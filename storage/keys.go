@@ -145,6 +145,23 @@ func Int64(n int64) string { return Uint64(uint64(n) ^ (1 << 63)) }
 // right.
 func Time(t time.Time) string { return Int64(t.Unix()) + fmt.Sprintf("%08x", t.Nanosecond()) }
 
+// ParseTime reverses Time (the time in UTC).
+func ParseTime(s string) (time.Time, error) {
+	bad := fmt.Errorf("storage: %q is not a key time (24 hex digits)", s)
+	if len(s) != 24 {
+		return time.Time{}, bad
+	}
+	sec, err := ParseUint64(s[:16])
+	if err != nil {
+		return time.Time{}, bad
+	}
+	nsec, err := strconv.ParseUint(s[16:], 16, 32)
+	if err != nil || nsec >= 1e9 {
+		return time.Time{}, bad
+	}
+	return time.Unix(int64(sec^(1<<63)), int64(nsec)).UTC(), nil
+}
+
 func escapePart(p string) string {
 	if !strings.ContainsAny(p, "%/") {
 		return p

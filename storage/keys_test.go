@@ -196,3 +196,22 @@ func FuzzInt64SortsNumerically(f *testing.F) {
 		}
 	})
 }
+
+func TestParseTimeReversesTime(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2026, 11, 29, 13, 4, 5, 123456789, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+	} {
+		got, err := ParseTime(Time(tm))
+		if err != nil || !got.Equal(tm) {
+			t.Errorf("ParseTime(Time(%s)) = %s, %v", tm, got, err)
+		}
+	}
+	for _, bad := range []string{"", "zz", Time(time.Unix(0, 0))[:23], "00000000000000000000000g", "8000000000000000ffffffff"} {
+		if _, err := ParseTime(bad); err == nil {
+			t.Errorf("ParseTime(%q) accepted", bad)
+		}
+	}
+}

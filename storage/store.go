@@ -354,6 +354,10 @@ func (s *Store) RefuseWrite() error {
 	return s.fullAtOpen
 }
 
+// Writable reports whether the store takes writes: opened neither
+// read-only nor read-only for want of space.
+func (s *Store) Writable() bool { return !s.readOnly && s.fullAtOpen == nil }
+
 // FullAtOpen is why the store was opened read-only (Options.ReadOnlyWhenFull):
 // its file system was too full to write. Nil when it writes.
 func (s *Store) FullAtOpen() *FullError { return s.fullAtOpen }
@@ -542,7 +546,16 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	backoff := 200 * time.Microsecond
 	for attempt := 1; ; attempt++ {
-		err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, writable: true}) })
+		var tx *Tx
+		err := s.db.Update(func(txn *badger.Txn) error {
+			tx = &Tx{txn: txn, writable: true}
+			if err := fn(tx); err != nil {
+				return err
+			}
+			tx.beforeCommit()
+			return nil
+		})
+		tx.afterCommit(err == nil)
 		if !errors.Is(err, badger.ErrConflict) {
 			return s.mapErr(err)
 		}
@@ -567,7 +580,12 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // writes nothing (one that creates what is missing, and finds it there)
 // succeeds, so that reading goes on.
 func (s *Store) updateWhenFull(fn func(tx *Tx) error) error {
-	err := s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, store: s, refuse: s.fullAtOpen}) })
+	var tx *Tx
+	err := s.db.View(func(txn *badger.Txn) error {
+		tx = &Tx{txn: txn, store: s, refuse: s.fullAtOpen}
+		return fn(tx)
+	})
+	tx.afterCommit(false) // nothing was written
 	if errors.Is(err, ErrFull) {
 		s.space.mu.Lock()
 		s.space.refusals++

@@ -18,6 +18,54 @@ type Tx struct {
 	// refuse, when set, is what a write returns: the store was opened
 	// read-only because its file system is full (Store.updateWhenFull).
 	refuse error
+	// hooks are the CommitHooks of this attempt, by their key.
+	hooks     map[any]CommitHook
+	hookOrder []CommitHook
+}
+
+// CommitHook is told when the transaction it joined commits: what keeps
+// something outside the store (an in-memory index) in step with it.
+type CommitHook interface {
+	// BeforeCommit runs after the transaction's function has succeeded,
+	// right before Badger commits.
+	BeforeCommit()
+	// AfterCommit runs once the attempt is over: committed says whether
+	// its writes are in the store. It runs for every attempt that added
+	// the hook, also when BeforeCommit did not run (the function failed).
+	AfterCommit(committed bool)
+}
+
+// Hook returns the hook of this transaction registered under key, adding
+// the one newHook makes the first time. A transaction retried after a
+// conflict is a new attempt with no hooks.
+func (tx *Tx) Hook(key any, newHook func() CommitHook) CommitHook {
+	if h, ok := tx.hooks[key]; ok {
+		return h
+	}
+	if tx.hooks == nil {
+		tx.hooks = map[any]CommitHook{}
+	}
+	h := newHook()
+	tx.hooks[key] = h
+	tx.hookOrder = append(tx.hookOrder, h)
+	return h
+}
+
+// beforeCommit tells the hooks that the commit is next.
+func (tx *Tx) beforeCommit() {
+	for _, h := range tx.hookOrder {
+		h.BeforeCommit()
+	}
+}
+
+// afterCommit tells the hooks how the attempt ended.
+func (tx *Tx) afterCommit(committed bool) {
+	if tx == nil {
+		return
+	}
+	for _, h := range tx.hookOrder {
+		h.AfterCommit(committed)
+	}
 }
 
 // value copies item's value. Badger answers a value it could not read from

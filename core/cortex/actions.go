@@ -29,6 +29,7 @@ func Register(env *kit.Env) *Cortex {
 	ActionBatchQuery.Register(reg, action.Spec{Summary: "Several queries at once, results in query order", ReadOnly: true}, c.actBatchQuery)
 	ActionBatchUpdate.Register(reg, action.Spec{Summary: "Many updates in one atomic transaction: all or none", Joinable: true}, c.actBatchUpdate)
 	ActionCommit.Register(reg, action.Spec{Summary: "Commit a turn's updates at turn end (traced; atomic)", Joinable: true}, c.actCommit)
+	c.startIndexing()
 	env.AddProvider(&provider{c: c})
 	env.AddCounter("cortex", c.counts)
 	env.AddChecker("cortex", c.checkStored)

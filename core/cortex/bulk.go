@@ -114,7 +114,7 @@ func (c *Cortex) BulkCreate(ctx context.Context, items []BulkItem, opts BulkOpti
 					return fmt.Errorf("item %s: %w", p.it.ID, err)
 				}
 				setClock(p.at)
-				if err := writeMutation(tx, nil, p.it, p.entry, p.sealed, p.state); err != nil {
+				if err := c.writeMutation(tx, nil, p.it, p.entry, p.sealed, p.state); err != nil {
 					return err
 				}
 				if err := traceCreated(tx, p.call, p.it); err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/engram-console/engram/core/cortex/memindex"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -78,7 +79,55 @@ func (c *Cortex) checkStored(ctx context.Context) ([]string, error) {
 		problems = append(problems, p...)
 		return err
 	})
+	if err != nil {
+		return problems, err
+	}
+	drift, err := c.checkMemoryIndex()
+	return append(problems, drift...), err
+}
+
+// checkMemoryIndex compares the in-memory query index with the items
+// stored, in one snapshot: it must hold every item, field for field, and
+// nothing else. (Skipped while a commit is under way, as a query would
+// skip the index; items that do not decode are reported by the item
+// check.)
+func (c *Cortex) checkMemoryIndex() ([]string, error) {
+	var problems []string
+	err := c.index.read(func(idx *memindex.Index) error {
+		return c.env.Store.View(func(tx *storage.Tx) error {
+			items := 0
+			err := tx.Scan(storage.Prefix(itemPrefix()), func(_, value []byte) error {
+				var it Item
+				if json.Unmarshal(value, &it) != nil {
+					return nil
+				}
+				items++
+				if got, ok := idx.Row(it.ID); !ok || !sameRow(got, rowOf(&it)) {
+					problems = append(problems, fmt.Sprintf("the query index in memory is not up to date with item %s (it holds %+v): "+
+						"restart engram to rebuild it (delete %s in the data directory if it persists)", it.ID, got, snapshotFile))
+				}
+				return nil
+			})
+			if n := idx.Len(); err == nil && n != items {
+				problems = append(problems, fmt.Sprintf("the query index in memory holds %d items, the store %d: restart engram to rebuild it", n, items))
+			}
+			return err
+		})
+	}, func() error { return nil })
 	return problems, err
+}
+
+// sameRow compares two rows field by field (times by instant, lists
+// ignoring order).
+func sameRow(a, b memindex.Row) bool {
+	sameList := func(x, y []string) bool {
+		return slices.Equal(slices.Sorted(slices.Values(x)), slices.Sorted(slices.Values(y)))
+	}
+	sameDue := (a.Due == nil) == (b.Due == nil) && (a.Due == nil || a.Due.Equal(*b.Due))
+	return a.ID == b.ID && a.Version == b.Version && a.Type == b.Type && a.Status == b.Status && a.Rank == b.Rank &&
+		sameDue && a.Blocking == b.Blocking && a.Created.Equal(b.Created) && a.Deleted == b.Deleted &&
+		a.Owner == b.Owner && a.Org == b.Org && a.Parent == b.Parent &&
+		sameList(a.Readers, b.Readers) && sameList(a.Tags, b.Tags) && sameList(a.Words, b.Words)
 }
 
 func indexPrefix() []byte { return storage.PrefixKey(storage.PrefixIndex, space) }

@@ -40,12 +40,45 @@ func (e *testEnv) check() []string {
 	return problems
 }
 
-// damage changes the store directly, as a bad disk or a bug would.
+// damage changes the store directly, as a bad disk or a bug would, and
+// then builds the query index again, as the fresh engram that `engram
+// check` opens does.
 func (e *testEnv) damage(fn func(tx *storage.Tx) error) {
+	e.T.Helper()
+	e.damageBehindTheIndex(fn)
+	// An item it cannot read fails the build, as at a real open: queries
+	// then read the store's key index.
+	_ = e.c.index.build(context.Background())
+}
+
+// damageBehindTheIndex changes the store directly while the query index
+// keeps what it had.
+func (e *testEnv) damageBehindTheIndex(fn func(tx *storage.Tx) error) {
 	e.T.Helper()
 	if err := e.env.Store.Update(context.Background(), fn); err != nil {
 		e.T.Fatal(err)
 	}
+}
+
+// Issue 17: check finds a query index in memory that disagrees with the
+// stored items (here: an item whose status changed behind its back).
+func TestCheckFindsAQueryIndexThatDriftedFromTheStore(t *testing.T) {
+	e := healthyCortex(t)
+	e.damageBehindTheIndex(func(tx *storage.Tx) error {
+		var it Item
+		if err := tx.GetJSON(itemKey("a1"), &it); err != nil {
+			return err
+		}
+		it.Status = "completed"
+		return tx.SetJSON(itemKey("a1"), &it)
+	})
+	var drift []string
+	for _, p := range e.check() {
+		if strings.Contains(p, "query index in memory") {
+			drift = append(drift, p)
+		}
+	}
+	onlyProblem(t, drift, "not up to date with item a1", "restart engram")
 }
 
 // onlyProblem asserts exactly one problem, containing every fragment.

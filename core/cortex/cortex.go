@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/cortex/memindex"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
@@ -33,6 +34,8 @@ type ItemEvent struct {
 // Cortex is the frontal cortex over an engine's store.
 type Cortex struct {
 	env *kit.Env
+	// index answers queries from memory (liveindex.go).
+	index liveIndex
 	// beforeAttempt, when set (tests only), runs before every attempt of an
 	// update, e.g. to have other turns write in between (seed 1.4).
 	beforeAttempt func(id string, attempt int)
@@ -73,7 +76,7 @@ func (c *Cortex) commitMutation(tx *kit.Txn, before, after *Item, m mutation) (*
 	if err != nil {
 		return nil, err
 	}
-	return entry, writeMutation(tx, before, after, entry, sealed, state)
+	return entry, c.writeMutation(tx, before, after, entry, sealed, state)
 }
 
 // newMutation is the audit entry of the mutation from before to after,
@@ -121,8 +124,8 @@ func sealMutation(entry *Mutation, after *Item, prevHash string) (sealed, state 
 
 // writeMutation stores a sealed mutation inside tx: the audit entry, the
 // chain's head, the item and its version, the index changes; and publishes
-// item.mutated.
-func writeMutation(tx *kit.Txn, before, after *Item, entry *Mutation, sealed, state []byte) error {
+// item.mutated; the item's new row reaches the query index once tx commits.
+func (c *Cortex) writeMutation(tx *kit.Txn, before, after *Item, entry *Mutation, sealed, state []byte) error {
 	if err := tx.Set(auditKey(after.ID, after.GlobalVersion), sealed); err != nil {
 		return err
 	}
@@ -138,6 +141,10 @@ func writeMutation(tx *kit.Txn, before, after *Item, entry *Mutation, sealed, st
 	if err := writeIndexDiff(tx.Tx, before, after); err != nil {
 		return err
 	}
+	if err := c.journal(tx.Tx, after); err != nil {
+		return err
+	}
+	c.index.stage(tx.Tx, after)
 	EventItemMutated.Publish(tx, ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: entry.MutationType, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
 	return nil
 }
@@ -822,10 +829,18 @@ func (c *Cortex) Query(ctx context.Context, call action.Call, q Query) (QueryRes
 		return QueryResult{}, err
 	}
 	var res QueryResult
-	err := c.env.Store.View(func(tx *storage.Tx) error {
-		var err error
-		res, err = q.run(tx, call.Principal)
-		return err
+	err := c.index.read(func(idx *memindex.Index) error {
+		return c.env.Store.View(func(tx *storage.Tx) error {
+			var err error
+			res, err = q.fromIndexCached(idx, tx, call.Principal, &c.index.cache)
+			return err
+		})
+	}, func() error {
+		return c.env.Store.View(func(tx *storage.Tx) error {
+			var err error
+			res, err = q.scan(tx, call.Principal)
+			return err
+		})
 	})
 	return res, err
 }

@@ -73,6 +73,7 @@ func newEnvOn(t testing.TB, store *storage.Store) *testEnv {
 		Log:     slog.New(slog.DiscardHandler),
 	}
 	c := Register(env)
+	<-c.Indexed() // the index path, not the scan path, answers queries
 	return &testEnv{Rig: enginetest.ForRegistry(t, env.Actions, clk), env: env, c: c, clock: clk}
 }
 

@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/engram-console/engram/core/cortex/memindex"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -159,6 +161,11 @@ type QueryResult struct {
 const (
 	defaultLimit = 50
 	maxLimit     = 1000
+	// Bounds on a query's filters, so that no query does much more work
+	// than an ordinary one: values of a list filter, bytes and words of text.
+	maxFilterValues = 100
+	maxTextFilter   = 1000
+	maxTextWords    = 16
 )
 
 func (q *Query) validate() error {
@@ -166,6 +173,20 @@ func (q *Query) validate() error {
 		if err := validateType(q.Type); err != nil {
 			return err
 		}
+	}
+	for _, list := range []struct {
+		field  string
+		values []string
+	}{{"status", q.Status}, {"priority", q.Priority}, {"tags", q.Tags}} {
+		if len(list.values) > maxFilterValues {
+			return fieldErr(list.field, "%d values; give at most %d (items match any of them)", len(list.values), maxFilterValues)
+		}
+	}
+	if len(q.Text) > maxTextFilter {
+		return fieldErr("text", "%d bytes; give at most %d: a few words that must all appear", len(q.Text), maxTextFilter)
+	}
+	if n := len(words(q.Text)); n > maxTextWords {
+		return fieldErr("text", "%d words; give at most %d (each must appear in title or description)", n, maxTextWords)
 	}
 	for _, s := range q.Status {
 		if !slices.Contains(Statuses, s) {
@@ -194,8 +215,12 @@ func (q *Query) validate() error {
 		return fieldErr("limit", "at most %d per page; use next_cursor for more", maxLimit)
 	}
 	if q.Cursor != "" {
-		if _, err := decodeCursor(q.Cursor); err != nil {
-			return fieldErr("cursor", "not a cursor this query returned")
+		c, err := decodeCursor(q.Cursor)
+		if err == nil {
+			_, err = parseOrder(c)
+		}
+		if err != nil {
+			return fieldErr("cursor", "not a cursor this query returned; pass next_cursor unchanged, or leave it out for the first page")
 		}
 	}
 	return nil
@@ -205,8 +230,10 @@ type candidate struct {
 	id, order string
 }
 
-// run evaluates q for principal inside tx.
-func (q *Query) run(tx *storage.Tx, principal string) (QueryResult, error) {
+// scan evaluates q for principal inside tx from the index keys in the
+// store: what a query does when the in-memory index may not be used
+// (liveIndex), and the reference the index is tested against.
+func (q *Query) scan(tx *storage.Tx, principal string) (QueryResult, error) {
 	found := map[string]string{}  // id → order key
 	typeOf := map[string]string{} // id → item type
 	live := []string{"l"}
@@ -360,7 +387,7 @@ func (q *Query) page(tx *storage.Tx, found map[string]string) (QueryResult, erro
 		}
 		res.Items = append(res.Items, &it)
 	}
-	if end < len(all) {
+	if end < len(all) && end > start { // (a limit of 0, as check asks: no page)
 		res.NextCursor = encodeCursor(all[end-1])
 	}
 	return res, nil
@@ -397,4 +424,83 @@ func decodeCursor(s string) (candidate, error) {
 		return candidate{}, fmt.Errorf("malformed cursor")
 	}
 	return candidate{id: id, order: order}, nil
+}
+
+// parseOrder reads a cursor's place in the active order (orderKey's
+// "<rank>|<due or ~>|<0 or 1>|<created>", and the id).
+func parseOrder(c candidate) (memindex.Position, error) {
+	parts := strings.Split(c.order, "|")
+	bad := fmt.Errorf("malformed cursor")
+	if len(parts) != 4 || len(parts[0]) != 1 || parts[0][0] < '0' || parts[0][0] > '9' || (parts[2] != "0" && parts[2] != "1") {
+		return memindex.Position{}, bad
+	}
+	p := memindex.Position{Rank: int(parts[0][0] - '0'), Blocking: parts[2] == "0", ID: c.id}
+	if parts[1] != "~" {
+		due, err := storage.ParseTime(parts[1])
+		if err != nil {
+			return memindex.Position{}, bad
+		}
+		p.Due = &due
+	}
+	created, err := storage.ParseTime(parts[3])
+	if err != nil {
+		return memindex.Position{}, bad
+	}
+	p.Created = created
+	return p, nil
+}
+
+// filter is q as the in-memory index takes it.
+func (q *Query) filter(principal string) memindex.Filter {
+	f := memindex.Filter{
+		Reader: principal, IncludeDeleted: q.IncludeDeleted, Statuses: q.Status, Tags: q.Tags,
+		Owner: q.Owner, Org: q.Org, Parent: q.Parent, WordPrefixes: words(q.Text),
+		DueBefore: q.DueBefore, DueAfter: q.DueAfter,
+	}
+	if q.Type != "" {
+		f.Types = []string{q.Type}
+	}
+	for _, p := range q.Priority {
+		f.Ranks = append(f.Ranks, priorityRank(p))
+	}
+	return f
+}
+
+// fromIndex evaluates q for principal with the in-memory index, reading
+// the page's items from tx (a snapshot the index is exact for: liveIndex).
+func (q *Query) fromIndex(idx *memindex.Index, tx *storage.Tx, principal string) (QueryResult, error) {
+	return q.fromIndexCached(idx, tx, principal, nil)
+}
+
+// fromIndexCached is fromIndex with the matches' set and summary taken
+// from cache when the same filters ran on the same index generation.
+func (q *Query) fromIndexCached(idx *memindex.Index, tx *storage.Tx, principal string, cache *matchCache) (QueryResult, error) {
+	f := q.filter(principal)
+	m := cache.get(idx, f)
+	if m == nil {
+		set := idx.Match(f)
+		m = &matched{set: set, count: int(set.GetCardinality()), checksum: idx.Checksum(set), byType: idx.CountsByType(set)}
+		cache.put(idx, f, m)
+	}
+	set := m.set
+	var after *memindex.Position
+	if q.Cursor != "" {
+		c, _ := decodeCursor(q.Cursor) // validate checked it
+		p, _ := parseOrder(c)
+		after = &p
+	}
+	ids, more := idx.Page(set, after, q.Limit)
+	res := QueryResult{Count: m.count, Checksum: m.checksum, Items: []*Item{}, CountsByType: maps.Clone(m.byType)}
+	for _, id := range ids {
+		var it Item
+		if err := tx.GetJSON(itemKey(id), &it); err != nil {
+			return QueryResult{}, fmt.Errorf("the query index names item %s: %w", id, err)
+		}
+		res.Items = append(res.Items, &it)
+	}
+	if more && len(res.Items) > 0 {
+		last := res.Items[len(res.Items)-1]
+		res.NextCursor = encodeCursor(candidate{id: last.ID, order: orderKey(last)})
+	}
+	return res, nil
 }

@@ -1,6 +1,10 @@
 package cortex
 
 import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,4 +43,43 @@ func TestTextFieldsRefuseControlsAndCustomValuesHaveALimit(t *testing.T) {
 	// Newlines, carriage returns and tabs are text in a description.
 	e.T = t
 	e.update(agentA, "goal_1", obj{"description": "line one\r\n\tline two"}, -1)
+}
+
+// Issue 17, "Bad input and limits": a page over 1,000, a filter list of
+// 10,000 values, a 100 KB text filter, too many words, and cursors that
+// were tampered with are each a ValidationError naming the field.
+func TestOversizedFiltersAndTamperedCursorsAreRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range 3 {
+		e.create(agentA, "goal", fmt.Sprintf("g%d", i), obj{"title": "alpha"})
+	}
+	page := e.query(agentA, "cortex.query", Query{Limit: 1})
+	if page.NextCursor == "" {
+		t.Fatal("the test needs a cursor")
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(page.NextCursor)
+	many := func(v string) []string { return slices.Repeat([]string{v}, 10_000) }
+	for _, c := range []struct {
+		args  obj
+		field string
+	}{
+		{obj{"limit": 1001}, "limit"},
+		{obj{"tags": many("t1")}, "tags"},
+		{obj{"status": many("active")}, "status"},
+		{obj{"priority": many("high")}, "priority"},
+		{obj{"text": strings.Repeat("alpha ", 100_000/6)}, "text"},
+		{obj{"text": "w01 w02 w03 w04 w05 w06 w07 w08 w09 w10 w11 w12 w13 w14 w15 w16 w17"}, "text"},
+		{obj{"cursor": "not base64!"}, "cursor"},
+		{obj{"cursor": base64.RawURLEncoding.EncodeToString([]byte("zz|~|0|x\ng1"))}, "cursor"},
+		{obj{"cursor": base64.RawURLEncoding.EncodeToString(append([]byte("9"), raw[1:]...)[:len(raw)-3])}, "cursor"},
+		{obj{"cursor": base64.RawURLEncoding.EncodeToString(bytes.Replace(raw, []byte("|"), []byte("/"), 1))}, "cursor"},
+	} {
+		for _, name := range []string{"cortex.query", "cortex.active"} {
+			err := e.Fail(agentA, name, c.args, errs.Validation)
+			if err.Details["field"] != c.field {
+				t.Errorf("%s %.80v: field %v, want %s (%s)", name, c.args, err.Details["field"], c.field, err.Message)
+			}
+		}
+	}
 }

@@ -1,0 +1,291 @@
+package cortex
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/engram-console/engram/core/cortex/memindex"
+	"github.com/engram-console/engram/storage"
+)
+
+// liveIndex keeps the in-memory query index (memindex) exactly in step with
+// the store, so that a query answers from bitmaps what it would answer
+// from the index keys in Badger.
+//
+// Exactness rests on one rule: a query uses the index only while no
+// transaction that changes items is committing. Each such transaction
+// counts itself in before Badger commits (inflight) and applies its rows
+// and counts itself out after, both under mu. A query holds mu for reading
+// from before its snapshot opens until it is done, and finds inflight 0:
+// so every commit its snapshot sees is applied, and none it doesn't see
+// is. When a commit is under way, or the index is still being built, the
+// query reads the index keys in Badger instead (Query.scan): slower,
+// never wrong.
+type liveIndex struct {
+	mu       sync.RWMutex
+	idx      *memindex.Index // nil until built
+	inflight int
+	// building: a build is reading the store; rows committed meanwhile
+	// wait in backlog for it.
+	building bool
+	backlog  []memindex.Row
+	// built is closed once the index is in use (or its build failed).
+	built chan struct{}
+	// From the snapshot loaded at open (source "snapshot", with replayed
+	// items read again), or built from every item ("items").
+	source   string
+	replayed int
+	// changed counts items changed since the last save; saving is true
+	// while one runs; closed once the engine closes.
+	changed        int
+	saving, closed bool
+	store          *storage.Store
+	log            *slog.Logger
+	wg             sync.WaitGroup
+	// cache keeps the matches of recent queries until the index changes.
+	cache matchCache
+}
+
+// matched is what a query's filters select: the set, and its count,
+// checksum and counts by type, which cost a walk over every match.
+type matched struct {
+	set      *roaring.Bitmap
+	count    int
+	checksum string
+	byType   map[string]int
+}
+
+// matchCache keeps the matches of the last few distinct filters for one
+// index generation. The console and agents ask the same queries again
+// (every turn, every redraw, every next page) far more often than items
+// change; any change starts a new generation and empties it.
+type matchCache struct {
+	mu         sync.Mutex
+	idx        *memindex.Index // (a rebuilt index counts generations anew)
+	generation uint64
+	entries    map[string]*matched
+}
+
+// matchCacheSize bounds the cache (the matches of a wide query at a
+// million items are a bitmap of some tens of kilobytes).
+const matchCacheSize = 32
+
+func cacheKey(f memindex.Filter) string {
+	b, _ := json.Marshal(f) // a struct of strings, lists and times: never fails
+	return string(b)
+}
+
+// get returns the matches of f in idx as it stands, or nil. A nil cache
+// has none.
+func (c *matchCache) get(idx *memindex.Index, f memindex.Filter) *matched {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idx != idx || c.generation != idx.Generation() {
+		return nil
+	}
+	return c.entries[cacheKey(f)]
+}
+
+// put keeps m as the matches of f in idx as it stands.
+func (c *matchCache) put(idx *memindex.Index, f memindex.Filter, m *matched) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || c.idx != idx || c.generation != idx.Generation() || len(c.entries) >= matchCacheSize {
+		c.idx, c.generation, c.entries = idx, idx.Generation(), map[string]*matched{}
+	}
+	c.entries[cacheKey(f)] = m
+}
+
+// startIndexing loads (or builds) the query index in the background:
+// queries read the store's index keys until it is ready. Closing the
+// engine stops it and saves a snapshot for the next open.
+func (c *Cortex) startIndexing() {
+	li := &c.index
+	li.store, li.log = c.env.Store, c.env.Log
+	li.built = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	li.wg.Go(func() {
+		defer close(li.built)
+		if err := li.build(ctx); err != nil && ctx.Err() == nil {
+			li.log.Warn("building the cortex query index failed; queries read the store's index keys", "err", err)
+		}
+	})
+	c.env.OnClose(func() error {
+		cancel()
+		li.mu.Lock()
+		li.closed = true // no more background saves
+		li.mu.Unlock()
+		li.wg.Wait()
+		li.mu.Lock()
+		worth := li.worthSaving()
+		li.mu.Unlock()
+		if worth {
+			if err := li.save(li.store); err != nil {
+				// Only the next open is slower: it builds from the items.
+				li.log.Warn("saving the cortex query index failed", "err", err)
+			}
+		}
+		return nil
+	})
+}
+
+// worthSaving: a snapshot would spare the next open reading items (mu
+// held). Small stores build fast from their items and are not saved.
+func (li *liveIndex) worthSaving() bool {
+	return li.idx != nil && li.store != nil && li.store.Dir() != "" && li.store.Writable() &&
+		li.idx.Len() >= snapshotMinItems && li.changed > 0
+}
+
+// saveInBackground saves a snapshot once enough items changed since the
+// last one (mu held).
+func (li *liveIndex) saveInBackground() {
+	if li.changed < saveAfterChanges || li.saving || li.closed || !li.worthSaving() {
+		return
+	}
+	li.saving = true
+	li.wg.Go(func() {
+		if err := li.save(li.store); err != nil {
+			li.log.Warn("saving the cortex query index failed", "err", err)
+		}
+		li.mu.Lock()
+		li.saving = false
+		li.mu.Unlock()
+	})
+}
+
+// Indexed is closed once queries answer from the in-memory index (or its
+// build failed and they keep reading the store).
+func (c *Cortex) Indexed() <-chan struct{} { return c.index.built }
+
+// pendingRows is a transaction's part in the index: the rows of the items
+// it wrote, applied once it commits.
+type pendingRows struct {
+	li      *liveIndex
+	rows    map[string]memindex.Row
+	counted bool
+}
+
+type pendingKey struct{}
+
+// stage records that tx writes it, for the index once tx commits.
+func (li *liveIndex) stage(tx *storage.Tx, it *Item) {
+	p := tx.Hook(pendingKey{}, func() storage.CommitHook {
+		return &pendingRows{li: li, rows: map[string]memindex.Row{}}
+	}).(*pendingRows)
+	p.rows[it.ID] = rowOf(it) // the last write of an item in tx wins
+}
+
+// BeforeCommit counts the transaction in: queries stop using the index
+// until it has been applied.
+func (p *pendingRows) BeforeCommit() {
+	p.li.mu.Lock()
+	p.li.inflight++
+	p.counted = true
+	p.li.mu.Unlock()
+}
+
+// AfterCommit applies the rows if the transaction committed, and counts
+// it out.
+func (p *pendingRows) AfterCommit(committed bool) {
+	p.li.mu.Lock()
+	defer p.li.mu.Unlock()
+	if committed {
+		for _, r := range p.rows {
+			p.li.put(r)
+		}
+		p.li.changed += len(p.rows)
+		p.li.saveInBackground()
+	}
+	if p.counted {
+		p.li.inflight--
+	}
+}
+
+// put applies a committed row (mu held).
+func (li *liveIndex) put(r memindex.Row) {
+	switch {
+	case li.idx != nil:
+		li.idx.Put(r)
+	case li.building:
+		li.backlog = append(li.backlog, r)
+	}
+}
+
+// read runs fn with the index if a query may use it now (see liveIndex),
+// holding it for reading; else it runs fallback.
+func (li *liveIndex) read(fn func(idx *memindex.Index) error, fallback func() error) error {
+	li.mu.RLock()
+	if li.idx == nil || li.inflight > 0 {
+		li.mu.RUnlock()
+		return fallback()
+	}
+	defer li.mu.RUnlock()
+	return fn(li.idx)
+}
+
+// build loads the store's snapshot, or reads every item into a new
+// index. Rows committed meanwhile are kept aside and applied after (Put
+// keeps the later version of an item), so nothing committed is missed.
+func (li *liveIndex) build(ctx context.Context) error {
+	li.mu.Lock()
+	li.building, li.backlog = true, nil
+	li.mu.Unlock()
+	var idx *memindex.Index
+	source, replayed := "snapshot", 0
+	err := li.store.View(func(tx *storage.Tx) error {
+		var err error
+		if idx, replayed, err = loadSnapshot(tx, li.store.Dir()); err != nil || idx != nil {
+			return err
+		}
+		source, idx = "items", memindex.New()
+		return tx.Scan(storage.Prefix(itemPrefix()), func(_, value []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var it Item
+			if err := json.Unmarshal(value, &it); err != nil {
+				return err
+			}
+			idx.Put(rowOf(&it))
+			return nil
+		})
+	})
+	li.mu.Lock()
+	defer li.mu.Unlock()
+	li.building = false
+	if err == nil {
+		for _, r := range li.backlog {
+			idx.Put(r)
+		}
+		li.idx, li.source, li.replayed = idx, source, replayed
+		li.changed = replayed
+		if source == "items" {
+			// Every item was read: a snapshot now spares the next open that.
+			li.changed = saveAfterChanges
+		}
+		li.saveInBackground()
+	} else {
+		li.idx = nil // queries read the store's key index instead
+	}
+	li.backlog = nil
+	return err
+}
+
+// rowOf is what the index keeps of it.
+func rowOf(it *Item) memindex.Row {
+	return memindex.Row{
+		ID: it.ID, Version: it.GlobalVersion, Type: it.Type, Status: it.Status, Rank: priorityRank(it.Priority),
+		Due: it.DueAt, Blocking: it.Blocking, Created: it.CreatedAt, Deleted: it.DeletedAt != nil,
+		Readers: it.readers(), Tags: it.Tags, Owner: it.Owner, Org: it.Org, Parent: it.Parent,
+		Words: words(it.Title + " " + it.Description),
+	}
+}

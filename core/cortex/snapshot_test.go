@@ -1,0 +1,159 @@
+package cortex
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/engram-console/engram/storage"
+)
+
+// withSnapshotsOfAnySize lets a test's small stores be saved.
+func withSnapshotsOfAnySize(t *testing.T) {
+	old := snapshotMinItems
+	snapshotMinItems = 1
+	t.Cleanup(func() { snapshotMinItems = old })
+}
+
+// openDurable opens an engine's cortex on dir; close closes the engine
+// (saving the index) and then the store, crash closes only the store,
+// as a kill would leave it.
+func openDurable(t *testing.T, dir string) (e *testEnv, close, crash func()) {
+	t.Helper()
+	store, err := storage.Open(storage.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = newEnvOn(t, store)
+	closed := false
+	close = func() {
+		if closed {
+			return
+		}
+		closed = true
+		if err := e.env.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	crash = func() {
+		closed = true
+		e.c.index.mu.Lock()
+		e.c.index.closed = true // as if the process were gone: no more saves
+		e.c.index.mu.Unlock()
+		e.c.index.wg.Wait()
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(close)
+	return e, close, crash
+}
+
+// checkAllQueries compares a spread of queries with a brute-force filter.
+func checkAllQueries(t *testing.T, e *testEnv) {
+	t.Helper()
+	all := e.allItems()
+	for _, who := range []call{agentA, agentB} {
+		for _, q := range []Query{
+			{Limit: 7}, {Status: []string{"active"}, Limit: 3}, {Type: "goal", IncludeDeleted: true, Limit: 5},
+			{Text: "alp", Limit: 4}, {Priority: []string{"high", "low"}, Tags: []string{"t1"}, Limit: 2},
+		} {
+			checkAgainstBruteForce(t, e, who, q, all)
+		}
+	}
+}
+
+func (e *testEnv) indexSource() (string, int) {
+	e.c.index.mu.RLock()
+	defer e.c.index.mu.RUnlock()
+	return e.c.index.source, e.c.index.replayed
+}
+
+// Issue 17: a durable store's index is saved on close and loaded on the
+// next open; what changed after the save (and before a crash that saved
+// nothing) is read again from the items, and every query stays exact.
+func TestTheIndexLoadsItsSnapshotAndReadsOnlyWhatChangedSince(t *testing.T) {
+	withSnapshotsOfAnySize(t)
+	dir := t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	for i := range 40 {
+		e.create([]call{agentA, agentB}[i%2], "goal", "", obj{"title": "alpha item", "priority": Priorities[i%4], "tags": []string{"t1", "t2"}[i%2 : i%2+1]})
+	}
+	closeEngine()
+	if _, err := os.Stat(filepath.Join(dir, snapshotFile)); err != nil {
+		t.Fatalf("no snapshot after close: %v", err)
+	}
+
+	e, _, crash := openDurable(t, dir)
+	if src, replayed := e.indexSource(); src != "snapshot" || replayed != 0 {
+		t.Fatalf("opened from %q, %d items read again; want the snapshot and none", src, replayed)
+	}
+	checkAllQueries(t, e)
+	ids := ids0(e.query(agentA, "cortex.query", Query{Limit: 1000}).Items)
+	e.update(agentA, ids[0], obj{"status": "blocked", "title": "beta"}, -1)
+	e.update(agentA, ids[1], obj{"title": "alpha, changed"}, -1)
+	if _, err := e.Try(agentA, "cortex.delete", obj{"id": ids[2]}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(agentA, "question", "zz-out-of-order", obj{"title": "alpine question"})
+	e.create(agentA, "question", "0-first", obj{"title": "alps"})
+	crash()
+
+	e, _, _ = openDurable(t, dir)
+	if src, replayed := e.indexSource(); src != "snapshot" || replayed != 5 {
+		t.Fatalf("after the crash: opened from %q, %d items read again; want the snapshot and 5", src, replayed)
+	}
+	checkAllQueries(t, e)
+}
+
+// A snapshot that is not the store's current one (a save that did not
+// finish, a store restored without its snapshot) is not used: the index
+// is built from the items, and stays exact.
+func TestASnapshotTheStoreDoesNotNameIsNotUsed(t *testing.T) {
+	withSnapshotsOfAnySize(t)
+	dir := t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	for i := range 10 {
+		e.create(agentA, "goal", fmt.Sprintf("g%d", i), obj{"title": "alpha", "priority": Priorities[i%4]})
+	}
+	closeEngine()
+	old, err := os.ReadFile(filepath.Join(dir, snapshotFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, closeEngine, _ = openDurable(t, dir)
+	e.create(agentA, "goal", "g10", obj{"title": "alpha new"})
+	closeEngine()
+	// The older snapshot comes back: its token is not the store's.
+	if err := os.WriteFile(filepath.Join(dir, snapshotFile), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, closeEngine, _ = openDurable(t, dir)
+	if src, _ := e.indexSource(); src != "items" {
+		t.Fatalf("opened from %q; want the items", src)
+	}
+	if n := e.query(agentA, "cortex.query", Query{}).Count; n != 11 {
+		t.Errorf("%d items, want 11", n)
+	}
+	checkAllQueries(t, e)
+
+	// A damaged snapshot: also built from the items. (The open above built
+	// from the items and saved a new snapshot.)
+	closeEngine()
+	data, _ := os.ReadFile(filepath.Join(dir, snapshotFile))
+	if len(data) > 40 {
+		data[40] ^= 1
+	}
+	if err := os.WriteFile(filepath.Join(dir, snapshotFile), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ = openDurable(t, dir)
+	if src, _ := e.indexSource(); src != "items" {
+		t.Fatalf("a damaged snapshot: opened from %q; want the items", src)
+	}
+	checkAllQueries(t, e)
+}
