@@ -79,6 +79,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if code, ok := runMCPDemo(args, stdout, stderr); ok {
 		return code
 	}
+	if code, ok := runScale(args, stdout, stderr); ok {
+		return code
+	}
 	command := ""
 	if len(args) > 0 && (args[0] == "serve" || args[0] == "mcp") {
 		command, args = args[0], args[1:]

@@ -116,6 +116,19 @@ func (sp *space) check() error {
 	return nil
 }
 
+// hasRoom reports whether the margin and the tables' size are free, without counting
+// a refusal: for the store's own housekeeping (garbage collection), which
+// is skipped, not refused, when space is short.
+// tables is the size of the store's tables (the caller may hold the
+// store's lock, which need's tables function takes).
+func (sp *space) hasRoom(tables uint64) bool {
+	if sp == nil {
+		return true
+	}
+	free, err := sp.statfs(sp.dir)
+	return err == nil && free >= sp.minFree+tables
+}
+
 // need is the free space writes leave: the margin, plus what compacting
 // every table could take.
 func (sp *space) need() uint64 {

@@ -114,6 +114,17 @@ type Options struct {
 	// Statfs measures free space; nil means the file system's (statfs(2)).
 	// Tests inject a fake one.
 	Statfs Statfs
+	// GCTick starts a value-log garbage collection pass (CollectGarbage)
+	// on every receive; nil means a ticker of DefaultGCInterval. Tests
+	// inject a channel. Close stops it, then runs a last pass.
+	GCTick <-chan time.Time
+
+	// valueThreshold and valueLogFileSize replace Badger's value threshold
+	// and the value log's file size when not 0 (tests: small values in
+	// small files, so that garbage collection has something to collect).
+	valueThreshold   int64
+	valueLogFileSize int64
+	memTableSize     int64
 }
 
 // Store is an open Badger database.
@@ -135,6 +146,10 @@ type Store struct {
 	// logs it and hands back an empty value, so Tx checks for that and
 	// names the file from this message.
 	lastReadError atomic.Pointer[string]
+
+	// gc collects the value log's garbage in the background (nil in
+	// memory and read-only).
+	gc *collector
 
 	mu        sync.Mutex
 	sequences map[string]*Sequence
@@ -172,12 +187,27 @@ func Open(opts Options) (*Store, error) {
 		WithIndexCacheSize(16 << 20).
 		WithValueLogFileSize(valueLogFileSize).
 		WithNumCompactors(2).
+		// Close compacts level 0 into the tree, dropping the older versions
+		// of keys updated since the last compaction (a store updated in
+		// place would otherwise leave them on disk until enough new
+		// writes came to compact them), and so counting their stale
+		// value-log entries for the next collection.
+		WithCompactL0OnClose(true).
 		// Verify every table block and every value-log value against its
 		// checksum when read, so that a damaged file fails the read rather
 		// than answering with altered data. (Whole tables are verified
 		// before Badger opens them: see preflight.)
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithVerifyValueChecksum(true)
+	if opts.valueThreshold > 0 {
+		bopts = bopts.WithValueThreshold(opts.valueThreshold)
+	}
+	if opts.memTableSize > 0 {
+		bopts = bopts.WithMemTableSize(opts.memTableSize)
+	}
+	if opts.valueLogFileSize > 0 {
+		bopts = bopts.WithValueLogFileSize(opts.valueLogFileSize)
+	}
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true)
 	} else {
@@ -229,6 +259,9 @@ func Open(opts Options) (*Store, error) {
 	if s.space != nil {
 		s.space.tables = s.tableBytes
 	}
+	if !s.inMemory && !s.readOnly {
+		s.startGC(opts.GCTick)
+	}
 	return s, nil
 }
 
@@ -246,6 +279,11 @@ func (s *Store) tableBytes() uint64 {
 	// runs faults. A closed store writes nothing, so it needs no room.
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.tableBytesLocked()
+}
+
+// tableBytesLocked is tableBytes for a caller holding s.mu.
+func (s *Store) tableBytesLocked() uint64 {
 	if s.closed {
 		return 0
 	}
@@ -442,16 +480,23 @@ func (s *Store) Dir() string { return s.dir }
 // InMemory reports whether nothing is written to disk.
 func (s *Store) InMemory() bool { return s.inMemory }
 
-// Close releases sequences, closes Badger and unlocks the directory. It is
-// safe to call more than once.
+// Close stops the background garbage collector, runs a last pass of it,
+// releases sequences, closes Badger and unlocks the directory. It is safe
+// to call more than once.
 func (s *Store) Close() error {
+	s.stopGC() // before the lock: a pass under way takes it
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
-	s.closed = true
 	var errs []error
+	if s.gc != nil && s.space.hasRoom(s.tableBytesLocked()) {
+		if _, err := s.collect(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.closed = true
 	for _, seq := range s.sequences {
 		if seq.seq == nil {
 			continue // a read-only store's

@@ -127,6 +127,26 @@ func (tx *Tx) Has(key []byte) (_ bool, err error) {
 	return err == nil, tx.damaged(mapErr(err))
 }
 
+// Version is the commit version of key's value as this transaction reads
+// it: every commit that writes key gives it a new, higher one, so a cache
+// of what a key's writes describe is current when its version is. ok is
+// false when key does not exist, and in a read-write transaction (a write
+// pending in it has no version of its own yet).
+func (tx *Tx) Version(key []byte) (_ uint64, ok bool, err error) {
+	defer caught(&err)
+	if tx.writable {
+		return 0, false, nil
+	}
+	item, err := tx.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, tx.damaged(mapErr(err))
+	}
+	return item.Version(), true, nil
+}
+
 // GetJSON decodes the JSON value at key into v, or returns ErrNotFound.
 func (tx *Tx) GetJSON(key []byte, v any) error {
 	b, err := tx.Get(key)

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -310,91 +308,25 @@ type spec struct {
 	fields  obj
 }
 
-// bulkCreate writes specs as cortex.create would, one after another a
-// millisecond apart, perTx to a transaction — only faster: it draws the
-// ids and times in Create's order, builds and seals the items and their
-// audit entries on every core, then writes them in order. What it writes
-// is byte for byte what Create writes (TestBulkCreateWritesWhatCreateWrites).
+// bulkCreate writes specs with Cortex.BulkCreate, as cortex.create would
+// one after another a millisecond apart from the test clock's time, perTx
+// to a transaction, and leaves the clock at the last item's time.
 func (e *testEnv) bulkCreate(specs []spec, perTx int) {
 	e.T.Helper()
-	type prepared struct {
-		call          action.Call
-		at            time.Time
-		txID, mutID   string
-		it            *Item
-		entry         *Mutation
-		sealed, state []byte
-		err           error
-	}
-	preps := make([]prepared, len(specs))
-	// The ids, in Create's order: insert draws the transaction's, then
-	// commitMutation the mutation's, each at the item's time.
+	items := make([]BulkItem, len(specs))
 	for i, s := range specs {
-		e.clock.Advance(time.Millisecond)
-		at := e.clock.Now()
-		who := e.actionCall(call{As: s.owner})
-		who.Clock = clock.NewFixed(at)
-		preps[i] = prepared{call: who, at: at, txID: e.env.IDs.New()}
-		preps[i].mutID = e.env.IDs.New()
-	}
-	// What reads nothing stored, on every core.
-	var wg sync.WaitGroup
-	workers := runtime.GOMAXPROCS(0)
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(specs); i += workers {
-				p, s := &preps[i], specs[i]
-				fields := map[string]json.RawMessage{}
-				for k, v := range s.fields {
-					b, err := json.Marshal(v)
-					if err != nil {
-						p.err = err
-						break
-					}
-					fields[k] = b
-				}
-				if p.err != nil {
-					continue
-				}
-				if p.it, p.err = e.c.newItem(p.call, s.typ, s.id, fields); p.err != nil {
-					continue
-				}
-				p.entry = newMutation(nil, p.it, mutation{call: p.call, txID: p.txID, kind: "create"}, p.mutID)
-				// A new item's chain starts empty.
-				p.sealed, p.state, p.err = sealMutation(p.entry, p.it, "")
+		fields := map[string]json.RawMessage{}
+		for k, v := range s.fields {
+			b, err := json.Marshal(v)
+			if err != nil {
+				e.T.Fatal(err)
 			}
-		})
-	}
-	wg.Wait()
-	end := e.clock.Now()
-	// The writes, in order: insert's checks, the mutation, the trace entry
-	// (stamped with the engine clock, so set to the item's time).
-	for start := 0; start < len(preps); start += perTx {
-		chunk := preps[start:min(start+perTx, len(preps))]
-		err := e.env.Update(context.Background(), func(tx *kit.Txn) error {
-			for _, p := range chunk {
-				if p.err != nil {
-					return p.err
-				}
-				if ok, err := tx.Has(itemKey(p.it.ID)); err != nil || ok {
-					return fmt.Errorf("item %s: exists %v: %v", p.it.ID, ok, err)
-				}
-				if err := e.c.checkParent(tx.Tx, p.call, p.it); err != nil {
-					return err
-				}
-				e.clock.Set(p.at)
-				if err := e.c.writeMutation(tx, nil, p.it, p.entry, p.sealed, p.state); err != nil {
-					return err
-				}
-				if err := traceCreated(tx, p.call, p.it); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			e.T.Fatalf("bulk create of items %d..: %v", start, err)
+			fields[k] = b
 		}
+		items[i] = BulkItem{Type: s.typ, ID: s.id, Owner: s.owner, Fields: fields}
 	}
-	e.clock.Set(end)
+	_, err := e.c.BulkCreate(context.Background(), items, BulkOptions{Start: e.clock.Now(), SetClock: e.clock.Set, PerTx: perTx})
+	if err != nil {
+		e.T.Fatal(err)
+	}
 }

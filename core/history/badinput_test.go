@@ -1,9 +1,12 @@
 package history_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
@@ -55,6 +58,9 @@ func TestBadInput(t *testing.T) {
 		{"search unknown speaker", "history.search", `{"query": "x", "speaker": "bot"}`, errs.Validation, []string{"bot"}},
 		{"search empty query", "history.search", `{"query": "  "}`, errs.Validation, []string{"query"}},
 		{"search negative limit", "history.search", `{"query": "x", "limit": -1}`, errs.Validation, []string{"limit"}},
+		{"search query of 10,000 words", "history.search", map[string]any{"query": strings.Repeat("flight budget ", 5000)}, errs.Validation, []string{"query", "at most 4096 bytes", "a few distinctive words"}},
+		{"search query of 100 KB", "history.search", map[string]any{"query": strings.Repeat("x", 100<<10)}, errs.Validation, []string{"query", "at most 4096 bytes, not 102400"}},
+		{"search query of 65 different words", "history.search", map[string]any{"query": manyTerms(65)}, errs.Validation, []string{"query", "at most 64 different words", "not 65"}},
 		{"delete negative index", "history.delete", `{"utterance_index": -1}`, errs.Validation, []string{"utterance_index"}},
 		{"delete unknown index", "history.delete", `{"utterance_index": 99}`, errs.NotFound, []string{"no utterance 99"}},
 		{"delete in unknown conversation", "history.delete", `{"conversation": "nope", "utterance_index": 0}`, errs.NotFound, []string{`"nope"`}},
@@ -154,4 +160,44 @@ func TestConfigureFailsWhole(t *testing.T) {
 		t.Errorf("after a refused switch: %+v", st)
 	}
 	sameDump(t, "a refused switch", before, dump(t, r.e.Env().Store))
+}
+
+// manyTerms is a query of n different search terms.
+func manyTerms(n int) string {
+	words := make([]string, n)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	return strings.Join(words, " ")
+}
+
+// TestHugeQueriesAreRefusedFasterThanASearch: a query of 10,000 words or of
+// 100 KB is refused (see TestBadInput) in less time than a normal search
+// of the same conversation takes: it reads nothing.
+func TestHugeQueriesAreRefusedFasterThanASearch(t *testing.T) {
+	r := newRig(t)
+	c := newCorpus(t)
+	for i := range 500 {
+		r.write("", speakerOf(i), c.next())
+	}
+	ctx := context.Background()
+	median := func(q string, wantErr bool) time.Duration {
+		var d []time.Duration
+		for range 21 {
+			start := time.Now()
+			_, err := r.h.Search(ctx, r.call(), history.SearchRequest{Query: q})
+			d = append(d, time.Since(start))
+			if (err != nil) != wantErr {
+				t.Fatalf("search of %d bytes: %v", len(q), err)
+			}
+		}
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	normal := median("Lisbon flight", false)
+	for name, q := range map[string]string{"10,000 words": strings.Repeat("flight budget ", 5000), "100 KB": strings.Repeat("x", 100<<10)} {
+		if refused := median(q, true); refused > normal {
+			t.Errorf("a query of %s is refused in %v, a normal search takes %v", name, refused, normal)
+		}
+	}
 }

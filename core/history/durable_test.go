@@ -91,6 +91,7 @@ var buildEngram = enginetest.Binary
 func TestMain(m *testing.M) {
 	code := m.Run()
 	enginetest.RemoveBinary()
+	closeBenchData()
 	os.Exit(code)
 }
 

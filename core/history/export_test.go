@@ -70,3 +70,30 @@ func InMemoryStore(h *History) *storage.Store {
 	defer h.stores.mu.Unlock()
 	return h.stores.memory
 }
+
+// SearchScanning is Search scoring from the posting keys in the store, as
+// every search did before the postings were kept in memory: the reference
+// the tests hold the fast path to.
+func SearchScanning(h *History, ctx context.Context, call action.Call, req SearchRequest) ([]Hit, error) {
+	return h.search(ctx, call, req, false)
+}
+
+// IndexBuilds is how many times the postings of a conversation were read
+// from the store into memory.
+func IndexBuilds(h *History) int64 { return h.postings.builds.Load() }
+
+// CachedIndexVersion is the index version of conversation c's postings in
+// memory (ok false when none are).
+func CachedIndexVersion(h *History, c string) (v uint64, ok bool) {
+	h.postings.mu.RLock()
+	defer h.postings.mu.RUnlock()
+	ix := h.postings.convs[c]
+	if ix == nil {
+		return 0, false
+	}
+	return ix.version, true
+}
+
+// ForgetPostings throws conversation c's postings in memory away, as a
+// restart does: the next search reads them from the store.
+func ForgetPostings(h *History, c string) { h.postings.forget(c) }

@@ -41,6 +41,9 @@ type rigOptions struct {
 	historyBackend string
 	holdFolds      bool // leave every fold pending (as a crash right after the write)
 	llm            llm.Provider
+	// keep: the caller closes the engine (data shared by benchmarks, which
+	// outlives the benchmark that built it).
+	keep bool
 }
 
 func newRig(t testing.TB) *rig { return newRigWith(t, rigOptions{}) }
@@ -68,11 +71,13 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 	}
 	r.e = e
 	r.Rig = enginetest.ForConn(t, e)
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("closing the engine: %v", err)
-		}
-	})
+	if !o.keep {
+		t.Cleanup(func() {
+			if err := e.Close(); err != nil {
+				t.Errorf("closing the engine: %v", err)
+			}
+		})
+	}
 	return r
 }
 

@@ -121,6 +121,8 @@ type History struct {
 	// conversation take turns in this process instead of conflicting in
 	// the store (Badger's directory lock keeps other processes out).
 	locks sync.Map
+	// postings are the search postings in memory (postings.go).
+	postings *postingIndex
 }
 
 // lock takes conversation c's lock and returns its unlock.
@@ -143,7 +145,8 @@ type Options struct {
 
 // New returns the history over env.
 func New(env *kit.Env, opts Options) (*History, error) {
-	h := &History{env: env, stores: &stores{env: env}, defaultBackend: opts.DefaultBackend, holdFolds: opts.holdFolds}
+	h := &History{env: env, stores: &stores{env: env}, defaultBackend: opts.DefaultBackend, holdFolds: opts.holdFolds,
+		postings: newPostingIndex()}
 	if h.defaultBackend == "" {
 		h.defaultBackend = BackendDurable
 		if env.Store.InMemory() {
@@ -269,10 +272,11 @@ func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req W
 	if err := tx.SetJSON(uttKey(conv.Conversation, u.UtteranceIndex), u); err != nil {
 		return WriteResult{}, err
 	}
-	dl, err := indexUtterance(tx.Tx, u)
+	counts, dl, err := indexUtterance(tx.Tx, u)
 	if err != nil {
 		return WriteResult{}, err
 	}
+	h.changedPostings(tx, conv, indexChange{add: true, index: u.UtteranceIndex, speaker: speakerCodes[u.Speaker], length: dl, counts: counts})
 	conv.Docs++
 	conv.DocLength += dl
 	conv.NextIndex++
@@ -310,29 +314,39 @@ func nextUtterance(call action.Call, conv *Conversation, req WriteRequest) (*Utt
 	}, nil
 }
 
-// indexUtterance writes the search postings of u, and returns its length in
-// terms.
-func indexUtterance(tx *storage.Tx, u *Utterance) (int, error) {
+// indexUtterance writes the search postings of u, and returns its terms'
+// counts and its length in terms.
+func indexUtterance(tx *storage.Tx, u *Utterance) (map[string]int, int, error) {
 	counts, dl := text.TermCounts(u.Text)
 	for term, tf := range counts {
 		p := posting{speaker: speakerCodes[u.Speaker], tf: tf, dl: dl}
 		if err := tx.Set(postingKey(u.Conversation, term, u.UtteranceIndex, p), nil); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 	}
-	return dl, nil
+	return counts, dl, nil
 }
 
 // unindexUtterance removes them.
-func unindexUtterance(tx *storage.Tx, u *Utterance) error {
+func unindexUtterance(tx *storage.Tx, u *Utterance) (map[string]int, int, error) {
 	counts, dl := text.TermCounts(u.Text)
 	for term, tf := range counts {
 		p := posting{speaker: speakerCodes[u.Speaker], tf: tf, dl: dl}
 		if err := tx.Delete(postingKey(u.Conversation, term, u.UtteranceIndex, p)); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
-	return tx.Delete(vecKey(u.Conversation, u.UtteranceIndex))
+	return counts, dl, tx.Delete(vecKey(u.Conversation, u.UtteranceIndex))
+}
+
+// changedPostings records, in the transaction that changed conv's
+// postings, a new index version for them, and brings the postings in
+// memory to it once the transaction commits (see postings.go).
+func (h *History) changedPostings(tx *kit.Txn, conv *Conversation, ch indexChange) {
+	from := conv.IndexVersion
+	conv.IndexVersion++
+	to, c, fresh := conv.IndexVersion, conv.Conversation, conv.fresh && from == 0
+	tx.AfterCommit(func(context.Context) { h.postings.apply(c, from, to, fresh, []indexChange{ch}) })
 }
 
 // evict moves the oldest utterances out of the buffer until it fits
@@ -649,10 +663,11 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 		if err := tx.Delete(uttKey(c, index)); err != nil {
 			return err
 		}
-		if err := unindexUtterance(tx.Tx, u); err != nil {
+		counts, dl, err := unindexUtterance(tx.Tx, u)
+		if err != nil {
 			return err
 		}
-		_, dl := text.TermCounts(u.Text)
+		h.changedPostings(tx, conv, indexChange{index: index, counts: counts})
 		conv.Docs--
 		conv.DocLength -= dl
 		if !u.Evicted {
@@ -712,6 +727,9 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 	if err != nil {
 		return 0, err
 	}
+	// Whatever becomes of the drop, the postings in memory go: a new
+	// conversation of the same name counts its index versions afresh.
+	defer h.postings.forget(c)
 	finish := func(tx *kit.Txn) error {
 		if err := tx.Delete(whereKey(c)); err != nil {
 			return err
@@ -970,6 +988,9 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 		return err
 	}
 	h.enqueueFolds(c) // folds that failed before came along as keys: run them here
+	// The copy holds the same postings at the same index version, but the
+	// next search reads them afresh from where they now live.
+	h.postings.forget(c)
 	return nil
 }
 

@@ -66,8 +66,12 @@ type Conversation struct {
 	LastTurn      int `json:"last_turn"`
 	// Docs and DocLength are the BM25 statistics of everything indexed
 	// (buffer and archive).
-	Docs         int       `json:"docs"`
-	DocLength    int       `json:"doc_length"`
+	Docs      int `json:"docs"`
+	DocLength int `json:"doc_length"`
+	// IndexVersion goes up with every change to the search postings, in
+	// the same transaction: the postings kept in memory say which version
+	// they hold, and a search uses them only at the version it reads.
+	IndexVersion uint64    `json:"index_version,omitempty"`
 	LastEviction *Eviction `json:"last_eviction,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`

@@ -4,8 +4,11 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
@@ -19,7 +22,7 @@ import (
 // SearchRequest asks for the utterances most relevant to a query.
 type SearchRequest struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
-	Query        string `json:"query" arg:"required" help:"words to look for"`
+	Query        string `json:"query" arg:"required" help:"words to look for (at most 4096 bytes, 64 different words)"`
 	Speaker      string `json:"speaker,omitempty" help:"only this speaker's utterances"`
 	Limit        int    `json:"limit,omitempty" help:"at most this many results (default 10)"`
 }
@@ -37,17 +40,40 @@ type Hit struct {
 
 const defaultSearchLimit = 10
 
+// MaxQueryBytes and MaxQueryTerms bound a search query: a query is a few
+// words to look for, and one of thousands of words (a pasted document)
+// would read the postings of most of the conversation. Refused before
+// anything is read.
+const (
+	MaxQueryBytes = 4096
+	MaxQueryTerms = 64
+)
+
 // Search ranks the conversation's utterances — buffer and archive — by
 // relevance to the query: BM25 over stemmed terms, blended with embedding
 // similarity when a model is configured. A query made only of stop words
 // ("what is it") falls back to finding the words as written.
 func (h *History) Search(ctx context.Context, call action.Call, req SearchRequest) ([]Hit, error) {
+	return h.search(ctx, call, req, true)
+}
+
+// search is Search; with cached false it scores from the posting keys in
+// the store, never from the postings in memory (what every search did
+// before they were kept: the reference the tests hold the cache to).
+func (h *History) search(ctx context.Context, call action.Call, req SearchRequest, cached bool) ([]Hit, error) {
 	c, err := conversationName(req.Conversation)
 	if err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(req.Query) == "" {
 		return nil, kit.Validation("query", "give words to search for")
+	}
+	if len(req.Query) > MaxQueryBytes {
+		return nil, kit.Validation("query", "at most %d bytes, not %d; search for a few distinctive words", MaxQueryBytes, len(req.Query))
+	}
+	terms := queryTerms(req.Query)
+	if len(terms) > MaxQueryTerms {
+		return nil, kit.Validation("query", "at most %d different words to look for, not %d; search for a few distinctive words", MaxQueryTerms, len(terms))
 	}
 	if req.Speaker != "" && speakerCodes[req.Speaker] == 0 {
 		return nil, kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", req.Speaker)
@@ -65,27 +91,190 @@ func (h *History) Search(ctx context.Context, call action.Call, req SearchReques
 		}
 	}
 	var hits []Hit
-	err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
-		if conv == nil {
-			return nil
-		}
-		lexical, err := bm25Scores(tx, conv, req)
-		if err != nil {
-			return err
-		}
-		semantic := map[int]float64{}
-		if queryVec != nil {
-			if semantic, err = similarities(tx, c, queryVec); err != nil {
+	for attempt := 0; ; attempt++ {
+		build := false
+		err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
+			if conv == nil {
+				return nil
+			}
+			var ix *convIndex
+			if cached && len(terms) > 0 {
+				var done func()
+				if ix, done = h.postings.lookup(c, conv.IndexVersion); ix != nil {
+					defer done()
+				} else if attempt == 0 {
+					build = true
+					return nil
+				}
+			}
+			if ix != nil && queryVec == nil {
+				var ok bool
+				var err error
+				if hits, ok, err = topHits(tx, conv, req, ix, terms); ok || err != nil {
+					return err
+				}
+			}
+			var lexical map[int]float64
+			var err error
+			if ix != nil {
+				lexical = indexScores(conv, req, ix, terms)
+			} else if lexical, err = bm25Scores(tx, conv, req); err != nil {
 				return err
 			}
+			semantic := map[int]float64{}
+			if queryVec != nil {
+				if semantic, err = similarities(tx, c, queryVec); err != nil {
+					return err
+				}
+			}
+			hits, err = rank(tx, c, req, lexical, semantic)
+			return err
+		})
+		if err != nil || !build {
+			return hits, err
 		}
-		hits, err = rank(tx, c, req, lexical, semantic)
-		return err
-	})
-	return hits, err
+		if err := h.buildIndex(c); err != nil {
+			return nil, err
+		}
+	}
 }
 
-// bm25Scores scores every utterance sharing a term with the query.
+// queryTerms are the different terms of a query, in their order.
+func queryTerms(q string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range text.Terms(q) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// buildIndex reads conversation c's postings into memory, unless they are
+// there at the version the store holds. It holds the conversation's lock:
+// no write of this process changes the postings meanwhile.
+func (h *History) buildIndex(c string) error {
+	defer h.lock(c)()
+	st, _, err := h.storeOf(c)
+	if err != nil {
+		return err
+	}
+	return st.View(func(tx *storage.Tx) error {
+		conv, err := loadConversation(tx, c)
+		if err != nil || conv == nil || h.postings.has(c, conv.IndexVersion) {
+			return err
+		}
+		ix, err := buildIndex(tx, c, conv.IndexVersion)
+		if err != nil || ix == nil {
+			return err
+		}
+		h.postings.install(c, ix)
+		return nil
+	})
+}
+
+// accumulator adds up the scores of a search by utterance index: dense
+// arrays, reused from search to search (a map of the hundreds of thousands
+// of utterances a common word is in costs more than the scoring).
+type accumulator struct {
+	score   []float64
+	seen    []bool
+	touched []uint32
+}
+
+var accumulators = sync.Pool{New: func() any { return &accumulator{} }}
+
+// indexTerms calls fn with each utterance holding a term of the query (of
+// the speaker asked for) and its BM25 score, reading the postings in
+// memory. The scores are added up term by term in the query's order, as
+// bm25Scores adds them: the same figures to the last bit.
+func indexTerms(conv *Conversation, req SearchRequest, ix *convIndex, terms []string, fn func(i int, score float64)) {
+	avgdl := 1.0
+	if conv.Docs > 0 {
+		avgdl = float64(conv.DocLength) / float64(conv.Docs)
+	}
+	code := speakerCodes[req.Speaker]
+	acc := accumulators.Get().(*accumulator)
+	if n := len(ix.length); len(acc.score) < n {
+		acc.score, acc.seen = make([]float64, n), make([]bool, n)
+	}
+	scorer := text.BM25{}
+	for _, term := range terms {
+		l := ix.terms[term]
+		if l == nil {
+			continue
+		}
+		ts := scorer.Term(len(l.ids), conv.Docs, avgdl)
+		for j, id := range l.ids {
+			if code != 0 && ix.speaker[id] != code {
+				continue
+			}
+			if !acc.seen[id] {
+				acc.seen[id] = true
+				acc.touched = append(acc.touched, id)
+			}
+			acc.score[id] += ts.Score(l.tf(j), float64(ix.length[id]))
+		}
+	}
+	for _, id := range acc.touched {
+		fn(int(id), acc.score[id])
+		acc.score[id], acc.seen[id] = 0, false
+	}
+	acc.touched = acc.touched[:0]
+	accumulators.Put(acc)
+}
+
+// indexScores is bm25Scores from the postings in memory.
+func indexScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []string) map[int]float64 {
+	scores := map[int]float64{}
+	indexTerms(conv, req, ix, terms, func(i int, s float64) { scores[i] = s })
+	return scores
+}
+
+// topHits is rank without embeddings, from the postings in memory: only
+// the best req.Limit scores are kept while scoring. ok is false when one of
+// them could not be shown (deleted meanwhile, or of another speaker than
+// its postings say): rank then goes through all of them, as it always did.
+func topHits(tx *storage.Tx, conv *Conversation, req SearchRequest, ix *convIndex, terms []string) (hits []Hit, ok bool, err error) {
+	// A min-heap of the best so far: the worst of them on top, replaced by
+	// anything better.
+	top := &bestFirst[scored]{better: func(a, b scored) bool { return better(b, a) }}
+	indexTerms(conv, req, ix, terms, func(i int, s float64) {
+		c := scored{index: i, score: s, lex: s}
+		if top.Len() < req.Limit {
+			heap.Push(top, c)
+		} else if better(c, top.items[0]) {
+			top.items[0] = c
+			heap.Fix(top, 0)
+		}
+	})
+	best := top.items
+	slices.SortFunc(best, func(a, b scored) int {
+		if better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	hits = make([]Hit, 0, len(best))
+	for _, s := range best {
+		u, err := readUtterance(tx, conv.Conversation, s.index)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, false, nil
+		} else if err != nil {
+			return nil, false, err
+		}
+		if req.Speaker != "" && u.Speaker != req.Speaker {
+			return nil, false, nil
+		}
+		hits = append(hits, Hit{Utterance: u, RelevanceScore: round(s.score), Lexical: round(s.lex)})
+	}
+	return hits, true, nil
+}
+
+// bm25Scores scores every utterance sharing a term with the query, from the
+// posting keys in the store.
 func bm25Scores(tx *storage.Tx, conv *Conversation, req SearchRequest) (map[int]float64, error) {
 	scores := map[int]float64{}
 	terms := text.Terms(req.Query)
@@ -216,12 +405,7 @@ func rank(tx *storage.Tx, c string, req SearchRequest, lexical, semantic map[int
 	// The best first: a heap, from which only as many are taken as needed
 	// (sorting thousands of matches of a common word to return ten costs
 	// more than finding them).
-	h := &bestFirst[scored]{items: all, better: func(a, b scored) bool {
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		return a.index > b.index // newer first
-	}}
+	h := &bestFirst[scored]{items: all, better: better}
 	heap.Init(h)
 	hits := []Hit{}
 	for h.Len() > 0 {
@@ -244,6 +428,14 @@ func rank(tx *storage.Tx, c string, req SearchRequest, lexical, semantic map[int
 		hits = append(hits, h)
 	}
 	return hits, nil
+}
+
+// better orders hits: the higher score first, then the newer.
+func better(a, b scored) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.index > b.index
 }
 
 // bestFirst is a heap of T, the best on top.

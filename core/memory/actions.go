@@ -35,6 +35,7 @@ func DefaultWorking() StoreConfig { return defaultStores[0] }
 // counter to env, creating the default stores if they do not exist.
 func Register(env *kit.Env) (*Memory, error) {
 	m := &Memory{env: env}
+	registerTermCache(env)
 	err := env.Update(context.Background(), func(tx *kit.Txn) error {
 		for _, cfg := range defaultStores {
 			if ok, err := tx.Has(stateKey(cfg.Name)); err != nil || ok {

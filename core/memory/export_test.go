@@ -1,32 +1,12 @@
 package memory
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/engram-console/engram/core/action"
-	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
-
-// MemorizeMany memorizes items into a store in one transaction, through the
-// same code as memorize (for loading benchmark data quickly).
-func (m *Memory) MemorizeMany(ctx context.Context, call action.Call, storeName string, items []Item) error {
-	s := &store{env: m.env, name: storeName}
-	return m.env.Update(ctx, func(tx *kit.Txn) error {
-		for _, it := range items {
-			if err := s.prepare(call, &it); err != nil {
-				return err
-			}
-			if _, err := s.memorizeIn(tx, call, it); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
 
 // Check verifies a store's indexes against its items and counters: every
 // item has exactly its index entries (live ones under time/ and imp/,
@@ -152,3 +132,6 @@ func SetTurnWholeSearch(n int) (restore func()) {
 	turnWholeSearch = n
 	return func() { turnWholeSearch = old }
 }
+
+// SetTermCache turns the postings cache on or off (it is on by default).
+func SetTermCache(on bool) { termCacheOff.Store(!on) }

@@ -231,17 +231,34 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	keep := func(id string, attr byte) bool {
 		return (req.IncludeDeleted || attr != attrDeleted) && (ids == nil || ids(id))
 	}
-	scores, err := s.index().Scores(tx, req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, keep)
+	postings, err := s.postings(tx)
 	if err != nil {
 		return nil, nil, err
+	}
+	stats := search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}
+	scored, err := s.index().ScoresSorted(postings, req.Prompt, stats, keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The map of scores is built only for what needs one: explaining
+	// (lexical scores by id), blending with embeddings, a literal match.
+	var scores, lexical map[string]float64
+	asMap := func() map[string]float64 {
+		m := make(map[string]float64, len(scored))
+		for _, d := range scored {
+			m[d.Doc] = d.Score
+		}
+		return m
 	}
 	if len(text.Terms(req.Prompt)) == 0 {
 		// Only stop words ("what was it"): find them as written.
 		if scores, err = s.literal(tx, req.Prompt, keep); err != nil {
 			return nil, nil, err
 		}
+	} else if req.Explain || queryVec != nil {
+		scores = asMap()
 	}
-	lexical := scores
+	lexical = scores
 	if queryVec != nil {
 		keepID, err := s.vectorFilter(tx, req.IncludeDeleted, ids)
 		if err != nil {
@@ -251,19 +268,25 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 			return nil, nil, err
 		}
 	}
+	if scores != nil {
+		scored = scored[:0]
+		for id, sc := range scores {
+			scored = append(scored, search.DocScore{Doc: id, Score: sc})
+		}
+	}
 	// Without filters on the items themselves, every candidate passes and
 	// the best of them all sets the floor: only those above it are sorted.
 	threshold := 0.0
 	if !postFilter {
-		for _, sc := range scores {
-			threshold = max(threshold, sc)
+		for _, d := range scored {
+			threshold = max(threshold, d.Score)
 		}
 		threshold *= relevanceFloor
 	}
-	cands := make([]cand, 0, len(scores))
-	for id, sc := range scores {
-		if sc > 0 && sc >= threshold {
-			cands = append(cands, cand{id, sc})
+	cands := make([]cand, 0, len(scored))
+	for _, d := range scored {
+		if d.Score > 0 && d.Score >= threshold {
+			cands = append(cands, cand{d.Doc, d.Score})
 		}
 	}
 	pool := max(req.Limit*poolFactor, minPool)

@@ -14,6 +14,17 @@ type BM25 struct {
 // Score is one term's contribution: tf occurrences in a document of length
 // dl, the term being in df of n documents of average length avgdl.
 func (b BM25) Score(tf, df, n int, dl, avgdl float64) float64 {
+	if tf == 0 || df == 0 || n == 0 {
+		return 0
+	}
+	return b.Term(df, n, avgdl).Score(tf, dl)
+}
+
+// Term is the scorer of one query term, the term being in df of n
+// documents of average length avgdl: its inverse document frequency is
+// worked out once, not for every document that holds the term. Its Score
+// is exactly BM25.Score for the same figures.
+func (b BM25) Term(df, n int, avgdl float64) TermScorer {
 	k1, bb := b.K1, b.B
 	if k1 == 0 {
 		k1 = 1.2
@@ -21,13 +32,28 @@ func (b BM25) Score(tf, df, n int, dl, avgdl float64) float64 {
 	if bb == 0 {
 		bb = 0.75
 	}
-	if tf == 0 || df == 0 || n == 0 {
-		return 0
-	}
 	if avgdl <= 0 {
 		avgdl = 1
 	}
-	idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+	t := TermScorer{k1: k1, b: bb, avgdl: avgdl}
+	if df == 0 || n == 0 {
+		return t
+	}
+	t.idf = math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+	return t
+}
+
+// TermScorer scores the documents holding one query term (see BM25.Term).
+type TermScorer struct {
+	idf, k1, b, avgdl float64
+}
+
+// Score is the term's contribution to a document of length dl holding it
+// tf times.
+func (t TermScorer) Score(tf int, dl float64) float64 {
+	if tf == 0 || t.idf == 0 {
+		return 0
+	}
 	f := float64(tf)
-	return idf * f * (k1 + 1) / (f + k1*(1-bb+bb*dl/avgdl))
+	return t.idf * f * (t.k1 + 1) / (f + t.k1*(1-t.b+t.b*dl/t.avgdl))
 }

@@ -1,0 +1,147 @@
+package history_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/history"
+)
+
+// propertyWords are few, so that terms repeat across utterances and within
+// one; stop words among them make utterances of none.
+var propertyWords = []string{"lisbon", "flight", "flights", "budget", "review", "maria", "order", "ordered", "invoice",
+	"refund", "charge", "redis", "memory", "rollback", "launch", "price", "the", "is", "what", "it", "a", "of", "42", "x9"}
+
+func propertyText(rng *rand.Rand) string {
+	if rng.IntN(40) == 0 {
+		// A term more than 255 times in one utterance.
+		return strings.Repeat("budget ", 256+rng.IntN(50)) + "review"
+	}
+	n := 1 + rng.IntN(12)
+	words := make([]string, n)
+	for i := range words {
+		words[i] = propertyWords[rng.IntN(len(propertyWords))]
+	}
+	if rng.IntN(3) == 0 {
+		words[0] = strings.ToUpper(words[0][:1]) + words[0][1:]
+	}
+	return strings.Join(words, " ")
+}
+
+// TestSearchFromMemoryEqualsScanningTheStore: after random writes, deletes,
+// evictions, drops and moves between backends in several conversations,
+// every search answers from the postings in memory exactly what scoring
+// the posting keys in the store answers (the same hits, scores and order),
+// and the postings in memory were kept current by the changes, not read
+// again for each.
+func TestSearchFromMemoryEqualsScanningTheStore(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := newRigWith(t, rigOptions{dir: t.TempDir()})
+			rng := rand.New(rand.NewPCG(seed, 99))
+			ctx := context.Background()
+			convs := []string{"default", "default2", "other"}
+			next := map[string]int{}
+			checked := 0
+			for step := range 400 {
+				c := convs[rng.IntN(len(convs))]
+				switch op := rng.IntN(100); {
+				case op < 60:
+					if _, err := r.h.Write(ctx, r.call(), history.WriteRequest{Conversation: c, Speaker: []string{"user", "assistant", "system"}[rng.IntN(3)], Text: propertyText(rng)}); err != nil {
+						t.Fatal(err)
+					}
+					next[c]++
+				case op < 75 && next[c] > 0:
+					_, err := r.h.Delete(ctx, r.call(), c, rng.IntN(next[c]))
+					if e := errs.As(err); err != nil && (e == nil || e.Kind != errs.NotFound) {
+						t.Fatal(err)
+					}
+				case op < 80 && next[c] > 0:
+					r.configure(map[string]any{"conversation": c, "buffer_size": 1 + rng.IntN(5)})
+				case op < 82 && next[c] > 0:
+					if _, err := r.h.Drop(ctx, r.call(), c); err != nil {
+						t.Fatal(err)
+					}
+					next[c] = 0
+				case op < 85 && next[c] > 0:
+					backend := []string{history.BackendInMemory, history.BackendDurable}[rng.IntN(2)]
+					if err := r.h.Move(ctx, r.call(), c, backend); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for range 3 {
+					words := make([]string, 1+rng.IntN(3))
+					for i := range words {
+						words[i] = propertyWords[rng.IntN(len(propertyWords))]
+					}
+					req := history.SearchRequest{Conversation: convs[rng.IntN(len(convs))], Query: strings.Join(words, " "), Limit: 1 + rng.IntN(15)}
+					if rng.IntN(3) == 0 {
+						req.Speaker = []string{"user", "assistant", "system"}[rng.IntN(3)]
+					}
+					fast, err := r.h.Search(ctx, r.call(), req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					slow, err := history.SearchScanning(r.h, ctx, r.call(), req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					a, _ := json.Marshal(fast)
+					b, _ := json.Marshal(slow)
+					if string(a) != string(b) {
+						t.Fatalf("step %d, %+v:\nfrom memory %s\nscanning    %s", step, req, a, b)
+					}
+					checked += len(fast)
+				}
+			}
+			if checked < 1000 {
+				t.Errorf("only %d hits compared", checked)
+			}
+			// Drops and moves throw an index away; everything else is
+			// applied to it.
+			if n := history.IndexBuilds(r.h); n > 60 {
+				t.Errorf("%d index builds in 400 steps: changes are not applied", n)
+			}
+		})
+	}
+}
+
+// TestSearchKeepsPostingsCurrentAfterWrites: a search, then writes and a
+// delete, then a search that finds the new utterance and not the deleted
+// one, from the postings in memory (not read again from the store).
+func TestSearchKeepsPostingsCurrentAfterWrites(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.write("", "user", "The Lisbon flight is booked")
+	r.write("", "assistant", "Budget review on Thursday")
+	search := func(q string) []history.Hit {
+		t.Helper()
+		hits, err := r.h.Search(ctx, r.call(), history.SearchRequest{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	if hits := search("lisbon"); len(hits) != 1 || hits[0].UtteranceIndex != 0 {
+		t.Fatalf("hits %+v", hits)
+	}
+	builds := history.IndexBuilds(r.h)
+	r.write("", "user", "Another Lisbon trip in May")
+	if _, err := r.h.Delete(ctx, r.call(), "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if hits := search("lisbon"); len(hits) != 1 || hits[0].UtteranceIndex != 2 {
+		t.Fatalf("after a write and a delete: hits %+v", hits)
+	}
+	if n := history.IndexBuilds(r.h); n != builds {
+		t.Errorf("the postings were read again (%d builds, then %d): the changes were not applied", builds, n)
+	}
+	if v, ok := history.CachedIndexVersion(r.h, "default"); !ok || v != 4 {
+		t.Errorf("cached index version %d, %v; want 4 (three writes and a delete)", v, ok)
+	}
+}
