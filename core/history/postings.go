@@ -61,6 +61,21 @@ type postingList struct {
 	// big holds the term frequencies over 255, by utterance index (tfs
 	// says 255 for them).
 	big map[uint32]int
+	// maxTF and minLength bound the list's scores (BM25 grows with the
+	// term's count and falls with the utterance's length): at least the
+	// highest count and at most the shortest length of any posting it ever
+	// held, so that a search can skip what cannot reach its best.
+	maxTF     int
+	minLength uint32
+}
+
+// bound records a posting's count and length in the list's bounds.
+func (l *postingList) bound(tf int, length uint32) {
+	if len(l.ids) == 0 && l.maxTF == 0 {
+		l.minLength = length
+	}
+	l.maxTF = max(l.maxTF, tf)
+	l.minLength = min(l.minLength, length)
 }
 
 func (l *postingList) tf(i int) int {
@@ -159,7 +174,7 @@ func (p *postingIndex) apply(c string, from, to uint64, fresh bool, changes []in
 func (ix *convIndex) add(ch indexChange) {
 	ix.setDoc(ch.index, ch.speaker, ch.length)
 	for term, tf := range ch.counts {
-		ix.addPosting(term, uint32(ch.index), tf)
+		ix.addPosting(term, uint32(ch.index), tf, uint32(ch.length))
 	}
 }
 
@@ -172,12 +187,13 @@ func (ix *convIndex) setDoc(i int, speaker byte, length int) {
 	ix.speaker[i], ix.length[i] = speaker, uint32(length)
 }
 
-func (ix *convIndex) addPosting(term string, id uint32, tf int) {
+func (ix *convIndex) addPosting(term string, id uint32, tf int, length uint32) {
 	l := ix.terms[term]
 	if l == nil {
 		l = &postingList{}
 		ix.terms[term] = l
 	}
+	l.bound(tf, length)
 	small := uint8(min(tf, 255))
 	if tf >= 255 {
 		if l.big == nil {
@@ -263,6 +279,7 @@ func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 			return errTooLarge
 		}
 		ix.setDoc(i, p.speaker, p.dl)
+		list.bound(p.tf, uint32(p.dl))
 		// Keys come in order of their index (16 hex digits).
 		list.ids = append(list.ids, uint32(i))
 		list.tfs = append(list.tfs, uint8(min(p.tf, 255)))
