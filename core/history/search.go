@@ -265,6 +265,26 @@ type cursor struct {
 	// term is the term's place in the query.
 	term int
 	at   int
+	// memo holds the scores of the commonest counts and lengths, worked
+	// out once a search (0: not yet): the same figures, without a
+	// division for every posting.
+	memo *[memoTF][memoLength]float64
+}
+
+const memoTF, memoLength = 4, 128
+
+// score is the term's score for the posting at c.at, in an utterance of
+// length dl.
+func (c *cursor) score(dl uint32) float64 {
+	tf := c.l.tf(c.at)
+	if tf >= memoTF || dl >= memoLength {
+		return c.scorer.Score(tf, float64(dl))
+	}
+	s := &c.memo[tf][dl]
+	if *s == 0 {
+		*s = c.scorer.Score(tf, float64(dl))
+	}
+	return *s
 }
 
 // slack widens the bounds against rounding: a bound and the score it
@@ -298,7 +318,7 @@ func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []str
 			// (a damaged store) scores below zero: no bounds hold.
 			return allScores(conv, req, ix, terms)
 		}
-		cs = append(cs, &cursor{l: l, scorer: ts, bound: bound * slack, term: q})
+		cs = append(cs, &cursor{l: l, scorer: ts, bound: bound * slack, term: q, memo: new([memoTF][memoLength]float64)})
 	}
 	// The terms by their bounds, smallest first; below[i] is the sum of
 	// the bounds of cs[:i].
@@ -308,7 +328,6 @@ func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []str
 		below[i+1] = below[i] + c.bound
 	}
 	top := &bestFirst[scored]{better: func(a, b scored) bool { return better(b, a) }}
-	full := func() bool { return top.Len() == req.Limit }
 	// cs[:first] are the terms that cannot bring a new utterance in.
 	first := 0
 	part := make([]float64, len(terms))
@@ -333,18 +352,18 @@ func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []str
 			}
 			continue
 		}
-		dl := float64(ix.length[id])
+		dl := ix.length[id]
 		sum := 0.0
 		for _, c := range cs[first:] {
 			if c.at < len(c.l.ids) && c.l.ids[c.at] == id {
-				part[c.term], has[c.term] = c.scorer.Score(c.l.tf(c.at), dl), true
+				part[c.term], has[c.term] = c.score(dl), true
 				sum += part[c.term]
 				c.at++
 			}
 		}
 		out := false
 		for i := first - 1; i >= 0; i-- {
-			if full() && (sum+below[i+1])*slack < top.items[0].score {
+			if len(top.items) == req.Limit && (sum+below[i+1])*slack < top.items[0].score {
 				out = true
 				break
 			}
@@ -352,7 +371,7 @@ func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []str
 			j, found := slices.BinarySearch(c.l.ids[c.at:], id)
 			c.at += j
 			if found {
-				part[c.term], has[c.term] = c.scorer.Score(c.l.tf(c.at), dl), true
+				part[c.term], has[c.term] = c.score(dl), true
 				sum += part[c.term]
 				c.at++
 			}
@@ -367,13 +386,13 @@ func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []str
 			}
 		}
 		s := scored{index: int(id), score: score, lex: score}
-		if !full() {
+		if len(top.items) < req.Limit {
 			heap.Push(top, s)
 		} else if better(s, top.items[0]) {
 			top.items[0] = s
 			heap.Fix(top, 0)
 		}
-		if full() {
+		if len(top.items) == req.Limit {
 			for first < len(cs) && below[first+1]*slack < top.items[0].score {
 				first++
 			}
