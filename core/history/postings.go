@@ -67,6 +67,38 @@ type postingList struct {
 	// held, so that a search can skip what cannot reach its best.
 	maxTF     int
 	minLength uint32
+	// blockTF and blockLength bound each block of blockSize postings
+	// (ids[b*blockSize:(b+1)*blockSize]) the same way, so that a search
+	// can skip a block at a time.
+	blockTF     []uint32
+	blockLength []uint32
+}
+
+// blockSize is how many postings a block's bounds cover.
+const blockSize = 64
+
+// appended extends the block bounds to the posting just appended.
+func (l *postingList) appended(tf int, length uint32) {
+	i := len(l.ids) - 1
+	if b := i / blockSize; b == len(l.blockTF) {
+		l.blockTF = append(l.blockTF, uint32(min(tf, math.MaxUint32)))
+		l.blockLength = append(l.blockLength, length)
+	} else {
+		l.blockTF[b] = max(l.blockTF[b], uint32(min(tf, math.MaxUint32)))
+		l.blockLength[b] = min(l.blockLength[b], length)
+	}
+}
+
+// reblock works the block bounds out again, after postings moved
+// (an insert or a delete in the middle).
+func (ix *convIndex) reblock(l *postingList) {
+	l.blockTF, l.blockLength = l.blockTF[:0], l.blockLength[:0]
+	ids := l.ids
+	l.ids = l.ids[:0]
+	for i, id := range ids {
+		l.ids = l.ids[:i+1]
+		l.appended(l.tf(i), ix.length[id])
+	}
 }
 
 // bound records a posting's count and length in the list's bounds.
@@ -205,15 +237,17 @@ func (ix *convIndex) addPosting(term string, id uint32, tf int, length uint32) {
 		// Writes add the newest utterance: an append.
 		l.ids = append(l.ids, id)
 		l.tfs = append(l.tfs, small)
+		l.appended(tf, length)
 		return
 	}
 	at, found := slices.BinarySearch(l.ids, id)
 	if found {
 		l.tfs[at] = small
-		return
+	} else {
+		l.ids = slices.Insert(l.ids, at, id)
+		l.tfs = slices.Insert(l.tfs, at, small)
 	}
-	l.ids = slices.Insert(l.ids, at, id)
-	l.tfs = slices.Insert(l.tfs, at, small)
+	ix.reblock(l)
 }
 
 // remove takes an utterance's postings out.
@@ -233,7 +267,9 @@ func (ix *convIndex) remove(ch indexChange) {
 		delete(l.big, id)
 		if len(l.ids) == 0 {
 			delete(ix.terms, term)
+			continue
 		}
+		ix.reblock(l)
 	}
 	if ch.index < len(ix.length) {
 		ix.speaker[ch.index], ix.length[ch.index] = 0, 0
@@ -302,6 +338,7 @@ func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 			// still read right.
 			sortList(l)
 		}
+		ix.reblock(l)
 	}
 	return ix, nil
 }

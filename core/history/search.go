@@ -273,6 +273,28 @@ type cursor struct {
 
 const memoTF, memoLength = 4, 128
 
+// seek moves the cursor to the first posting at or after utterance id,
+// and says whether it is id's: galloping (1, 2, 4... postings ahead), as
+// the utterances asked for come in order and mostly close together.
+func (c *cursor) seek(id uint32) bool {
+	ids := c.l.ids
+	if c.at >= len(ids) {
+		return false
+	}
+	if ids[c.at] >= id {
+		return ids[c.at] == id
+	}
+	lo, step := c.at, 1
+	for lo+step < len(ids) && ids[lo+step] < id {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step, len(ids)-1) + 1
+	j, found := slices.BinarySearch(ids[lo+1:hi], id)
+	c.at = lo + 1 + j
+	return found
+}
+
 // score is the term's score for the posting at c.at, in an utterance of
 // length dl.
 func (c *cursor) score(dl uint32) float64 {
@@ -333,6 +355,18 @@ func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []str
 	part := make([]float64, len(terms))
 	has := make([]bool, len(terms))
 	for {
+		if len(top.items) == req.Limit && first == len(cs)-1 {
+			// One term left to bring utterances in: skip its blocks
+			// that cannot reach the worst of the best.
+			c, worst := cs[first], top.items[0].score
+			for c.at < len(c.l.ids) {
+				b := c.at / blockSize
+				if (c.scorer.Score(int(c.l.blockTF[b]), float64(c.l.blockLength[b]))+below[first])*slack >= worst {
+					break
+				}
+				c.at = (b + 1) * blockSize
+			}
+		}
 		next := uint64(math.MaxUint64)
 		for _, c := range cs[first:] {
 			if c.at < len(c.l.ids) {
@@ -368,9 +402,7 @@ func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []str
 				break
 			}
 			c := cs[i]
-			j, found := slices.BinarySearch(c.l.ids[c.at:], id)
-			c.at += j
-			if found {
+			if c.seek(id) {
 				part[c.term], has[c.term] = c.score(dl), true
 				sum += part[c.term]
 				c.at++
