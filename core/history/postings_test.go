@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/engram-console/engram/core/errs"
@@ -194,5 +195,64 @@ func TestSearchSkippingEqualsScoringAll(t *testing.T) {
 		if string(a) != string(b) {
 			t.Fatalf("%+v:\nskipping %s\nscanning %s", req, a, b)
 		}
+	}
+}
+
+// TestSearchWhileWriting: searches racing with writes and deletes of the
+// same conversation each answer without error, and once the writers are
+// done the search from memory equals the store scan (run with -race for
+// the locking of the postings in memory).
+func TestSearchWhileWriting(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.write("", "user", "budget flight lisbon")
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				res, err := r.h.Write(ctx, r.call(), history.WriteRequest{Speaker: speakerOf(i), Text: fmt.Sprintf("writer %d: budget %d flight", w, i)})
+				if err == nil && i%5 == 0 {
+					_, err = r.h.Delete(ctx, r.call(), "", res.Utterance.UtteranceIndex)
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 60 {
+				if _, err := r.h.Search(ctx, r.call(), history.SearchRequest{Query: "budget flight", Limit: 5}); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	req := history.SearchRequest{Query: "budget flight writer", Limit: 200}
+	fast, err := r.h.Search(ctx, r.call(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := history.SearchScanning(r.h, ctx, r.call(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(fast)
+	b, _ := json.Marshal(slow)
+	if string(a) != string(b) || len(fast) != 1+3*40-3*8 {
+		t.Errorf("after the race, %d hits from memory, %d scanning (want %d):\n%s\n%s", len(fast), len(slow), 1+3*40-3*8, a, b)
 	}
 }
