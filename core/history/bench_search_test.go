@@ -163,9 +163,3 @@ func BenchmarkHistorySearch1MScanning(b *testing.B) {
 		return len(hits)
 	}))
 }
-
-// quantile is the q quantile of d, in microseconds (d is sorted).
-func quantile(d []time.Duration, q float64) float64 {
-	slices.Sort(d)
-	return float64(d[int(q*float64(len(d)-1))].Nanoseconds()) / 1000
-}
