@@ -339,6 +339,10 @@ func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 			sortList(l)
 		}
 		ix.reblock(l)
+		if cap(l.ids) > len(l.ids)+len(l.ids)/4 {
+			// Grown by appending: up to twice what it holds.
+			l.ids, l.tfs = slices.Clone(l.ids), slices.Clone(l.tfs)
+		}
 	}
 	return ix, nil
 }
