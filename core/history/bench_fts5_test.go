@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +171,10 @@ func fts5Search(db *sql.DB, q string) (int, error) {
 		n++
 	}
 	return n, rows.Err()
+}
+
+// quantile is the q quantile of d, in microseconds (d is sorted).
+func quantile(d []time.Duration, q float64) float64 {
+	slices.Sort(d)
+	return float64(d[int(q*float64(len(d)-1))].Nanoseconds()) / 1000
 }

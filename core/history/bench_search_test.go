@@ -124,7 +124,8 @@ func searchTimes(b *testing.B, search func(q string) int) []time.Duration {
 // and assistant alternating) in a durable store on disk, for the 2-3 word
 // queries of searchBenchQueries in turn. It reports the load's time, the
 // first search's (which reads the postings from the store into memory, as
-// the first after a start does), and p50/p90/p99 of the searches after it.
+// the first after a start does), the memory the postings take, and
+// p50/p90/p99 of the searches after it.
 //
 //	go test ./core/history -run '^$' -bench 'BenchmarkHistorySearch1M$' -benchtime 200x -timeout 30m
 func BenchmarkHistorySearch1M(b *testing.B) {
@@ -145,6 +146,7 @@ func BenchmarkHistorySearch1M(b *testing.B) {
 	}))
 	b.ReportMetric(loadS, "load-s")
 	b.ReportMetric(float64(first.Milliseconds()), "first-search-ms")
+	b.ReportMetric(float64(history.PostingsBytes(r.h, "default"))/(1<<20), "postings-MB")
 }
 
 // BenchmarkHistorySearch1MScanning is BenchmarkHistorySearch1M scoring
@@ -162,10 +164,4 @@ func BenchmarkHistorySearch1MScanning(b *testing.B) {
 		}
 		return len(hits)
 	}))
-}
-
-// quantile is the q quantile of d, in microseconds (d is sorted).
-func quantile(d []time.Duration, q float64) float64 {
-	slices.Sort(d)
-	return float64(d[int(q*float64(len(d)-1))].Nanoseconds()) / 1000
 }

@@ -76,9 +76,24 @@ var benchBuffer = 50
 // buffer): the write alone, without the fold into the summary that every
 // write into a full buffer does.
 func BenchmarkHistoryWriteNoEviction(b *testing.B) {
+	benchmarkWriteNoEviction(b, false)
+}
+
+// BenchmarkHistoryWriteNoEvictionSearched is BenchmarkHistoryWriteNoEviction
+// into a conversation that was searched first: every write also brings the
+// postings kept in memory up to date.
+func BenchmarkHistoryWriteNoEvictionSearched(b *testing.B) {
+	benchmarkWriteNoEviction(b, true)
+}
+
+func benchmarkWriteNoEviction(b *testing.B, searched bool) {
 	r := newRigWith(b, rigOptions{historyBackend: history.BackendInMemory})
 	c := newCorpus(b)
 	r.configure(map[string]any{"buffer_size": b.N + 1})
+	if searched {
+		r.write("", "user", c.next())
+		r.search(map[string]any{"query": "budget"})
+	}
 	args := make([]json.RawMessage, b.N)
 	for i := range args {
 		args[i], _ = json.Marshal(map[string]any{"speaker": speakerOf(i), "text": c.next()})

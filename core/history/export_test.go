@@ -97,3 +97,19 @@ func CachedIndexVersion(h *History, c string) (v uint64, ok bool) {
 // ForgetPostings throws conversation c's postings in memory away, as a
 // restart does: the next search reads them from the store.
 func ForgetPostings(h *History, c string) { h.postings.forget(c) }
+
+// PostingsBytes is about how much memory conversation c's postings in
+// memory take (their arrays; 0 when none are kept).
+func PostingsBytes(h *History, c string) int {
+	h.postings.mu.RLock()
+	defer h.postings.mu.RUnlock()
+	ix := h.postings.convs[c]
+	if ix == nil {
+		return 0
+	}
+	n := cap(ix.length)*4 + cap(ix.speaker)
+	for term, l := range ix.terms {
+		n += len(term) + 16 + cap(l.ids)*4 + cap(l.tfs) + (cap(l.blockTF)+cap(l.blockLength))*4 + 80
+	}
+	return n
+}

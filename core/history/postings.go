@@ -61,6 +61,53 @@ type postingList struct {
 	// big holds the term frequencies over 255, by utterance index (tfs
 	// says 255 for them).
 	big map[uint32]int
+	// maxTF and minLength bound the list's scores (BM25 grows with the
+	// term's count and falls with the utterance's length): at least the
+	// highest count and at most the shortest length of any posting it ever
+	// held, so that a search can skip what cannot reach its best.
+	maxTF     int
+	minLength uint32
+	// blockTF and blockLength bound each block of blockSize postings
+	// (ids[b*blockSize:(b+1)*blockSize]) the same way, so that a search
+	// can skip a block at a time.
+	blockTF     []uint32
+	blockLength []uint32
+}
+
+// blockSize is how many postings a block's bounds cover.
+const blockSize = 64
+
+// appended extends the block bounds to the posting just appended.
+func (l *postingList) appended(tf int, length uint32) {
+	i := len(l.ids) - 1
+	if b := i / blockSize; b == len(l.blockTF) {
+		l.blockTF = append(l.blockTF, uint32(min(tf, math.MaxUint32)))
+		l.blockLength = append(l.blockLength, length)
+	} else {
+		l.blockTF[b] = max(l.blockTF[b], uint32(min(tf, math.MaxUint32)))
+		l.blockLength[b] = min(l.blockLength[b], length)
+	}
+}
+
+// reblock works the block bounds out again, after postings moved
+// (an insert or a delete in the middle).
+func (ix *convIndex) reblock(l *postingList) {
+	l.blockTF, l.blockLength = l.blockTF[:0], l.blockLength[:0]
+	ids := l.ids
+	l.ids = l.ids[:0]
+	for i, id := range ids {
+		l.ids = l.ids[:i+1]
+		l.appended(l.tf(i), ix.length[id])
+	}
+}
+
+// bound records a posting's count and length in the list's bounds.
+func (l *postingList) bound(tf int, length uint32) {
+	if len(l.ids) == 0 && l.maxTF == 0 {
+		l.minLength = length
+	}
+	l.maxTF = max(l.maxTF, tf)
+	l.minLength = min(l.minLength, length)
 }
 
 func (l *postingList) tf(i int) int {
@@ -159,7 +206,7 @@ func (p *postingIndex) apply(c string, from, to uint64, fresh bool, changes []in
 func (ix *convIndex) add(ch indexChange) {
 	ix.setDoc(ch.index, ch.speaker, ch.length)
 	for term, tf := range ch.counts {
-		ix.addPosting(term, uint32(ch.index), tf)
+		ix.addPosting(term, uint32(ch.index), tf, uint32(ch.length))
 	}
 }
 
@@ -172,12 +219,13 @@ func (ix *convIndex) setDoc(i int, speaker byte, length int) {
 	ix.speaker[i], ix.length[i] = speaker, uint32(length)
 }
 
-func (ix *convIndex) addPosting(term string, id uint32, tf int) {
+func (ix *convIndex) addPosting(term string, id uint32, tf int, length uint32) {
 	l := ix.terms[term]
 	if l == nil {
 		l = &postingList{}
 		ix.terms[term] = l
 	}
+	l.bound(tf, length)
 	small := uint8(min(tf, 255))
 	if tf >= 255 {
 		if l.big == nil {
@@ -189,15 +237,17 @@ func (ix *convIndex) addPosting(term string, id uint32, tf int) {
 		// Writes add the newest utterance: an append.
 		l.ids = append(l.ids, id)
 		l.tfs = append(l.tfs, small)
+		l.appended(tf, length)
 		return
 	}
 	at, found := slices.BinarySearch(l.ids, id)
 	if found {
 		l.tfs[at] = small
-		return
+	} else {
+		l.ids = slices.Insert(l.ids, at, id)
+		l.tfs = slices.Insert(l.tfs, at, small)
 	}
-	l.ids = slices.Insert(l.ids, at, id)
-	l.tfs = slices.Insert(l.tfs, at, small)
+	ix.reblock(l)
 }
 
 // remove takes an utterance's postings out.
@@ -217,7 +267,9 @@ func (ix *convIndex) remove(ch indexChange) {
 		delete(l.big, id)
 		if len(l.ids) == 0 {
 			delete(ix.terms, term)
+			continue
 		}
+		ix.reblock(l)
 	}
 	if ch.index < len(ix.length) {
 		ix.speaker[ch.index], ix.length[ch.index] = 0, 0
@@ -263,6 +315,7 @@ func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 			return errTooLarge
 		}
 		ix.setDoc(i, p.speaker, p.dl)
+		list.bound(p.tf, uint32(p.dl))
 		// Keys come in order of their index (16 hex digits).
 		list.ids = append(list.ids, uint32(i))
 		list.tfs = append(list.tfs, uint8(min(p.tf, 255)))
@@ -284,6 +337,11 @@ func buildIndex(tx *storage.Tx, c string, v uint64) (*convIndex, error) {
 			// Never with keys as written; a store edited by hand is
 			// still read right.
 			sortList(l)
+		}
+		ix.reblock(l)
+		if cap(l.ids) > len(l.ids)+len(l.ids)/4 {
+			// Grown by appending: up to twice what it holds.
+			l.ids, l.tfs = slices.Clone(l.ids), slices.Clone(l.tfs)
 		}
 	}
 	return ix, nil

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -234,29 +235,11 @@ func indexScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []s
 }
 
 // topHits is rank without embeddings, from the postings in memory: only
-// the best req.Limit scores are kept while scoring. ok is false when one of
+// the best req.Limit scores are found (topScores). ok is false when one of
 // them could not be shown (deleted meanwhile, or of another speaker than
 // its postings say): rank then goes through all of them, as it always did.
 func topHits(tx *storage.Tx, conv *Conversation, req SearchRequest, ix *convIndex, terms []string) (hits []Hit, ok bool, err error) {
-	// A min-heap of the best so far: the worst of them on top, replaced by
-	// anything better.
-	top := &bestFirst[scored]{better: func(a, b scored) bool { return better(b, a) }}
-	indexTerms(conv, req, ix, terms, func(i int, s float64) {
-		c := scored{index: i, score: s, lex: s}
-		if top.Len() < req.Limit {
-			heap.Push(top, c)
-		} else if better(c, top.items[0]) {
-			top.items[0] = c
-			heap.Fix(top, 0)
-		}
-	})
-	best := top.items
-	slices.SortFunc(best, func(a, b scored) int {
-		if better(a, b) {
-			return -1
-		}
-		return 1
-	})
+	best := topScores(conv, req, ix, terms)
 	hits = make([]Hit, 0, len(best))
 	for _, s := range best {
 		u, err := readUtterance(tx, conv.Conversation, s.index)
@@ -271,6 +254,209 @@ func topHits(tx *storage.Tx, conv *Conversation, req SearchRequest, ix *convInde
 		hits = append(hits, Hit{Utterance: u, RelevanceScore: round(s.score), Lexical: round(s.lex)})
 	}
 	return hits, true, nil
+}
+
+// cursor walks one query term's postings in topScores.
+type cursor struct {
+	l      *postingList
+	scorer text.TermScorer
+	// bound is the most the term can add to an utterance's score.
+	bound float64
+	// term is the term's place in the query.
+	term int
+	at   int
+	// memo holds the scores of the commonest counts and lengths, worked
+	// out once a search (0: not yet): the same figures, without a
+	// division for every posting.
+	memo *[memoTF][memoLength]float64
+}
+
+const memoTF, memoLength = 4, 128
+
+// seek moves the cursor to the first posting at or after utterance id,
+// and says whether it is id's: galloping (1, 2, 4... postings ahead), as
+// the utterances asked for come in order and mostly close together.
+func (c *cursor) seek(id uint32) bool {
+	ids := c.l.ids
+	if c.at >= len(ids) {
+		return false
+	}
+	if ids[c.at] >= id {
+		return ids[c.at] == id
+	}
+	lo, step := c.at, 1
+	for lo+step < len(ids) && ids[lo+step] < id {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step, len(ids)-1) + 1
+	j, found := slices.BinarySearch(ids[lo+1:hi], id)
+	c.at = lo + 1 + j
+	return found
+}
+
+// score is the term's score for the posting at c.at, in an utterance of
+// length dl.
+func (c *cursor) score(dl uint32) float64 {
+	tf := c.l.tf(c.at)
+	if tf >= memoTF || dl >= memoLength {
+		return c.scorer.Score(tf, float64(dl))
+	}
+	s := &c.memo[tf][dl]
+	if *s == 0 {
+		*s = c.scorer.Score(tf, float64(dl))
+	}
+	return *s
+}
+
+// slack widens the bounds against rounding: a bound and the score it
+// bounds add the same figures in other orders.
+const slack = 1 + 1e-9
+
+// topScores are the req.Limit best scores of the query's terms, best first
+// (by better), exactly as rank orders all of them, found without scoring
+// every utterance a common term is in (MaxScore: once the best so far are
+// in hand, an utterance holding only terms whose bounds add up to less
+// than the worst of them cannot displace it, so those terms' postings
+// are only looked into for utterances the others bring). Each score found
+// is added up in the query's order, as bm25Scores adds it.
+func topScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []string) []scored {
+	avgdl := 1.0
+	if conv.Docs > 0 {
+		avgdl = float64(conv.DocLength) / float64(conv.Docs)
+	}
+	code := speakerCodes[req.Speaker]
+	scorer := text.BM25{}
+	var cs []*cursor
+	for q, term := range terms {
+		l := ix.terms[term]
+		if l == nil {
+			continue
+		}
+		ts := scorer.Term(len(l.ids), conv.Docs, avgdl)
+		bound := ts.Score(l.maxTF, float64(l.minLength))
+		if !(bound > 0) {
+			// A term in more utterances than the conversation counts
+			// (a damaged store) scores below zero: no bounds hold.
+			return allScores(conv, req, ix, terms)
+		}
+		cs = append(cs, &cursor{l: l, scorer: ts, bound: bound * slack, term: q, memo: new([memoTF][memoLength]float64)})
+	}
+	// The terms by their bounds, smallest first; below[i] is the sum of
+	// the bounds of cs[:i].
+	slices.SortStableFunc(cs, func(a, b *cursor) int { return cmp.Compare(a.bound, b.bound) })
+	below := make([]float64, len(cs)+1)
+	for i, c := range cs {
+		below[i+1] = below[i] + c.bound
+	}
+	top := &bestFirst[scored]{better: func(a, b scored) bool { return better(b, a) }}
+	// cs[:first] are the terms that cannot bring a new utterance in.
+	first := 0
+	part := make([]float64, len(terms))
+	has := make([]bool, len(terms))
+	for {
+		if len(top.items) == req.Limit && first == len(cs)-1 {
+			// One term left to bring utterances in: skip its blocks
+			// that cannot reach the worst of the best.
+			c, worst := cs[first], top.items[0].score
+			for c.at < len(c.l.ids) {
+				b := c.at / blockSize
+				if (c.scorer.Score(int(c.l.blockTF[b]), float64(c.l.blockLength[b]))+below[first])*slack >= worst {
+					break
+				}
+				c.at = (b + 1) * blockSize
+			}
+		}
+		next := uint64(math.MaxUint64)
+		for _, c := range cs[first:] {
+			if c.at < len(c.l.ids) {
+				next = min(next, uint64(c.l.ids[c.at]))
+			}
+		}
+		if next == math.MaxUint64 {
+			break
+		}
+		id := uint32(next)
+		clear(has)
+		if code != 0 && ix.speaker[id] != code {
+			for _, c := range cs[first:] {
+				if c.at < len(c.l.ids) && c.l.ids[c.at] == id {
+					c.at++
+				}
+			}
+			continue
+		}
+		dl := ix.length[id]
+		sum := 0.0
+		for _, c := range cs[first:] {
+			if c.at < len(c.l.ids) && c.l.ids[c.at] == id {
+				part[c.term], has[c.term] = c.score(dl), true
+				sum += part[c.term]
+				c.at++
+			}
+		}
+		out := false
+		for i := first - 1; i >= 0; i-- {
+			if len(top.items) == req.Limit && (sum+below[i+1])*slack < top.items[0].score {
+				out = true
+				break
+			}
+			c := cs[i]
+			if c.seek(id) {
+				part[c.term], has[c.term] = c.score(dl), true
+				sum += part[c.term]
+				c.at++
+			}
+		}
+		if out {
+			continue
+		}
+		score := 0.0
+		for q, ok := range has {
+			if ok {
+				score += part[q]
+			}
+		}
+		s := scored{index: int(id), score: score, lex: score}
+		if len(top.items) < req.Limit {
+			heap.Push(top, s)
+		} else if better(s, top.items[0]) {
+			top.items[0] = s
+			heap.Fix(top, 0)
+		}
+		if len(top.items) == req.Limit {
+			for first < len(cs) && below[first+1]*slack < top.items[0].score {
+				first++
+			}
+		}
+	}
+	return bestOf(top.items)
+}
+
+// allScores is topScores by scoring every utterance the terms are in.
+func allScores(conv *Conversation, req SearchRequest, ix *convIndex, terms []string) []scored {
+	top := &bestFirst[scored]{better: func(a, b scored) bool { return better(b, a) }}
+	indexTerms(conv, req, ix, terms, func(i int, s float64) {
+		c := scored{index: i, score: s, lex: s}
+		if top.Len() < req.Limit {
+			heap.Push(top, c)
+		} else if better(c, top.items[0]) {
+			top.items[0] = c
+			heap.Fix(top, 0)
+		}
+	})
+	return bestOf(top.items)
+}
+
+// bestOf sorts scores best first.
+func bestOf(s []scored) []scored {
+	slices.SortFunc(s, func(a, b scored) int {
+		if better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return s
 }
 
 // bm25Scores scores every utterance sharing a term with the query, from the
