@@ -176,12 +176,12 @@ func TestActionsList(t *testing.T) {
 	if a := byName["turn.end"].Args; len(a) != 1 || a[0].Name != "updates" || a[0].Type != "object" {
 		t.Fatalf("turn.end args %+v", a)
 	}
-	if a := byName["engine.info"].Args; len(a) != 0 {
+	if a := byName["engine.info"].Args; len(a) != 1 || a[0].Name != "counts" || a[0].Type != "boolean" || a[0].Required {
 		t.Fatalf("engine.info args %+v", a)
 	}
 	// The raw JSON has "args": [] for an action without args (not null).
-	if !bytes.Contains(do(t, e, "actions.list", "", `{"namespace":"engine"}`), []byte(`"args":[]`)) {
-		t.Fatal(`engine.info lists "args" as something other than []`)
+	if !bytes.Contains(do(t, e, "actions.list", "", `{"namespace":"history.list"}`), []byte(`"args":[]`)) {
+		t.Fatal(`history.list lists "args" as something other than []`)
 	}
 	for _, ns := range []string{"turn", "turn."} {
 		got := decode[conn.ListActionsResult](t, do(t, e, "actions.list", "", `{"namespace":"`+ns+`"}`))
