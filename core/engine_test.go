@@ -180,7 +180,7 @@ func TestActionsList(t *testing.T) {
 		t.Fatalf("engine.info args %+v", a)
 	}
 	// The raw JSON has "args": [] for an action without args (not null).
-	if !bytes.Contains(do(t, e, "actions.list", "", `{"namespace":"history.list"}`), []byte(`"args":[]`)) {
+	if !bytes.Contains(do(t, e, "actions.list", "", `{"namespace":"history"}`), []byte(`"args":[]`)) {
 		t.Fatal(`history.list lists "args" as something other than []`)
 	}
 	for _, ns := range []string{"turn", "turn."} {
