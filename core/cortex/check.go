@@ -82,6 +82,13 @@ func (c *Cortex) checkStored(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return problems, err
 	}
+	// A fresh engine (engram check opens one) is still loading its index:
+	// wait, so that the comparison is made.
+	select {
+	case <-c.Indexed():
+	case <-ctx.Done():
+		return problems, ctx.Err()
+	}
 	drift, err := c.checkMemoryIndex()
 	return append(problems, drift...), err
 }
