@@ -187,7 +187,7 @@ type planDetail struct {
 	// gone are plans a plan.get found deleted, or a deletion event named:
 	// a list answered before the deletion still shows them, and loading
 	// them again would only fail again.
-	gone map[string]bool
+	gone  map[string]bool
 	dags  map[string]*planDAG
 	dagOf map[string]*planner.Plan // the plan each DAG was laid out from
 	// walking: the DAG has the arrow keys, step is the subtask selected.
