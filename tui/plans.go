@@ -181,6 +181,13 @@ type planDetail struct {
 	load  loader
 	docs  map[string]*planner.Plan
 	asked string // the id plan.get was last asked for
+	// gets are the plan.get requests in flight: request number → plan id,
+	// so that one answering "no plan" is told from any other failure.
+	gets map[int]string
+	// gone are plans a plan.get found deleted, or a deletion event named:
+	// a list answered before the deletion still shows them, and loading
+	// them again would only fail again.
+	gone  map[string]bool
 	dags  map[string]*planDAG
 	dagOf map[string]*planner.Plan // the plan each DAG was laid out from
 	// walking: the DAG has the arrow keys, step is the subtask selected.
@@ -277,7 +284,7 @@ func newPlansPane(engine conn.Conn, styles *Styles, offline bool) *plansPane {
 		requests: requests{conn: engine, pane: plansPaneID},
 		styles:   styles,
 		keys:     newPlansKeys(),
-		plan:     planDetail{docs: map[string]*planner.Plan{}, dags: map[string]*planDAG{}, dagOf: map[string]*planner.Plan{}},
+		plan:     planDetail{docs: map[string]*planner.Plan{}, gets: map[int]string{}, gone: map[string]bool{}, dags: map[string]*planDAG{}, dagOf: map[string]*planner.Plan{}},
 		prompt:   plansPrompt{input: in, atOnce: plansDefaultAtOnce, offline: offline},
 		sure:     confirm[sureAsk]{Yes: "yes"},
 		approve:  confirm[runAsk]{Yes: "run them"},
@@ -495,7 +502,20 @@ func (p *plansPane) loadDoc() tea.Cmd {
 		return nil
 	}
 	p.plan.asked = id
-	return request(&p.requests, &p.plan.load, planner.ActionPlanGet, planner.PlanArgs{PlanID: id})
+	cmd := request(&p.requests, &p.plan.load, planner.ActionPlanGet, planner.PlanArgs{PlanID: id})
+	p.plan.gets[p.plan.load.req] = id
+	return cmd
+}
+
+// The pane says itself that a plan is gone.
+var _ quietFailures = (*plansPane)(nil)
+
+// quietFailure: a plan.get that finds no plan was asked before the plan
+// was deleted (elsewhere: tour.remove, the palette) and answers after. The
+// plan is gone, not in error: the list, loaded again, drops it.
+func (p *plansPane) quietFailure(req int, err error) bool {
+	_, get := p.plan.gets[req]
+	return get && errs.KindOf(err) == errs.NotFound
 }
 
 // selectionChanged loads the plan the cursor moved to.
@@ -554,10 +574,14 @@ func (p *plansPane) event(ev events.Event) tea.Cmd {
 		// Gone (tour.remove, the palette): reloading it would only say
 		// so, as an error in the status line.
 		delete(p.plan.docs, id)
+		p.plan.gone[id] = true
 		return p.refresh(&p.list.load, p.loadList)
 	}
-	if c, ok := planner.EventPlanChanged.Of(ev); ok && c.Change == "created" && !p.plan.walking && !p.Capturing() {
-		p.list.want = id // a new plan (from the palette, say) is what to look at
+	if c, ok := planner.EventPlanChanged.Of(ev); ok && c.Change == "created" {
+		delete(p.plan.gone, id) // made again, under the same id
+		if !p.plan.walking && !p.Capturing() {
+			p.list.want = id // a new plan (from the palette, say) is what to look at
+		}
 	}
 	cmds := []tea.Cmd{p.refresh(&p.list.load, p.loadList)}
 	if id == p.currentID() {
@@ -625,7 +649,17 @@ func (p *plansPane) tickIfStarted() tea.Cmd {
 // planResult applies a plan: the selected one loaded (plan.get), one made
 // at the prompt (plan.decompose, plan.create), or a replan.
 func (p *plansPane) planResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
+	asked, get := p.plan.gets[msg.req]
+	delete(p.plan.gets, msg.req)
 	switch {
+	case get && errs.KindOf(msg.err) == errs.NotFound:
+		// Deleted after it was asked for: the list it came from is stale.
+		delete(p.plan.docs, asked)
+		p.plan.gone[asked] = true
+		if latest, _ := p.plan.load.answer(msg.req); latest {
+			return tea.Batch(p.recheckAsk(), p.refresh(&p.list.load, p.loadList))
+		}
+		return p.refresh(&p.list.load, p.loadList)
 	case msg.req == p.plan.load.req:
 		latest, again := p.plan.load.answer(msg.req)
 		if !latest {
@@ -635,6 +669,7 @@ func (p *plansPane) planResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
 		case msg.err != nil:
 			delete(p.plan.docs, p.plan.asked) // gone
 		case msg.value.Plan != nil:
+			delete(p.plan.gone, msg.value.Plan.ID)
 			p.plan.docs[msg.value.Plan.ID] = msg.value.Plan
 			p.keepStepSelection()
 		}
@@ -693,7 +728,7 @@ func (p *plansPane) listResult(msg resultMsg[planner.ListResult]) tea.Cmd {
 	if again {
 		cmds = append(cmds, p.loadList())
 	}
-	if id := p.currentID(); id != before || (id != "" && p.plan.docs[id] == nil && !p.plan.load.busy) {
+	if id := p.currentID(); id != before || (id != "" && p.plan.docs[id] == nil && !p.plan.load.busy && !p.plan.gone[id]) {
 		cmds = append(cmds, p.selectionChanged())
 	}
 	return tea.Batch(cmds...)

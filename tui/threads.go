@@ -201,6 +201,9 @@ type lowerState struct {
 	inside  bool
 	decID   string
 	scroll  scrollView
+	// askOnLoad is the thread o was pressed on while its decisions were
+	// still loading: the question opens once they come.
+	askOnLoad string
 }
 
 // judgeState is the model judging new threads' links: how many judgings
@@ -595,7 +598,22 @@ func (p *threadsPane) detailResult(msg resultMsg[episodic.GetResult]) tea.Cmd {
 	if again || p.detail.asked != p.list.sel {
 		return p.loadDetail()
 	}
-	return nil
+	return p.askIfPressed()
+}
+
+// askIfPressed opens the outcome question o asked for while the thread's
+// decisions were loading, now that they have come, unless the selection
+// moved or another question opened meanwhile.
+func (p *threadsPane) askIfPressed() tea.Cmd {
+	want := p.lower.askOnLoad
+	if want == "" || p.shownDetail() == nil {
+		return nil
+	}
+	p.lower.askOnLoad = ""
+	if want != p.list.sel || p.ask.Active() || p.confirm.Active() || p.lower.section != secDecisions {
+		return nil
+	}
+	return p.askOutcome()
 }
 
 func (p *threadsPane) episodesResult(msg resultMsg[episodic.EpisodesResult]) tea.Cmd {
@@ -902,7 +920,8 @@ func (p *threadsPane) askOutcome() tea.Cmd {
 	}
 	if len(ds) == 0 {
 		if p.shownDetail() == nil {
-			return showStatus("The thread's decisions are still loading: o again in a moment.", false)
+			p.lower.askOnLoad = p.list.sel
+			return showStatus("The thread's decisions are still loading: the question opens once they come.", false)
 		}
 		return showStatus("No linking decision about this thread to mark: decisions are made when a new thread starts.", false)
 	}

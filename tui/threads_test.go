@@ -686,3 +686,27 @@ func TestStatusMessagesFit(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsOPressedWhileLoadingAsksOnceLoaded: o pressed while the
+// thread's decisions are still loading says so, and the question opens
+// once they come; the key is not lost.
+func TestThreadsOPressedWhileLoadingAsksOnceLoaded(t *testing.T) {
+	engine, clk := newEngine(t)
+	seedThreads(t, engine, clk)
+	styles := DefaultStyles()
+	p := newThreadsPane(engine, &styles)
+	p.SetSize(goldenWidth, goldenHeight)
+	drain(p, p.Init())
+	load := p.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("j")}) // the next thread: its decisions are asked for
+	if p.shownDetail() != nil {
+		t.Fatal("the next thread's decisions are there before they were loaded")
+	}
+	said := p.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("o")})
+	if msg, ok := said().(statusMsg); !ok || !strings.Contains(msg.text, "still loading") || p.ask.Active() {
+		t.Fatalf("o while loading: status %#v, question open %v", msg, p.ask.Active())
+	}
+	drain(p, load)
+	if !p.ask.Active() || !strings.HasPrefix(p.ask.Question(), "Was ") {
+		t.Fatalf("the decisions came and no question opened: %+v", p.ask)
+	}
+}

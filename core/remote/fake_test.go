@@ -102,6 +102,19 @@ func (f *fake) handler() http.Handler {
 		events(w, r)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-f.quit:
+			// Stopped: a gone owner answers nothing, not even on a
+			// connection kept alive from before (a resumed stream would
+			// otherwise get the handler's events again).
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			}
+			return
+		default:
+		}
 		if f.token != "" && r.Header.Get(wire.HeaderAuthorization) != "Bearer "+f.token {
 			fail(w, http.StatusUnauthorized, errs.New(errs.Permission, "no valid token: engram token create --agent NAME prints one"))
 			return
@@ -187,6 +200,8 @@ func startTCP(t testing.TB, token string) *fake {
 func (f *fake) stop() {
 	f.stopOnce.Do(func() {
 		_ = f.srv.Listener.Close() // first: a client reconnecting finds nobody
+		// Then no request is served, even on a connection kept alive: the
+		// streams held open end without a new one taking their place.
 		close(f.quit)
 		f.srv.CloseClientConnections()
 		f.srv.Close()

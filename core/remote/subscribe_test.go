@@ -206,6 +206,31 @@ func TestSubscribeClosesWhenTheOwnerIsGone(t *testing.T) {
 	waitGoroutines(t, c)
 }
 
+// TestSubscribeGetsNothingFromAStoppingOwner is the race of
+// TestSubscribeClosesWhenTheOwnerIsGone on a loaded machine, made to
+// happen every time: the owner has stopped (its held stream ends) while
+// its connections still take requests. A stopped owner serves no new
+// stream, so nothing arrives before the subscription closes.
+func TestSubscribeGetsNothingFromAStoppingOwner(t *testing.T) {
+	f := startUnix(t)
+	f.setEvents(func(w http.ResponseWriter, r *http.Request) {
+		startStream(w)
+		sendItem(w, 1)
+		f.hold(r)
+	})
+	c := dial(t, Options{Socket: f.socket})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := c.Subscribe(ctx)
+	recv(t, ch)
+	f.stopOnce.Do(func() { close(f.quit) }) // stopped; the socket still answers
+	waitClosed(t, ch)
+	_ = f.srv.Listener.Close()
+	f.srv.CloseClientConnections()
+	f.srv.Close()
+	waitGoroutines(t, c)
+}
+
 func TestSubscribeClosesOnCancel(t *testing.T) {
 	f := startUnix(t)
 	opened := make(chan struct{}, 4)
