@@ -18,7 +18,13 @@ import (
 func TestBulkLoadWritesWhatWriteWrites(t *testing.T) {
 	c := newCorpus(t)
 	var reqs []history.WriteRequest
-	for i := range 2500 {
+	// More than one of BulkLoad's transactions (1,000 writes), with
+	// evictions from a buffer of 50.
+	n := 2500
+	if raceDetector {
+		n = 1200
+	}
+	for i := range n {
 		conv := "default"
 		if i%7 == 3 {
 			conv = "side"

@@ -173,7 +173,11 @@ func TestSearchSkippingEqualsScoringAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
-	for n := range 300 {
+	queries := 300
+	if raceDetector {
+		queries = 60
+	}
+	for n := range queries {
 		words := make([]string, 1+rng.IntN(4))
 		for i := range words {
 			words[i] = vocab[rng.IntN(len(vocab))]
