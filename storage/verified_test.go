@@ -75,3 +75,30 @@ func TestTableChangedSinceVerifiedIsVerifiedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A block damaged while the store is open (the disk rots under it) makes
+// Verify (engram check) report a *DamagedError naming the table: Badger's
+// own check dereferences a nil block when a block fails its checksum, and
+// that panic used to end the process.
+func TestVerifyReportsADamagedTableWithoutPanicking(t *testing.T) {
+	dir := closedStore(t)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	tables := filesWith(t, dir, tableExt)
+	if len(tables) == 0 {
+		t.Fatal("no table in the store")
+	}
+	path := filepath.Join(dir, filepath.Base(tables[0]))
+	flipBit(t, path, dataEnd(t, path)/3, 2)
+	_, err = s.Verify()
+	var d *DamagedError
+	if !errors.As(err, &d) {
+		t.Fatalf("Verify: %v, want a DamagedError", err)
+	}
+	if d.File != path {
+		t.Fatalf("Verify names %q, want the damaged table %s", d.File, path)
+	}
+}
