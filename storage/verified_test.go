@@ -75,3 +75,70 @@ func TestTableChangedSinceVerifiedIsVerifiedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A block damaged while the store is open (the disk rots under it) makes
+// Verify (engram check) report a *DamagedError naming the table: Badger's
+// own check dereferences a nil block when a block fails its checksum, and
+// that panic used to end the process.
+func TestVerifyReportsADamagedTableWithoutPanicking(t *testing.T) {
+	dir := closedStore(t)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	tables := filesWith(t, dir, tableExt)
+	if len(tables) == 0 {
+		t.Fatal("no table in the store")
+	}
+	path := filepath.Join(dir, filepath.Base(tables[0]))
+	flipBit(t, path, dataEnd(t, path)/3, 2)
+	_, err = s.Verify()
+	var d *DamagedError
+	if !errors.As(err, &d) {
+		t.Fatalf("Verify: %v, want a DamagedError", err)
+	}
+	if d.File != path {
+		t.Fatalf("Verify names %q, want the damaged table %s", d.File, path)
+	}
+}
+
+// A table verified at an earlier open that is damaged since without its
+// size or time changing (bit rot, a bad sector: what checksums are for)
+// is not refused at open: only its index and first and last blocks are
+// checked. Badger's iterators then end at the damaged block without an
+// error, so a scan silently misses every key after it (and a compaction
+// would drop them for good). Before engram.verified every open verified
+// every block and refused such a store.
+func TestTableRottedSinceVerifiedIsNotReadShort(t *testing.T) {
+	t.Skip("known gap of engram.verified (review2 report): open checks a verified table only lightly")
+	dir := closedStore(t)
+	tables := filesWith(t, dir, tableExt)
+	if len(tables) == 0 {
+		t.Fatal("no table in the store")
+	}
+	path := filepath.Join(dir, filepath.Base(tables[0]))
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipBit(t, path, dataEnd(t, path)/3, 2)
+	if err := os.Chtimes(path, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Dir: dir})
+	var d *DamagedError
+	if errors.As(err, &d) {
+		return // refused: right
+	} else if err != nil {
+		t.Fatalf("open: %v, want a DamagedError", err)
+	}
+	defer func() { _ = s.Close() }()
+	n := 0
+	err = s.View(func(tx *Tx) error {
+		return tx.Keys(Prefix(nil), func([]byte) error { n++; return nil })
+	})
+	if err == nil && n < 302 {
+		t.Fatalf("a store with a rotted table opened, and a scan read %d of its 302 keys without an error", n)
+	}
+}

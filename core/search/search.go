@@ -83,7 +83,9 @@ func (ix Index) Postings(tx *storage.Tx, term string) ([]Posting, error) {
 		if err != nil {
 			return err
 		}
-		list = append(list, Posting{Doc: doc, Attr: attr, TF: tf, Length: length})
+		// The id alone is kept: doc is a slice of the whole key, which
+		// the list (cached by remember) would otherwise hold on to.
+		list = append(list, Posting{Doc: strings.Clone(doc), Attr: attr, TF: tf, Length: length})
 		return nil
 	})
 	return list, err
