@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -73,7 +70,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // (Badger would drop every later entry without a word). With
 // acceptTruncation, damaged log tails are reported in warnings instead, and
 // Badger drops them.
-func preflight(dir string, acceptTruncation, record bool) (warnings []string, err error) {
+func preflight(dir string, acceptTruncation bool) (warnings []string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -133,7 +130,7 @@ func preflight(dir string, acceptTruncation, record bool) (warnings []string, er
 	// damaged one cannot be caught: verify each here first. A table the
 	// MANIFEST does not list is one a kill cut off while it was being
 	// written; Badger deletes it at open.
-	if bad, reason := findBadTableSince(dir, listed, record); bad != "" {
+	if bad, reason := findBadTable(dir, listed); bad != "" {
 		return nil, &DamagedError{File: bad, Reason: reason}
 	}
 	if lastVlog != "" {
@@ -486,81 +483,9 @@ func findBadTable(dir string, listed map[uint64]bool) (file, reason string) {
 	return "", ""
 }
 
-// verifiedName is the file in which preflight records the tables whose
-// every block it verified, with their size and modification time. A table
-// never changes once Badger has written it, so the next open verifies in
-// full only the tables written since (or changed: a write into one moves
-// its time); the others get the check Badger's own opening makes (the
-// index's checksum, the first and last blocks), where a panic could not be
-// caught. Verifying every block of a million items' tables took seconds of
-// every open (issue 17: open to first frame ≤ 1 s).
-const verifiedName = "engram.verified"
-
-// tableStamp is what says a table is the one verified before.
-type tableStamp struct {
-	Size    int64 `json:"size"`
-	ModTime int64 `json:"mod_time_ns"`
-}
-
-// findBadTableSince is findBadTable over the tables listed, verifying in
-// full only those verifiedName does not record as they are; record writes
-// the file anew when every table passed.
-func findBadTableSince(dir string, listed map[uint64]bool, record bool) (file, reason string) {
-	before := map[string]tableStamp{}
-	if raw, err := os.ReadFile(filepath.Join(dir, verifiedName)); err == nil {
-		_ = json.Unmarshal(raw, &before) // unreadable: verify everything
-	}
-	after := map[string]tableStamp{}
-	paths, _ := filepath.Glob(filepath.Join(dir, "*"+tableExt)) // the pattern is valid
-	slices.Sort(paths)
-	for _, path := range paths {
-		name := filepath.Base(path)
-		id, err := strconv.ParseUint(strings.TrimSuffix(name, tableExt), 10, 64)
-		if listed != nil && err == nil && !listed[id] {
-			continue
-		}
-		info, err := os.Stat(path)
-		if err != nil {
-			return path, err.Error()
-		}
-		stamp := tableStamp{Size: info.Size(), ModTime: info.ModTime().UnixNano()}
-		check := verifyTable
-		if before[name] == stamp {
-			check = openTable
-		}
-		if err := check(path); err != nil {
-			return path, err.Error()
-		}
-		after[name] = stamp
-	}
-	if record && !maps.Equal(before, after) {
-		if raw, err := json.Marshal(after); err == nil {
-			// At worst the next open verifies everything again.
-			tmp := filepath.Join(dir, verifiedName+".tmp")
-			if os.WriteFile(tmp, raw, 0o644) == nil {
-				_ = os.Rename(tmp, filepath.Join(dir, verifiedName))
-			}
-		}
-	}
-	return "", ""
-}
-
 // verifyTable opens one table read-only and verifies its checksums, turning
 // a panic inside Badger into an error.
 func verifyTable(path string) (err error) {
-	tablesVerified.Add(1)
-	return checkTable(path, options.OnTableAndBlockRead)
-}
-
-// tablesVerified counts the tables verifyTable read in full, for the tests.
-var tablesVerified atomic.Int64
-
-// openTable opens one table as Badger does when it opens the store (the
-// index's checksum, the blocks of its first and last keys), turning a
-// panic inside Badger into an error.
-func openTable(path string) (err error) { return checkTable(path, options.OnBlockRead) }
-
-func checkTable(path string, mode options.ChecksumVerificationMode) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("unreadable: %v", r)
@@ -571,7 +496,7 @@ func checkTable(path string, mode options.ChecksumVerificationMode) (err error) 
 		return err
 	}
 	t, err := table.OpenTable(mf, table.Options{
-		ChkMode: mode, BlockSize: 4 << 10, Compression: options.Snappy,
+		ChkMode: options.OnTableAndBlockRead, BlockSize: 4 << 10, Compression: options.Snappy,
 	})
 	if err != nil {
 		return fmt.Errorf("checksum verification failed: %w", err)

@@ -297,21 +297,7 @@ func (s *Store) tableBytesLocked() uint64 {
 // beforeOpen refuses a damaged directory and, unless reading only, a full
 // file system, before Badger touches either.
 func (s *Store) beforeOpen(opts Options) error {
-	// Preflight records the tables it verified (engram.verified) only
-	// when the store will write: a read-only open, or one on a file
-	// system too full to write, changes nothing in the directory.
-	record := !s.readOnly
-	if record {
-		room := &space{dir: s.dir, statfs: opts.Statfs, minFree: opts.MinFree}
-		if room.statfs == nil {
-			room.statfs = freeSpace
-		}
-		if room.minFree == 0 {
-			room.minFree = DefaultMinFree
-		}
-		record = room.check() == nil
-	}
-	warnings, err := preflight(s.dir, opts.AcceptTruncation, record)
+	warnings, err := preflight(s.dir, opts.AcceptTruncation)
 	if err != nil {
 		return err
 	}
