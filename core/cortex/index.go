@@ -499,7 +499,7 @@ func (q *Query) fromIndexCached(idx *memindex.Index, tx *storage.Tx, principal s
 		p, _ := parseOrder(c)
 		after = &p
 	}
-	ids, more := idx.Page(set, after, q.Limit)
+	ids, more := m.page(idx, set, after, q.Cursor, q.Limit)
 	res := QueryResult{Count: m.count, Checksum: m.checksum, Items: []*Item{}, CountsByType: maps.Clone(m.byType)}
 	for _, id := range ids {
 		var it Item

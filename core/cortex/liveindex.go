@@ -3,6 +3,7 @@ package cortex
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -56,6 +57,38 @@ type matched struct {
 	count    int
 	checksum string
 	byType   map[string]int
+	// pages keeps the pages asked of it (by cursor and limit): the page
+	// walks every match of the first priority ranks.
+	mu    sync.Mutex
+	pages map[string]pageOf
+}
+
+// pageOf is a page's ids and whether more follow.
+type pageOf struct {
+	ids  []string
+	more bool
+}
+
+// matchedPages is how many pages one cached query keeps.
+const matchedPages = 8
+
+// page is idx.Page of the matches, from cursor on, kept for the next ask.
+func (m *matched) page(idx *memindex.Index, set *roaring.Bitmap, after *memindex.Position, cursor string, limit int) ([]string, bool) {
+	key := fmt.Sprintf("%d/%s", limit, cursor)
+	m.mu.Lock()
+	p, ok := m.pages[key]
+	m.mu.Unlock()
+	if ok {
+		return p.ids, p.more
+	}
+	ids, more := idx.Page(set, after, limit)
+	m.mu.Lock()
+	if m.pages == nil || len(m.pages) >= matchedPages {
+		m.pages = map[string]pageOf{}
+	}
+	m.pages[key] = pageOf{ids, more}
+	m.mu.Unlock()
+	return ids, more
 }
 
 // matchCache keeps the matches of the last few distinct filters for one
