@@ -203,69 +203,74 @@ func (x *Index) link(o uint32, r Row) {
 		rw.due, rw.hasDue = stampOf(*r.Due), true
 	}
 	rw.rank = uint8(min(max(r.Rank, 0), len(x.rank)-1))
-	x.rank[rw.rank].Add(o)
-	if r.Deleted {
-		x.deleted.Add(o)
-	} else {
-		x.live.Add(o)
-	}
-	rw.typ = x.addTo(x.types, r.Type, o)
-	rw.status = x.addTo(x.statuses, r.Status, o)
-	rw.owner = x.addTo(x.owners, r.Owner, o)
+	rw.typ = x.types.code(r.Type)
+	rw.status = x.statuses.code(r.Status)
+	rw.owner = x.owners.code(r.Owner)
 	if r.Org != "" {
-		rw.org, rw.hasOrg = x.addTo(x.orgs, r.Org, o), true
+		rw.org, rw.hasOrg = x.orgs.code(r.Org), true
 	}
 	if r.Parent != "" {
-		rw.parent, rw.hasParent = x.addTo(x.parents, r.Parent, o), true
+		rw.parent, rw.hasParent = x.parents.code(r.Parent), true
 	}
-	rw.readers = x.addAll(x.readers, r.Readers, o)
-	rw.tags = x.addAll(x.tags, r.Tags, o)
-	rw.words = x.addAll(x.words, r.Words, o)
+	rw.readers = codesOf(x.readers, r.Readers)
+	rw.tags = codesOf(x.tags, r.Tags)
+	rw.words = codesOf(x.words, r.Words)
 	x.rows[o] = rw
+	x.addToSets(o, &x.rows[o], r.Deleted)
 }
 
-func (x *Index) addTo(d *dictionary, name string, o uint32) uint32 {
-	c := d.code(name)
-	d.sets[c].add(o)
-	return c
-}
-
-func (x *Index) addAll(d *dictionary, names []string, o uint32) []uint32 {
+// codesOf is the codes of names, each added if new.
+func codesOf(d *dictionary, names []string) []uint32 {
 	if len(names) == 0 {
 		return nil
 	}
 	codes := make([]uint32, 0, len(names))
 	for _, n := range names {
-		// Adding twice is harmless; the callers' lists are distinct anyway.
-		codes = append(codes, x.addTo(d, n, o))
+		codes = append(codes, d.code(n))
 	}
 	return codes
+}
+
+// eachSet calls bitmap and list with every set a row's ordinal belongs
+// in, but live and deleted: what adding and removing it go through.
+func (x *Index) eachSet(rw *row, bitmap func(*roaring.Bitmap), list func(*postings)) {
+	bitmap(x.rank[rw.rank])
+	list(&x.types.sets[rw.typ])
+	list(&x.statuses.sets[rw.status])
+	list(&x.owners.sets[rw.owner])
+	if rw.hasOrg {
+		list(&x.orgs.sets[rw.org])
+	}
+	if rw.hasParent {
+		list(&x.parents.sets[rw.parent])
+	}
+	for _, c := range rw.readers {
+		list(&x.readers.sets[c])
+	}
+	for _, c := range rw.tags {
+		list(&x.tags.sets[c])
+	}
+	for _, c := range rw.words {
+		list(&x.words.sets[c])
+	}
+}
+
+// addToSets puts ordinal o, whose row is rw, in every set it belongs in.
+func (x *Index) addToSets(o uint32, rw *row, deleted bool) {
+	x.eachSet(rw, func(b *roaring.Bitmap) { b.Add(o) }, func(p *postings) { p.add(o) })
+	if deleted {
+		x.deleted.Add(o)
+	} else {
+		x.live.Add(o)
+	}
 }
 
 // unlink removes ordinal o from every set (the ordinal stays the id's).
 func (x *Index) unlink(o uint32) {
 	rw := &x.rows[o]
-	x.rank[rw.rank].Remove(o)
+	x.eachSet(rw, func(b *roaring.Bitmap) { b.Remove(o) }, func(p *postings) { p.remove(o) })
 	x.live.Remove(o)
 	x.deleted.Remove(o)
-	x.types.sets[rw.typ].remove(o)
-	x.statuses.sets[rw.status].remove(o)
-	x.owners.sets[rw.owner].remove(o)
-	if rw.hasOrg {
-		x.orgs.sets[rw.org].remove(o)
-	}
-	if rw.hasParent {
-		x.parents.sets[rw.parent].remove(o)
-	}
-	for _, c := range rw.readers {
-		x.readers.sets[c].remove(o)
-	}
-	for _, c := range rw.tags {
-		x.tags.sets[c].remove(o)
-	}
-	for _, c := range rw.words {
-		x.words.sets[c].remove(o)
-	}
 	*rw = row{id: rw.id}
 }
 

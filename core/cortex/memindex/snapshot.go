@@ -228,31 +228,8 @@ func ReadSnapshot(data []byte) (x *Index, err error) {
 		rw.tags = r.codes(len(x.tags.names))
 		rw.words = r.codes(len(x.words.names))
 
-		x.rank[rw.rank].Add(o)
-		if flags&flagDeleted != 0 {
-			x.deleted.Add(o)
-		} else {
-			x.live.Add(o)
-		}
 		// Ordinals only grow here, so every add appends.
-		x.types.sets[rw.typ].add(o)
-		x.statuses.sets[rw.status].add(o)
-		x.owners.sets[rw.owner].add(o)
-		if rw.hasOrg {
-			x.orgs.sets[rw.org].add(o)
-		}
-		if rw.hasParent {
-			x.parents.sets[rw.parent].add(o)
-		}
-		for _, c := range rw.readers {
-			x.readers.sets[c].add(o)
-		}
-		for _, c := range rw.tags {
-			x.tags.sets[c].add(o)
-		}
-		for _, c := range rw.words {
-			x.words.sets[c].add(o)
-		}
+		x.addToSets(o, rw, flags&flagDeleted != 0)
 	}
 	x.ids.sorted = make([]uint32, len(x.rows))
 	for i := range x.ids.sorted {
