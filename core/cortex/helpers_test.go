@@ -313,20 +313,29 @@ type spec struct {
 // to a transaction, and leaves the clock at the last item's time.
 func (e *testEnv) bulkCreate(specs []spec, perTx int) {
 	e.T.Helper()
+	items, err := bulkItems(specs)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	_, err = e.c.BulkCreate(context.Background(), items, BulkOptions{Start: e.clock.Now(), SetClock: e.clock.Set, PerTx: perTx})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// bulkItems are specs as BulkCreate takes them.
+func bulkItems(specs []spec) ([]BulkItem, error) {
 	items := make([]BulkItem, len(specs))
 	for i, s := range specs {
 		fields := map[string]json.RawMessage{}
 		for k, v := range s.fields {
 			b, err := json.Marshal(v)
 			if err != nil {
-				e.T.Fatal(err)
+				return nil, err
 			}
 			fields[k] = b
 		}
 		items[i] = BulkItem{Type: s.typ, ID: s.id, Owner: s.owner, Fields: fields}
 	}
-	_, err := e.c.BulkCreate(context.Background(), items, BulkOptions{Start: e.clock.Now(), SetClock: e.clock.Set, PerTx: perTx})
-	if err != nil {
-		e.T.Fatal(err)
-	}
+	return items, nil
 }

@@ -132,6 +132,9 @@ type Memories struct{ rng *rand.Rand }
 // seed s is NewMemories(s)'s.
 func NewMemories(seed uint64) *Memories { return &Memories{rng: rand.New(rand.NewPCG(seed, 7))} }
 
+// Text is one memory's text, as Item draws it.
+func (g *Memories) Text() string { return sentence(g.rng) }
+
 // Item is the i-th memory (call it for i = 0, 1, 2... in order): a
 // sentence, one of six agents, one to three of twenty tags, importance
 // 0-1 in hundredths, a time 5 minutes after the one before, starting a
@@ -145,7 +148,7 @@ func (g *Memories) Item(i int) memory.Item {
 		}
 	}
 	return memory.Item{
-		Type: pick(r, memoryTypes), Text: sentence(r), AgentID: pick(r, memoryAgents), Tags: tags,
+		Type: pick(r, memoryTypes), Text: g.Text(), AgentID: pick(r, memoryAgents), Tags: tags,
 		Importance: float64(r.IntN(101)) / 100, Timestamp: Start.Add(-365 * 24 * time.Hour).Add(time.Duration(i) * 5 * time.Minute),
 	}
 }
