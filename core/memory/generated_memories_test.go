@@ -14,9 +14,6 @@ type corpus struct{ gen *scale.Memories }
 
 func newCorpus(seed uint64) *corpus { return &corpus{gen: scale.NewMemories(seed)} }
 
-// text is one memory's text.
-func (c *corpus) text() string { return c.gen.Text() }
-
 // item is the i-th memory of a data set (call it for i = 0, 1, 2...).
 func (c *corpus) item(i int) memory.Item { return c.gen.Item(i) }
 
