@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -71,11 +72,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // and a write-ahead or value log with valid entries after a damaged one
 // (Badger would drop every later entry without a word). With
 // acceptTruncation, damaged log tails are reported in warnings instead, and
-// Badger drops them.
-func preflight(dir string, acceptTruncation bool) (warnings []string, err error) {
+// Badger drops them. tables says how the tables were verified, with their
+// sums to record (tablesums.go).
+func preflight(dir string, acceptTruncation bool) (warnings []string, tables tableReport, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, tables, err
 	}
 	var logs []string
 	hasManifest, hasData := false, false
@@ -93,7 +95,7 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 				// leaves it empty; Badger then refuses to open. Only the
 				// newest log can be that one, and it holds nothing.
 				if err := os.Remove(filepath.Join(dir, name)); err != nil {
-					return nil, err
+					return nil, tables, err
 				}
 				continue
 			}
@@ -104,7 +106,7 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 				// The same for a value log: a kill between creating and
 				// sizing the newest leaves it empty, holding nothing.
 				if err := os.Remove(filepath.Join(dir, name)); err != nil {
-					return nil, err
+					return nil, tables, err
 				}
 				continue
 			}
@@ -117,23 +119,25 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 		}
 	}
 	if hasData && !hasManifest {
-		return nil, &DamagedError{File: filepath.Join(dir, manifestName),
+		return nil, tables, &DamagedError{File: filepath.Join(dir, manifestName),
 			Reason: "missing: the directory holds tables and logs but not the MANIFEST that lists them, so engram will not open it " +
 				"(opening would start an empty store over them); restore a backup with engram restore FILE into a new directory, or put the MANIFEST back"}
 	}
 	if !hasManifest {
-		return nil, nil
+		return nil, tables, nil
 	}
 	listed, err := checkManifest(filepath.Join(dir, manifestName))
 	if err != nil {
-		return nil, err
+		return nil, tables, err
 	}
 	// Badger opens tables in goroutines of its own, where a panic on a
-	// damaged one cannot be caught: verify each here first. A table the
-	// MANIFEST does not list is one a kill cut off while it was being
+	// damaged one cannot be caught: verify each here first (in full, or
+	// by its whole-file sum when it was verified in full before). A table
+	// the MANIFEST does not list is one a kill cut off while it was being
 	// written; Badger deletes it at open.
-	if bad, reason := findBadTable(dir, listed); bad != "" {
-		return nil, &DamagedError{File: bad, Reason: reason}
+	tables = checkTables(dir, tableCheck{listed: listed, sums: true, known: readTableSums(dir)})
+	if tables.bad != "" {
+		return nil, tables, &DamagedError{File: tables.bad, Reason: tables.reason}
 	}
 	if lastVlog != "" {
 		logs = append(logs, lastVlog)
@@ -143,7 +147,7 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 		path := filepath.Join(dir, name)
 		end, dropped, err := scanLog(path)
 		if err != nil {
-			return nil, &DamagedError{File: path, Reason: err.Error()}
+			return nil, tables, &DamagedError{File: path, Reason: err.Error()}
 		}
 		if dropped == 0 {
 			continue
@@ -152,11 +156,11 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, err error)
 			Reason: fmt.Sprintf("the log is damaged at byte %d: %d bytes of acknowledged writes after it would be lost "+
 				"(engram check --repair drops them and opens the rest)", end, dropped)}
 		if !acceptTruncation {
-			return nil, damage
+			return nil, tables, damage
 		}
 		warnings = append(warnings, fmt.Sprintf("%s: dropped %d damaged bytes from byte %d on", path, dropped, end))
 	}
-	return warnings, nil
+	return warnings, tables, nil
 }
 
 // emptyNewest reports whether e is an empty file with the highest number
@@ -471,23 +475,89 @@ func damagedOpen(dir string, cause any) error {
 // listed is not nil), verifying every block's checksum, and returns the
 // first that fails and why ("" when none does).
 func findBadTable(dir string, listed map[uint64]bool) (file, reason string) {
+	r := checkTables(dir, tableCheck{listed: listed})
+	return r.bad, r.reason
+}
+
+// tableCheck says which tables checkTables verifies, and how.
+type tableCheck struct {
+	// listed, when not nil, limits the check to the tables it holds (by
+	// file number): those the MANIFEST lists.
+	listed map[uint64]bool
+	// sums asks for every passing table's sum (see tablesums.go), and
+	// known gives the sums of tables verified in full before: a table
+	// whose sum is the same is not decompressed again.
+	sums  bool
+	known map[string]tableSum
+	// trustKnown takes a known table of the recorded size as verified
+	// without reading it (at close: its record is of the bytes verified
+	// at open, and the next open compares them again).
+	trustKnown bool
+}
+
+// tableReport is what checkTables found.
+type tableReport struct {
+	// bad is the first table in name order that failed ("" when none
+	// did), and reason says why.
+	bad, reason string
+	// sums are those of the tables that passed, when tableCheck.sums.
+	sums map[string]tableSum
+	// inFull counts the tables verified block by block.
+	inFull int
+}
+
+// checkTables verifies the tables of dir as c says, on every core.
+func checkTables(dir string, c tableCheck) (r tableReport) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*"+tableExt)) // the pattern is valid
 	slices.Sort(paths)
 	// Every block of every table, on every core: at a million items this
 	// is most of an open. The first bad table in name order is reported,
 	// whichever finishes first.
 	reasons := make([]string, len(paths))
+	sums := make([]*tableSum, len(paths))
+	var inFull atomic.Int64
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
+			var buf []byte
 			for i := range next {
-				id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(paths[i]), tableExt), 10, 64)
-				if listed != nil && err == nil && !listed[id] {
+				name := filepath.Base(paths[i])
+				id, err := strconv.ParseUint(strings.TrimSuffix(name, tableExt), 10, 64)
+				if c.listed != nil && err == nil && !c.listed[id] {
 					continue
 				}
+				known, isKnown := c.known[name]
+				if c.trustKnown && isKnown {
+					if info, err := os.Stat(paths[i]); err == nil && info.Size() == known.size {
+						sums[i] = &known
+						continue
+					}
+				}
+				var sum tableSum
+				if c.sums {
+					// The sum is taken before the full check: a byte that
+					// changes in between then fails the next open's
+					// comparison rather than being trusted.
+					if buf == nil {
+						buf = make([]byte, 1<<20)
+					}
+					if sum, err = sumFile(paths[i], buf); err != nil {
+						reasons[i] = fmt.Sprintf("unreadable: %v", err)
+						continue
+					}
+					if isKnown && sum == known {
+						sums[i] = &sum
+						continue
+					}
+				}
+				inFull.Add(1)
 				if err := verifyTable(paths[i]); err != nil {
 					reasons[i] = err.Error()
+					continue
+				}
+				if c.sums {
+					sums[i] = &sum
 				}
 			}
 		})
@@ -497,12 +567,22 @@ func findBadTable(dir string, listed map[uint64]bool) (file, reason string) {
 	}
 	close(next)
 	wg.Wait()
-	for i, r := range reasons {
-		if r != "" {
-			return paths[i], r
+	r.inFull = int(inFull.Load())
+	if c.sums {
+		r.sums = map[string]tableSum{}
+		for i, s := range sums {
+			if s != nil {
+				r.sums[filepath.Base(paths[i])] = *s
+			}
 		}
 	}
-	return "", ""
+	for i, reason := range reasons {
+		if reason != "" {
+			r.bad, r.reason = paths[i], reason
+			break
+		}
+	}
+	return r
 }
 
 // verifyTable opens one table read-only and verifies its checksums, turning

@@ -142,6 +142,14 @@ type Store struct {
 	space *space
 	// warnings are what opening dropped (Options.AcceptTruncation).
 	warnings []string
+	// tableSums are the sums of the tables verified in full (at open or
+	// at an earlier one), recorded again at close with the tables written
+	// since (tablesums.go). nil when nothing is recorded (read-only).
+	tableSums map[string]tableSum
+	// tablesInFull counts the tables open verified block by block (the
+	// others matched their sums).
+	tablesInFull int
+	logger       *slog.Logger
 	// lastReadError is Badger's last logged failure to read a value: Badger
 	// logs it and hands back an empty value, so Tx checks for that and
 	// names the file from this message.
@@ -256,6 +264,11 @@ func Open(opts Options) (*Store, error) {
 		return nil, &OpenError{Dir: s.dir, Reason: err, Hint: "see the log file for Badger's messages"}
 	}
 	s.db = db
+	if s.readOnly {
+		s.tableSums = nil
+	} else if s.tableSums != nil {
+		s.recordTableSums()
+	}
 	if s.space != nil {
 		s.space.tables = s.tableBytes
 	}
@@ -297,11 +310,11 @@ func (s *Store) tableBytesLocked() uint64 {
 // beforeOpen refuses a damaged directory and, unless reading only, a full
 // file system, before Badger touches either.
 func (s *Store) beforeOpen(opts Options) error {
-	warnings, err := preflight(s.dir, opts.AcceptTruncation)
+	warnings, tables, err := preflight(s.dir, opts.AcceptTruncation)
 	if err != nil {
 		return err
 	}
-	s.warnings = warnings
+	s.warnings, s.tableSums, s.tablesInFull, s.logger = warnings, tables.sums, tables.inFull, opts.Logger
 	for _, w := range warnings {
 		if opts.Logger != nil {
 			opts.Logger.Warn("storage: opened a damaged log: "+w, "component", "storage")
@@ -507,9 +520,24 @@ func (s *Store) Close() error {
 	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, err)
+	} else if s.tableSums != nil {
+		// The tables this run wrote (flushes, compactions, the last
+		// compaction of level 0) are verified now, so that the next open
+		// only sums them.
+		s.tableSums = checkTables(s.dir, tableCheck{sums: true, known: s.tableSums, trustKnown: true}).sums
+		s.recordTableSums()
 	}
 	s.unlock()
 	return errors.Join(errs...)
+}
+
+// recordTableSums writes the sums of the tables verified in full. Failing
+// costs only time (the next open verifies those tables in full again), so
+// it is logged, not returned.
+func (s *Store) recordTableSums() {
+	if err := writeTableSums(s.dir, s.tableSums); err != nil && s.logger != nil {
+		s.logger.Warn("storage: could not record the verified tables' sums: "+err.Error(), "component", "storage")
+	}
 }
 
 // isClosed reports whether Close has run.
