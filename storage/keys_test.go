@@ -157,8 +157,8 @@ func TestPrefixEnd(t *testing.T) {
 		{[]byte("\xff\xff"), nil},
 	}
 	for _, c := range cases {
-		if got := prefixEnd(c.prefix); !bytes.Equal(got, c.want) || (got == nil) != (c.want == nil) {
-			t.Errorf("prefixEnd(%q) = %q, want %q", c.prefix, got, c.want)
+		if got := PrefixEnd(c.prefix); !bytes.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", c.prefix, got, c.want)
 		}
 	}
 }

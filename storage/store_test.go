@@ -996,3 +996,35 @@ func TestBadgerLogsGoToTheLogger(t *testing.T) {
 		t.Errorf("no Badger message reached the logger; got:\n%s", buf.String())
 	}
 }
+
+// A callback's *SkipTo moves a forward scan on to its key, within the
+// range; one that does not move forward (or in a reverse scan) is the
+// callback's error, returned as it is.
+func TestScanSkipsToAKey(t *testing.T) {
+	s := scanFixture(t)
+	var got []string
+	err := s.View(func(tx *Tx) error {
+		return tx.Keys(Prefix([]byte("p")), func(k []byte) error {
+			got = append(got, string(k))
+			if string(k) == "p/a" {
+				return &SkipTo{Key: PrefixEnd([]byte("p/b"))}
+			}
+			return nil
+		})
+	})
+	if err != nil || !slices.Equal(got, []string{"p", "p/a", "p/c", "p/d", "p0"}) {
+		t.Errorf("skipping from p/a past p/b read %q (err %v), want p, p/a, p/c, p/d, p0", got, err)
+	}
+	for _, r := range []Range{Prefix([]byte("p/")), {Prefix: []byte("p/"), Reverse: true}} {
+		back := &SkipTo{Key: []byte("p/")}
+		if r.Reverse {
+			back = &SkipTo{Key: []byte("p/zz")}
+		}
+		err := s.View(func(tx *Tx) error {
+			return tx.Keys(r, func([]byte) error { return back })
+		})
+		if err != back {
+			t.Errorf("a SkipTo that does not go forward (reverse %v) returned %v, want it back", r.Reverse, err)
+		}
+	}
+}

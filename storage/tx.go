@@ -204,12 +204,14 @@ type Range struct {
 func Prefix(p []byte) Range { return Range{Prefix: p} }
 
 // Keys calls fn with a copy of each key in r without reading values: the
-// cheap scan that index lookups are made of. fn may return ErrStop.
+// cheap scan that index lookups are made of. fn may return ErrStop, or a
+// *SkipTo.
 func (tx *Tx) Keys(r Range, fn func(key []byte) error) error {
 	return tx.iterate(r, false, func(key, _ []byte) error { return fn(key) })
 }
 
-// Scan calls fn with a copy of each key and value in r. fn may return ErrStop.
+// Scan calls fn with a copy of each key and value in r. fn may return
+// ErrStop, or a *SkipTo.
 func (tx *Tx) Scan(r Range, fn func(key, value []byte) error) error {
 	return tx.iterate(r, true, fn)
 }
@@ -238,7 +240,7 @@ func (tx *Tx) iterate(r Range, values bool, fn func(key, value []byte) error) (e
 	opts.PrefetchValues = values
 	opts.Reverse = r.Reverse
 	// end is the first key after every key with the prefix (nil: there is none).
-	end := prefixEnd(r.Prefix)
+	end := PrefixEnd(r.Prefix)
 	start := r.Start
 	if r.Reverse {
 		// Badger's reverse Seek lands on the greatest key <= start: seek to
@@ -264,7 +266,7 @@ func (tx *Tx) iterate(r Range, values bool, fn func(key, value []byte) error) (e
 	if r.Reverse && end != nil && it.Valid() && bytes.Equal(it.Item().Key(), end) {
 		it.Next()
 	}
-	for ; it.ValidForPrefix(r.Prefix); it.Next() {
+	for it.ValidForPrefix(r.Prefix) {
 		item := it.Item()
 		var value []byte
 		if values {
@@ -272,22 +274,36 @@ func (tx *Tx) iterate(r Range, values bool, fn func(key, value []byte) error) (e
 				return err
 			}
 		}
+		key := item.KeyCopy(nil)
 		inFn = true
-		err := fn(item.KeyCopy(nil), value)
+		err := fn(key, value)
 		inFn = false
-		if err != nil {
-			if errors.Is(err, ErrStop) {
-				return nil
-			}
+		var skip *SkipTo
+		switch {
+		case err == nil:
+			it.Next()
+		case errors.Is(err, ErrStop):
+			return nil
+		case errors.As(err, &skip) && !r.Reverse && bytes.Compare(skip.Key, key) > 0:
+			it.Seek(skip.Key)
+		default:
 			return err
 		}
 	}
 	return nil
 }
 
-// prefixEnd returns the smallest key greater than every key starting with
-// prefix, or nil when there is none (an empty prefix, or one of only 0xFF).
-func prefixEnd(prefix []byte) []byte {
+// SkipTo, returned from a forward Keys or Scan callback, moves the scan on
+// to the first key at or after Key (which must be after the current key):
+// how a caller that needs one key of each group skips the rest of it.
+type SkipTo struct{ Key []byte }
+
+func (s *SkipTo) Error() string { return fmt.Sprintf("skip the scan to %q", s.Key) }
+
+// PrefixEnd returns the smallest key greater than every key starting with
+// prefix, or nil when there is none (an empty prefix, or one of only 0xFF):
+// a *SkipTo past a group of keys.
+func PrefixEnd(prefix []byte) []byte {
 	for i := len(prefix) - 1; i >= 0; i-- {
 		if prefix[i] < 0xFF {
 			end := append([]byte{}, prefix[:i+1]...)

@@ -113,3 +113,19 @@ func PostingsBytes(h *History, c string) int {
 	}
 	return n
 }
+
+// PendingFolds counts the folds waiting in the durable store, read
+// without settling them (as every action that reads a summary does).
+func PendingFolds(h *History) (int, error) {
+	st, err := h.stores.get(BackendDurable)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = st.View(func(tx *storage.Tx) error {
+		var err error
+		n, err = tx.Count(storage.PrefixKey(storage.PrefixHistory, "fold"))
+		return err
+	})
+	return n, err
+}

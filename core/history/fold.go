@@ -57,6 +57,9 @@ func markFold(tx *kit.Txn, call action.Call, conv *Conversation, out []*Utteranc
 // wait for a fold (a fold touches only the summary and the fold keys, which
 // writes do not read).
 func (h *History) foldPending(ctx context.Context, c string) error {
+	if c == resumeJob {
+		return h.resumeFolds()
+	}
 	st, _, err := h.storeOf(c)
 	if err != nil {
 		return err
@@ -147,6 +150,10 @@ func (h *History) foldBatch(tx *kit.Txn, c string) (done bool, err error) {
 // before compressing it (a write evicts fewer: its fold is one step).
 const foldChunk = 64
 
+// resumeJob is the folder's job of queueing the folds a previous run left
+// pending; no conversation is named with a '/'.
+const resumeJob = "/resume"
+
 // resumeFolds queues the folds a previous run left pending.
 func (h *History) resumeFolds() error {
 	st, err := h.stores.get(BackendDurable)
@@ -154,15 +161,16 @@ func (h *History) resumeFolds() error {
 		return nil // no durable backend (an in-memory engram): nothing survived
 	}
 	var convs []string
-	seen := map[string]bool{}
 	err = st.View(func(tx *storage.Tx) error {
 		return tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixHistory, "fold")), func(k []byte) error {
 			parts := storage.SplitKey(storage.PrefixHistory, k)
-			if len(parts) >= 2 && !seen[parts[1]] {
-				seen[parts[1]] = true
-				convs = append(convs, parts[1])
+			if len(parts) < 2 {
+				return nil
 			}
-			return nil
+			convs = append(convs, parts[1])
+			// One pending fold of a conversation is enough to queue it: the
+			// rest (a million, after a bulk load) are skipped, not read.
+			return &storage.SkipTo{Key: storage.PrefixEnd(foldPrefix(parts[1]))}
 		})
 	})
 	h.enqueueFolds(convs...)

@@ -1,6 +1,7 @@
 package history_test
 
 import (
+	"github.com/engram-console/engram/core/history"
 	"slices"
 	"strings"
 	"testing"
@@ -34,6 +35,31 @@ func TestFoldsResumeAfterACrash(t *testing.T) {
 	}
 	if got, want := r.stats("").Summary.Text, clean.stats("").Summary.Text; got != want {
 		t.Errorf("resumed summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Every conversation's pending folds are found and run after a restart,
+// also those of conversations nobody reads (finding them is the folder's
+// first job, no longer part of opening).
+func TestFoldsOfEveryConversationResumeAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
+	for _, c := range []string{"a", "b", "c"} {
+		held.configure(map[string]any{"conversation": c, "buffer_size": 1})
+		for _, s := range []string{"Maria books the venue.", "The budget is $40,000.", "Ask Marta by Friday."} {
+			held.write(c, "user", s)
+		}
+	}
+	if n, err := history.PendingFolds(held.h); err != nil || n != 6 {
+		t.Fatalf("%d folds pending before the restart (err %v), want 6", n, err)
+	}
+	if err := held.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRigWith(t, rigOptions{dir: dir})
+	r.h.Settle()
+	if n, err := history.PendingFolds(r.h); err != nil || n != 0 {
+		t.Fatalf("%d folds still pending after the restart settled (err %v), want none", n, err)
 	}
 }
 

@@ -162,9 +162,10 @@ func New(env *kit.Env, opts Options) (*History, error) {
 	})
 	env.OnClose(func() error { h.folder.Stop(); return nil }) // runs before the stores close
 	env.AddWorker(h.folder)
-	if err := h.resumeFolds(); err != nil {
-		return nil, err
-	}
+	// Finding the folds a previous run left is the folder's first job, not
+	// part of opening: after a bulk load, the deleted fold keys Badger
+	// has not compacted away yet take a second to step over.
+	h.enqueueFolds(resumeJob)
 	return h, nil
 }
 
