@@ -69,6 +69,10 @@ func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs)
 			return Info{}, err
 		}
 	}
+	holds, err := e.env.HoldsAnything()
+	if err != nil {
+		return Info{}, err
+	}
 	store := "durable"
 	if e.env.Store.InMemory() {
 		store = "in-memory"
@@ -82,7 +86,7 @@ func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs)
 		Version: Version, Store: store, DataDir: e.env.Store.Dir(), SyncWrites: e.sync,
 		Agent: e.agent, Provider: llmInfo.Provider, Model: llmInfo.Model, EmbedModel: llmInfo.EmbedModel,
 		Tokenizer: llm.TokenizerName,
-		Actions:   len(e.env.Actions.List()), Counts: counts, ReadOnly: readOnly,
+		Actions:   len(e.env.Actions.List()), Counts: counts, Empty: !holds, ReadOnly: readOnly,
 	}, nil
 }
 

@@ -49,6 +49,7 @@ func Register(env *kit.Env, opts Options) *Planner {
 	ActionTaskFail.Register(reg, action.Spec{Summary: "Fail the first n attempts (a plan step for testing failure policies)", ReadOnly: true}, pl.actFail)
 	ActionTaskNoop.Register(reg, action.Spec{Summary: "Do nothing (a plan step that only groups others)", ReadOnly: true}, pl.actNoop)
 	env.AddCounter("planner", pl.counts)
+	env.AddHolder(func() (bool, error) { return kit.Holds(env.Store, planPrefix()) })
 	env.AddChecker("planner", pl.checkStored)
 	if env.Access != nil {
 		env.Access.Register("plan", canRead)

@@ -216,6 +216,13 @@ func (tx *Tx) Scan(r Range, fn func(key, value []byte) error) error {
 	return tx.iterate(r, true, fn)
 }
 
+// Any reports whether a key starts with prefix (it reads one key).
+func (tx *Tx) Any(prefix []byte) (bool, error) {
+	found := false
+	err := tx.Keys(Prefix(prefix), func([]byte) error { found = true; return ErrStop })
+	return found, err
+}
+
 // Count returns how many keys start with prefix (a key-only scan).
 func (tx *Tx) Count(prefix []byte) (int, error) {
 	n := 0

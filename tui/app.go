@@ -140,9 +140,9 @@ func New(engine conn.Conn, opts Options) *Model {
 
 // firstInfo is engine.info for the header, without the counts: they read
 // every item, mutation and trace entry, seconds on a store of a million,
-// and the first frame waits for this (issue 17: ≤ 1 s). The tour asks for
-// them afterwards. A connection that cannot leave them out (conn.InfoAsker)
-// is asked for everything.
+// and the first frame waits for this (issue 17: ≤ 1 s). The tour needs
+// only Info.Empty. A connection that cannot leave them out
+// (conn.InfoAsker) is asked for everything.
 func firstInfo(c conn.Conn) (conn.Info, error) {
 	ctx := context.Background()
 	if a, ok := c.(conn.InfoAsker); ok {

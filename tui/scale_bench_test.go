@@ -21,6 +21,8 @@ import (
 	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/kit"
 )
 
 // Flags of the scale benchmarks. The full shape of issue 17 (100,000
@@ -425,17 +427,29 @@ func procStatusMB(field string) float64 {
 
 // BenchmarkResidentMemory measures what an engram holding a scale store
 // keeps resident (issue 17: ≤ 600 MB at 1M items; -scale-goals 1000000
-// -scale 0 -scale-dir DIR for that store): VmRSS right after opening it,
-// after the console's first frame and a few queries (cortex.query,
-// cortex.active, history.search, thread.list), and the peak (VmHWM), with
-// the Go heap in use. -memprofile then shows what dominates the heap.
-// The figures are the whole process's (the test binary's few MB too); run
-// it with -benchtime 1x, as a later iteration starts from the last one's.
+// -scale 0 -scale-dir DIR for that store, or a store `engram scale`
+// built): VmRSS right after opening it; after the console's first frame
+// and the queries a console and an agent ask (cortex.query, cortex.active,
+// history.search, thread.list, engine.info without counts) while the
+// cortex index still loads ("first"); and once it has loaded, after the
+// same queries again and a garbage collection, as a running engram holds
+// it ("held", with the peak, VmHWM, the Go heap in use, and RssAnon and
+// RssFile apart). Last it asks engine.info for its counts, which read
+// every key and so page much of the store's tables into memory, and
+// reports that apart ("counted"). -memprofile then shows what dominates
+// the heap. The figures are the whole process's (the test binary's few MB
+// too); run it with -benchtime 1x, as a later iteration starts from the
+// last one's.
 func BenchmarkResidentMemory(b *testing.B) {
 	dir := scaleStore(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		engine, err := core.Open(core.Options{DataDir: dir, Agent: *scaleAgent})
+		opts := core.Options{DataDir: dir, Agent: *scaleAgent}
+		var cx *cortex.Cortex
+		subsystems := core.DefaultSubsystems(opts)
+		subsystems[0] = func(env *kit.Env) error { cx = cortex.Register(env); return nil }
+		opts.Subsystems = subsystems
+		engine, err := core.Open(opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -444,24 +458,31 @@ func BenchmarkResidentMemory(b *testing.B) {
 		m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
 		_ = m.View()
 		ctx := context.Background()
-		for _, q := range []struct{ action, args string }{
-			{"cortex.query", `{"type":"goal","status":["active","blocked"],"priority":["high","critical"],"tags":["alpha"],"limit":50}`},
-			{"cortex.active", `{}`},
-			{"history.search", `{"query":"bravo charlie"}`},
-			{"thread.list", ``},
-			{"engine.info", ``},
-		} {
-			var args json.RawMessage
-			if q.args != "" {
-				args = json.RawMessage(q.args)
-			}
-			if _, err := engine.Do(ctx, core.Request{Action: q.action, Args: args}); err != nil {
-				b.Fatalf("%s: %v", q.action, err)
+		ask := func() {
+			for _, q := range []struct{ action, args string }{
+				{"cortex.query", `{"type":"goal","status":["active","blocked"],"priority":["high","critical"],"tags":["alpha"],"limit":50}`},
+				{"cortex.active", `{}`},
+				{"history.search", `{"query":"bravo charlie"}`},
+				{"thread.list", ``},
+				{"engine.info", `{"counts":false}`},
+			} {
+				var args json.RawMessage
+				if q.args != "" {
+					args = json.RawMessage(q.args)
+				}
+				if _, err := engine.Do(ctx, core.Request{Action: q.action, Args: args}); err != nil {
+					b.Fatalf("%s: %v", q.action, err)
+				}
 			}
 		}
+		ask()
+		first := procStatusMB("VmRSS")
+		<-cx.Indexed()
+		ask()
+		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		queried := procStatusMB("VmRSS")
+		held := procStatusMB("VmRSS")
 		if *scaleHeap != "" {
 			f, err := os.Create(*scaleHeap)
 			if err != nil {
@@ -475,14 +496,19 @@ func BenchmarkResidentMemory(b *testing.B) {
 			}
 		}
 		b.ReportMetric(opened, "rss-open-MB")
-		b.ReportMetric(queried, "rss-queried-MB")
-		b.ReportMetric(procStatusMB("VmHWM"), "hwm-MB")
+		b.ReportMetric(first, "rss-first-MB")
+		b.ReportMetric(held, "rss-held-MB")
 		// VmRSS counts the store's memory-mapped tables and logs as far as
 		// they were read (RssFile: page cache the kernel can take back)
 		// beside the process's own memory (RssAnon).
 		b.ReportMetric(procStatusMB("RssAnon"), "rss-anon-MB")
 		b.ReportMetric(procStatusMB("RssFile"), "rss-file-MB")
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MB")
+		b.ReportMetric(procStatusMB("VmHWM"), "hwm-MB")
+		if _, err := engine.Do(ctx, core.Request{Action: "engine.info"}); err != nil {
+			b.Fatalf("engine.info: %v", err)
+		}
+		b.ReportMetric(procStatusMB("VmRSS"), "rss-counted-MB")
 		m.cancel()
 		if err := engine.Close(); err != nil {
 			b.Fatal(err)

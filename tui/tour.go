@@ -5,7 +5,6 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/events"
@@ -30,13 +29,8 @@ type tourGuide struct {
 	loaded  bool
 	objects int
 	// busy says what is in flight: "" none, "load" or "remove".
-	busy   string
-	status loader
-	// counts asks engine.info for the counts empty is judged by, when the
-	// console started without them (New leaves them out: they are slow on
-	// a large store, and the first frame should not wait for them).
-	counts  loader
-	counted bool
+	busy    string
+	status  loader
 	confirm confirm[struct{}]
 	key     key.Binding
 }
@@ -45,24 +39,12 @@ func newTourGuide(c conn.Conn, info conn.Info, on bool) *tourGuide {
 	g := &tourGuide{
 		requests: requests{conn: c, pane: tourPaneID},
 		on:       on,
-		empty:    storeEmpty(info),
-		counted:  info.Counts != nil,
+		empty:    info.Empty,
 		confirm:  confirm[struct{}]{Yes: "remove", Danger: true},
 		key:      key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "load a short tour")),
 	}
 	g.setKey()
 	return g
-}
-
-// storeEmpty says whether engine.info counted nothing a person made: no
-// goals, conversations, threads, memories or plans.
-func storeEmpty(info conn.Info) bool {
-	if info.Counts == nil {
-		return false // unknown: offer nothing rather than the wrong thing
-	}
-	n := info.Counts["cortex"]["items"] + info.Counts["history"]["conversations"] +
-		info.Counts["episodic"]["threads"] + info.Counts["memory"]["items"] + info.Counts["planner"]["plans"]
-	return n == 0
 }
 
 // init asks whether the tour is loaded (a relaunch with it loaded marks
@@ -71,11 +53,7 @@ func (g *tourGuide) init() tea.Cmd {
 	if !g.on {
 		return nil
 	}
-	status := request(&g.requests, &g.status, tour.ActionStatus, action.None{})
-	if g.counted {
-		return status
-	}
-	return tea.Batch(status, request(&g.requests, &g.counts, core.ActionEngineInfo, conn.InfoArgs{}))
+	return request(&g.requests, &g.status, tour.ActionStatus, action.None{})
 }
 
 // offering: the line offers the tour, and T loads it.
@@ -139,11 +117,6 @@ func (g *tourGuide) update(msg tea.Msg) (cmd tea.Cmd, show string) {
 		}
 		g.loaded, g.objects = true, len(msg.value.Objects)
 		return showStatus(fmt.Sprintf("Tour loaded: %d objects of sample data, marked in every tab. T removes them.", g.objects), false), tour.Conversation
-	case resultMsg[conn.Info]:
-		if latest, _ := g.counts.answer(msg.req); latest && msg.err == nil {
-			g.counted, g.empty = true, storeEmpty(msg.value)
-		}
-		return nil, ""
 	case resultMsg[tour.RemoveResult]:
 		g.busy = ""
 		if msg.err != nil {

@@ -157,6 +157,10 @@ type Info struct {
 	Actions    int    `json:"actions"`
 	// Counts are absent when InfoArgs.Counts asked for none.
 	Counts map[string]map[string]int `json:"counts,omitempty"`
+	// Empty says the store holds nothing a person made: no goals,
+	// conversations, threads, memories or plans (the console offers its
+	// tour then). Unlike the counts it reads a key or two, not every key.
+	Empty bool `json:"empty"`
 	// ReadOnly, when set, says why the store takes no writes: its file
 	// system was too full when engram opened it. Reads work; every write
 	// is refused with StorageFull until engram restarts with room.

@@ -32,6 +32,7 @@ func Register(env *kit.Env) *Cortex {
 	c.startIndexing()
 	env.AddProvider(&provider{c: c})
 	env.AddCounter("cortex", c.counts)
+	env.AddHolder(func() (bool, error) { return kit.Holds(env.Store, itemPrefix()) })
 	env.AddChecker("cortex", c.checkStored)
 	if env.Access != nil {
 		env.Access.Register(ObjectItem, canRead)

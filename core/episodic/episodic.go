@@ -114,6 +114,7 @@ func Register(env *kit.Env, opts Options) (*Episodic, error) {
 	e.registerAccess()
 	env.AddProvider(&provider{e: e})
 	env.AddCounter("episodic", e.counts)
+	env.AddHolder(func() (bool, error) { return kit.Holds(env.Store, threadPrefix()) })
 	env.AddChecker("episodic", e.checkStored)
 	return e, nil
 }

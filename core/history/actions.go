@@ -47,6 +47,7 @@ func Register(env *kit.Env, opts Options) (*History, error) {
 		env.Access.RegisterWrite(ObjectType, h.checkWrite)
 	}
 	env.AddCounter("history", h.counts)
+	env.AddHolder(func() (bool, error) { return kit.Holds(env.Store, wherePrefix()) })
 	env.AddChecker("history", h.checkStored)
 	return h, nil
 }

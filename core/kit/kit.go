@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"github.com/engram-console/engram/core/conn"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ type Env struct {
 	stop      context.CancelFunc
 	providers []ContextProvider
 	counters  map[string]Counter
+	holders   []Holder
 	checkers  map[string]Checker // engram check's per-subsystem verifiers (check.go)
 	closers   []func() error
 	workers   []*Worker
@@ -151,6 +153,43 @@ func (e *Env) AddCounter(subsystem string, c Counter) {
 		e.counters = map[string]Counter{}
 	}
 	e.counters[subsystem] = c
+}
+
+// Holder says whether a subsystem holds anything a person made (a goal,
+// a conversation, a thread, a memory, a plan): for engine.info's empty,
+// which one key answers where counting reads every key.
+type Holder func() (bool, error)
+
+// AddHolder registers a subsystem's Holder.
+func (e *Env) AddHolder(h Holder) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.holders = append(e.holders, h)
+}
+
+// HoldsAnything asks the Holders until one says yes.
+func (e *Env) HoldsAnything() (bool, error) {
+	e.mu.Lock()
+	holders := slices.Clone(e.holders)
+	e.mu.Unlock()
+	for _, h := range holders {
+		if holds, err := h(); holds || err != nil {
+			return holds, err
+		}
+	}
+	return false, nil
+}
+
+// Holds reports whether st has a key starting with prefix: a Holder's
+// usual answer.
+func Holds(st *storage.Store, prefix []byte) (bool, error) {
+	var found bool
+	err := st.View(func(tx *storage.Tx) error {
+		var err error
+		found, err = tx.Any(prefix)
+		return err
+	})
+	return found, err
 }
 
 // Counts runs every counter.

@@ -70,6 +70,7 @@ func Register(env *kit.Env) (*Memory, error) {
 	}
 	env.AddProvider(&provider{m: m})
 	env.AddCounter("memory", m.counts)
+	env.AddHolder(m.holdsItems)
 	env.AddChecker("memory", m.checkStored)
 	return m, nil
 }
@@ -362,6 +363,25 @@ func (m *Memory) actGet(ctx context.Context, call action.Call, a GetArgs) (GetRe
 }
 
 // counts reports stores, items and tokens for engine.info.
+// holdsItems says whether a memory store holds an item (stores are few:
+// their states are read, not their items).
+func (m *Memory) holdsItems() (bool, error) {
+	found := false
+	err := m.env.Store.View(func(tx *storage.Tx) error {
+		return tx.Scan(storage.Prefix(statePrefix()), func(_, v []byte) error {
+			var st state
+			if err := json.Unmarshal(v, &st); err != nil {
+				return err
+			}
+			if found = st.ItemCount > 0; found {
+				return storage.ErrStop
+			}
+			return nil
+		})
+	})
+	return found, err
+}
+
 func (m *Memory) counts() (map[string]int, error) {
 	out := map[string]int{"stores": 0, "items": 0, "tokens": 0, "deleted": 0}
 	err := m.env.Store.View(func(tx *storage.Tx) error {
