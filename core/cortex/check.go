@@ -100,7 +100,7 @@ func (c *Cortex) checkStored(ctx context.Context) ([]string, error) {
 // check.)
 func (c *Cortex) checkMemoryIndex() ([]string, error) {
 	var problems []string
-	err := c.index.read(func(idx *memindex.Index) error {
+	err := c.index.read(context.Background(), func(idx *memindex.Index) error {
 		return c.env.Store.View(func(tx *storage.Tx) error {
 			items := 0
 			err := tx.Scan(storage.Prefix(itemPrefix()), func(_, value []byte) error {

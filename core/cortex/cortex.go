@@ -829,7 +829,7 @@ func (c *Cortex) Query(ctx context.Context, call action.Call, q Query) (QueryRes
 		return QueryResult{}, err
 	}
 	var res QueryResult
-	err := c.index.read(func(idx *memindex.Index) error {
+	err := c.index.read(ctx, func(idx *memindex.Index) error {
 		return c.env.Store.View(func(tx *storage.Tx) error {
 			var err error
 			res, err = q.fromIndexCached(idx, tx, call.Principal, &c.index.cache)

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -35,6 +38,10 @@ type liveIndex struct {
 	backlog  []memindex.Row
 	// built is closed once the index is in use (or its build failed).
 	built chan struct{}
+	// loading: the build is loading the store's snapshot, a second at a
+	// million items, so queries wait for it rather than read the index
+	// keys (seconds, and hundreds of MB of garbage, at that size).
+	loading bool
 	// From the snapshot loaded at open (source "snapshot", with replayed
 	// items read again), or built from every item ("items").
 	source   string
@@ -145,11 +152,29 @@ func (c *Cortex) startIndexing() {
 	li := &c.index
 	li.store, li.log = c.env.Store, c.env.Log
 	li.built = make(chan struct{})
+	// A store with a snapshot file most likely loads it (build says for
+	// sure once it has read the token): queries wait from the start.
+	if dir := li.store.Dir(); dir != "" {
+		_, err := os.Stat(filepath.Join(dir, snapshotFile))
+		li.loading = err == nil
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	li.wg.Go(func() {
-		defer close(li.built)
-		if err := li.build(ctx); err != nil && ctx.Err() == nil {
+		err := li.build(ctx)
+		close(li.built)
+		if err != nil && ctx.Err() == nil {
 			li.log.Warn("building the cortex query index failed; queries read the store's index keys", "err", err)
+		}
+		li.mu.RLock()
+		large := li.idx != nil && li.idx.Len() >= snapshotMinItems
+		li.mu.RUnlock()
+		if large {
+			// Loading a large index leaves hundreds of MB of garbage (the
+			// snapshot's bytes, what decoding took), which the Go runtime
+			// would keep from the system long after. Returning it once,
+			// now, keeps an engram holding a million items within its
+			// memory budget (issue 17: 600 MB).
+			debug.FreeOSMemory()
 		}
 	})
 	c.env.OnClose(func() error {
@@ -253,10 +278,42 @@ func (li *liveIndex) put(r memindex.Row) {
 	}
 }
 
+// loadingSnapshot marks the build as loading a snapshot (queries wait).
+func (li *liveIndex) loadingSnapshot() {
+	li.mu.Lock()
+	li.loading = true
+	li.mu.Unlock()
+	if snapshotLoadHook != nil {
+		snapshotLoadHook(li.store.Dir())
+	}
+}
+
+// snapshotLoadHook, when set (tests), runs as a snapshot of the store in
+// dir starts loading.
+var snapshotLoadHook func(dir string)
+
+// waitForLoadHook, when set (tests), runs as a query starts waiting for
+// the snapshot of the store in dir to load.
+var waitForLoadHook func(dir string)
+
 // read runs fn with the index if a query may use it now (see liveIndex),
-// holding it for reading; else it runs fallback.
-func (li *liveIndex) read(fn func(idx *memindex.Index) error, fallback func() error) error {
+// holding it for reading; else it runs fallback. While a snapshot loads it
+// waits for it (or for ctx to end).
+func (li *liveIndex) read(ctx context.Context, fn func(idx *memindex.Index) error, fallback func() error) error {
 	li.mu.RLock()
+	if li.idx == nil && li.loading {
+		built := li.built
+		li.mu.RUnlock()
+		if waitForLoadHook != nil {
+			waitForLoadHook(li.store.Dir())
+		}
+		select {
+		case <-built:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		li.mu.RLock()
+	}
 	if li.idx == nil || li.inflight > 0 {
 		li.mu.RUnlock()
 		return fallback()
@@ -276,9 +333,15 @@ func (li *liveIndex) build(ctx context.Context) error {
 	source, replayed := "snapshot", 0
 	err := li.store.View(func(tx *storage.Tx) error {
 		var err error
-		if idx, replayed, err = loadSnapshot(tx, li.store.Dir()); err != nil || idx != nil {
+		if idx, replayed, err = loadSnapshot(tx, li.store.Dir(), li.loadingSnapshot); err != nil || idx != nil {
 			return err
 		}
+		// No usable snapshot (none, another store's, damaged): building
+		// from the items takes long, and queries read the index keys
+		// meanwhile.
+		li.mu.Lock()
+		li.loading = false
+		li.mu.Unlock()
 		source, idx = "items", memindex.New()
 		return tx.Scan(storage.Prefix(itemPrefix()), func(_, value []byte) error {
 			if err := ctx.Err(); err != nil {
@@ -294,7 +357,7 @@ func (li *liveIndex) build(ctx context.Context) error {
 	})
 	li.mu.Lock()
 	defer li.mu.Unlock()
-	li.building = false
+	li.building, li.loading = false, false
 	if err == nil {
 		for _, r := range li.backlog {
 			idx.Put(r)

@@ -295,7 +295,7 @@ func TestQueryIndexIsExactWhileWritersCommit(t *testing.T) {
 		if err := q.validate(); err != nil {
 			t.Fatal(err)
 		}
-		err := e.c.index.read(func(idx *memindex.Index) error {
+		err := e.c.index.read(context.Background(), func(idx *memindex.Index) error {
 			return e.env.Store.View(func(tx *storage.Tx) error {
 				fast, err := q.fromIndex(idx, tx, "agent_a")
 				if err != nil {
