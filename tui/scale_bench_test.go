@@ -428,13 +428,13 @@ func procStatusMB(field string) float64 {
 // BenchmarkResidentMemory measures what an engram holding a scale store
 // keeps resident (issue 17: ≤ 600 MB at 1M items; -scale-goals 1000000
 // -scale 0 -scale-dir DIR for that store, or a store `engram scale`
-// built): VmRSS right after opening it; after the console's first frame
-// and the queries a console and an agent ask (cortex.query, cortex.active,
-// history.search, thread.list, engine.info without counts) while the
-// cortex index still loads ("first"); and once it has loaded, after the
-// same queries again and a garbage collection, as a running engram holds
-// it ("held", with the peak, VmHWM, the Go heap in use, and RssAnon and
-// RssFile apart). Last it asks engine.info for its counts, which read
+// built): VmRSS right after opening it; after the console has started
+// (its panes' loads) and shown every tab, as a person looking around
+// does, and an agent's queries (cortex.query, cortex.active,
+// history.search, thread.list, engine.info without counts) ran ("first");
+// and once the cortex index has loaded, after the same queries again and
+// a garbage collection, as a running engram holds it ("held", with the
+// peak, VmHWM, the Go heap in use, and RssAnon and RssFile apart). Last it asks engine.info for its counts, which read
 // every key and so page much of the store's tables into memory, and
 // reports that apart ("counted"). -memprofile then shows what dominates
 // the heap. The figures are the whole process's (the test binary's few MB
@@ -455,8 +455,14 @@ func BenchmarkResidentMemory(b *testing.B) {
 		}
 		opened := procStatusMB("VmRSS")
 		m := New(conn.Conn(engine), Options{StatusFade: time.Hour})
-		m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
-		_ = m.View()
+		d := newFrameDriver(m)
+		d.frame("resize", tea.WindowSizeMsg{Width: 120, Height: 36})
+		d.run(m.Init())
+		d.settle(300 * time.Millisecond)
+		for t := range tabCount {
+			d.frame("tab", benchKey(fmt.Sprint(int(t)+1)))
+			d.settle(300 * time.Millisecond)
+		}
 		ctx := context.Background()
 		ask := func() {
 			for _, q := range []struct{ action, args string }{
@@ -479,6 +485,7 @@ func BenchmarkResidentMemory(b *testing.B) {
 		first := procStatusMB("VmRSS")
 		<-cx.Indexed()
 		ask()
+		d.settle(100 * time.Millisecond)
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
