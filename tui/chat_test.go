@@ -797,3 +797,19 @@ func TestWrapKeepsFlagsWhole(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// Before its stats come (a slow store), the Chat tab's side panel says
+// nothing of the buffer's size rather than a wrong one ("holds 1
+// utterances" was the placeholder's).
+func TestChatSaysNoBufferSizeBeforeItsStatsCome(t *testing.T) {
+	engine := newTourEngine(t)
+	m := New(engine, Options{StatusFade: time.Hour})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
+	view := m.View() // the panes' loads have not run: no stats yet
+	if !strings.Contains(view, "Loading…") {
+		t.Fatalf("the buffer is not shown loading:\n%s", view)
+	}
+	if strings.Contains(view, "Once the buffer holds") {
+		t.Fatalf("a buffer size is claimed before the stats came:\n%s", view)
+	}
+}

@@ -438,6 +438,11 @@ func (p *chatPane) pageHeader(w int) []string {
 func (p *chatPane) summaryLines(w int) []string {
 	s := p.styles
 	sum := p.buf.stats.Summary
+	if !p.buf.statsLoaded {
+		// The buffer's size is not known yet: say nothing rather than a
+		// wrong number.
+		return nil
+	}
 	if strings.TrimSpace(sum.Text) == "" {
 		return wrapText(fmt.Sprintf("Nothing evicted yet. Once the buffer holds %d utterances, the oldest go, folded into this running summary.",
 			max(p.buf.stats.BufferSize, 1)), w-2, " ")
