@@ -119,3 +119,21 @@ func TestNewStoresTablesAreRecordedAtItsFirstClose(t *testing.T) {
 		t.Fatalf("the open after a new store's first run verified %d of %d tables in full, want none", n, tables)
 	}
 }
+
+// Failing to record the sums (here the record's name is taken by a
+// directory, as a full disk fails the write) leaves no temporary file
+// behind in the data directory: the store still opens and closes.
+func TestFailedSumsRecordLeavesNoTemporaryFile(t *testing.T) {
+	dir := closedStore(t)
+	path := filepath.Join(dir, tableSumsName)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(path, "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	openClose(t, dir)
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Fatalf("%s.tmp is left behind (stat: %v)", tableSumsName, err)
+	}
+}
