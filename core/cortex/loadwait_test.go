@@ -2,6 +2,7 @@ package cortex
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -283,5 +284,75 @@ func TestAWriteDuringTheSnapshotLoadIsInTheIndexAfter(t *testing.T) {
 	}
 	if res.Count != 21 || !slices.Contains(ids0(res.Items), "late") {
 		t.Fatalf("after the load: %d items %v, want 21 with late", res.Count, ids0(res.Items))
+	}
+}
+
+// Closing the engine while a query waits for the snapshot's load ends
+// both: the load finishes, the query answers (or fails, the store being
+// closed) and Close returns; a query whose context ends stops waiting.
+func TestCloseDuringTheSnapshotLoadEndsTheWaitingQuery(t *testing.T) {
+	withSnapshotsOfAnySize(t)
+	dir := t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	for i := range 20 {
+		e.create(agentA, "goal", "", obj{"title": "alpha item", "priority": Priorities[i%4]})
+	}
+	closeEngine()
+
+	release, waiting := make(chan struct{}), make(chan struct{}, 2)
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(let)
+	snapshotLoadHook = func(d string) {
+		if d == dir {
+			<-release
+		}
+	}
+	waitForLoadHook = func(d string) {
+		if d == dir {
+			waiting <- struct{}{}
+		}
+	}
+	t.Cleanup(func() { snapshotLoadHook, waitForLoadHook = nil, nil })
+	store, err := storage.Open(storage.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	clk := clock.NewFixed(t0)
+	tr, err := trace.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &kit.Env{Store: store, Clock: clk, IDs: ids.New(clk, "cortex test"), Events: events.NewBroker(clk), Trace: tr,
+		Actions: action.NewRegistry(), LLM: llm.Offline{}, Log: slog.New(slog.DiscardHandler)}
+	c := Register(env)
+	q := Query{Limit: 50}
+	if err := q.validate(); err != nil {
+		t.Fatal(err)
+	}
+	call := action.Call{Principal: agentA.As, Clock: clk}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { _, err := c.Query(ctx, call, q); gaveUp <- err }()
+	<-waiting
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a query whose context ended while waiting: %v, want context.Canceled", err)
+	}
+
+	answered := make(chan error, 1)
+	go func() { _, err := c.Query(context.Background(), call, q); answered <- err }()
+	<-waiting
+	closed := make(chan error, 1)
+	go func() { closed <- env.Close() }()
+	let()
+	for _, ch := range []chan error{answered, closed} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second): // a failsafe: both end at once
+			t.Fatal("closing the engine during the load hangs the query or Close")
+		}
 	}
 }
