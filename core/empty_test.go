@@ -1,9 +1,11 @@
 package core
 
 import (
+	"context"
 	"testing"
 
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/storage"
 )
 
 // engine.info's empty is true for a new store and false once it holds
@@ -32,5 +34,26 @@ func TestEngineInfoEmptyUntilAnythingIsMade(t *testing.T) {
 				t.Fatalf("after %s the store is still empty", step[0])
 			}
 		})
+	}
+}
+
+// A record a Holder cannot read (here a memory store's state, damaged)
+// does not fail engine.info: the header and the read-only notice still
+// come, and empty says false (unknown: the console then offers no tour
+// rather than the wrong thing). engram check reports the record.
+func TestEngineInfoAnswersWithARecordItCannotRead(t *testing.T) {
+	e, err := Open(Options{InMemory: true, Clock: clock.NewFixed(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	err = e.env.Store.Update(context.Background(), func(tx *storage.Tx) error {
+		return tx.Set(storage.Key(storage.PrefixMemory, "store", "working"), []byte("not json"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := decode[Info](t, do(t, e, "engine.info", "", `{"counts": false}`)); info.Empty {
+		t.Fatalf("a store with a record it cannot read is empty: %+v", info)
 	}
 }

@@ -124,7 +124,9 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, tables tab
 				"(opening would start an empty store over them); restore a backup with engram restore FILE into a new directory, or put the MANIFEST back"}
 	}
 	if !hasManifest {
-		return nil, tables, nil
+		// A new store: no table to verify, and those its first run
+		// writes are recorded at close like any run's.
+		return nil, tableReport{sums: map[string]tableSum{}}, nil
 	}
 	listed, err := checkManifest(filepath.Join(dir, manifestName))
 	if err != nil {

@@ -1028,3 +1028,21 @@ func TestScanSkipsToAKey(t *testing.T) {
 		}
 	}
 }
+
+// A *SkipTo past a group that nothing sorts after (PrefixEnd of keys of
+// only 0xFF is nil) ends the scan, as skipping past the last key does,
+// rather than failing it.
+func TestScanSkipPastTheLastPossibleKeyEndsIt(t *testing.T) {
+	s := openMemory(t)
+	put(t, s, "p/a", "1", "\xff", "ff", "\xff\xff", "ffff")
+	var got []string
+	err := s.View(func(tx *Tx) error {
+		return tx.Keys(Prefix(nil), func(k []byte) error {
+			got = append(got, string(k))
+			return &SkipTo{Key: PrefixEnd(k)}
+		})
+	})
+	if err != nil || !slices.Equal(got, []string{"p/a", "\xff"}) {
+		t.Errorf("skipping past each key read %q (err %v), want p/a and \\xff, then the end", got, err)
+	}
+}

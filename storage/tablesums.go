@@ -85,10 +85,16 @@ func writeTableSums(dir string, sums map[string]tableSum) error {
 	}
 	fmt.Fprintf(&b, "end %08x\n", crc32.Checksum(b.Bytes(), castagnoli))
 	tmp := filepath.Join(dir, tableSumsName+".tmp")
-	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
-		return err
+	err := os.WriteFile(tmp, b.Bytes(), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, tableSumsName))
 	}
-	return os.Rename(tmp, filepath.Join(dir, tableSumsName))
+	if err != nil {
+		// A part written on a full disk would hold its room until the
+		// next record: nothing reads it.
+		_ = os.Remove(tmp)
+	}
+	return err
 }
 
 // sumFile is the size and CRC-32C of the file at path, read through buf.

@@ -96,3 +96,44 @@ func TestTableWithAnotherSumIsVerifiedInFullAgain(t *testing.T) {
 		t.Fatalf("recorded %+v for it after, want its sum %+v", got, good)
 	}
 }
+
+// A new store's first run records the tables its close wrote, as every
+// later run does: the open after creating a store (or restoring a backup
+// into a new directory, which is the same) then sums its tables rather
+// than verifying them all in full.
+func TestNewStoresTablesAreRecordedAtItsFirstClose(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFixture(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables := len(filesWith(t, dir, tableExt))
+	if tables == 0 {
+		t.Fatal("no table in the store")
+	}
+	if n := openClose(t, dir); n != 0 {
+		t.Fatalf("the open after a new store's first run verified %d of %d tables in full, want none", n, tables)
+	}
+}
+
+// Failing to record the sums (here the record's name is taken by a
+// directory, as a full disk fails the write) leaves no temporary file
+// behind in the data directory: the store still opens and closes.
+func TestFailedSumsRecordLeavesNoTemporaryFile(t *testing.T) {
+	dir := closedStore(t)
+	path := filepath.Join(dir, tableSumsName)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(path, "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	openClose(t, dir)
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Fatalf("%s.tmp is left behind (stat: %v)", tableSumsName, err)
+	}
+}

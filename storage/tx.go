@@ -291,6 +291,8 @@ func (tx *Tx) iterate(r Range, values bool, fn func(key, value []byte) error) (e
 			it.Next()
 		case errors.Is(err, ErrStop):
 			return nil
+		case errors.As(err, &skip) && !r.Reverse && skip.Key == nil:
+			return nil // past every key there can be (PrefixEnd's nil)
 		case errors.As(err, &skip) && !r.Reverse && bytes.Compare(skip.Key, key) > 0:
 			it.Seek(skip.Key)
 		default:
@@ -301,8 +303,9 @@ func (tx *Tx) iterate(r Range, values bool, fn func(key, value []byte) error) (e
 }
 
 // SkipTo, returned from a forward Keys or Scan callback, moves the scan on
-// to the first key at or after Key (which must be after the current key):
-// how a caller that needs one key of each group skips the rest of it.
+// to the first key at or after Key (which must be after the current key;
+// nil, PrefixEnd's answer when no key can follow, ends the scan): how a
+// caller that needs one key of each group skips the rest of it.
 type SkipTo struct{ Key []byte }
 
 func (s *SkipTo) Error() string { return fmt.Sprintf("skip the scan to %q", s.Key) }

@@ -94,7 +94,7 @@ func New(engine conn.Conn, opts Options) *Model {
 		opts.EvictionFade = opts.StatusFade
 	}
 	m := &Model{conn: engine, styles: DefaultStyles(), keys: newGlobalKeys(), help: help.New(), quitAsk: confirm[struct{}]{Yes: "quit"}}
-	info, err := firstInfo(engine)
+	info, err := firstInfo(context.Background(), engine)
 	if err != nil {
 		// The header then says less; the status line says why.
 		info = conn.Info{Agent: engine.Agent(), Provider: "?", Store: "?"}
@@ -143,8 +143,7 @@ func New(engine conn.Conn, opts Options) *Model {
 // and the first frame waits for this (issue 17: ≤ 1 s). The tour needs
 // only Info.Empty. A connection that cannot leave them out
 // (conn.InfoAsker) is asked for everything.
-func firstInfo(c conn.Conn) (conn.Info, error) {
-	ctx := context.Background()
+func firstInfo(ctx context.Context, c conn.Conn) (conn.Info, error) {
 	if a, ok := c.(conn.InfoAsker); ok {
 		no := false
 		return a.InfoWith(ctx, conn.InfoArgs{Counts: &no})

@@ -69,11 +69,12 @@ func (m *Model) reloadAll() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// reloadInfo asks for engine.info again, for the header.
+// reloadInfo asks for engine.info again, for the header (without the
+// counts, as at start: see firstInfo).
 func (m *Model) reloadInfo() tea.Cmd {
 	c, ctx := m.conn, m.ctx
 	return func() tea.Msg {
-		info, err := c.Info(ctx)
+		info, err := firstInfo(ctx, c)
 		return infoMsg{info: info, err: err}
 	}
 }

@@ -160,6 +160,7 @@ type Info struct {
 	// Empty says the store holds nothing a person made: no goals,
 	// conversations, threads, memories or plans (the console offers its
 	// tour then). Unlike the counts it reads a key or two, not every key.
+	// False when one of those records cannot be read.
 	Empty bool `json:"empty"`
 	// ReadOnly, when set, says why the store takes no writes: its file
 	// system was too full when engram opened it. Reads work; every write

@@ -43,6 +43,12 @@ type liveIndex struct {
 	// million items, so queries wait for it rather than read the index
 	// keys (seconds, and hundreds of MB of garbage, at that size).
 	loading bool
+	// loaded is closed once loading is over: the snapshot is in use, or
+	// it turned out unusable (the index is then built from the items,
+	// which takes long, and queries read the index keys meanwhile), or
+	// the build failed. endLoad closes it.
+	loaded   chan struct{}
+	loadOnce sync.Once
 	// From the snapshot loaded at open (source "snapshot", with replayed
 	// items read again), or built from every item ("items").
 	source   string
@@ -152,7 +158,7 @@ func (c *matchCache) put(idx *memindex.Index, f memindex.Filter, m *matched) {
 func (c *Cortex) startIndexing() {
 	li := &c.index
 	li.store, li.log = c.env.Store, c.env.Log
-	li.built = make(chan struct{})
+	li.built, li.loaded = make(chan struct{}), make(chan struct{})
 	// A store with a snapshot file most likely loads it (build says for
 	// sure once it has read the token): queries wait from the start.
 	if dir := li.store.Dir(); dir != "" {
@@ -161,6 +167,9 @@ func (c *Cortex) startIndexing() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	li.wg.Go(func() {
+		if buildStartHook != nil {
+			buildStartHook(li.store.Dir())
+		}
 		err := li.build(ctx)
 		close(li.built)
 		if err != nil && ctx.Err() == nil {
@@ -320,6 +329,13 @@ func (li *liveIndex) loadingSnapshot() {
 	}
 }
 
+// endLoad ends the snapshot's loading, releasing the queries that wait
+// for it (mu held).
+func (li *liveIndex) endLoad() {
+	li.loading = false
+	li.loadOnce.Do(func() { close(li.loaded) })
+}
+
 // snapshotLoadHook, when set (tests), runs as a snapshot of the store in
 // dir starts loading.
 var snapshotLoadHook func(dir string)
@@ -328,19 +344,27 @@ var snapshotLoadHook func(dir string)
 // the snapshot of the store in dir to load.
 var waitForLoadHook func(dir string)
 
+// buildStartHook, when set (tests), runs as the index of the store in dir
+// starts loading or building.
+var buildStartHook func(dir string)
+
+// itemsBuildHook, when set (tests), runs as the index of the store in dir
+// starts being built from the items.
+var itemsBuildHook func(dir string)
+
 // read runs fn with the index if a query may use it now (see liveIndex),
 // holding it for reading; else it runs fallback. While a snapshot loads it
 // waits for it (or for ctx to end).
 func (li *liveIndex) read(ctx context.Context, fn func(idx *memindex.Index) error, fallback func() error) error {
 	li.mu.RLock()
 	if li.idx == nil && li.loading {
-		built := li.built
+		loaded := li.loaded
 		li.mu.RUnlock()
 		if waitForLoadHook != nil {
 			waitForLoadHook(li.store.Dir())
 		}
 		select {
-		case <-built:
+		case <-loaded:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -372,8 +396,11 @@ func (li *liveIndex) build(ctx context.Context) error {
 		// from the items takes long, and queries read the index keys
 		// meanwhile.
 		li.mu.Lock()
-		li.loading = false
+		li.endLoad()
 		li.mu.Unlock()
+		if itemsBuildHook != nil {
+			itemsBuildHook(li.store.Dir())
+		}
 		source, idx = "items", memindex.New()
 		return tx.Scan(storage.Prefix(itemPrefix()), func(_, value []byte) error {
 			if err := ctx.Err(); err != nil {
@@ -389,7 +416,8 @@ func (li *liveIndex) build(ctx context.Context) error {
 	})
 	li.mu.Lock()
 	defer li.mu.Unlock()
-	li.building, li.loading = false, false
+	li.building = false
+	li.endLoad()
 	if err == nil {
 		for _, r := range li.backlog {
 			idx.Put(r)

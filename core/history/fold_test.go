@@ -82,3 +82,30 @@ func TestFoldKeepsWhatADeletedUtteranceSaid(t *testing.T) {
 		t.Errorf("summary %+v; want it to cover 0, Lisbon included", st.Summary)
 	}
 }
+
+// Conversations whose names share a beginning, or sort between one
+// another's fold keys ("a", "a b", "a%", "a.", "a0", "ab"), each have
+// their pending folds found after a restart: skipping the rest of one
+// conversation's folds never skips another's.
+func TestFoldsOfConversationsSharingAPrefixAllResume(t *testing.T) {
+	dir := t.TempDir()
+	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
+	names := []string{"a", "a b", "a%", "a%2F", "a.", "a0", "ab", "b"}
+	for _, c := range names {
+		held.configure(map[string]any{"conversation": c, "buffer_size": 1})
+		for _, s := range []string{"Maria books the venue.", "The budget is $40,000.", "Ask Marta by Friday."} {
+			held.write(c, "user", s)
+		}
+	}
+	if n, err := history.PendingFolds(held.h); err != nil || n != 2*len(names) {
+		t.Fatalf("%d folds pending before the restart (err %v), want %d", n, err, 2*len(names))
+	}
+	if err := held.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRigWith(t, rigOptions{dir: dir})
+	r.h.Settle()
+	if n, err := history.PendingFolds(r.h); err != nil || n != 0 {
+		t.Fatalf("%d folds still pending after the restart settled (err %v), want none", n, err)
+	}
+}

@@ -362,7 +362,6 @@ func (m *Memory) actGet(ctx context.Context, call action.Call, a GetArgs) (GetRe
 	return GetResult{Item: it}, nil
 }
 
-// counts reports stores, items and tokens for engine.info.
 // holdsItems says whether a memory store holds an item (stores are few:
 // their states are read, not their items).
 func (m *Memory) holdsItems() (bool, error) {
@@ -382,6 +381,7 @@ func (m *Memory) holdsItems() (bool, error) {
 	return found, err
 }
 
+// counts reports stores, items and tokens for engine.info.
 func (m *Memory) counts() (map[string]int, error) {
 	out := map[string]int{"stores": 0, "items": 0, "tokens": 0, "deleted": 0}
 	err := m.env.Store.View(func(tx *storage.Tx) error {

@@ -124,7 +124,7 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	sent := time.Now()
-	info, err := c.fetchInfo(dctx)
+	info, err := c.fetchInfo(dctx, false)
 	if err != nil {
 		c.transport.CloseIdleConnections()
 		c.cancel()
@@ -164,10 +164,15 @@ func newTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 	}
 }
 
-// fetchInfo gets /v1/info; its errors are roundTrip's.
-func (c *Conn) fetchInfo(ctx context.Context) (wire.InfoResponse, error) {
+// fetchInfo gets /v1/info, with engine.info's counts or not (they read
+// every key of the owner's store); its errors are roundTrip's.
+func (c *Conn) fetchInfo(ctx context.Context, counts bool) (wire.InfoResponse, error) {
 	var info wire.InfoResponse
-	body, err := c.roundTrip(ctx, http.MethodGet, wire.PathInfo, nil)
+	path := wire.PathInfo
+	if !counts {
+		path += "?counts=false"
+	}
+	body, err := c.roundTrip(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return info, err
 	}
@@ -369,7 +374,7 @@ func (c *Conn) gone(act string, err error) *errs.Error {
 
 // Info asks the owner for engine.info's report.
 func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
-	info, err := c.fetchInfo(ctx)
+	info, err := c.fetchInfo(ctx, true)
 	if err != nil {
 		return conn.Info{}, c.transportError(ctx, err, func() *errs.Error { return c.gone(infoAction, err) })
 	}

@@ -446,7 +446,16 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 
 // handleInfo answers GET /v1/info.
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request, p Principal, tcp bool) {
-	info, err := s.e.Info(r.Context())
+	var info conn.Info
+	var err error
+	if a, ok := s.e.(conn.InfoAsker); ok && r.URL.Query().Get("counts") == "false" {
+		// A client attaching needs the rest: the counts read every key
+		// (seconds, and much of the store paged in, at a million items).
+		no := false
+		info, err = a.InfoWith(r.Context(), conn.InfoArgs{Counts: &no})
+	} else {
+		info, err = s.e.Info(r.Context())
+	}
 	if err != nil {
 		e := errs.As(err)
 		s.refuse(w, r, http.StatusInternalServerError, p.Agent, e)

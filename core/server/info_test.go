@@ -1,0 +1,57 @@
+package server_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/remote"
+	"github.com/engram-console/engram/core/server"
+)
+
+// countingEngine is an engine that counts the engine.info reports made
+// with the counts, which read every key of the store.
+type countingEngine struct {
+	*core.Engine
+	counted atomic.Int32
+}
+
+func (e *countingEngine) Info(ctx context.Context) (conn.Info, error) {
+	e.counted.Add(1)
+	return e.Engine.Info(ctx)
+}
+
+func (e *countingEngine) InfoWith(ctx context.Context, args conn.InfoArgs) (conn.Info, error) {
+	if args.Counts == nil || *args.Counts {
+		e.counted.Add(1)
+	}
+	return e.Engine.InfoWith(ctx, args)
+}
+
+// Attaching to an owner does not have it count its store: the client
+// needs the owner's pid, clock and actions, and the counts read every
+// item, mutation and trace entry (seconds, and most of the store paged
+// into the owner's memory, at a million items). Info, which reports
+// them, still counts.
+func TestAttachingDoesNotMakeTheOwnerCount(t *testing.T) {
+	e, _ := openEngine(t)
+	owner := &countingEngine{Engine: e}
+	sock, _ := unixServer(t, server.New(owner, server.Options{}))
+	c, err := remote.Dial(context.Background(), remote.Options{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if n := owner.counted.Load(); n != 0 {
+		t.Fatalf("attaching made the owner count its store %d times", n)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Counts == nil || owner.counted.Load() != 1 {
+		t.Fatalf("Info: counts %v after %d counts, want them, counted once", info.Counts, owner.counted.Load())
+	}
+}
