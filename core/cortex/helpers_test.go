@@ -57,12 +57,22 @@ func newEnv(t testing.TB) *testEnv {
 
 func newEnvOn(t testing.TB, store *storage.Store) *testEnv {
 	t.Helper()
+	env, clk := newKitEnv(t, store)
+	c := Register(env)
+	<-c.Indexed() // the index path, not the scan path, answers queries
+	return &testEnv{Rig: enginetest.ForRegistry(t, env.Actions, clk), env: env, c: c, clock: clk}
+}
+
+// newKitEnv is the services a cortex registers on, over store, on a fixed
+// clock.
+func newKitEnv(t testing.TB, store *storage.Store) (*kit.Env, *clock.Fixed) {
+	t.Helper()
 	clk := clock.NewFixed(t0)
 	tr, err := trace.Open(store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &kit.Env{
+	return &kit.Env{
 		Store:   store,
 		Clock:   clk,
 		IDs:     ids.New(clk, "cortex test"),
@@ -71,10 +81,7 @@ func newEnvOn(t testing.TB, store *storage.Store) *testEnv {
 		Actions: action.NewRegistry(),
 		LLM:     llm.Offline{},
 		Log:     slog.New(slog.DiscardHandler),
-	}
-	c := Register(env)
-	<-c.Indexed() // the index path, not the scan path, answers queries
-	return &testEnv{Rig: enginetest.ForRegistry(t, env.Actions, clk), env: env, c: c, clock: clk}
+	}, clk
 }
 
 // call is who acts: a principal, and a turn when the action belongs to one.

@@ -3,7 +3,6 @@ package cortex
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,11 +14,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/enginetest"
-	"github.com/engram-console/engram/core/events"
-	"github.com/engram-console/engram/core/ids"
 	"github.com/engram-console/engram/core/kit"
-	"github.com/engram-console/engram/core/trace"
-	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -28,62 +23,18 @@ import (
 // items: seconds, and hundreds of MB of garbage, where the load takes a
 // second), and its answer is the one from before the restart.
 func TestAQueryWaitsForTheSnapshotToLoad(t *testing.T) {
-	withSnapshotsOfAnySize(t)
-	dir := t.TempDir()
-	e, closeEngine, _ := openDurable(t, dir)
-	for i := range 20 {
-		e.create(agentA, "goal", "", obj{"title": "alpha item", "priority": Priorities[i%4]})
-	}
-	q := Query{Limit: 50}
-	want := e.query(agentA, "cortex.query", q)
-	closeEngine()
-
-	release, waiting := make(chan struct{}), make(chan struct{}, 1)
-	var releaseOnce sync.Once
-	let := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(let) // before the engine closes: it waits for the load
-	snapshotLoadHook = func(d string) {
-		if d == dir {
-			<-release
-		}
-	}
-	waitForLoadHook = func(d string) {
-		if d == dir {
-			waiting <- struct{}{}
-		}
-	}
-	t.Cleanup(func() { snapshotLoadHook, waitForLoadHook = nil, nil })
-	store, err := storage.Open(storage.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFixed(t0)
-	tr, err := trace.Open(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &kit.Env{Store: store, Clock: clk, IDs: ids.New(clk, "cortex test"), Events: events.NewBroker(clk), Trace: tr,
-		Actions: action.NewRegistry(), LLM: llm.Offline{}, Log: slog.New(slog.DiscardHandler)}
-	c := Register(env) // its index starts loading, and the hook holds it
-	t.Cleanup(func() {
-		let()
-		if err := env.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := store.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := q.validate(); err != nil {
-		t.Fatal(err)
-	}
+	dir, want := snapshotStore(t)
+	release, let := newGate(t)
+	waiting := make(chan struct{}, 1)
+	setHooks(t, dir, nil, func() { <-release }, nil, func() { waiting <- struct{}{} })
+	c, _, call := reopen(t, dir, let) // its index starts loading, and the hook holds it
 	type answer struct {
 		res QueryResult
 		err error
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		res, err := c.Query(context.Background(), action.Call{Principal: agentA.As, Clock: clk}, q)
+		res, err := c.Query(context.Background(), call, limit50(t))
 		answered <- answer{res, err}
 	}()
 	select {
@@ -100,10 +51,7 @@ func TestAQueryWaitsForTheSnapshotToLoad(t *testing.T) {
 		t.Fatalf("after waiting: %d items %v (checksum %s), want %d %v (%s)", a.res.Count, ids0(a.res.Items), a.res.Checksum,
 			want.Count, ids0(want.Items), want.Checksum)
 	}
-	c.index.mu.RLock()
-	source := c.index.source
-	c.index.mu.RUnlock()
-	if source != "snapshot" {
+	if source := indexSource(c); source != "snapshot" {
 		t.Fatalf("the index came from %q, want the snapshot", source)
 	}
 }
@@ -122,15 +70,7 @@ func TestAQueryDoesNotWaitForABuildFromTheItems(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			withSnapshotsOfAnySize(t)
-			dir := t.TempDir()
-			e, closeEngine, _ := openDurable(t, dir)
-			for i := range 20 {
-				e.create(agentA, "goal", "", obj{"title": "alpha item", "priority": Priorities[i%4]})
-			}
-			q := Query{Limit: 50}
-			want := e.query(agentA, "cortex.query", q)
-			closeEngine()
+			dir, want := snapshotStore(t)
 			path := filepath.Join(dir, snapshotFile)
 			data, err := os.ReadFile(path)
 			if err != nil {
@@ -139,59 +79,18 @@ func TestAQueryDoesNotWaitForABuildFromTheItems(t *testing.T) {
 			if err := os.WriteFile(path, spoil(data), 0o600); err != nil {
 				t.Fatal(err)
 			}
-
 			// The build starts once the query waits, and its build from
 			// the items is held until the test ends.
-			start, release, waiting := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
-			var startOnce, releaseOnce sync.Once
-			go1 := func() { startOnce.Do(func() { close(start) }) }
-			let := func() { go1(); releaseOnce.Do(func() { close(release) }) }
-			t.Cleanup(let)
-			buildStartHook = func(d string) {
-				if d == dir {
-					<-start
-				}
-			}
-			waitForLoadHook = func(d string) {
-				if d == dir {
-					waiting <- struct{}{}
-				}
-			}
-			itemsBuildHook = func(d string) {
-				if d == dir {
-					<-release
-				}
-			}
-			t.Cleanup(func() { buildStartHook, waitForLoadHook, itemsBuildHook = nil, nil, nil })
-			store, err := storage.Open(storage.Options{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			clk := clock.NewFixed(t0)
-			tr, err := trace.Open(store)
-			if err != nil {
-				t.Fatal(err)
-			}
-			env := &kit.Env{Store: store, Clock: clk, IDs: ids.New(clk, "cortex test"), Events: events.NewBroker(clk), Trace: tr,
-				Actions: action.NewRegistry(), LLM: llm.Offline{}, Log: slog.New(slog.DiscardHandler)}
-			c := Register(env)
-			t.Cleanup(func() {
-				let()
-				if err := env.Close(); err != nil {
-					t.Error(err)
-				}
-				if err := store.Close(); err != nil {
-					t.Error(err)
-				}
-			})
-			if err := q.validate(); err != nil {
-				t.Fatal(err)
-			}
+			start, go1 := newGate(t)
+			release, let := newGate(t)
+			waiting := make(chan struct{}, 1)
+			setHooks(t, dir, func() { <-start }, nil, func() { <-release }, func() { waiting <- struct{}{} })
+			c, _, call := reopen(t, dir, go1, let)
 			answered := make(chan error, 1)
 			var res QueryResult
 			go func() {
 				var err error
-				res, err = c.Query(context.Background(), action.Call{Principal: agentA.As, Clock: clk}, q)
+				res, err = c.Query(context.Background(), call, limit50(t))
 				answered <- err
 			}()
 			<-waiting // the build has not looked at the snapshot yet
@@ -214,48 +113,13 @@ func TestAQueryDoesNotWaitForABuildFromTheItems(t *testing.T) {
 // A write that commits while the snapshot loads neither waits for the
 // load nor is lost from the index: the query after the load counts it.
 func TestAWriteDuringTheSnapshotLoadIsInTheIndexAfter(t *testing.T) {
-	withSnapshotsOfAnySize(t)
-	dir := t.TempDir()
-	e, closeEngine, _ := openDurable(t, dir)
-	for i := range 20 {
-		e.create(agentA, "goal", "", obj{"title": "alpha item", "priority": Priorities[i%4]})
-	}
-	closeEngine()
-
-	release, loading := make(chan struct{}), make(chan struct{}, 1)
-	var releaseOnce sync.Once
-	let := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(let)
-	snapshotLoadHook = func(d string) {
-		if d == dir {
-			loading <- struct{}{}
-			<-release
-		}
-	}
-	t.Cleanup(func() { snapshotLoadHook = nil })
-	store, err := storage.Open(storage.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFixed(t0)
-	tr, err := trace.Open(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &kit.Env{Store: store, Clock: clk, IDs: ids.New(clk, "cortex test"), Events: events.NewBroker(clk), Trace: tr,
-		Actions: action.NewRegistry(), LLM: llm.Offline{}, Log: slog.New(slog.DiscardHandler)}
-	c := Register(env)
-	t.Cleanup(func() {
-		let()
-		if err := env.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := store.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	dir, _ := snapshotStore(t)
+	release, let := newGate(t)
+	loading := make(chan struct{}, 1)
+	setHooks(t, dir, nil, func() { loading <- struct{}{}; <-release }, nil, nil)
+	c, env, call := reopen(t, dir, let)
 	<-loading
-	rig := enginetest.ForRegistry(t, env.Actions, clk)
+	rig := enginetest.ForRegistry(t, env.Actions, call.Clock.(*clock.Fixed))
 	wrote := make(chan struct{})
 	go func() {
 		defer close(wrote)
@@ -268,17 +132,10 @@ func TestAWriteDuringTheSnapshotLoadIsInTheIndexAfter(t *testing.T) {
 	}
 	let()
 	<-c.Indexed()
-	c.index.mu.RLock()
-	source := c.index.source
-	c.index.mu.RUnlock()
-	if source != "snapshot" {
+	if source := indexSource(c); source != "snapshot" {
 		t.Fatalf("the index came from %q, want the snapshot", source)
 	}
-	q := Query{Limit: 50}
-	if err := q.validate(); err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Query(context.Background(), action.Call{Principal: agentA.As, Clock: clk}, q)
+	res, err := c.Query(context.Background(), call, limit50(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,47 +148,12 @@ func TestAWriteDuringTheSnapshotLoadIsInTheIndexAfter(t *testing.T) {
 // both: the load finishes, the query answers and Close returns; a query
 // whose context ends stops waiting.
 func TestCloseDuringTheSnapshotLoadEndsTheWaitingQuery(t *testing.T) {
-	withSnapshotsOfAnySize(t)
-	dir := t.TempDir()
-	e, closeEngine, _ := openDurable(t, dir)
-	for i := range 20 {
-		e.create(agentA, "goal", "", obj{"title": "alpha item", "priority": Priorities[i%4]})
-	}
-	closeEngine()
-
-	release, waiting := make(chan struct{}), make(chan struct{}, 2)
-	var releaseOnce sync.Once
-	let := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(let)
-	snapshotLoadHook = func(d string) {
-		if d == dir {
-			<-release
-		}
-	}
-	waitForLoadHook = func(d string) {
-		if d == dir {
-			waiting <- struct{}{}
-		}
-	}
-	t.Cleanup(func() { snapshotLoadHook, waitForLoadHook = nil, nil })
-	store, err := storage.Open(storage.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	clk := clock.NewFixed(t0)
-	tr, err := trace.Open(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &kit.Env{Store: store, Clock: clk, IDs: ids.New(clk, "cortex test"), Events: events.NewBroker(clk), Trace: tr,
-		Actions: action.NewRegistry(), LLM: llm.Offline{}, Log: slog.New(slog.DiscardHandler)}
-	c := Register(env)
-	q := Query{Limit: 50}
-	if err := q.validate(); err != nil {
-		t.Fatal(err)
-	}
-	call := action.Call{Principal: agentA.As, Clock: clk}
+	dir, _ := snapshotStore(t)
+	release, let := newGate(t)
+	waiting := make(chan struct{}, 2)
+	setHooks(t, dir, nil, func() { <-release }, nil, func() { waiting <- struct{}{} })
+	c, env, call := reopen(t, dir, let)
+	q := limit50(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
@@ -358,4 +180,87 @@ func TestCloseDuringTheSnapshotLoadEndsTheWaitingQuery(t *testing.T) {
 			t.Fatalf("closing the engine during the load hangs %s", what)
 		}
 	}
+}
+
+// snapshotStore is a durable store of 20 goals, its index saved on close;
+// want is what Query{Limit: 50} answered agent_a before the close.
+func snapshotStore(t *testing.T) (dir string, want QueryResult) {
+	t.Helper()
+	withSnapshotsOfAnySize(t)
+	dir = t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	for i := range 20 {
+		e.create(agentA, "goal", "", obj{"title": "alpha item", "priority": Priorities[i%4]})
+	}
+	want = e.query(agentA, "cortex.query", Query{Limit: 50})
+	closeEngine()
+	return dir, want
+}
+
+// newGate is a channel a hook waits on, and its opening (once, and at the
+// latest as the test ends: the engine's Close waits for the load).
+func newGate(t *testing.T) (gate chan struct{}, open func()) {
+	gate = make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	return gate, open
+}
+
+// setHooks sets the load hooks for the test's store in dir (a nil one stays
+// unset) and unsets them all as the test ends.
+func setHooks(t *testing.T, dir string, start, snapshot, items, wait func()) {
+	only := func(f func()) func(string) {
+		if f == nil {
+			return nil
+		}
+		return func(d string) {
+			if d == dir {
+				f()
+			}
+		}
+	}
+	buildStartHook, snapshotLoadHook, itemsBuildHook, waitForLoadHook = only(start), only(snapshot), only(items), only(wait)
+	t.Cleanup(func() { buildStartHook, snapshotLoadHook, itemsBuildHook, waitForLoadHook = nil, nil, nil, nil })
+}
+
+// reopen opens the store in dir again and registers a cortex on it,
+// without waiting for its index (the hooks hold its load). The engine and
+// the store close as the test ends, after its gates have opened.
+func reopen(t *testing.T, dir string, gates ...func()) (*Cortex, *kit.Env, action.Call) {
+	t.Helper()
+	store, err := storage.Open(storage.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, clk := newKitEnv(t, store)
+	c := Register(env)
+	t.Cleanup(func() {
+		for _, open := range gates {
+			open()
+		}
+		if err := env.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c, env, action.Call{Principal: agentA.As, Clock: clk}
+}
+
+// limit50 is Query{Limit: 50}, validated.
+func limit50(t *testing.T) Query {
+	q := Query{Limit: 50}
+	if err := q.validate(); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// indexSource is where c's index came from ("snapshot" or "items").
+func indexSource(c *Cortex) string {
+	c.index.mu.RLock()
+	defer c.index.mu.RUnlock()
+	return c.index.source
 }
