@@ -38,31 +38,6 @@ func TestFoldsResumeAfterACrash(t *testing.T) {
 	}
 }
 
-// Every conversation's pending folds are found and run after a restart,
-// also those of conversations nobody reads (finding them is the folder's
-// first job, no longer part of opening).
-func TestFoldsOfEveryConversationResumeAfterARestart(t *testing.T) {
-	dir := t.TempDir()
-	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
-	for _, c := range []string{"a", "b", "c"} {
-		held.configure(map[string]any{"conversation": c, "buffer_size": 1})
-		for _, s := range []string{"Maria books the venue.", "The budget is $40,000.", "Ask Marta by Friday."} {
-			held.write(c, "user", s)
-		}
-	}
-	if n, err := history.PendingFolds(held.h); err != nil || n != 6 {
-		t.Fatalf("%d folds pending before the restart (err %v), want 6", n, err)
-	}
-	if err := held.e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r := newRigWith(t, rigOptions{dir: dir})
-	r.h.Settle()
-	if n, err := history.PendingFolds(r.h); err != nil || n != 0 {
-		t.Fatalf("%d folds still pending after the restart settled (err %v), want none", n, err)
-	}
-}
-
 // TestFoldKeepsWhatADeletedUtteranceSaid: an evicted utterance deleted
 // before its fold ran still reaches the summary (a summary keeps what an
 // evicted utterance said, whenever the fold runs).
@@ -83,10 +58,12 @@ func TestFoldKeepsWhatADeletedUtteranceSaid(t *testing.T) {
 	}
 }
 
-// Conversations whose names share a beginning, or sort between one
-// another's fold keys ("a", "a b", "a%", "a.", "a0", "ab"), each have
-// their pending folds found after a restart: skipping the rest of one
-// conversation's folds never skips another's.
+// Every conversation's pending folds are found and run after a restart,
+// also those of conversations nobody reads (finding them is the folder's
+// first job, not part of opening), and also when their names share a
+// beginning or sort between one another's fold keys ("a", "a b", "a%",
+// "a.", "a0", "ab"): skipping the rest of one conversation's folds never
+// skips another's.
 func TestFoldsOfConversationsSharingAPrefixAllResume(t *testing.T) {
 	dir := t.TempDir()
 	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
