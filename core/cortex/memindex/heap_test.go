@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // scaleWords are engram scale's item words (core/scale/data.go).
@@ -116,3 +117,41 @@ func BenchmarkLoadedIndexHeap1M(b *testing.B) {
 	runtime.KeepAlive(x)
 }
 
+// A row of the index is at most 64 bytes: a million of them are most of
+// a loaded index (issue 17's memory target).
+func TestARowTakesAtMost64Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(row{}); n > 64 {
+		t.Errorf("a row takes %d bytes", n)
+	}
+}
+
+// A loaded index keeps none of the snapshot's bytes and little of its
+// own beside the rows: about a hundred and thirty bytes an item shaped
+// like engram scale's (a million: 600 MB is the whole engram's budget).
+func TestALoadedIndexTakesLittleMoreThanItsRows(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("measures the heap of 100,000 items")
+	}
+	const n = 100_000
+	x := New()
+	for _, r := range scaleRows(n, 7) {
+		x.Put(r)
+	}
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	x = nil
+	before := heapInUse()
+	y, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf = bytes.Buffer{}
+	perItem := float64(heapInUse()-before) / n
+	if perItem > 160 {
+		t.Errorf("a loaded index takes %.0f bytes an item, want at most 160", perItem)
+	}
+	t.Logf("%.0f bytes an item", perItem)
+	runtime.KeepAlive(y)
+}

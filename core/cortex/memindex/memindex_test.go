@@ -166,7 +166,7 @@ func TestChecksumOfALoadedIndexWithLaterIds(t *testing.T) {
 		set := y.Match(f)
 		var want []string
 		for _, o := range set.ToArray() {
-			want = append(want, y.rows[o].id)
+			want = append(want, y.id(o))
 		}
 		slices.Sort(want)
 		h := sha256.New()
@@ -175,6 +175,139 @@ func TestChecksumOfALoadedIndexWithLaterIds(t *testing.T) {
 		}
 		if got := y.Checksum(set); got != hex.EncodeToString(h.Sum(nil)) {
 			t.Errorf("%+v: checksum of %v differs", f, want)
+		}
+	}
+}
+
+// Versions past 32 bits (a row keeps 32) are kept exactly: compared,
+// reported, saved and loaded.
+func TestVersionsPast32BitsAreKeptExactly(t *testing.T) {
+	const big = 1<<33 + 5
+	x := New()
+	x.Put(goalRow("g1", big, "active", "alpha"))
+	x.Put(goalRow("g1", big-1, "completed", "beta")) // older: ignored
+	if v := x.Version("g1"); v != big {
+		t.Fatalf("version %d, want %d", v, big)
+	}
+	if got := ids(x, Filter{Reader: "a", Statuses: []string{"completed"}}); len(got) != 0 {
+		t.Errorf("an older version replaced the newer: %v", got)
+	}
+	x.Put(goalRow("g2", 1<<32-1, "active")) // the largest 32 bits hold is the marker
+	x.Put(goalRow("g3", 3, "active"))
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	y, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ix := range []*Index{x, y} {
+		for id, want := range map[string]int{"g1": big, "g2": 1<<32 - 1, "g3": 3} {
+			if r, _ := ix.Row(id); ix.Version(id) != want || r.Version != want {
+				t.Errorf("%s: version %d, row's %d, want %d", id, ix.Version(id), r.Version, want)
+			}
+		}
+		ix.Put(goalRow("g1", big+1, "completed"))
+		if v := ix.Version("g1"); v != big+1 {
+			t.Errorf("after an update: version %d", v)
+		}
+		ix.Remove("g1")
+		ix.Put(goalRow("g1", 2, "active"))
+		if v := ix.Version("g1"); v != 2 {
+			t.Errorf("removed and put again: version %d", v)
+		}
+	}
+}
+
+// An item with more readers or tags than a row counts in 16 bits keeps
+// them all, saved and loaded too, and loses them all when it changes.
+func TestRowsWithManyReadersAndTagsKeepThemAll(t *testing.T) {
+	many := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%05d", prefix, i)
+		}
+		return out
+	}
+	x := New()
+	wide := goalRow("wide", 1, "active", "alpha")
+	wide.Readers = append(many("r", 70_000), "a")
+	x.Put(wide)
+	tagged := goalRow("tagged", 1, "active", "beta")
+	tagged.Tags = many("t", 66_000)
+	x.Put(tagged)
+	x.Put(goalRow("plain", 1, "active", "gamma"))
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	y, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ix := range map[string]*Index{"built": x, "loaded": y} {
+		if r, _ := ix.Row("wide"); len(r.Readers) != 70_001 || !slices.Equal(r.Words, []string{"alpha"}) {
+			t.Errorf("%s: wide has %d readers, words %v", name, len(r.Readers), r.Words)
+		}
+		if r, _ := ix.Row("tagged"); len(r.Tags) != 66_000 || r.Tags[65_999] != "t65999" || !slices.Equal(r.Words, []string{"beta"}) {
+			t.Errorf("%s: tagged has %d tags, words %v", name, len(r.Tags), r.Words)
+		}
+		if got := ids(ix, Filter{Reader: "r69999"}); !slices.Equal(got, []string{"wide"}) {
+			t.Errorf("%s: reader r69999 reads %v", name, got)
+		}
+		if got := ids(ix, Filter{Reader: "a", Tags: []string{"t65999"}}); !slices.Equal(got, []string{"tagged"}) {
+			t.Errorf("%s: tag t65999 is on %v", name, got)
+		}
+		ix.Put(goalRow("wide", 2, "active", "delta"))
+		ix.Put(goalRow("tagged", 2, "active", "delta"))
+		if got := ids(ix, Filter{Reader: "r69999"}); len(got) != 0 {
+			t.Errorf("%s: after the change reader r69999 still reads %v", name, got)
+		}
+		if got := ids(ix, Filter{Reader: "a", Tags: []string{"t00001"}}); len(got) != 0 {
+			t.Errorf("%s: after the change tag t00001 is still on %v", name, got)
+		}
+		if got := ids(ix, Filter{Reader: "a", WordPrefixes: []string{"delta"}}); !slices.Equal(got, []string{"tagged", "wide"}) {
+			t.Errorf("%s: delta is on %v", name, got)
+		}
+	}
+}
+
+// The readers, tags and words of rows share one arena a change appends
+// to: an engram that changes the same items for long keeps it within
+// twice what the rows hold, and answers as an index built afresh does.
+func TestManyChangesToTheSameItemsKeepTheCodesArenaBounded(t *testing.T) {
+	x := New()
+	final := map[string]Row{}
+	for round := range 200 {
+		for i := range 100 {
+			r := goalRow(fmt.Sprintf("g%03d", i), round+1, []string{"active", "blocked"}[(i+round)%2],
+				fmt.Sprintf("w%d", round), fmt.Sprintf("v%d", i), "common")
+			r.Tags = []string{fmt.Sprintf("t%d", round%7)}
+			x.Put(r)
+			final[r.ID] = r
+		}
+		if round%50 == 49 {
+			x.Remove("g007")
+			delete(final, "g007")
+		}
+	}
+	live := 0
+	for _, r := range final {
+		live += len(r.Readers) + len(r.Tags) + len(r.Words)
+	}
+	if len(x.codes) > 2*live+4096 {
+		t.Errorf("the arena holds %d codes for %d live ones", len(x.codes), live)
+	}
+	fresh := New()
+	for _, r := range final {
+		fresh.Put(r)
+	}
+	sameAnswers(t, x, fresh)
+	for id, r := range final {
+		got, _ := x.Row(id)
+		if !slices.Equal(got.Words, r.Words) || !slices.Equal(got.Tags, r.Tags) {
+			t.Errorf("%s: words %v tags %v, want %v %v", id, got.Words, got.Tags, r.Words, r.Tags)
 		}
 	}
 }

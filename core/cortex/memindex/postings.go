@@ -65,15 +65,36 @@ func (p *postings) bitmap() *roaring.Bitmap {
 // dictionary gives the distinct values of one field (types, tags, words…)
 // small codes, and keeps the posting list of each.
 type dictionary struct {
-	names []string
+	// block holds the names of the first len(ends) codes (those a snapshot
+	// loaded) side by side; ends[c] is where code c's name ends. A million
+	// words then cost four bytes each beside their text, not a string
+	// header. The names of later codes are in added.
+	block string
+	ends  []uint32
+	added []string
 	sets  []postings
 	table nameTable
 }
 
 func newDictionary() *dictionary {
 	d := &dictionary{}
-	d.table.name = func(c uint32) string { return d.names[c] }
+	d.table.name = d.name
 	return d
+}
+
+// len is the number of names.
+func (d *dictionary) len() int { return len(d.ends) + len(d.added) }
+
+// name is code c's name.
+func (d *dictionary) name(c uint32) string {
+	if c < uint32(len(d.ends)) {
+		start := uint32(0)
+		if c > 0 {
+			start = d.ends[c-1]
+		}
+		return d.block[start:d.ends[c]]
+	}
+	return d.added[c-uint32(len(d.ends))]
 }
 
 // code returns the code of name, adding it if new.
@@ -81,8 +102,8 @@ func (d *dictionary) code(name string) uint32 {
 	if c, ok := d.table.find(name); ok {
 		return c
 	}
-	c := uint32(len(d.names))
-	d.names = append(d.names, name)
+	c := uint32(d.len())
+	d.added = append(d.added, name)
 	d.sets = append(d.sets, postings{})
 	d.table.add(name, c)
 	return c

@@ -93,7 +93,7 @@ func (x *Index) Match(f Filter) *roaring.Bitmap {
 		for it.HasNext() {
 			o := it.Next()
 			rw := &x.rows[o]
-			if !rw.hasDue || (f.DueBefore != nil && rw.due.compare(before) >= 0) || (f.DueAfter != nil && rw.due.compare(after) < 0) {
+			if !rw.has(rowHasDue) || (f.DueBefore != nil && rw.due().compare(before) >= 0) || (f.DueAfter != nil && rw.due().compare(after) < 0) {
 				continue
 			}
 			keep.Add(o)
@@ -106,9 +106,9 @@ func (x *Index) Match(f Filter) *roaring.Bitmap {
 // CountsByType splits the set's size by item type.
 func (x *Index) CountsByType(set *roaring.Bitmap) map[string]int {
 	out := map[string]int{}
-	for c, name := range x.types.names {
+	for c := range x.types.len() {
 		if n := x.types.sets[c].bitmap().AndCardinality(set); n > 0 {
-			out[name] = int(n)
+			out[x.types.name(uint32(c))] = int(n)
 		}
 	}
 	return out
@@ -135,7 +135,7 @@ func (x *Index) Checksum(set *roaring.Bitmap) string {
 	var misfits []string
 	if !x.misfit.IsEmpty() && set.Intersects(x.misfit) {
 		for _, o := range roaring.And(set, x.misfit).ToArray() {
-			misfits = append(misfits, x.rows[o].id)
+			misfits = append(misfits, x.id(o))
 		}
 		slices.Sort(misfits)
 		set = roaring.AndNot(set, x.misfit)
@@ -158,7 +158,7 @@ func (x *Index) Checksum(set *roaring.Bitmap) string {
 			if o < inBlock {
 				id = x.blockID(o)
 			} else {
-				id = x.rows[o].id
+				id = x.addedIDs[o-inBlock]
 			}
 			if len(misfits) > 0 && misfits[0] < id {
 				flush()
@@ -214,8 +214,10 @@ func (p Position) key() key {
 	return k
 }
 
-func (rw *row) key() key {
-	return key{rank: rw.rank, hasDue: rw.hasDue, due: rw.due, created: rw.created, blocking: rw.blocking, id: rw.id}
+// key is row o's key.
+func (x *Index) key(o uint32) key {
+	rw := &x.rows[o]
+	return key{rank: rw.rank, hasDue: rw.has(rowHasDue), due: rw.due(), created: rw.created(), blocking: rw.has(rowBlocking), id: x.id(o)}
 }
 
 func (a key) compare(b key) int {
@@ -270,7 +272,7 @@ func (x *Index) Page(set *roaring.Bitmap, after *Position, limit int) (ids []str
 		ords := make([]uint32, 1024)
 		for n := it.NextMany(ords); n > 0; n = it.NextMany(ords) {
 			for _, o := range ords[:n] {
-				k := x.rows[o].key()
+				k := x.key(o)
 				if after != nil && k.compare(from) <= 0 {
 					continue
 				}
