@@ -362,32 +362,32 @@ func (x *Index) compactIfHalfDead() {
 
 // eachSet calls bitmap and list with every set a row's ordinal belongs
 // in, but live and deleted: what adding and removing it go through.
-func (x *Index) eachSet(rw *row, bitmap func(*roaring.Bitmap), list func(*postings)) {
+func (x *Index) eachSet(rw *row, bitmap func(*roaring.Bitmap), list func(d *dictionary, c uint32)) {
 	bitmap(x.rank[rw.rank])
-	list(&x.types.sets[rw.typ])
-	list(&x.statuses.sets[rw.status])
-	list(&x.owners.sets[rw.owner])
+	list(x.types, rw.typ)
+	list(x.statuses, rw.status)
+	list(x.owners, rw.owner)
 	if rw.has(rowHasOrg) {
-		list(&x.orgs.sets[rw.org])
+		list(x.orgs, rw.org)
 	}
 	if rw.has(rowHasParent) {
-		list(&x.parents.sets[rw.parent])
+		list(x.parents, rw.parent)
 	}
 	readers, tags, words := x.run(rw)
 	for _, c := range readers {
-		list(&x.readers.sets[c])
+		list(x.readers, c)
 	}
 	for _, c := range tags {
-		list(&x.tags.sets[c])
+		list(x.tags, c)
 	}
 	for _, c := range words {
-		list(&x.words.sets[c])
+		list(x.words, c)
 	}
 }
 
 // addToSets puts ordinal o, whose row is rw, in every set it belongs in.
 func (x *Index) addToSets(o uint32, rw *row, deleted bool) {
-	x.eachSet(rw, func(b *roaring.Bitmap) { b.Add(o) }, func(p *postings) { p.add(o) })
+	x.eachSet(rw, func(b *roaring.Bitmap) { b.Add(o) }, func(d *dictionary, c uint32) { d.add(c, o) })
 	if deleted {
 		x.deleted.Add(o)
 	} else {
@@ -399,7 +399,7 @@ func (x *Index) addToSets(o uint32, rw *row, deleted bool) {
 // its run of codes is dead.
 func (x *Index) unlink(o uint32) {
 	rw := &x.rows[o]
-	x.eachSet(rw, func(b *roaring.Bitmap) { b.Remove(o) }, func(p *postings) { p.remove(o) })
+	x.eachSet(rw, func(b *roaring.Bitmap) { b.Remove(o) }, func(d *dictionary, c uint32) { d.remove(c, o) })
 	x.live.Remove(o)
 	x.deleted.Remove(o)
 	x.deadCodes += x.runLen(rw)
@@ -422,8 +422,8 @@ func (x *Index) Remove(id string) {
 func (x *Index) withPrefix(p string) *roaring.Bitmap {
 	var bms []*roaring.Bitmap
 	x.words.table.withPrefix(p, func(c uint32) {
-		if s := &x.words.sets[c]; s.len() > 0 {
-			bms = append(bms, s.bitmap())
+		if x.words.sets[c].n > 0 {
+			bms = append(bms, x.words.bitmap(c))
 		}
 	})
 	if len(bms) == 0 {

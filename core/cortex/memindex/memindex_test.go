@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
@@ -309,5 +312,39 @@ func TestManyChangesToTheSameItemsKeepTheCodesArenaBounded(t *testing.T) {
 		if !slices.Equal(got.Words, r.Words) || !slices.Equal(got.Tags, r.Tags) {
 			t.Errorf("%s: words %v tags %v, want %v %v", id, got.Words, got.Tags, r.Words, r.Tags)
 		}
+	}
+}
+
+// A set of postings holds exactly what was added and not removed since,
+// through every form it takes (one ordinal inline, a list, a bitmap) and
+// back, and a list freed by one set is reused by another whole.
+func TestPostingsHoldWhatWasAddedAndNotRemoved(t *testing.T) {
+	d := newDictionary()
+	want := map[uint32]map[uint32]bool{}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		want[d.code(name)] = map[uint32]bool{}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 20_000 {
+		c := uint32(rng.IntN(4))
+		// Sets of a few and sets past smallMax: code 3 draws from more.
+		o := uint32(rng.IntN([]int{3, 6, 40, 80}[c]))
+		if rng.IntN(2) == 0 {
+			d.add(c, o)
+			want[c][o] = true
+		} else {
+			d.remove(c, o)
+			delete(want[c], o)
+		}
+		for c, set := range want {
+			got := d.bitmap(c).ToArray()
+			exp := slices.Sorted(maps.Keys(set))
+			if !slices.Equal(got, exp) && !(len(got) == 0 && len(exp) == 0) {
+				t.Fatalf("step %d: set %d holds %v, want %v", step, c, got, exp)
+			}
+		}
+	}
+	if n := unsafe.Sizeof(postings{}); n != 8 {
+		t.Errorf("a postings takes %d bytes", n)
 	}
 }

@@ -32,11 +32,11 @@ type Filter struct {
 
 // Match returns the ordinals of the items f selects.
 func (x *Index) Match(f Filter) *roaring.Bitmap {
-	p := x.readers.lookup(f.Reader)
-	if p == nil || p.len() == 0 {
+	reader, ok := x.readers.lookup(f.Reader)
+	if !ok {
 		return roaring.New()
 	}
-	sets := []*roaring.Bitmap{p.bitmap()}
+	sets := []*roaring.Bitmap{x.readers.bitmap(reader)}
 	if !f.IncludeDeleted {
 		sets = append(sets, x.live)
 	}
@@ -107,7 +107,7 @@ func (x *Index) Match(f Filter) *roaring.Bitmap {
 func (x *Index) CountsByType(set *roaring.Bitmap) map[string]int {
 	out := map[string]int{}
 	for c := range x.types.len() {
-		if n := x.types.sets[c].bitmap().AndCardinality(set); n > 0 {
+		if n := x.types.bitmap(uint32(c)).AndCardinality(set); n > 0 {
 			out[x.types.name(uint32(c))] = int(n)
 		}
 	}
