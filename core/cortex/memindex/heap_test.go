@@ -150,8 +150,8 @@ func TestALoadedIndexTakesLittleMoreThanItsRows(t *testing.T) {
 	}
 	data = nil
 	perItem := float64(heapInUse()-before) / n
-	if perItem > 170 {
-		t.Errorf("a loaded index takes %.0f bytes an item, want at most 170", perItem)
+	if perItem > 150 {
+		t.Errorf("a loaded index takes %.0f bytes an item, want at most 150", perItem)
 	}
 	t.Logf("%.0f bytes an item", perItem)
 	runtime.KeepAlive(y)

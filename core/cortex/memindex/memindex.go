@@ -9,6 +9,7 @@
 package memindex
 
 import (
+	"encoding/binary"
 	"math"
 	"time"
 
@@ -68,12 +69,10 @@ type row struct {
 	// Index.bigVersions (one past 32 bits).
 	version                         uint32
 	typ, status, owner, org, parent uint32 // codes; org and parent only if set
-	// start is where the row's codes begin in Index.codes: its readers,
-	// then its tags, then its nWords words. A row with 0xffff readers or
-	// tags or more has flagLongRun, and its run begins with the two counts.
-	start, nWords   uint32
-	nReaders, nTags uint16
-	rank, flags     uint8
+	// The row's readers, tags and words are the size bytes of
+	// Index.codes from start (see Index.run).
+	start, size uint32
+	rank, flags uint8
 }
 
 // row flags.
@@ -83,14 +82,10 @@ const (
 	rowBlocking              // the item blocks
 	rowHasOrg                // org is set
 	rowHasParent             // parent is set
-	rowLongRun               // the run starts with its reader and tag counts
 )
 
 // bigVersion is a row's version when the real one is in Index.bigVersions.
 const bigVersion = math.MaxUint32
-
-// longCount is what nReaders and nTags hold for a long run.
-const longCount = math.MaxUint16
 
 func (rw *row) has(flag uint8) bool { return rw.flags&flag != 0 }
 
@@ -119,12 +114,17 @@ type Index struct {
 	idBlock  string
 	idEnds   []uint32
 	addedIDs []string
-	// codes holds every row's readers, tags and words, a run for each
-	// row. A change appends the row's new run: deadCodes counts the codes
-	// no row's run holds any more, and once they are half, the arena is
-	// copied without them (compactCodes).
-	codes     []uint32
+	// codes holds every row's readers, tags and words, a run of bytes for
+	// each row: the count and codes of each as uvarints (what a snapshot
+	// holds of them too). Most codes take a byte or two, not four. A
+	// change appends the row's new run: deadCodes counts the bytes no
+	// row's run holds any more, and once they are half, the arena is
+	// copied without them (compactIfHalfDead).
+	codes     []byte
 	deadCodes int
+	// scratch is run's buffer for the changes, which have the index to
+	// themselves.
+	scratch []uint32
 	// bigVersions holds the versions that do not fit a row's 32 bits.
 	bigVersions map[uint32]int
 	// generation counts changes, so callers can cache what they derive.
@@ -193,25 +193,24 @@ func (x *Index) setVersion(o uint32, v int) {
 	x.bigVersions[o] = v
 }
 
-// run is the readers, tags and words of row rw: slices of the arena,
-// good until the next change.
-func (x *Index) run(rw *row) (readers, tags, words []uint32) {
-	at, nr, nt := rw.start, uint32(rw.nReaders), uint32(rw.nTags)
-	if rw.has(rowLongRun) {
-		nr, nt = x.codes[at], x.codes[at+1]
-		at += 2
+// run appends the readers, tags and words of row rw to buf and returns
+// the three (buf's room is reused: several readers of the index may call
+// it at once, each with its own buf).
+func (x *Index) run(rw *row, buf []uint32) (readers, tags, words []uint32) {
+	b := x.codes[rw.start : rw.start+rw.size]
+	out := buf[:0]
+	var ends [3]int
+	for i := range ends {
+		n, k := binary.Uvarint(b)
+		b = b[k:]
+		for range n {
+			c, k := binary.Uvarint(b)
+			b = b[k:]
+			out = append(out, uint32(c))
+		}
+		ends[i] = len(out)
 	}
-	readers = x.codes[at : at+nr]
-	tags = x.codes[at+nr : at+nr+nt]
-	return readers, tags, x.codes[at+nr+nt : at+nr+nt+rw.nWords]
-}
-
-// runLen is how many codes row rw's run takes in the arena.
-func (x *Index) runLen(rw *row) int {
-	if rw.has(rowLongRun) {
-		return 2 + int(x.codes[rw.start]) + int(x.codes[rw.start+1]) + int(rw.nWords)
-	}
-	return int(rw.nReaders) + int(rw.nTags) + int(rw.nWords)
+	return out[:ends[0]], out[ends[0]:ends[1]], out[ends[1]:ends[2]]
 }
 
 // Len is the number of items indexed.
@@ -234,7 +233,7 @@ func (x *Index) Row(id string) (Row, bool) {
 		}
 		return out
 	}
-	readers, tags, words := x.run(rw)
+	readers, tags, words := x.run(rw, nil)
 	r := Row{ID: id, Version: x.version(o), Type: x.types.name(rw.typ), Status: x.statuses.name(rw.status), Rank: int(rw.rank),
 		Blocking: rw.has(rowBlocking), Created: rw.created().time(), Deleted: x.deleted.Contains(o), Owner: x.owners.name(rw.owner),
 		Readers: names(x.readers, readers), Tags: names(x.tags, tags), Words: names(x.words, words)}
@@ -307,36 +306,23 @@ func (x *Index) link(o uint32, r Row) {
 	if r.Parent != "" {
 		rw.parent, rw.flags = x.parents.code(r.Parent), rw.flags|rowHasParent
 	}
-	rw.start = x.arenaLen(len(r.Readers) + len(r.Tags) + len(r.Words) + 2)
-	if len(r.Readers) >= longCount || len(r.Tags) >= longCount {
-		rw.flags |= rowLongRun
-		rw.nReaders, rw.nTags = longCount, longCount
-		x.codes = append(x.codes, uint32(len(r.Readers)), uint32(len(r.Tags)))
-	} else {
-		rw.nReaders, rw.nTags = uint16(len(r.Readers)), uint16(len(r.Tags))
+	start := len(x.codes)
+	for _, list := range []struct {
+		d     *dictionary
+		names []string
+	}{{x.readers, r.Readers}, {x.tags, r.Tags}, {x.words, r.Words}} {
+		x.codes = binary.AppendUvarint(x.codes, uint64(len(list.names)))
+		for _, n := range list.names {
+			x.codes = binary.AppendUvarint(x.codes, uint64(list.d.code(n)))
+		}
 	}
-	rw.nWords = uint32(len(r.Words))
-	for _, n := range r.Readers {
-		x.codes = append(x.codes, x.readers.code(n))
+	if len(x.codes) > math.MaxUint32 {
+		panic("memindex: more than 4 GB of readers, tags and words")
 	}
-	for _, n := range r.Tags {
-		x.codes = append(x.codes, x.tags.code(n))
-	}
-	for _, n := range r.Words {
-		x.codes = append(x.codes, x.words.code(n))
-	}
+	rw.start, rw.size = uint32(start), uint32(len(x.codes)-start)
 	x.rows[o] = rw
 	x.setVersion(o, r.Version)
 	x.addToSets(o, &x.rows[o], r.Deleted)
-}
-
-// arenaLen is the arena's length, checked to leave room for n more codes
-// at 32-bit offsets.
-func (x *Index) arenaLen(n int) uint32 {
-	if uint64(len(x.codes))+uint64(n) > math.MaxUint32 {
-		panic("memindex: more than 2³² codes of readers, tags and words")
-	}
-	return uint32(len(x.codes))
 }
 
 // compactIfHalfDead copies the arena without its dead codes once they are
@@ -346,15 +332,14 @@ func (x *Index) compactIfHalfDead() {
 	if x.deadCodes < 4096 || x.deadCodes < len(x.codes)/2 {
 		return
 	}
-	codes := make([]uint32, 0, len(x.codes)-x.deadCodes)
+	codes := make([]byte, 0, len(x.codes)-x.deadCodes)
 	for i := range x.rows {
 		rw := &x.rows[i]
 		if !rw.has(rowPresent) {
 			continue
 		}
-		n := x.runLen(rw)
 		start := uint32(len(codes))
-		codes = append(codes, x.codes[rw.start:rw.start+uint32(n)]...)
+		codes = append(codes, x.codes[rw.start:rw.start+rw.size]...)
 		rw.start = start
 	}
 	x.codes, x.deadCodes = codes, 0
@@ -362,7 +347,8 @@ func (x *Index) compactIfHalfDead() {
 
 // eachSet calls bitmap and list with every set a row's ordinal belongs
 // in, but live and deleted: what adding and removing it go through.
-func (x *Index) eachSet(rw *row, bitmap func(*roaring.Bitmap), list func(d *dictionary, c uint32)) {
+// readers, tags and words are the row's run (Index.run).
+func (x *Index) eachSet(rw *row, readers, tags, words []uint32, bitmap func(*roaring.Bitmap), list func(d *dictionary, c uint32)) {
 	bitmap(x.rank[rw.rank])
 	list(x.types, rw.typ)
 	list(x.statuses, rw.status)
@@ -373,7 +359,6 @@ func (x *Index) eachSet(rw *row, bitmap func(*roaring.Bitmap), list func(d *dict
 	if rw.has(rowHasParent) {
 		list(x.parents, rw.parent)
 	}
-	readers, tags, words := x.run(rw)
 	for _, c := range readers {
 		list(x.readers, c)
 	}
@@ -387,7 +372,14 @@ func (x *Index) eachSet(rw *row, bitmap func(*roaring.Bitmap), list func(d *dict
 
 // addToSets puts ordinal o, whose row is rw, in every set it belongs in.
 func (x *Index) addToSets(o uint32, rw *row, deleted bool) {
-	x.eachSet(rw, func(b *roaring.Bitmap) { b.Add(o) }, func(d *dictionary, c uint32) { d.add(c, o) })
+	readers, tags, words := x.run(rw, x.scratch)
+	x.scratch = readers[:0] // its room, grown if it had to
+	x.addRunToSets(o, rw, readers, tags, words, deleted)
+}
+
+// addRunToSets is addToSets with the row's run decoded.
+func (x *Index) addRunToSets(o uint32, rw *row, readers, tags, words []uint32, deleted bool) {
+	x.eachSet(rw, readers, tags, words, func(b *roaring.Bitmap) { b.Add(o) }, func(d *dictionary, c uint32) { d.add(c, o) })
 	if deleted {
 		x.deleted.Add(o)
 	} else {
@@ -399,10 +391,12 @@ func (x *Index) addToSets(o uint32, rw *row, deleted bool) {
 // its run of codes is dead.
 func (x *Index) unlink(o uint32) {
 	rw := &x.rows[o]
-	x.eachSet(rw, func(b *roaring.Bitmap) { b.Remove(o) }, func(d *dictionary, c uint32) { d.remove(c, o) })
+	readers, tags, words := x.run(rw, x.scratch)
+	x.scratch = readers[:0]
+	x.eachSet(rw, readers, tags, words, func(b *roaring.Bitmap) { b.Remove(o) }, func(d *dictionary, c uint32) { d.remove(c, o) })
 	x.live.Remove(o)
 	x.deleted.Remove(o)
-	x.deadCodes += x.runLen(rw)
+	x.deadCodes += int(rw.size)
 	if rw.version == bigVersion {
 		delete(x.bigVersions, o)
 	}

@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"slices"
 	"strings"
 )
 
@@ -47,12 +46,6 @@ func (x *Index) WriteSnapshot(w io.Writer) error {
 	uvarint := func(n uint64) { buf = binary.AppendUvarint(buf, n) }
 	varint := func(n int64) { buf = binary.AppendVarint(buf, n) }
 	str := func(s string) { uvarint(uint64(len(s))); buf = append(buf, s...) }
-	codes := func(cs []uint32) {
-		uvarint(uint64(len(cs)))
-		for _, c := range cs {
-			uvarint(uint64(c))
-		}
-	}
 	flush := func() error {
 		_, err := bw.Write(buf)
 		buf = buf[:0]
@@ -87,7 +80,7 @@ func (x *Index) WriteSnapshot(w io.Writer) error {
 	// hashes a run of them in one write (idBlock).
 	uvarint(uint64(len(x.rows)))
 	var ids strings.Builder
-	arena := 0 // the codes the rows' runs hold: the loaded arena's size
+	arena := 0 // the bytes of the rows' runs: the loaded arena's size
 	for _, o := range order {
 		id := x.id(o)
 		if strings.Contains(id, "\n") {
@@ -96,7 +89,7 @@ func (x *Index) WriteSnapshot(w io.Writer) error {
 		ids.WriteString(id)
 		ids.WriteByte('\n')
 		if rw := &x.rows[o]; rw.has(rowPresent) {
-			arena += x.runLen(rw)
+			arena += int(rw.size)
 		}
 	}
 	str(ids.String())
@@ -134,10 +127,9 @@ func (x *Index) WriteSnapshot(w io.Writer) error {
 		if rw.has(rowHasParent) {
 			uvarint(uint64(rw.parent))
 		}
-		readers, tags, words := x.run(rw)
-		codes(readers)
-		codes(tags)
-		codes(words)
+		// The run is the readers, tags and words as the snapshot holds
+		// them: counts and codes as uvarints.
+		buf = append(buf, x.codes[rw.start:rw.start+rw.size]...)
 		if len(buf) > 64<<10 {
 			if err := flush(); err != nil {
 				return err
@@ -218,8 +210,8 @@ func ReadSnapshot(data []byte) (x *Index, err error) {
 	if len(x.idEnds) != n || len(x.idBlock) > math.MaxUint32 {
 		panic("an id block that does not hold every id")
 	}
-	arena := r.count() // a code takes a byte at least
-	x.codes = make([]uint32, 0, arena)
+	arena := r.count()
+	x.codes = make([]byte, 0, arena)
 	x.rows = make([]row, 0, r.room(n, 16))
 	for i := range n {
 		o := uint32(i)
@@ -256,27 +248,25 @@ func ReadSnapshot(data []byte) (x *Index, err error) {
 			rw.flags |= rowHasParent
 			rw.parent = r.code(x.parents.len())
 		}
-		if len(x.codes) >= math.MaxUint32-2 {
+		// The run is kept as it is, once its codes are checked.
+		start := r.pos
+		codes := r.codes(x.scratch[:0], x.readers.len())
+		nr := len(codes)
+		codes = r.codes(codes, x.tags.len())
+		nt := len(codes)
+		codes = r.codes(codes, x.words.len())
+		x.scratch = codes
+		if len(x.codes)+r.pos-start > math.MaxUint32 {
 			panic("more codes than an arena holds")
 		}
-		rw.start = uint32(len(x.codes))
-		nr := r.codes(&x.codes, x.readers.len())
-		nt := r.codes(&x.codes, x.tags.len())
-		nw := r.codes(&x.codes, x.words.len())
-		if nr >= longCount || nt >= longCount {
-			rw.flags |= rowLongRun
-			rw.nReaders, rw.nTags = longCount, longCount
-			x.codes = slices.Insert(x.codes, int(rw.start), uint32(nr), uint32(nt))
-		} else {
-			rw.nReaders, rw.nTags = uint16(nr), uint16(nt)
-		}
-		rw.nWords = uint32(nw)
+		rw.start, rw.size = uint32(len(x.codes)), uint32(r.pos-start)
+		x.codes = append(x.codes, r.data[start:r.pos]...)
 
 		// Ordinals only grow here, so every add appends.
-		x.addToSets(o, rw, flags&flagDeleted != 0)
+		x.addRunToSets(o, rw, codes[:nr], codes[nr:nt], codes[nt:], flags&flagDeleted != 0)
 	}
 	if len(x.codes) != arena {
-		panic("rows that hold other than their count of codes")
+		panic("rows that hold other than their count of code bytes")
 	}
 	x.ids.sorted = make([]uint32, len(x.rows))
 	for i := range x.ids.sorted {
@@ -299,18 +289,18 @@ type reader struct {
 }
 
 func (r *reader) uvarint() uint64 {
-	var n uint64
-	for shift := 0; ; shift += 7 {
-		if shift > 63 {
-			panic("a number too long")
-		}
-		b := r.data[r.pos]
+	// binary.Uvarint, as Index.run decodes the runs: a number too long
+	// for 64 bits or cut short is refused here, not misread there.
+	if b := r.data[r.pos]; b < 0x80 { // most are one byte
 		r.pos++
-		n |= uint64(b&0x7f) << shift
-		if b < 0x80 {
-			return n
-		}
+		return uint64(b)
 	}
+	n, k := binary.Uvarint(r.data[r.pos:])
+	if k <= 0 {
+		panic("a number too long or cut short")
+	}
+	r.pos += k
+	return n
 }
 
 func (r *reader) varint() int64 {
@@ -355,11 +345,10 @@ func (r *reader) code(limit int) uint32 {
 	return uint32(c)
 }
 
-// codes appends a list of codes to arena and returns its length.
-func (r *reader) codes(arena *[]uint32, limit int) int {
-	n := r.count()
-	for range n {
-		*arena = append(*arena, r.code(limit))
+// codes reads a count and as many codes, and appends them to buf.
+func (r *reader) codes(buf []uint32, limit int) []uint32 {
+	for range r.count() {
+		buf = append(buf, r.code(limit))
 	}
-	return n
+	return buf
 }
