@@ -158,3 +158,34 @@ func TestALoadedIndexTakesLittleMoreThanItsRows(t *testing.T) {
 	runtime.KeepAlive(data)
 	runtime.KeepAlive(buf)
 }
+
+// BenchmarkActivePage1M: cortex.active's work on the index of a million
+// items shaped like engram scale's (scaleRows), built by puts and loaded
+// from a snapshot: the open items of agent_a (about half a million) and
+// the first page of 50 in active order.
+func BenchmarkActivePage1M(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() || raceDetector {
+		n = 20_000
+	}
+	built := New()
+	for _, r := range scaleRows(n, 7) {
+		built.Put(r)
+	}
+	var buf bytes.Buffer
+	if err := built.WriteSnapshot(&buf); err != nil {
+		b.Fatal(err)
+	}
+	loaded, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := Filter{Reader: "agent_a", Statuses: []string{"active", "in_progress", "blocked"}}
+	for name, x := range map[string]*Index{"built": built, "loaded": loaded} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				x.Page(x.Match(f), nil, 50)
+			}
+		})
+	}
+}
