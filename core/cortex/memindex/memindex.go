@@ -11,6 +11,7 @@ package memindex
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -107,10 +108,11 @@ type Index struct {
 	misfit *roaring.Bitmap
 	maxID  string
 	// idBlock holds the ids of the first len(idEnds) ordinals (those a
-	// snapshot loaded), in ordinal order, each followed by a newline;
-	// idEnds[o] is where ordinal o's newline ends. Hashing a run of
-	// ordinals is one write of a slice of it (Checksum). The ids of later
-	// ordinals are in addedIDs.
+	// snapshot loaded, and those added since once there were enough to
+	// fold in), in ordinal order, each followed by a newline; idEnds[o]
+	// is where ordinal o's newline ends. Hashing a run of ordinals is one
+	// write of a slice of it (Checksum). The ids of later ordinals are in
+	// addedIDs.
 	idBlock  string
 	idEnds   []uint32
 	addedIDs []string
@@ -213,6 +215,37 @@ func (x *Index) run(rw *row, buf []uint32) (readers, tags, words []uint32) {
 	return out[:ends[0]], out[ends[0]:ends[1]], out[ends[1]:ends[2]]
 }
 
+// foldAfter is the fewest added ids or names folded into their block at
+// once; more are once they are an eighth of the block's (a variable for
+// the tests). An index built by puts then keeps them as a loaded one
+// does: four bytes each beside their text, not a string header, and not
+// the caller's string, which may be a slice of far more (a word of an
+// item's whole text).
+var foldAfter = 4096
+
+// fold appends each of added and sep to block, and where that ends to
+// ends; it returns added empty. A block past 32-bit offsets is left as it
+// is.
+func fold(block string, ends []uint32, added []string, sep string) (string, []uint32, []string) {
+	size := len(block)
+	for _, s := range added {
+		size += len(s) + len(sep)
+	}
+	if size > math.MaxUint32 {
+		return block, ends, added
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(block)
+	for _, s := range added {
+		b.WriteString(s)
+		b.WriteString(sep)
+		ends = append(ends, uint32(b.Len()))
+	}
+	clear(added)
+	return b.String(), ends, added[:0]
+}
+
 // Len is the number of items indexed.
 func (x *Index) Len() int { return int(x.live.GetCardinality() + x.deleted.GetCardinality()) }
 
@@ -272,6 +305,9 @@ func (x *Index) Put(r Row) {
 		o = uint32(len(x.rows))
 		x.rows = append(x.rows, row{})
 		x.addedIDs = append(x.addedIDs, r.ID)
+		if len(x.addedIDs) >= max(foldAfter, len(x.idEnds)/8) {
+			x.idBlock, x.idEnds, x.addedIDs = fold(x.idBlock, x.idEnds, x.addedIDs, "\n")
+		}
 		x.ids.add(r.ID, o)
 		if len(x.rows) > 1 && r.ID < x.maxID {
 			x.misfit.Add(o)

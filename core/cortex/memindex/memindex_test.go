@@ -352,3 +352,45 @@ func TestPostingsHoldWhatWasAddedAndNotRemoved(t *testing.T) {
 		t.Errorf("a postings takes %d bytes", n)
 	}
 }
+
+// Ids and names added by puts are folded into their blocks as they grow
+// (foldAfter): an index that folds often answers as one that never
+// does, loaded or built, and takes more changes alike.
+func TestFoldedIdsAndNamesAnswerAsAddedOnes(t *testing.T) {
+	build := func(after int) *Index {
+		old := foldAfter
+		foldAfter = after
+		defer func() { foldAfter = old }()
+		x := randomIndex(3000, 8)
+		for i := range 200 { // new ids and words after the first folds
+			x.Put(goalRow(fmt.Sprintf("z%04d", i), 1, "active", fmt.Sprintf("late%d", i)))
+		}
+		return x
+	}
+	folded, plain := build(3), build(1<<30)
+	if len(folded.idEnds) < 3000 || len(folded.addedIDs) == 0 || len(folded.words.ends) < 3000 || len(plain.idEnds)+len(plain.words.ends) != 0 {
+		t.Fatalf("the test needs folds and ids and names added since: %d ids folded, %d added; %d names folded; %d plain ones folded",
+			len(folded.idEnds), len(folded.addedIDs), len(folded.words.ends), len(plain.idEnds)+len(plain.words.ends))
+	}
+	sameAnswers(t, folded, plain)
+	for o := range plain.rows {
+		id := plain.id(uint32(o))
+		a, _ := folded.Row(id)
+		b, _ := plain.Row(id)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%s: folded %+v, plain %+v", id, a, b)
+		}
+	}
+	if got := ids(folded, Filter{Reader: "a", WordPrefixes: []string{"late19"}}); !slices.Equal(got, []string{"z0019", "z0190", "z0191", "z0192", "z0193", "z0194", "z0195", "z0196", "z0197", "z0198", "z0199"}) {
+		t.Errorf("late19: %v", got)
+	}
+	var buf bytes.Buffer
+	if err := folded.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameAnswers(t, loaded, plain)
+}

@@ -124,9 +124,10 @@ func (d *dictionary) bitmap(c uint32) *roaring.Bitmap {
 // small codes, and keeps the posting list of each.
 type dictionary struct {
 	// block holds the names of the first len(ends) codes (those a snapshot
-	// loaded) side by side; ends[c] is where code c's name ends. A million
-	// words then cost four bytes each beside their text, not a string
-	// header. The names of later codes are in added.
+	// loaded, and those added since once there were enough to fold in)
+	// side by side; ends[c] is where code c's name ends. A million words
+	// then cost four bytes each beside their text, not a string header.
+	// The names of later codes are in added.
 	block string
 	ends  []uint32
 	added []string
@@ -167,6 +168,9 @@ func (d *dictionary) code(name string) uint32 {
 	}
 	c := uint32(d.len())
 	d.added = append(d.added, name)
+	if len(d.added) >= max(foldAfter, len(d.ends)/8) {
+		d.block, d.ends, d.added = fold(d.block, d.ends, d.added, "")
+	}
 	d.sets = append(d.sets, postings{})
 	d.table.add(name, c)
 	return c
