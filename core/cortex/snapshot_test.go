@@ -1,6 +1,7 @@
 package cortex
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -223,6 +224,46 @@ func TestAnUnreadableSnapshotBuildsFromTheItems(t *testing.T) {
 	e, _, _ = openDurable(t, dir)
 	if src, _ := e.indexSource(); src != "items" {
 		t.Fatalf("opened from %q; want the items", src)
+	}
+	checkAllQueries(t, e)
+}
+
+// A snapshot of an older format (memindex/testdata/v1.snap, written by
+// the first one) that the store does name is not misread: the index is
+// built from the items, and the next save writes the current format.
+func TestASnapshotOfAnOlderFormatBuildsFromTheItems(t *testing.T) {
+	withSnapshotsOfAnySize(t)
+	dir := t.TempDir()
+	e, closeEngine, _ := openDurable(t, dir)
+	for i := range 5 {
+		e.create(agentA, "goal", fmt.Sprintf("g%d", i), obj{"title": "alpha"})
+	}
+	closeEngine()
+	path := filepath.Join(dir, snapshotFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile("memindex/testdata/v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, _ := bytes.Cut(data, []byte("\n"))
+	if err := os.WriteFile(path, append(append(token, '\n'), old...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, closeEngine, _ = openDurable(t, dir)
+	if src, _ := e.indexSource(); src != "items" {
+		t.Fatalf("opened from %q; want the items", src)
+	}
+	if n := e.query(agentA, "cortex.query", Query{}).Count; n != 5 {
+		t.Errorf("%d items, want 5", n)
+	}
+	checkAllQueries(t, e)
+	closeEngine()
+	e, _, _ = openDurable(t, dir)
+	if src, _ := e.indexSource(); src != "snapshot" {
+		t.Errorf("the next open: from %q; want the snapshot", src)
 	}
 	checkAllQueries(t, e)
 }

@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
@@ -166,7 +169,7 @@ func TestChecksumOfALoadedIndexWithLaterIds(t *testing.T) {
 		set := y.Match(f)
 		var want []string
 		for _, o := range set.ToArray() {
-			want = append(want, y.rows[o].id)
+			want = append(want, y.id(o))
 		}
 		slices.Sort(want)
 		h := sha256.New()
@@ -177,4 +180,217 @@ func TestChecksumOfALoadedIndexWithLaterIds(t *testing.T) {
 			t.Errorf("%+v: checksum of %v differs", f, want)
 		}
 	}
+}
+
+// Versions past 32 bits (a row keeps 32) are kept exactly: compared,
+// reported, saved and loaded.
+func TestVersionsPast32BitsAreKeptExactly(t *testing.T) {
+	const big = 1<<33 + 5
+	x := New()
+	x.Put(goalRow("g1", big, "active", "alpha"))
+	x.Put(goalRow("g1", big-1, "completed", "beta")) // older: ignored
+	if v := x.Version("g1"); v != big {
+		t.Fatalf("version %d, want %d", v, big)
+	}
+	if got := ids(x, Filter{Reader: "a", Statuses: []string{"completed"}}); len(got) != 0 {
+		t.Errorf("an older version replaced the newer: %v", got)
+	}
+	x.Put(goalRow("g2", 1<<32-1, "active")) // the largest 32 bits hold is the marker
+	x.Put(goalRow("g3", 3, "active"))
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	y, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ix := range []*Index{x, y} {
+		for id, want := range map[string]int{"g1": big, "g2": 1<<32 - 1, "g3": 3} {
+			if r, _ := ix.Row(id); ix.Version(id) != want || r.Version != want {
+				t.Errorf("%s: version %d, row's %d, want %d", id, ix.Version(id), r.Version, want)
+			}
+		}
+		ix.Put(goalRow("g1", big+1, "completed"))
+		if v := ix.Version("g1"); v != big+1 {
+			t.Errorf("after an update: version %d", v)
+		}
+		ix.Remove("g1")
+		ix.Put(goalRow("g1", 2, "active"))
+		if v := ix.Version("g1"); v != 2 {
+			t.Errorf("removed and put again: version %d", v)
+		}
+	}
+}
+
+// An item with tens of thousands of readers or tags (counts and codes of
+// several bytes in its run) keeps them all, saved and loaded too, and
+// loses them all when it changes.
+func TestRowsWithManyReadersAndTagsKeepThemAll(t *testing.T) {
+	many := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%05d", prefix, i)
+		}
+		return out
+	}
+	x := New()
+	wide := goalRow("wide", 1, "active", "alpha")
+	wide.Readers = append(many("r", 70_000), "a")
+	x.Put(wide)
+	tagged := goalRow("tagged", 1, "active", "beta")
+	tagged.Tags = many("t", 66_000)
+	x.Put(tagged)
+	x.Put(goalRow("plain", 1, "active", "gamma"))
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	y, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ix := range map[string]*Index{"built": x, "loaded": y} {
+		if r, _ := ix.Row("wide"); len(r.Readers) != 70_001 || !slices.Equal(r.Words, []string{"alpha"}) {
+			t.Errorf("%s: wide has %d readers, words %v", name, len(r.Readers), r.Words)
+		}
+		if r, _ := ix.Row("tagged"); len(r.Tags) != 66_000 || r.Tags[65_999] != "t65999" || !slices.Equal(r.Words, []string{"beta"}) {
+			t.Errorf("%s: tagged has %d tags, words %v", name, len(r.Tags), r.Words)
+		}
+		if got := ids(ix, Filter{Reader: "r69999"}); !slices.Equal(got, []string{"wide"}) {
+			t.Errorf("%s: reader r69999 reads %v", name, got)
+		}
+		if got := ids(ix, Filter{Reader: "a", Tags: []string{"t65999"}}); !slices.Equal(got, []string{"tagged"}) {
+			t.Errorf("%s: tag t65999 is on %v", name, got)
+		}
+		ix.Put(goalRow("wide", 2, "active", "delta"))
+		ix.Put(goalRow("tagged", 2, "active", "delta"))
+		if got := ids(ix, Filter{Reader: "r69999"}); len(got) != 0 {
+			t.Errorf("%s: after the change reader r69999 still reads %v", name, got)
+		}
+		if got := ids(ix, Filter{Reader: "a", Tags: []string{"t00001"}}); len(got) != 0 {
+			t.Errorf("%s: after the change tag t00001 is still on %v", name, got)
+		}
+		if got := ids(ix, Filter{Reader: "a", WordPrefixes: []string{"delta"}}); !slices.Equal(got, []string{"tagged", "wide"}) {
+			t.Errorf("%s: delta is on %v", name, got)
+		}
+	}
+}
+
+// The readers, tags and words of rows share one arena a change appends
+// to: an engram that changes the same items for long keeps it within
+// twice what the rows hold (and 4 KB), and answers as an index built
+// afresh does.
+func TestManyChangesToTheSameItemsKeepTheCodesArenaBounded(t *testing.T) {
+	x := New()
+	final := map[string]Row{}
+	for round := range 200 {
+		for i := range 100 {
+			r := goalRow(fmt.Sprintf("g%03d", i), round+1, []string{"active", "blocked"}[(i+round)%2],
+				fmt.Sprintf("w%d", round), fmt.Sprintf("v%d", i), "common")
+			r.Tags = []string{fmt.Sprintf("t%d", round%7)}
+			x.Put(r)
+			final[r.ID] = r
+		}
+		if round%50 == 49 {
+			x.Remove("g007")
+			delete(final, "g007")
+		}
+	}
+	live := 0
+	for _, rw := range x.rows {
+		if rw.has(rowPresent) {
+			live += int(rw.size)
+		}
+	}
+	if len(x.codes) > 2*live+4096 {
+		t.Errorf("the arena holds %d bytes for %d live ones", len(x.codes), live)
+	}
+	fresh := New()
+	for _, r := range final {
+		fresh.Put(r)
+	}
+	sameAnswers(t, x, fresh)
+	for id, r := range final {
+		got, _ := x.Row(id)
+		if !slices.Equal(got.Words, r.Words) || !slices.Equal(got.Tags, r.Tags) {
+			t.Errorf("%s: words %v tags %v, want %v %v", id, got.Words, got.Tags, r.Words, r.Tags)
+		}
+	}
+}
+
+// A set of postings holds exactly what was added and not removed since,
+// through every form it takes (one ordinal inline, a list, a bitmap) and
+// back, and a list freed by one set is reused by another whole.
+func TestPostingsHoldWhatWasAddedAndNotRemoved(t *testing.T) {
+	d := newDictionary()
+	want := map[uint32]map[uint32]bool{}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		want[d.code(name)] = map[uint32]bool{}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 20_000 {
+		c := uint32(rng.IntN(4))
+		// Sets of a few and sets past smallMax: code 3 draws from more.
+		o := uint32(rng.IntN([]int{3, 6, 40, 80}[c]))
+		if rng.IntN(2) == 0 {
+			d.add(c, o)
+			want[c][o] = true
+		} else {
+			d.remove(c, o)
+			delete(want[c], o)
+		}
+		for c, set := range want {
+			got := d.bitmap(c).ToArray()
+			exp := slices.Sorted(maps.Keys(set))
+			if !slices.Equal(got, exp) && !(len(got) == 0 && len(exp) == 0) {
+				t.Fatalf("step %d: set %d holds %v, want %v", step, c, got, exp)
+			}
+		}
+	}
+	if n := unsafe.Sizeof(postings{}); n != 8 {
+		t.Errorf("a postings takes %d bytes", n)
+	}
+}
+
+// Ids and names added by puts are folded into their blocks as they grow
+// (foldAfter): an index that folds often answers as one that never
+// does, loaded or built, and takes more changes alike.
+func TestFoldedIdsAndNamesAnswerAsAddedOnes(t *testing.T) {
+	build := func(after int) *Index {
+		old := foldAfter
+		foldAfter = after
+		defer func() { foldAfter = old }()
+		x := randomIndex(3000, 8)
+		for i := range 200 { // new ids and words after the first folds
+			x.Put(goalRow(fmt.Sprintf("z%04d", i), 1, "active", fmt.Sprintf("late%d", i)))
+		}
+		return x
+	}
+	folded, plain := build(3), build(1<<30)
+	if len(folded.idEnds) < 3000 || len(folded.addedIDs) == 0 || len(folded.words.ends) < 3000 || len(plain.idEnds)+len(plain.words.ends) != 0 {
+		t.Fatalf("the test needs folds and ids and names added since: %d ids folded, %d added; %d names folded; %d plain ones folded",
+			len(folded.idEnds), len(folded.addedIDs), len(folded.words.ends), len(plain.idEnds)+len(plain.words.ends))
+	}
+	sameAnswers(t, folded, plain)
+	for o := range plain.rows {
+		id := plain.id(uint32(o))
+		a, _ := folded.Row(id)
+		b, _ := plain.Row(id)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%s: folded %+v, plain %+v", id, a, b)
+		}
+	}
+	if got := ids(folded, Filter{Reader: "a", WordPrefixes: []string{"late19"}}); !slices.Equal(got, []string{"z0019", "z0190", "z0191", "z0192", "z0193", "z0194", "z0195", "z0196", "z0197", "z0198", "z0199"}) {
+		t.Errorf("late19: %v", got)
+	}
+	var buf bytes.Buffer
+	if err := folded.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameAnswers(t, loaded, plain)
 }

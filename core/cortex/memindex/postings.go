@@ -14,66 +14,151 @@ import (
 // costs a few.
 const smallMax = 32
 
-// postings is a set of ordinals: a sorted slice while small, a roaring
-// bitmap once large.
+// postings is a set of ordinals in 8 bytes, as a dictionary keeps one
+// for each of its names: a single ordinal inline (most words of a million
+// items name one item: a number, a name), a sorted slice of the
+// dictionary's lists while small, one of its bitmaps once large. A slice
+// header in every one would cost 24 bytes a name.
 type postings struct {
-	small []uint32
-	big   *roaring.Bitmap
+	// n is how many ordinals a list holds, or bigSet for a bitmap.
+	n uint32
+	// ref is the ordinal (n 1), the index in lists (n 2…smallMax) or the
+	// index in bigs (n bigSet).
+	ref uint32
 }
 
-func (p *postings) add(o uint32) {
-	if p.big != nil {
-		p.big.Add(o)
-		return
-	}
-	i, found := slices.BinarySearch(p.small, o)
-	if found {
-		return
-	}
-	p.small = slices.Insert(p.small, i, o)
-	if len(p.small) > smallMax {
-		p.big = roaring.BitmapOf(p.small...)
-		p.small = nil
+// bigSet is a postings' n when it is a bitmap.
+const bigSet = ^uint32(0)
+
+// add puts ordinal o in name c's set.
+func (d *dictionary) add(c, o uint32) {
+	p := &d.sets[c]
+	switch {
+	case p.n == bigSet:
+		d.bigs[p.ref].Add(o)
+	case p.n == 0:
+		*p = postings{n: 1, ref: o}
+	case p.n == 1:
+		if p.ref == o {
+			return
+		}
+		list := []uint32{min(p.ref, o), max(p.ref, o)}
+		*p = postings{n: 2, ref: d.newList(list)}
+	default:
+		list := d.lists[p.ref]
+		i, found := slices.BinarySearch(list, o)
+		if found {
+			return
+		}
+		list = slices.Insert(list, i, o)
+		if len(list) > smallMax {
+			d.freeList(p.ref)
+			d.bigs = append(d.bigs, roaring.BitmapOf(list...))
+			*p = postings{n: bigSet, ref: uint32(len(d.bigs) - 1)}
+			return
+		}
+		d.lists[p.ref], p.n = list, uint32(len(list))
 	}
 }
 
-func (p *postings) remove(o uint32) {
-	if p.big != nil {
-		p.big.Remove(o)
-		return
-	}
-	if i, found := slices.BinarySearch(p.small, o); found {
-		p.small = slices.Delete(p.small, i, i+1)
+// remove takes ordinal o out of name c's set.
+func (d *dictionary) remove(c, o uint32) {
+	p := &d.sets[c]
+	switch {
+	case p.n == bigSet:
+		d.bigs[p.ref].Remove(o)
+	case p.n == 0:
+	case p.n == 1:
+		if p.ref == o {
+			*p = postings{}
+		}
+	default:
+		list := d.lists[p.ref]
+		i, found := slices.BinarySearch(list, o)
+		if !found {
+			return
+		}
+		list = slices.Delete(list, i, i+1)
+		if len(list) == 1 {
+			d.freeList(p.ref)
+			*p = postings{n: 1, ref: list[0]}
+			return
+		}
+		d.lists[p.ref], p.n = list, uint32(len(list))
 	}
 }
 
-func (p *postings) len() uint64 {
-	if p.big != nil {
-		return p.big.GetCardinality()
+// newList keeps list among the lists and returns its index.
+func (d *dictionary) newList(list []uint32) uint32 {
+	if n := len(d.freeLists); n > 0 {
+		i := d.freeLists[n-1]
+		d.freeLists = d.freeLists[:n-1]
+		d.lists[i] = list
+		return i
 	}
-	return uint64(len(p.small))
+	d.lists = append(d.lists, list)
+	return uint32(len(d.lists) - 1)
 }
 
-// bitmap is the set as a bitmap the caller must not change.
-func (p *postings) bitmap() *roaring.Bitmap {
-	if p.big != nil {
-		return p.big
+// freeList gives list i back for reuse.
+func (d *dictionary) freeList(i uint32) {
+	d.lists[i] = nil
+	d.freeLists = append(d.freeLists, i)
+}
+
+// bitmap is name c's set as a bitmap the caller must not change.
+func (d *dictionary) bitmap(c uint32) *roaring.Bitmap {
+	switch p := d.sets[c]; {
+	case p.n == bigSet:
+		return d.bigs[p.ref]
+	case p.n == 0:
+		return roaring.New()
+	case p.n == 1:
+		return roaring.BitmapOf(p.ref)
+	default:
+		return roaring.BitmapOf(d.lists[p.ref]...)
 	}
-	return roaring.BitmapOf(p.small...)
 }
 
 // dictionary gives the distinct values of one field (types, tags, words…)
 // small codes, and keeps the posting list of each.
 type dictionary struct {
-	names []string
-	sets  []postings
-	table nameTable
+	// block holds the names of the first len(ends) codes (those a snapshot
+	// loaded, and those added since once there were enough to fold in)
+	// side by side; ends[c] is where code c's name ends. A million words
+	// then cost four bytes each beside their text, not a string header.
+	// The names of later codes are in added.
+	block string
+	ends  []uint32
+	added []string
+	sets  []postings // by code
+	// lists and bigs hold the sets of more than one ordinal (postings);
+	// freeLists are the indexes of lists no set uses now.
+	lists     [][]uint32
+	freeLists []uint32
+	bigs      []*roaring.Bitmap
+	table     nameTable
 }
 
 func newDictionary() *dictionary {
 	d := &dictionary{}
-	d.table.name = func(c uint32) string { return d.names[c] }
+	d.table.name = d.name
 	return d
+}
+
+// len is the number of names.
+func (d *dictionary) len() int { return len(d.ends) + len(d.added) }
+
+// name is code c's name.
+func (d *dictionary) name(c uint32) string {
+	if c < uint32(len(d.ends)) {
+		start := uint32(0)
+		if c > 0 {
+			start = d.ends[c-1]
+		}
+		return d.block[start:d.ends[c]]
+	}
+	return d.added[c-uint32(len(d.ends))]
 }
 
 // code returns the code of name, adding it if new.
@@ -81,20 +166,20 @@ func (d *dictionary) code(name string) uint32 {
 	if c, ok := d.table.find(name); ok {
 		return c
 	}
-	c := uint32(len(d.names))
-	d.names = append(d.names, name)
+	c := uint32(d.len())
+	d.added = append(d.added, name)
+	if len(d.added) >= max(foldAfter, len(d.ends)/8) {
+		d.block, d.ends, d.added = fold(d.block, d.ends, d.added, "")
+	}
 	d.sets = append(d.sets, postings{})
 	d.table.add(name, c)
 	return c
 }
 
-// lookup returns the posting list of name, or nil.
-func (d *dictionary) lookup(name string) *postings {
+// lookup returns the code of name and whether its set has any ordinal.
+func (d *dictionary) lookup(name string) (uint32, bool) {
 	c, ok := d.table.find(name)
-	if !ok {
-		return nil
-	}
-	return &d.sets[c]
+	return c, ok && d.sets[c].n > 0
 }
 
 // nameTable finds codes by name without a map entry per name: a list of
@@ -174,8 +259,8 @@ func (t *nameTable) withPrefix(p string, fn func(c uint32)) {
 func (d *dictionary) union(names []string) *roaring.Bitmap {
 	var bms []*roaring.Bitmap
 	for _, n := range names {
-		if p := d.lookup(n); p != nil && p.len() > 0 {
-			bms = append(bms, p.bitmap())
+		if c, ok := d.lookup(n); ok {
+			bms = append(bms, d.bitmap(c))
 		}
 	}
 	switch len(bms) {

@@ -32,11 +32,11 @@ type Filter struct {
 
 // Match returns the ordinals of the items f selects.
 func (x *Index) Match(f Filter) *roaring.Bitmap {
-	p := x.readers.lookup(f.Reader)
-	if p == nil || p.len() == 0 {
+	reader, ok := x.readers.lookup(f.Reader)
+	if !ok {
 		return roaring.New()
 	}
-	sets := []*roaring.Bitmap{p.bitmap()}
+	sets := []*roaring.Bitmap{x.readers.bitmap(reader)}
 	if !f.IncludeDeleted {
 		sets = append(sets, x.live)
 	}
@@ -93,7 +93,7 @@ func (x *Index) Match(f Filter) *roaring.Bitmap {
 		for it.HasNext() {
 			o := it.Next()
 			rw := &x.rows[o]
-			if !rw.hasDue || (f.DueBefore != nil && rw.due.compare(before) >= 0) || (f.DueAfter != nil && rw.due.compare(after) < 0) {
+			if !rw.has(rowHasDue) || (f.DueBefore != nil && rw.due().compare(before) >= 0) || (f.DueAfter != nil && rw.due().compare(after) < 0) {
 				continue
 			}
 			keep.Add(o)
@@ -106,9 +106,9 @@ func (x *Index) Match(f Filter) *roaring.Bitmap {
 // CountsByType splits the set's size by item type.
 func (x *Index) CountsByType(set *roaring.Bitmap) map[string]int {
 	out := map[string]int{}
-	for c, name := range x.types.names {
-		if n := x.types.sets[c].bitmap().AndCardinality(set); n > 0 {
-			out[name] = int(n)
+	for c := range x.types.len() {
+		if n := x.types.bitmap(uint32(c)).AndCardinality(set); n > 0 {
+			out[x.types.name(uint32(c))] = int(n)
 		}
 	}
 	return out
@@ -135,7 +135,7 @@ func (x *Index) Checksum(set *roaring.Bitmap) string {
 	var misfits []string
 	if !x.misfit.IsEmpty() && set.Intersects(x.misfit) {
 		for _, o := range roaring.And(set, x.misfit).ToArray() {
-			misfits = append(misfits, x.rows[o].id)
+			misfits = append(misfits, x.id(o))
 		}
 		slices.Sort(misfits)
 		set = roaring.AndNot(set, x.misfit)
@@ -158,7 +158,7 @@ func (x *Index) Checksum(set *roaring.Bitmap) string {
 			if o < inBlock {
 				id = x.blockID(o)
 			} else {
-				id = x.rows[o].id
+				id = x.addedIDs[o-inBlock]
 			}
 			if len(misfits) > 0 && misfits[0] < id {
 				flush()
@@ -197,12 +197,16 @@ type Position struct {
 	ID       string
 }
 
-// key is a Position as rows compare.
+// key is a Position as rows compare. A row's key holds its ordinal, and
+// its id is fetched only when two keys tie on everything else: walking a
+// rank's rows then reads nothing but the rows.
 type key struct {
 	rank         uint8
 	hasDue       bool
-	due, created stamp
 	blocking     bool
+	isRow        bool // o is set, not id
+	o            uint32
+	due, created stamp
 	id           string
 }
 
@@ -214,11 +218,22 @@ func (p Position) key() key {
 	return k
 }
 
-func (rw *row) key() key {
-	return key{rank: rw.rank, hasDue: rw.hasDue, due: rw.due, created: rw.created, blocking: rw.blocking, id: rw.id}
+// key is row o's key.
+func (x *Index) key(o uint32) key {
+	rw := &x.rows[o]
+	return key{rank: rw.rank, hasDue: rw.has(rowHasDue), due: rw.due(), created: rw.created(), blocking: rw.has(rowBlocking), isRow: true, o: o}
 }
 
-func (a key) compare(b key) int {
+// keyID is k's id.
+func (x *Index) keyID(k *key) string {
+	if k.isRow {
+		return x.id(k.o)
+	}
+	return k.id
+}
+
+// compare orders keys: the active order.
+func (x *Index) compare(a, b key) int {
 	if a.rank != b.rank {
 		return int(a.rank) - int(b.rank)
 	}
@@ -242,7 +257,10 @@ func (a key) compare(b key) int {
 	if c := a.created.compare(b.created); c != 0 {
 		return c
 	}
-	return strings.Compare(a.id, b.id)
+	if a.isRow && b.isRow && a.o == b.o {
+		return 0
+	}
+	return strings.Compare(x.keyID(&a), x.keyID(&b))
 }
 
 // Page returns the ids of the first limit items of set in active order
@@ -265,25 +283,25 @@ func (x *Index) Page(set *roaring.Bitmap, after *Position, limit int) (ids []str
 		if bucket.IsEmpty() {
 			continue
 		}
-		top := &maxHeap{}
+		top := &maxHeap{x: x}
 		it := bucket.ManyIterator()
 		ords := make([]uint32, 1024)
 		for n := it.NextMany(ords); n > 0; n = it.NextMany(ords) {
 			for _, o := range ords[:n] {
-				k := x.rows[o].key()
-				if after != nil && k.compare(from) <= 0 {
+				k := x.key(o)
+				if after != nil && x.compare(k, from) <= 0 {
 					continue
 				}
 				if top.Len() < want-len(page) {
 					heap.Push(top, k)
-				} else if k.compare((*top)[0]) < 0 {
-					(*top)[0] = k
+				} else if x.compare(k, top.keys[0]) < 0 {
+					top.keys[0] = k
 					heap.Fix(top, 0)
 				}
 			}
 		}
-		got := []key(*top)
-		slices.SortFunc(got, key.compare)
+		got := top.keys
+		slices.SortFunc(got, x.compare)
 		page = append(page, got...)
 		if len(page) >= want {
 			break
@@ -292,22 +310,24 @@ func (x *Index) Page(set *roaring.Bitmap, after *Position, limit int) (ids []str
 	more = len(page) > limit
 	page = page[:min(limit, len(page))]
 	ids = make([]string, len(page))
-	for i, k := range page {
-		ids[i] = k.id
+	for i := range page {
+		ids[i] = x.keyID(&page[i])
 	}
 	return ids, more
 }
 
 // maxHeap keeps the smallest keys seen, largest on top.
-type maxHeap []key
+type maxHeap struct {
+	keys []key
+	x    *Index
+}
 
-func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return h[i].compare(h[j]) > 0 }
-func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *maxHeap) Push(v any)        { *h = append(*h, v.(key)) }
+func (h *maxHeap) Len() int           { return len(h.keys) }
+func (h *maxHeap) Less(i, j int) bool { return h.x.compare(h.keys[i], h.keys[j]) > 0 }
+func (h *maxHeap) Swap(i, j int)      { h.keys[i], h.keys[j] = h.keys[j], h.keys[i] }
+func (h *maxHeap) Push(v any)         { h.keys = append(h.keys, v.(key)) }
 func (h *maxHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
+	v := h.keys[len(h.keys)-1]
+	h.keys = h.keys[:len(h.keys)-1]
 	return v
 }
