@@ -512,8 +512,8 @@ type tableReport struct {
 func checkTables(dir string, c tableCheck) (r tableReport) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*"+tableExt)) // the pattern is valid
 	slices.Sort(paths)
-	// Every block of every table, on every core: at a million items this
-	// is most of an open. The first bad table in name order is reported,
+	// Every table, on every core: at a million items, 2 s of block checks
+	// or 0.2 s of sums. The first bad table in name order is reported,
 	// whichever finishes first.
 	reasons := make([]string, len(paths))
 	sums := make([]*tableSum, len(paths))
