@@ -172,14 +172,7 @@ func BenchmarkActivePage1M(b *testing.B) {
 	for _, r := range scaleRows(n, 7) {
 		built.Put(r)
 	}
-	var buf bytes.Buffer
-	if err := built.WriteSnapshot(&buf); err != nil {
-		b.Fatal(err)
-	}
-	loaded, err := ReadSnapshot(buf.Bytes())
-	if err != nil {
-		b.Fatal(err)
-	}
+	loaded := reloaded(b, built)
 	f := Filter{Reader: "agent_a", Statuses: []string{"active", "in_progress", "blocked"}}
 	for name, x := range map[string]*Index{"built": built, "loaded": loaded} {
 		b.Run(name, func(b *testing.B) {

@@ -1,7 +1,6 @@
 package memindex
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -152,14 +151,7 @@ func TestChecksumOfALoadedIndexWithLaterIds(t *testing.T) {
 	for _, id := range []string{"b1", "b2", "b3", "d1", "d2", "f1"} {
 		x.Put(goalRow(id, 1, "active"))
 	}
-	var buf bytes.Buffer
-	if err := x.WriteSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	y, err := ReadSnapshot(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := reloaded(t, x)
 	for _, id := range []string{"g1", "a0", "c5", "h9", "b25"} { // after f1 in order, then misfits
 		y.Put(goalRow(id, 1, "active"))
 	}
@@ -197,14 +189,7 @@ func TestVersionsPast32BitsAreKeptExactly(t *testing.T) {
 	}
 	x.Put(goalRow("g2", 1<<32-1, "active")) // the largest 32 bits hold is the marker
 	x.Put(goalRow("g3", 3, "active"))
-	var buf bytes.Buffer
-	if err := x.WriteSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	y, err := ReadSnapshot(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := reloaded(t, x)
 	for _, ix := range []*Index{x, y} {
 		for id, want := range map[string]int{"g1": big, "g2": 1<<32 - 1, "g3": 3} {
 			if r, _ := ix.Row(id); ix.Version(id) != want || r.Version != want {
@@ -242,14 +227,7 @@ func TestRowsWithManyReadersAndTagsKeepThemAll(t *testing.T) {
 	tagged.Tags = many("t", 66_000)
 	x.Put(tagged)
 	x.Put(goalRow("plain", 1, "active", "gamma"))
-	var buf bytes.Buffer
-	if err := x.WriteSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	y, err := ReadSnapshot(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := reloaded(t, x)
 	for name, ix := range map[string]*Index{"built": x, "loaded": y} {
 		if r, _ := ix.Row("wide"); len(r.Readers) != 70_001 || !slices.Equal(r.Words, []string{"alpha"}) {
 			t.Errorf("%s: wide has %d readers, words %v", name, len(r.Readers), r.Words)
@@ -384,13 +362,6 @@ func TestFoldedIdsAndNamesAnswerAsAddedOnes(t *testing.T) {
 	if got := ids(folded, Filter{Reader: "a", WordPrefixes: []string{"late19"}}); !slices.Equal(got, []string{"z0019", "z0190", "z0191", "z0192", "z0193", "z0194", "z0195", "z0196", "z0197", "z0198", "z0199"}) {
 		t.Errorf("late19: %v", got)
 	}
-	var buf bytes.Buffer
-	if err := folded.WriteSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := ReadSnapshot(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := reloaded(t, folded)
 	sameAnswers(t, loaded, plain)
 }

@@ -61,18 +61,25 @@ func sameAnswers(t *testing.T, a, b *Index) {
 	}
 }
 
+// reloaded is x written to a snapshot and read back.
+func reloaded(tb testing.TB, x *Index) *Index {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := x.WriteSnapshot(&buf); err != nil {
+		tb.Fatal(err)
+	}
+	y, err := ReadSnapshot(buf.Bytes())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return y
+}
+
 // A snapshot loads into an index that answers every query as the saved
 // one does, and keeps taking changes.
 func TestASnapshotLoadsIntoAnIndexThatAnswersAlike(t *testing.T) {
 	x := randomIndex(3000, 1)
-	var buf bytes.Buffer
-	if err := x.WriteSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	y, err := ReadSnapshot(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := reloaded(t, x)
 	if y.Len() != x.Len() {
 		t.Fatalf("loaded %d items, saved %d", y.Len(), x.Len())
 	}
