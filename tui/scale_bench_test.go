@@ -36,6 +36,7 @@ var (
 	scaleGoals  = flag.Int("scale-goals", -1, "how many goals the scale benchmarks build, when not -scale's share (1000000 with -scale 0: issue 17's 1M-item store)")
 	scaleAgent  = flag.String("scale-agent", "", "the agent the console acts as over the scale store (agent_a for a store `engram scale` built: its items are agent_a's); default engram's")
 	scaleHeap   = flag.String("scale-heap", "", "file BenchmarkResidentMemory writes a heap profile to while the store is open, after the queries")
+	scaleSearch = flag.String("scale-search", "", "AGENT/CONVERSATION that BenchmarkResidentMemory also searches at the end, as that agent (local/scale for the 1M utterances of a store `engram scale` built), reporting rss-searched-MB")
 	scaleDir    = flag.String("scale-dir", "", "directory of the scale benchmarks' durable store: reused when it holds one, built there otherwise (default: a temporary one)")
 )
 
@@ -436,7 +437,8 @@ func procStatusMB(field string) float64 {
 // a garbage collection, as a running engram holds it ("held", with the
 // peak, VmHWM, the Go heap in use, and RssAnon and RssFile apart). Last it asks engine.info for its counts, which read
 // every key and so page much of the store's tables into memory, and
-// reports that apart ("counted"). -memprofile then shows what dominates
+// reports that apart ("counted"); with -scale-search, before that, a
+// search of a large conversation ("searched"). -memprofile then shows what dominates
 // the heap. The figures are the whole process's (the test binary's few MB
 // too); run it with -benchtime 1x, as a later iteration starts from the
 // last one's.
@@ -511,6 +513,16 @@ func BenchmarkResidentMemory(b *testing.B) {
 		b.ReportMetric(procStatusMB("RssAnon"), "rss-anon-MB")
 		b.ReportMetric(procStatusMB("RssFile"), "rss-file-MB")
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MB")
+		if agent, conv, ok := strings.Cut(*scaleSearch, "/"); ok {
+			// A search of a large conversation keeps its postings in
+			// memory (history's postings.go).
+			args := fmt.Sprintf(`{"conversation":%q,"query":"bravo charlie"}`, conv)
+			if _, err := engine.Do(ctx, core.Request{Action: "history.search", Principal: agent, Args: json.RawMessage(args)}); err != nil {
+				b.Fatalf("-scale-search %s: %v", *scaleSearch, err)
+			}
+			runtime.GC()
+			b.ReportMetric(procStatusMB("VmRSS"), "rss-searched-MB")
+		}
 		b.ReportMetric(procStatusMB("VmHWM"), "hwm-MB")
 		if _, err := engine.Do(ctx, core.Request{Action: "engine.info"}); err != nil {
 			b.Fatalf("engine.info: %v", err)
