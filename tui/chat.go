@@ -169,6 +169,9 @@ type chatBuffer struct {
 	loaded      bool // the buffer of the conversation has come
 	statsLoaded bool // and its stats
 	loadErr     string
+	// statsErr is why the stats did not come (the side panel says it,
+	// not "Loading…").
+	statsErr string
 	// view scrolls the conversation, the newest kept in view.
 	view scrollView
 	// at is the line of each utterance's header in view, by index.
@@ -684,7 +687,7 @@ func (p *chatPane) statsResult(msg resultMsg[history.Stats]) tea.Cmd {
 	}
 	var cmd tea.Cmd
 	if msg.err != nil {
-		p.buf.loadErr = errs.As(msg.err).Message
+		p.buf.statsErr = errs.As(msg.err).Message
 	} else {
 		cmd = p.setStats(msg.value)
 	}
@@ -701,7 +704,7 @@ func (p *chatPane) statsResult(msg resultMsg[history.Stats]) tea.Cmd {
 func (p *chatPane) setStats(st history.Stats) tea.Cmd {
 	prev := p.buf.stats.LastEviction
 	first := !p.buf.statsLoaded
-	p.buf.stats, p.buf.statsLoaded, p.buf.loadErr = st, true, ""
+	p.buf.stats, p.buf.statsLoaded, p.buf.statsErr = st, true, ""
 	cur := st.LastEviction
 	if first || cur == nil || (prev != nil && prev.At.Equal(cur.At) && slices.Equal(prev.Indexes, cur.Indexes)) {
 		return nil

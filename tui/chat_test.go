@@ -813,3 +813,25 @@ func TestChatSaysNoBufferSizeBeforeItsStatsCome(t *testing.T) {
 		t.Fatalf("a buffer size is claimed before the stats came:\n%s", view)
 	}
 }
+
+// When the buffer's stats cannot be read, the Chat tab's side panel
+// says so rather than "Loading…" for ever (the error went into the
+// conversation's own load error, shown only while the conversation had
+// not come, and cleared once it came).
+func TestChatSaysWhenTheBufferStatsFailToLoad(t *testing.T) {
+	engine := newTourEngine(t)
+	m := New(engine, Options{StatusFade: time.Hour})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
+	p := chatOf(m)
+	p.loadBuffer()
+	p.bufferResult(resultMsg[history.Utterances]{req: p.buf.read.req})
+	p.loadStats()
+	p.statsResult(resultMsg[history.Stats]{req: p.buf.stat.req, err: fmt.Errorf("disk gone")})
+	view := m.View()
+	if strings.Contains(view, "Loading…") {
+		t.Fatalf("the buffer's stats failed, yet the panel says it is loading them:\n%s", view)
+	}
+	if !strings.Contains(view, "Could not read its figures: disk gone") {
+		t.Fatalf("the stats' error is not shown:\n%s", view)
+	}
+}

@@ -361,7 +361,11 @@ func (p *chatPane) renderSide() {
 func (p *chatPane) sideFixed(w int) []string {
 	s := p.styles
 	st := p.buf.stats
-	if !p.buf.statsLoaded {
+	switch {
+	case !p.buf.statsLoaded && p.buf.statsErr != "":
+		return append([]string{s.Emphasis.Render(" Buffer")},
+			append(styleLines(s.Failed, wrapText("✗ Could not read its figures: "+oneLine(p.buf.statsErr), w-2, " ")), "")...)
+	case !p.buf.statsLoaded:
 		return []string{s.Emphasis.Render(" Buffer"), s.Muted.Render(" Loading…"), ""}
 	}
 	lines := []string{s.Emphasis.Render(" Buffer") + s.Muted.Render(" · "+st.Backend)}
