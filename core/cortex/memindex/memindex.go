@@ -4,8 +4,9 @@
 // few bitmap intersections instead of a scan of index keys.
 //
 // The index holds no data of its own: Badger holds the items, and the
-// cortex feeds the index each committed change (Put). It is not safe for
-// concurrent use; the cortex guards it (see core/cortex/cache.go).
+// cortex feeds the index each committed change (Put). Reads (queries,
+// WriteSnapshot) may run at once; a change needs the index to itself. The
+// cortex guards it so (liveIndex.mu in core/cortex/liveindex.go).
 package memindex
 
 import (
