@@ -171,13 +171,13 @@ func (c *Cortex) startIndexing() {
 		if buildStartHook != nil {
 			buildStartHook(li.store.Dir())
 		}
-		before := -1
-		if loadsSnapshot && os.Getenv("GOGC") == "" {
-			// Snapshots are of large indexes (snapshotMinItems), and a
-			// load allocates the file's bytes and the index at once:
-			// with the default GOGC the heap would peak near twice that
-			// (700 MB at a million items, where 580 MB do with 50).
-			before = debug.SetGCPercent(loadGCPercent)
+		// Snapshots are of large indexes (snapshotMinItems), and a load
+		// allocates the file's bytes and the index at once: with the
+		// default GOGC the heap would peak near twice that (700 MB at a
+		// million items, where 580 MB do with 50).
+		lowGC := loadsSnapshot && os.Getenv("GOGC") == ""
+		if lowGC {
+			startLoadGC()
 		}
 		err := li.build(ctx)
 		close(li.built)
@@ -187,12 +187,7 @@ func (c *Cortex) startIndexing() {
 		li.mu.RLock()
 		large := li.idx != nil && li.idx.Len() >= snapshotMinItems
 		li.mu.RUnlock()
-		switch {
-		case large:
-			holdHeapNearLive()
-		case before >= 0:
-			debug.SetGCPercent(before)
-		}
+		endLoadGC(lowGC, large)
 	})
 	c.env.OnClose(func() error {
 		cancel()
@@ -215,6 +210,52 @@ func (c *Cortex) startIndexing() {
 
 // loadGCPercent is the GOGC while a snapshot loads (see startIndexing).
 const loadGCPercent = 50
+
+// gcLoads is what the cortexes of a process (tests, a program embedding
+// engines) change of its one GC percent: the snapshot loads under way,
+// the percent from before the first of them, and whether one that ended
+// meanwhile holds a large index.
+var gcLoads struct {
+	sync.Mutex
+	n      int
+	before int
+	held   bool
+}
+
+// startLoadGC lowers the GC percent for a snapshot's load; the first of
+// overlapping loads keeps the percent there was.
+func startLoadGC() {
+	gcLoads.Lock()
+	defer gcLoads.Unlock()
+	if gcLoads.n == 0 {
+		gcLoads.before = debug.SetGCPercent(loadGCPercent)
+	}
+	gcLoads.n++
+}
+
+// endLoadGC settles the GC percent once an index is built (loaded: it
+// was built under startLoadGC; large: it is one to hold the heap near
+// live for). While other loads run, it stays theirs; the last to end
+// holds the heap near live if any ended large, or restores the percent
+// from before the first.
+func endLoadGC(loaded, large bool) {
+	gcLoads.Lock()
+	defer gcLoads.Unlock()
+	if loaded {
+		gcLoads.n--
+	}
+	gcLoads.held = gcLoads.held || large
+	if gcLoads.n > 0 {
+		return
+	}
+	switch {
+	case gcLoads.held:
+		holdHeapNearLive()
+	case loaded:
+		debug.SetGCPercent(gcLoads.before)
+	}
+	gcLoads.held = false
+}
 
 // heapHeadroom is how far past the live heap the Go heap may grow
 // between collections once a large index is held (see holdHeapNearLive).
