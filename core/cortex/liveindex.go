@@ -180,7 +180,6 @@ func (c *Cortex) startIndexing() {
 			startLoadGC()
 		}
 		err := li.build(ctx)
-		close(li.built)
 		if err != nil && ctx.Err() == nil {
 			li.log.Warn("building the cortex query index failed; queries read the store's index keys", "err", err)
 		}
@@ -188,6 +187,10 @@ func (c *Cortex) startIndexing() {
 		large := li.idx != nil && li.idx.Len() >= snapshotMinItems
 		li.mu.RUnlock()
 		endLoadGC(lowGC, large)
+		// Indexed says the load is over once its memory is settled too
+		// (engram check and the memory benchmark wait on it). Queries do
+		// not wait for this: they use the index as soon as build sets it.
+		close(li.built)
 	})
 	c.env.OnClose(func() error {
 		cancel()
