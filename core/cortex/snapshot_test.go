@@ -75,6 +75,22 @@ func (e *testEnv) indexSource() (string, int) {
 	return e.c.index.source, e.c.index.replayed
 }
 
+// reopenBuiltFromItems opens the store in dir again, whose index must be
+// built from the items (no usable snapshot), holding want items (-1: any
+// number), and every query exact.
+func reopenBuiltFromItems(t *testing.T, dir string, want int) (*testEnv, func()) {
+	t.Helper()
+	e, closeEngine, _ := openDurable(t, dir)
+	if src, _ := e.indexSource(); src != "items" {
+		t.Fatalf("opened from %q; want the items", src)
+	}
+	if n := e.query(agentA, "cortex.query", Query{}).Count; want >= 0 && n != want {
+		t.Errorf("%d items, want %d", n, want)
+	}
+	checkAllQueries(t, e)
+	return e, closeEngine
+}
+
 // Issue 17: a durable store's index is saved on close and loaded on the
 // next open; what changed after the save (and before a crash that saved
 // nothing) is read again from the items, and every query stays exact.
@@ -134,14 +150,7 @@ func TestASnapshotTheStoreDoesNotNameIsNotUsed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, snapshotFile), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, closeEngine, _ = openDurable(t, dir)
-	if src, _ := e.indexSource(); src != "items" {
-		t.Fatalf("opened from %q; want the items", src)
-	}
-	if n := e.query(agentA, "cortex.query", Query{}).Count; n != 11 {
-		t.Errorf("%d items, want 11", n)
-	}
-	checkAllQueries(t, e)
+	_, closeEngine = reopenBuiltFromItems(t, dir, 11)
 
 	// A damaged snapshot: also built from the items. (The open above built
 	// from the items and saved a new snapshot.)
@@ -153,11 +162,7 @@ func TestASnapshotTheStoreDoesNotNameIsNotUsed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, snapshotFile), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, _, _ = openDurable(t, dir)
-	if src, _ := e.indexSource(); src != "items" {
-		t.Fatalf("a damaged snapshot: opened from %q; want the items", src)
-	}
-	checkAllQueries(t, e)
+	reopenBuiltFromItems(t, dir, -1)
 }
 
 // A save covers every changed key at once, however many: a store that
@@ -221,11 +226,7 @@ func TestAnUnreadableSnapshotBuildsFromTheItems(t *testing.T) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	e, _, _ = openDurable(t, dir)
-	if src, _ := e.indexSource(); src != "items" {
-		t.Fatalf("opened from %q; want the items", src)
-	}
-	checkAllQueries(t, e)
+	reopenBuiltFromItems(t, dir, -1)
 }
 
 // A snapshot of an older format (memindex/testdata/v1.snap, written by
@@ -252,14 +253,7 @@ func TestASnapshotOfAnOlderFormatBuildsFromTheItems(t *testing.T) {
 	if err := os.WriteFile(path, append(append(token, '\n'), old...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, closeEngine, _ = openDurable(t, dir)
-	if src, _ := e.indexSource(); src != "items" {
-		t.Fatalf("opened from %q; want the items", src)
-	}
-	if n := e.query(agentA, "cortex.query", Query{}).Count; n != 5 {
-		t.Errorf("%d items, want 5", n)
-	}
-	checkAllQueries(t, e)
+	_, closeEngine = reopenBuiltFromItems(t, dir, 5)
 	closeEngine()
 	e, _, _ = openDurable(t, dir)
 	if src, _ := e.indexSource(); src != "snapshot" {
