@@ -230,6 +230,50 @@ func BenchmarkCortexActive1M(b *testing.B) {
 	}
 }
 
+// BenchmarkCortexActiveAfterAChange1M is BenchmarkCortexActive1M with
+// the priority of one of agent_a's items changed before each ask
+// (untimed): an agent's turn start after its last turn wrote, where no
+// cached match helps.
+func BenchmarkCortexActiveAfterAChange1M(b *testing.B) {
+	for _, shape := range []benchShape{itemSpecsShape(1_000_000), fleetShape(1_000_000)} {
+		b.Run(shape.name, func(b *testing.B) { benchmarkActiveAfterAChange(b, shape) })
+	}
+}
+
+func benchmarkActiveAfterAChange(b *testing.B, shape benchShape) {
+	e, _, specs := benchEnv(b, shape)
+	var ids []string
+	for _, s := range specs {
+		if s.owner == "agent_a" && len(ids) < 100 {
+			ids = append(ids, s.id)
+		}
+	}
+	var l latencies
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		// A change the index sees: the item's priority, to one it has not.
+		id := ids[i%len(ids)]
+		var got ItemResult
+		e.Do(agentA, "cortex.get", obj{"id": id}, &got)
+		priority := "high"
+		if got.Item.Priority == "high" {
+			priority = "low"
+		}
+		if _, err := e.Try(agentA, "cortex.update", obj{"id": id, "updates": obj{"priority": priority}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		l.time(func() {
+			if _, err := e.Try(agentA, "cortex.active", "{}"); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	l.report(b)
+}
+
 // BenchmarkCortexActive100k is the same at 100,000 items (quicker to build).
 func BenchmarkCortexActive100k(b *testing.B) {
 	for _, shape := range []benchShape{itemSpecsShape(100_000), fleetShape(100_000)} {
