@@ -137,7 +137,7 @@ func preflight(dir string, acceptTruncation bool) (warnings []string, tables tab
 	// by its whole-file sum when it was verified in full before). A table
 	// the MANIFEST does not list is one a kill cut off while it was being
 	// written; Badger deletes it at open.
-	tables = checkTables(dir, tableCheck{listed: listed, sums: true, known: readTableSums(dir)})
+	tables = checkTables(dir, tableCheck{listed: listed, known: readTableSums(dir)})
 	if tables.bad != "" {
 		return nil, tables, &DamagedError{File: tables.bad, Reason: tables.reason}
 	}
@@ -486,10 +486,9 @@ type tableCheck struct {
 	// listed, when not nil, limits the check to the tables it holds (by
 	// file number): those the MANIFEST lists.
 	listed map[uint64]bool
-	// sums asks for every passing table's sum (see tablesums.go), and
-	// known gives the sums of tables verified in full before: a table
-	// whose sum is the same is not decompressed again.
-	sums  bool
+	// known, when not nil, asks for every passing table's sum (see
+	// tablesums.go) and gives the sums of tables verified in full before:
+	// a table whose sum is the same is not decompressed again.
 	known map[string]tableSum
 	// trustKnown takes a known table of the recorded size as verified
 	// without reading it (at close: its record is of the bytes verified
@@ -502,7 +501,8 @@ type tableReport struct {
 	// bad is the first table in name order that failed ("" when none
 	// did), and reason says why.
 	bad, reason string
-	// sums are those of the tables that passed, when tableCheck.sums.
+	// sums are those of the tables that passed, when tableCheck.known
+	// was given.
 	sums map[string]tableSum
 	// inFull counts the tables verified block by block.
 	inFull int
@@ -537,7 +537,7 @@ func checkTables(dir string, c tableCheck) (r tableReport) {
 					}
 				}
 				var sum tableSum
-				if c.sums {
+				if c.known != nil {
 					// The sum is taken before the full check: a byte that
 					// changes in between then fails the next open's
 					// comparison rather than being trusted.
@@ -558,7 +558,7 @@ func checkTables(dir string, c tableCheck) (r tableReport) {
 					reasons[i] = err.Error()
 					continue
 				}
-				if c.sums {
+				if c.known != nil {
 					sums[i] = &sum
 				}
 			}
@@ -570,7 +570,7 @@ func checkTables(dir string, c tableCheck) (r tableReport) {
 	close(next)
 	wg.Wait()
 	r.inFull = int(inFull.Load())
-	if c.sums {
+	if c.known != nil {
 		r.sums = map[string]tableSum{}
 		for i, s := range sums {
 			if s != nil {

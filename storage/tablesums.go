@@ -39,20 +39,20 @@ type tableSum struct {
 }
 
 // readTableSums reads dir's sums file, keyed by table file name. A missing,
-// damaged or unknown file reads as no sums: every table is then verified
-// in full, as if none had been before.
+// damaged or unknown file reads as no sums (an empty map): every table is
+// then verified in full, as if none had been before.
 func readTableSums(dir string) map[string]tableSum {
 	raw, err := os.ReadFile(filepath.Join(dir, tableSumsName))
 	if err != nil || !bytes.HasPrefix(raw, []byte(tableSumsHeader)) {
-		return nil
+		return map[string]tableSum{}
 	}
 	end := bytes.LastIndex(raw, []byte("end "))
 	if end < 0 {
-		return nil
+		return map[string]tableSum{}
 	}
 	want, err := strconv.ParseUint(strings.TrimSuffix(string(raw[end+4:]), "\n"), 16, 32)
 	if err != nil || crc32.Checksum(raw[:end], castagnoli) != uint32(want) {
-		return nil
+		return map[string]tableSum{}
 	}
 	sums := map[string]tableSum{}
 	for _, line := range strings.Split(string(raw[len(tableSumsHeader):end]), "\n") {
@@ -62,7 +62,7 @@ func readTableSums(dir string) map[string]tableSum {
 		var name string
 		var s tableSum
 		if _, err := fmt.Sscanf(line, "%s %d %x", &name, &s.size, &s.crc); err != nil || filepath.Ext(name) != tableExt {
-			return nil
+			return map[string]tableSum{}
 		}
 		sums[name] = s
 	}

@@ -225,9 +225,7 @@ func fleetSpecs(n int, seed uint64) []spec {
 //
 //	go test ./core/cortex -run '^$' -bench Active1M -benchtime 200x -timeout 60m -cortex-bench-dir /tmp/cortex-bench
 func BenchmarkCortexActive1M(b *testing.B) {
-	for _, shape := range []benchShape{itemSpecsShape(1_000_000), fleetShape(1_000_000)} {
-		b.Run(shape.name, func(b *testing.B) { benchmarkActive(b, shape) })
-	}
+	onBothShapes(b, 1_000_000, benchmarkActive)
 }
 
 // BenchmarkCortexActiveAfterAChange1M is BenchmarkCortexActive1M with
@@ -235,9 +233,7 @@ func BenchmarkCortexActive1M(b *testing.B) {
 // (untimed): an agent's turn start after its last turn wrote, where no
 // cached match helps.
 func BenchmarkCortexActiveAfterAChange1M(b *testing.B) {
-	for _, shape := range []benchShape{itemSpecsShape(1_000_000), fleetShape(1_000_000)} {
-		b.Run(shape.name, func(b *testing.B) { benchmarkActiveAfterAChange(b, shape) })
-	}
+	onBothShapes(b, 1_000_000, benchmarkActiveAfterAChange)
 }
 
 func benchmarkActiveAfterAChange(b *testing.B, shape benchShape) {
@@ -276,8 +272,13 @@ func benchmarkActiveAfterAChange(b *testing.B, shape benchShape) {
 
 // BenchmarkCortexActive100k is the same at 100,000 items (quicker to build).
 func BenchmarkCortexActive100k(b *testing.B) {
-	for _, shape := range []benchShape{itemSpecsShape(100_000), fleetShape(100_000)} {
-		b.Run(shape.name, func(b *testing.B) { benchmarkActive(b, shape) })
+	onBothShapes(b, 100_000, benchmarkActive)
+}
+
+// onBothShapes runs bench on the itemSpecs and the fleet shape of n items.
+func onBothShapes(b *testing.B, n int, bench func(*testing.B, benchShape)) {
+	for _, shape := range []benchShape{itemSpecsShape(n), fleetShape(n)} {
+		b.Run(shape.name, func(b *testing.B) { bench(b, shape) })
 	}
 }
 

@@ -378,16 +378,6 @@ func (li *liveIndex) put(r memindex.Row) {
 	}
 }
 
-// loadingSnapshot marks the build as loading a snapshot (queries wait).
-func (li *liveIndex) loadingSnapshot() {
-	li.mu.Lock()
-	li.loading = true
-	li.mu.Unlock()
-	if snapshotLoadHook != nil {
-		snapshotLoadHook(li.store.Dir())
-	}
-}
-
 // endLoad ends the snapshot's loading, releasing the queries that wait
 // for it (mu held).
 func (li *liveIndex) endLoad() {
@@ -448,7 +438,7 @@ func (li *liveIndex) build(ctx context.Context) error {
 	source, replayed := "snapshot", 0
 	err := li.store.View(func(tx *storage.Tx) error {
 		var err error
-		if idx, replayed, err = loadSnapshot(tx, li.store.Dir(), li.loadingSnapshot); err != nil || idx != nil {
+		if idx, replayed, err = loadSnapshot(tx, li.store.Dir()); err != nil || idx != nil {
 			return err
 		}
 		// No usable snapshot (none, another store's, damaged): building

@@ -64,8 +64,8 @@ func (c *Cortex) journal(tx *storage.Tx, it *Item) error {
 // loadSnapshot returns the index of the store's current snapshot with
 // every change since applied, or nil if there is no usable snapshot. It
 // reads the changes in tx, the snapshot the index is then exact for.
-// loading hears that the snapshot is the store's, before it is decoded.
-func loadSnapshot(tx *storage.Tx, dir string, loading func()) (*memindex.Index, int, error) {
+// (Queries wait meanwhile: startIndexing saw the file.)
+func loadSnapshot(tx *storage.Tx, dir string) (*memindex.Index, int, error) {
 	if dir == "" {
 		return nil, 0, nil
 	}
@@ -83,7 +83,9 @@ func loadSnapshot(tx *storage.Tx, dir string, loading func()) (*memindex.Index, 
 	} else if err != nil {
 		return nil, 0, err
 	}
-	loading()
+	if snapshotLoadHook != nil {
+		snapshotLoadHook(dir)
+	}
 	idx, err := memindex.ReadSnapshot(body)
 	if err != nil {
 		return nil, 0, nil // damaged: build from the items instead

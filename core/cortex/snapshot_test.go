@@ -75,6 +75,17 @@ func (e *testEnv) indexSource() (string, int) {
 	return e.c.index.source, e.c.index.replayed
 }
 
+// checkLoadedSnapshot checks that e's index came from its snapshot, with
+// replayed items read again (-1: any number), and that every query is
+// exact.
+func checkLoadedSnapshot(t *testing.T, e *testEnv, replayed int) {
+	t.Helper()
+	if src, n := e.indexSource(); src != "snapshot" || replayed >= 0 && n != replayed {
+		t.Fatalf("opened from %q, %d items read again; want the snapshot and %d", src, n, replayed)
+	}
+	checkAllQueries(t, e)
+}
+
 // reopenBuiltFromItems opens the store in dir again, whose index must be
 // built from the items (no usable snapshot), holding want items (-1: any
 // number), and every query exact.
@@ -107,10 +118,7 @@ func TestTheIndexLoadsItsSnapshotAndReadsOnlyWhatChangedSince(t *testing.T) {
 	}
 
 	e, _, crash := openDurable(t, dir)
-	if src, replayed := e.indexSource(); src != "snapshot" || replayed != 0 {
-		t.Fatalf("opened from %q, %d items read again; want the snapshot and none", src, replayed)
-	}
-	checkAllQueries(t, e)
+	checkLoadedSnapshot(t, e, 0)
 	ids := ids0(e.query(agentA, "cortex.query", Query{Limit: 1000}).Items)
 	e.update(agentA, ids[0], obj{"status": "blocked", "title": "beta"}, -1)
 	e.update(agentA, ids[1], obj{"title": "alpha, changed"}, -1)
@@ -122,10 +130,7 @@ func TestTheIndexLoadsItsSnapshotAndReadsOnlyWhatChangedSince(t *testing.T) {
 	crash()
 
 	e, _, _ = openDurable(t, dir)
-	if src, replayed := e.indexSource(); src != "snapshot" || replayed != 5 {
-		t.Fatalf("after the crash: opened from %q, %d items read again; want the snapshot and 5", src, replayed)
-	}
-	checkAllQueries(t, e)
+	checkLoadedSnapshot(t, e, 5) // after the crash
 }
 
 // A snapshot that is not the store's current one (a save that did not
@@ -201,10 +206,7 @@ func TestASaveCoversMoreChangedKeysThanOneTransactionHolds(t *testing.T) {
 	}
 	closeEngine()
 	e, _, _ = openDurable(t, dir)
-	if src, replayed := e.indexSource(); src != "snapshot" || replayed != 0 {
-		t.Fatalf("opened from %q, %d items read again; want the snapshot and none", src, replayed)
-	}
-	checkAllQueries(t, e)
+	checkLoadedSnapshot(t, e, 0)
 }
 
 // A snapshot file that cannot be read at all (here a directory in its
@@ -256,8 +258,5 @@ func TestASnapshotOfAnOlderFormatBuildsFromTheItems(t *testing.T) {
 	_, closeEngine = reopenBuiltFromItems(t, dir, 5)
 	closeEngine()
 	e, _, _ = openDurable(t, dir)
-	if src, _ := e.indexSource(); src != "snapshot" {
-		t.Errorf("the next open: from %q; want the snapshot", src)
-	}
-	checkAllQueries(t, e)
+	checkLoadedSnapshot(t, e, -1)
 }

@@ -84,17 +84,8 @@ func TestSearchFromMemoryEqualsScanningTheStore(t *testing.T) {
 					if rng.IntN(3) == 0 {
 						req.Speaker = []string{"user", "assistant", "system"}[rng.IntN(3)]
 					}
-					fast, err := r.h.Search(ctx, r.call(), req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					slow, err := history.SearchScanning(r.h, ctx, r.call(), req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					a, _ := json.Marshal(fast)
-					b, _ := json.Marshal(slow)
-					if string(a) != string(b) {
+					fast, a, b := searchBothWays(t, r, req)
+					if a != b {
 						t.Fatalf("step %d, %+v:\nfrom memory %s\nscanning    %s", step, req, a, b)
 					}
 					checked += len(fast)
@@ -186,17 +177,8 @@ func TestSearchSkippingEqualsScoringAll(t *testing.T) {
 		if n%3 == 0 {
 			req.Speaker = []string{"user", "assistant", "system"}[rng.IntN(3)]
 		}
-		fast, err := r.h.Search(ctx, r.call(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slow, err := history.SearchScanning(r.h, ctx, r.call(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, _ := json.Marshal(fast)
-		b, _ := json.Marshal(slow)
-		if string(a) != string(b) {
+		_, a, b := searchBothWays(t, r, req)
+		if a != b {
 			t.Fatalf("%+v:\nskipping %s\nscanning %s", req, a, b)
 		}
 	}
@@ -246,6 +228,18 @@ func TestSearchWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := history.SearchRequest{Query: "budget flight writer", Limit: 200}
+	fast, a, b := searchBothWays(t, r, req)
+	if a != b || len(fast) != 1+3*40-3*8 {
+		t.Errorf("after the race, %d hits from memory (want %d):\n%s\nscanning:\n%s", len(fast), 1+3*40-3*8, a, b)
+	}
+}
+
+// searchBothWays runs req from the postings in memory and by scanning the
+// store's posting keys (the reference), and returns the first's hits and
+// both results as JSON, to compare.
+func searchBothWays(t *testing.T, r *rig, req history.SearchRequest) (fast []history.Hit, a, b string) {
+	t.Helper()
+	ctx := context.Background()
 	fast, err := r.h.Search(ctx, r.call(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -254,9 +248,7 @@ func TestSearchWhileWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := json.Marshal(fast)
-	b, _ := json.Marshal(slow)
-	if string(a) != string(b) || len(fast) != 1+3*40-3*8 {
-		t.Errorf("after the race, %d hits from memory, %d scanning (want %d):\n%s\n%s", len(fast), len(slow), 1+3*40-3*8, a, b)
-	}
+	ja, _ := json.Marshal(fast)
+	jb, _ := json.Marshal(slow)
+	return fast, string(ja), string(jb)
 }

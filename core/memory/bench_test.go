@@ -59,6 +59,32 @@ func bigRig(b *testing.B) *rig {
 	return big.r
 }
 
+// timeRemember runs memory.remember b.N times through e.Do, as a batch
+// step would, with args in turn, and returns each call's time. It fails b
+// when no call found anything.
+func timeRemember(b *testing.B, e *core.Engine, args []json.RawMessage) []time.Duration {
+	ctx := context.Background()
+	times := make([]time.Duration, 0, b.N)
+	found := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		raw, err := e.Do(ctx, core.Request{Action: "memory.remember", Args: args[i%len(args)]})
+		times = append(times, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(raw) > len(`{"items":[]}`) {
+			found++
+		}
+	}
+	b.StopTimer()
+	if found == 0 {
+		b.Fatal("nothing found")
+	}
+	return times
+}
+
 // noCleanup keeps the shared engine open when the benchmark that built it ends.
 type noCleanup struct{ testing.TB }
 
@@ -76,26 +102,8 @@ func BenchmarkMemoryRemember100k(b *testing.B) {
 	for i, p := range benchPrompts {
 		args[i], _ = json.Marshal(map[string]any{"store": "big", "prompt": p})
 	}
-	ctx := context.Background()
-	times := make([]time.Duration, 0, b.N)
-	found := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		raw, err := r.e.Do(ctx, core.Request{Action: "memory.remember", Args: args[i%len(args)]})
-		times = append(times, time.Since(start))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(raw) > len(`{"items":[]}`) {
-			found++
-		}
-	}
-	b.StopTimer()
+	times := timeRemember(b, r.e, args)
 	percentiles(b, times)
-	if found == 0 {
-		b.Fatal("nothing found")
-	}
 }
 
 // BenchmarkMemoryMemorize: memorize ~20-token items through engine.Do into
