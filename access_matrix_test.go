@@ -12,6 +12,7 @@ import (
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 )
 
 // secret is in every object Alice owns: no answer to Bob may contain it.
@@ -147,7 +148,9 @@ var strangerMatrix = map[string]strangerCase{
 // kind, each holding a secret; Bob, with no grant, runs every registered
 // action against them. Each is refused (or shows nothing of hers), no
 // answer contains the secret, and everything Alice sees afterwards is
-// exactly what she saw before.
+// exactly what she saw before. Nor does any event Bob's subscription
+// gets, from the first of Alice's writes to the last of his attempts
+// (issue 15: events are per principal).
 func TestStrangerIsRefusedByEveryActionAndChangesNothing(t *testing.T) {
 	clk := clock.NewFixed(time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC))
 	e, err := core.Open(engineOptions(core.Options{InMemory: true, Clock: clk, IDSeed: "matrix"}))
@@ -163,6 +166,7 @@ func TestStrangerIsRefusedByEveryActionAndChangesNothing(t *testing.T) {
 	do := func(who, turn, name, args string) (json.RawMessage, error) {
 		return e.Do(ctx, core.Request{Action: name, Args: json.RawMessage(args), Principal: who, Turn: turn})
 	}
+	bobSees, aliceSees := e.SubscribeAs(ctx, "bob"), e.SubscribeAs(ctx, "alice")
 	must := func(name, args string) json.RawMessage {
 		t.Helper()
 		out, err := do("alice", "", name, args)
@@ -205,6 +209,11 @@ func TestStrangerIsRefusedByEveryActionAndChangesNothing(t *testing.T) {
 	decision := field(m2, "decision", "decision_id")
 	episode := field(m1, "turn", "episode_id")
 	must("plan.create", `{"id":"alice-plan","goal":"Rotate the PIN 4242","subtasks":[{"id":"s1","description":"note 4242","action":{"name":"task.noop"}}]}`)
+	must("plan.execute", `{"plan_id":"alice-plan"}`)
+	// Carol is given Alice's conversation and loses it again: she hears
+	// of both; Bob of neither.
+	must("history.share", `{"conversation":"alice-chat","principal":"carol","permissions":["read"]}`)
+	must("history.revoke", `{"conversation":"alice-chat","principal":"carol"}`)
 	if _, err := e.Do(ctx, core.Request{Action: "engine.info", Principal: "alice",
 		Client: &conn.ClientCall{Session: "alice-session", Via: "mcp", Name: "pin-keeper 4242", Tool: "memory_stats", Call: "1"}}); err != nil {
 		t.Fatal(err)
@@ -300,6 +309,44 @@ func TestStrangerIsRefusedByEveryActionAndChangesNothing(t *testing.T) {
 	for name, was := range before {
 		if now := snapshot()[name]; now != was {
 			t.Errorf("Bob changed what Alice sees through %s:\nbefore %s\nafter  %s", name, was, now)
+		}
+	}
+
+	// The events: everything published so far has reached both
+	// subscriptions once this marker, which everyone sees, has.
+	e.Env().Events.Publish("test.end", events.Everyone(), nil)
+	received := func(ch <-chan events.Event) (out []string) {
+		for ev := range ch {
+			if ev.Name == "test.end" {
+				return out
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+		t.Fatal("a subscription ended before the marker")
+		return nil
+	}
+	alices := strings.Join(received(aliceSees), "\n")
+	for _, want := range []string{`"item.mutated"`, `"utterance.written"`, `"memory.memorized"`, `"thread.created"`,
+		`"plan.finished"`, `"conversation.access"`, `"trace.recorded"`, secret} {
+		if !strings.Contains(alices, want) {
+			t.Errorf("alice's events have no %s: the test would not see it leak to Bob", want)
+		}
+	}
+	for _, line := range received(bobSees) {
+		if strings.Contains(line, secret) {
+			t.Errorf("an event Bob got shows Alice's secret: %.300s", line)
+		}
+		if strings.Contains(line, `"principal":"bob"`) {
+			continue // his own trace entries name what he asked for
+		}
+		for _, id := range []string{"alice-goal", "alice-notes", "alice-chat", thread, "alice-plan", "carol"} {
+			if strings.Contains(line, id) {
+				t.Errorf("an event Bob got names Alice's %s: %.300s", id, line)
+			}
 		}
 	}
 }

@@ -199,7 +199,11 @@ func newProtocolOwner(t *testing.T) *protocolOwner {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, ev := range tap.Drain() {
-			published = max(published, ev.Seq)
+			// The watcher streams as the owner's agent: it sees only
+			// what that agent may.
+			if ev.VisibleTo(e.Agent()) {
+				published = max(published, ev.Seq)
+			}
 		}
 		return published
 	}

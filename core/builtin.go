@@ -63,7 +63,9 @@ func (e *Engine) StoreLabel() string {
 
 func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs) (Info, error) {
 	var counts map[string]map[string]int
-	if args.Counts == nil || *args.Counts {
+	// The counts are every agent's objects: only the engine's own agent,
+	// who runs the store, is told them.
+	if (args.Counts == nil || *args.Counts) && call.Principal == e.agent {
 		var err error
 		if counts, err = e.env.Counts(); err != nil {
 			return Info{}, err

@@ -243,22 +243,31 @@ func (e *Engine) Actions() []*action.Action { return e.env.Actions.List() }
 // reader before the oldest are dropped (final events never are).
 const subscribeBuffer = 1024
 
-// Subscribe returns the engine's events of the given kinds (all when none
-// is given) until ctx is cancelled.
+// Subscribe returns the events of the given kinds (all when none is
+// given) that the engine's agent may see, until ctx is cancelled.
 func (e *Engine) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
-	ch := e.env.Events.Subscribe(ctx, subscribeBuffer)
-	if len(kinds) == 0 {
-		return ch
+	return e.SubscribeAs(ctx, e.agent, kinds...)
+}
+
+// SubscribeAs returns the events of the given kinds (all when none is
+// given) that principal may see, until ctx is cancelled.
+func (e *Engine) SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event {
+	if principal == "" {
+		principal = e.agent
 	}
-	want := make(map[string]bool, len(kinds))
-	for _, k := range kinds {
-		want[k] = true
+	ch := e.env.Events.Subscribe(ctx, subscribeBuffer)
+	var want map[string]bool
+	if len(kinds) > 0 {
+		want = make(map[string]bool, len(kinds))
+		for _, k := range kinds {
+			want[k] = true
+		}
 	}
 	out := make(chan events.Event, subscribeBuffer)
 	go func() {
 		defer close(out)
 		for ev := range ch {
-			if !want[ev.Name] {
+			if (want != nil && !want[ev.Name]) || !ev.VisibleTo(principal) {
 				continue
 			}
 			select {
@@ -269,6 +278,13 @@ func (e *Engine) Subscribe(ctx context.Context, kinds ...string) <-chan events.E
 		}
 	}()
 	return out
+}
+
+// SubscribeAll returns every event, whoever may see it, until ctx is
+// cancelled: for a trusted face that serves each of its own subscribers
+// only what that subscriber's principal may see (the owner's server).
+func (e *Engine) SubscribeAll(ctx context.Context) <-chan events.Event {
+	return e.env.Events.Subscribe(ctx, subscribeBuffer)
 }
 
 // SubscribeBuffer returns every event until ctx is cancelled, keeping up
@@ -405,6 +421,13 @@ func (e *Engine) doAlone(ctx context.Context, a *action.Action, req Request) (js
 	}
 	var tap *events.Tap
 	if req.OnEvent != nil {
+		// The events a request causes go to it only as far as its
+		// principal may see them (a fold of a shared conversation is
+		// every reader's; a trace entry about another's denial is not).
+		principal := req.Principal
+		if principal == "" {
+			principal = e.agent
+		}
 		tap = e.env.Events.Tap(subscribeBuffer)
 		defer tap.Close()
 		// Events go out as they come, so a long step (a plan run) shows
@@ -417,7 +440,9 @@ func (e *Engine) doAlone(ctx context.Context, a *action.Action, req Request) (js
 				select {
 				case <-tap.Ready():
 					for _, ev := range tap.Drain() {
-						req.OnEvent(ev)
+						if ev.VisibleTo(principal) {
+							req.OnEvent(ev)
+						}
 					}
 				case <-done:
 					return
@@ -428,7 +453,9 @@ func (e *Engine) doAlone(ctx context.Context, a *action.Action, req Request) (js
 			close(done)
 			<-stopped
 			for _, ev := range tap.Drain() {
-				req.OnEvent(ev)
+				if ev.VisibleTo(principal) {
+					req.OnEvent(ev)
+				}
 			}
 		}()
 	}

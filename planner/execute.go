@@ -259,7 +259,7 @@ func (pl *Planner) start(ctx context.Context, call action.Call, id string, setti
 		return ExecuteResult{}, err
 	}
 	counts := p.Count()
-	EventPlanFinished.Publish(pl.env.Events, PlanFinishedEvent{PlanID: id, Status: p.Status, Counts: counts})
+	EventPlanFinished.Publish(pl.env.Events, pl.audience(id), PlanFinishedEvent{PlanID: id, Status: p.Status, Counts: counts})
 	pl.traceRun(context.WithoutCancel(ctx), call, p, counts)
 	return ExecuteResult{Plan: p, State: p.finalState(r.order), Progress: counts}, nil
 }
@@ -508,7 +508,7 @@ func (r *run) launch(ctx context.Context, id string) {
 	// The first attempt's start is published here, by the scheduler, so
 	// that events show subtasks launched together as started together
 	// (before any of them finishes); retries are published by the worker.
-	EventSubtaskStarted.Publish(r.pl.env.Events, SubtaskStartedEvent{PlanID: planID, Subtask: id, Attempt: 1})
+	EventSubtaskStarted.Publish(r.pl.env.Events, r.pl.audience(planID), SubtaskStartedEvent{PlanID: planID, Subtask: id, Attempt: 1})
 	go func() {
 		// The input state is built here, in parallel with other workers:
 		// deltas are never changed once recorded.
@@ -522,7 +522,7 @@ func (r *run) launch(ctx context.Context, id string) {
 			o.attempts++
 			state := input
 			if attempt > 1 {
-				EventSubtaskStarted.Publish(r.pl.env.Events, SubtaskStartedEvent{PlanID: planID, Subtask: id, Attempt: attempt})
+				EventSubtaskStarted.Publish(r.pl.env.Events, r.pl.audience(planID), SubtaskStartedEvent{PlanID: planID, Subtask: id, Attempt: attempt})
 				state = deepCopy(pristine).(map[string]any)
 			}
 			var progress *completion
@@ -652,7 +652,7 @@ func (r *run) replan(ctx context.Context) error {
 	if err := r.saveAll(ctx, false); err != nil {
 		return err
 	}
-	EventPlanChanged.Publish(r.pl.env.Events, PlanChangedEvent{PlanID: r.plan.ID, Change: "replanned"})
+	EventPlanChanged.Publish(r.pl.env.Events, r.pl.audience(r.plan.ID), PlanChangedEvent{PlanID: r.plan.ID, Change: "replanned"})
 	return nil
 }
 
@@ -696,7 +696,7 @@ func (r *run) checkpoint(ctx context.Context, s *Subtask) {
 		}
 	}
 	counts := r.plan.Count()
-	EventProgress.Publish(r.pl.env.Events, ProgressEvent{PlanID: r.plan.ID, Completed: counts.Completed,
+	EventProgress.Publish(r.pl.env.Events, r.pl.audience(r.plan.ID), ProgressEvent{PlanID: r.plan.ID, Completed: counts.Completed,
 		Total: counts.Total, Running: len(r.running)})
 }
 
@@ -785,7 +785,7 @@ func (h *intHeap) pop() int {
 }
 
 func (r *run) publishFinished(s *Subtask) {
-	EventSubtaskFinished.Publish(r.pl.env.Events, SubtaskFinishedEvent{
+	EventSubtaskFinished.Publish(r.pl.env.Events, r.pl.audience(r.plan.ID), SubtaskFinishedEvent{
 		PlanID: r.plan.ID, Subtask: s.ID, Status: s.Status, Attempts: s.Attempts, Error: s.Error})
 }
 

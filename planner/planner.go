@@ -20,6 +20,7 @@ import (
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
@@ -309,7 +310,7 @@ func (pl *Planner) store(ctx context.Context, call action.Call, p *Plan) (*Plan,
 		if err := tx.SetJSON(aclKey(p.ID), access.New(call.Principal)); err != nil {
 			return err
 		}
-		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: p.ID, Change: "created"})
+		EventPlanChanged.Publish(tx, pl.audience(p.ID), PlanChangedEvent{PlanID: p.ID, Change: "created"})
 		_, err := tx.TraceAbout(call, about(p.ID), "plan.created", fmt.Sprintf("plan %s created (%s): %d subtasks for %q", p.ID, p.Strategy, len(p.Subtasks), llm.Truncate(p.Goal, 80)), nil)
 		return err
 	})
@@ -420,7 +421,7 @@ func (pl *Planner) Replan(ctx context.Context, call action.Call, id string) (*Pl
 		if err := savePlan(tx.Tx, p); err != nil {
 			return err
 		}
-		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: p.ID, Change: "replanned"})
+		EventPlanChanged.Publish(tx, pl.audience(p.ID), PlanChangedEvent{PlanID: p.ID, Change: "replanned"})
 		_, err := tx.TraceAbout(call, about(p.ID), "plan.replanned", fmt.Sprintf("plan %s replanned (%d of %d)", p.ID, p.ReplanCount, p.MaxReplans), nil)
 		return err
 	})
@@ -569,6 +570,21 @@ func (pl *Planner) afterFailure(ctx context.Context, call action.Call, err error
 // read the plan.
 func about(id string) trace.Subject { return trace.Subject{Type: "plan", ID: id} }
 
+// audience is who sees an event about plan id: whoever may read the plan
+// when the event is delivered (a deleted plan's last readers too). It is
+// asked only of subscribers, so a run that nobody watches pays nothing.
+func (pl *Planner) audience(id string) events.Audience {
+	return events.Only().Or(func(principal string) bool {
+		var ok bool
+		err := pl.env.Store.View(func(tx *storage.Tx) error {
+			var err error
+			ok, err = canRead(tx, principal, id)
+			return err
+		})
+		return err == nil && ok
+	})
+}
+
 // canRead is the plan read check other subsystems ask through
 // env.Access ("may principal read plan id?"). A deleted plan is read by
 // its retired access list: the trace's entries about it stay its owner's.
@@ -714,6 +730,7 @@ func (pl *Planner) changeACL(ctx context.Context, call action.Call, id, kind str
 		if acl.Owner == "" {
 			acl.Owner = access.LegacyOwner // written down from now on
 		}
+		before := events.Only(acl.Readers()...)
 		msg, err := edit(&acl, call.Clock.Now())
 		if err != nil {
 			return err
@@ -722,7 +739,7 @@ func (pl *Planner) changeACL(ctx context.Context, call action.Call, id, kind str
 			return err
 		}
 		// Whoever gained or lost the plan sees it come or go at once.
-		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: id, Change: strings.TrimPrefix(kind, "plan.")})
+		EventPlanChanged.Publish(tx, before.And(events.Only(acl.Readers()...)), PlanChangedEvent{PlanID: id, Change: strings.TrimPrefix(kind, "plan.")})
 		_, err = tx.TraceAbout(call, about(id), kind, msg, map[string]any{"plan_id": id})
 		return err
 	})
@@ -773,7 +790,7 @@ func (pl *Planner) Delete(ctx context.Context, call action.Call, id string) (Del
 		if err := tx.SetJSON(retiredKey(id), acl); err != nil {
 			return err
 		}
-		EventPlanChanged.Publish(tx, PlanChangedEvent{PlanID: id, Change: "deleted"})
+		EventPlanChanged.Publish(tx, events.Only(acl.Readers()...), PlanChangedEvent{PlanID: id, Change: "deleted"})
 		_, err = tx.Trace(call, "plan.deleted", fmt.Sprintf("plan %s deleted (%d records)", id, len(keys)), map[string]any{"plan_id": id})
 		return err
 	})

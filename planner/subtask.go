@@ -111,9 +111,9 @@ func (pl *Planner) bySubtask(ctx context.Context, call action.Call, id, sub stri
 		status := s.Status
 		return func() {
 			if status != Pending {
-				EventSubtaskFinished.Publish(pl.env.Events, SubtaskFinishedEvent{PlanID: id, Subtask: sub, Status: status, Attempts: s.Attempts, Error: s.Error})
+				EventSubtaskFinished.Publish(pl.env.Events, pl.audience(id), SubtaskFinishedEvent{PlanID: id, Subtask: sub, Status: status, Attempts: s.Attempts, Error: s.Error})
 			}
-			EventPlanChanged.Publish(pl.env.Events, PlanChangedEvent{PlanID: id, Change: change, Subtask: sub})
+			EventPlanChanged.Publish(pl.env.Events, pl.audience(id), PlanChangedEvent{PlanID: id, Change: change, Subtask: sub})
 			err := pl.env.Update(context.WithoutCancel(ctx), func(tx *kit.Txn) error {
 				_, err := tx.TraceAbout(call, about(id), "plan."+change, msg, map[string]any{"plan_id": id, "subtask": sub})
 				return err

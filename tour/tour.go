@@ -229,7 +229,7 @@ func (t *tour) load(ctx context.Context, call action.Call, _ action.None) (Statu
 	}
 	rec = record{LoadedAt: now, Objects: made}
 	err = t.env.Update(ctx, func(tx *kit.Txn) error {
-		EventLoaded.Publish(tx, LoadedEvent{Agent: call.Principal, Objects: len(made)})
+		EventLoaded.Publish(tx, events.Only(call.Principal), LoadedEvent{Agent: call.Principal, Objects: len(made)})
 		return tx.SetJSON(key(call.Principal), rec)
 	})
 	if err != nil {
@@ -367,7 +367,7 @@ func (t *tour) remove(ctx context.Context, call action.Call, _ action.None) (Rem
 	}
 	err = t.env.Update(ctx, func(tx *kit.Txn) error {
 		if takeErr == nil {
-			EventRemoved.Publish(tx, RemovedEvent{Agent: call.Principal, Removed: len(removed), Kept: len(kept)})
+			EventRemoved.Publish(tx, events.Only(call.Principal), RemovedEvent{Agent: call.Principal, Removed: len(removed), Kept: len(kept)})
 		}
 		return tx.SetJSON(key(call.Principal), left)
 	})

@@ -1,13 +1,17 @@
 package tui
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/engram-console/engram/core"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/trace"
@@ -237,5 +241,38 @@ func TestGoldenTraceNewBelow(t *testing.T) {
 	requireGolden(t, m)
 	if strings.Contains(m.View(), "turn-12") {
 		t.Error("the new turn's entries show while the tab is scrolled up")
+	}
+}
+
+// TestTraceShowsNoOtherAgentsEntriesLive: what another agent does on its
+// own objects never reaches the console live (issue 15: events are per
+// principal), as it never did on a reload. Bob's turn comes first; the
+// console's own turn after it is the sign that the events have arrived.
+func TestTraceShowsNoOtherAgentsEntriesLive(t *testing.T) {
+	engine, clk := newEngine(t)
+	tm := start(t, engine, goldenWidth, goldenHeight)
+	tm.Type("6")
+	waitFor(t, tm, "No trace entries yet")
+
+	clk.Advance(time.Minute)
+	if _, err := engine.Do(context.Background(), core.Request{Action: "turn.start", Turn: "bobs-turn", Principal: "bob",
+		Args: json.RawMessage(`{"input": "bob's secret plans"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, engine, "turn.start", "mine", `{"input": "are you there?"}`)
+	waitFor(t, tm, "mine")
+
+	m := finish(t, tm)
+	p := m.panes[tabTrace].(*tracePane)
+	for _, e := range p.entries {
+		if e.TurnID == "bobs-turn" || e.Principal == "bob" {
+			t.Errorf("the console shows bob's entry %+v live", e)
+		}
+	}
+	if len(p.entries) != traceCount(t, engine, "mine") {
+		t.Errorf("the pane holds %d entries, want the console's own turn's %d", len(p.entries), traceCount(t, engine, "mine"))
+	}
+	if strings.Contains(m.View(), "bobs-turn") {
+		t.Errorf("the screen shows bob's turn:\n%s", m.View())
 	}
 }

@@ -45,7 +45,11 @@ func (w wireConn) Do(ctx context.Context, req conn.Request) (json.RawMessage, er
 }
 
 func (w wireConn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
-	in := w.engine.Subscribe(ctx, kinds...)
+	return w.SubscribeAs(ctx, w.engine.Agent(), kinds...)
+}
+
+func (w wireConn) SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event {
+	in := w.engine.SubscribeAs(ctx, principal, kinds...)
 	out := make(chan events.Event, 64)
 	go func() {
 		defer close(out)

@@ -448,9 +448,15 @@ func (c *Conn) changeSince(gen int) (conn.OwnerChange, int, bool) {
 	return *c.change, c.gen, true
 }
 
-// Subscribe returns events until ctx ends; when the owner goes away the
-// stream moves to the next one, with an EventOwnerChanged between.
+// Subscribe is SubscribeAs for the connection's agent.
 func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
+	return c.SubscribeAs(ctx, c.Agent(), kinds...)
+}
+
+// SubscribeAs returns the events principal may see until ctx ends; when
+// the owner goes away the stream moves to the next one, with an
+// EventOwnerChanged between.
+func (c *Conn) SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event {
 	out := make(chan events.Event, 1024)
 	c.mu.Lock()
 	reported := c.gen
@@ -469,7 +475,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 	var in <-chan events.Event
 	since := time.Now() // when the stream in started
 	if err == nil {
-		in = cur.Subscribe(ctx, kinds...)
+		in = cur.SubscribeAs(ctx, principal, kinds...)
 	}
 	go func() {
 		defer close(out)
@@ -482,11 +488,11 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 				}
 				if change, now, ok := c.changeSince(reported); ok {
 					reported = now
-					if !send(events.Event{Name: conn.EventOwnerChanged.Name(), At: time.Now().UTC(), Data: change}) {
+					if !send(events.Event{Name: conn.EventOwnerChanged.Name(), At: time.Now().UTC(), Data: change, Audience: events.Everyone()}) {
 						return
 					}
 				}
-				in, since = cur.Subscribe(ctx, kinds...), time.Now()
+				in, since = cur.SubscribeAs(ctx, principal, kinds...), time.Now()
 			}
 			for ev := range in {
 				if !send(ev) {
@@ -507,7 +513,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 				// unknown here, as after a gap. If it ended the stream
 				// at once, it refuses it: ask again in a moment, not
 				// over and over.
-				if !send(events.Event{Name: wire.EventGap, At: time.Now().UTC()}) {
+				if !send(events.Event{Name: wire.EventGap, At: time.Now().UTC(), Audience: events.Everyone()}) {
 					return
 				}
 				wait = time.Since(since) < TakeoverWithin/4

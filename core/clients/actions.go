@@ -7,6 +7,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 )
 
@@ -46,6 +47,9 @@ type DisconnectArgs struct {
 // Register adds the clients.* actions over r to env. owner is the engine's
 // own agent: the only one that may list every agent's clients.
 func Register(env *kit.Env, r *Registry, owner string) {
+	r.mu.Lock()
+	r.owner = owner
+	r.mu.Unlock()
 	ActionList.Register(env.Actions, action.Spec{Summary: "The agent clients (MCP sessions) connected now or lately, with their calls", ReadOnly: true},
 		func(ctx context.Context, call action.Call, args ListArgs) (ListResult, error) {
 			agent := call.Principal
@@ -57,7 +61,7 @@ func Register(env *kit.Env, r *Registry, owner string) {
 			}
 			list, gone := r.List(agent, call.Clock.Now())
 			for _, c := range gone {
-				EventDisconnected.Publish(env.Events, c)
+				EventDisconnected.Publish(env.Events, r.audience(c.Agent), c)
 			}
 			if list == nil {
 				list = []Client{}
@@ -81,9 +85,17 @@ func Register(env *kit.Env, r *Registry, owner string) {
 			if !ok {
 				return Client{}, errs.New(errs.NotFound, "clients.disconnect: agent %q has no connected client with session %q; clients.list shows them", call.Principal, args.Session)
 			}
-			EventDisconnected.Publish(env.Events, c)
+			EventDisconnected.Publish(env.Events, r.audience(c.Agent), c)
 			return c, nil
 		})
+}
+
+// audience is who sees an event about agent's clients: the agent, and the
+// engine's own agent, as clients.list shows them.
+func (r *Registry) audience(agent string) events.Audience {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return events.Only(agent, r.owner)
 }
 
 // Note records one request made for a client (req.Client) that ran as
@@ -100,13 +112,13 @@ func Note(ctx context.Context, env *kit.Env, r *Registry, call action.Call, req 
 	}
 	client, fresh := r.Record(call.Principal, c, call.Clock.Now(), err != nil, message)
 	if fresh {
-		EventConnected.Publish(env.Events, client)
+		EventConnected.Publish(env.Events, r.audience(client.Agent), client)
 	}
 	ev := CallEvent{Session: c.Session, Agent: call.Principal, Via: c.Via, Tool: c.Tool, Action: req.Action, OK: err == nil}
 	if err != nil {
 		ev.ErrorKind = string(kind)
 	}
-	EventCall.Publish(env.Events, ev)
+	EventCall.Publish(env.Events, r.audience(call.Principal), ev)
 	text := fmt.Sprintf("%s via %s: %s", c.Tool, c.Via, req.Action)
 	if err != nil {
 		text += " failed (" + string(kind) + ")"

@@ -115,6 +115,9 @@ type Registry struct {
 	// alive reports whether a process runs; replaced in tests.
 	alive func(pid int) bool
 	self  int
+	// owner is the engine's own agent, who may list every agent's
+	// clients (set by Register).
+	owner string
 }
 
 // New returns an empty registry for the engine of process self, which

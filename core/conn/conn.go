@@ -94,11 +94,15 @@ type Conn interface {
 	// Do runs one action and returns its JSON result. Every error it
 	// returns has an *errs.Error in its chain.
 	Do(ctx context.Context, req Request) (json.RawMessage, error)
-	// Subscribe returns the engine's events of the given kinds (every kind
-	// when none is given) until ctx is cancelled, when the channel closes.
-	// Final events are never dropped; a subscriber that falls behind may
-	// miss progress events, never the newest.
+	// Subscribe is SubscribeAs for Agent().
 	Subscribe(ctx context.Context, kinds ...string) <-chan events.Event
+	// SubscribeAs returns the engine's events of the given kinds (every
+	// kind when none is given) that principal may see, until ctx is
+	// cancelled, when the channel closes: an event about an object reaches
+	// only those who may read it (events.Audience). Final events are never
+	// dropped; a subscriber that falls behind may miss progress events,
+	// never the newest.
+	SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event
 	// Info is what engine.info reports: version, store, model, counts.
 	Info(ctx context.Context) (Info, error)
 	// CheckAction returns nil if the engine has the named action, else an

@@ -24,10 +24,14 @@ func (f *fakeConn) Do(_ context.Context, req conn.Request) (json.RawMessage, err
 	return json.RawMessage(f.result), nil
 }
 func (f *fakeConn) Subscribe(context.Context, ...string) <-chan events.Event { return nil }
-func (f *fakeConn) Info(context.Context) (conn.Info, error)                  { return conn.Info{}, nil }
-func (f *fakeConn) CheckAction(string) error                                 { return nil }
-func (f *fakeConn) Agent() string                                            { return "local" }
-func (f *fakeConn) Now() time.Time                                           { return time.Time{} }
+
+func (f *fakeConn) SubscribeAs(context.Context, string, ...string) <-chan events.Event {
+	return nil
+}
+func (f *fakeConn) Info(context.Context) (conn.Info, error) { return conn.Info{}, nil }
+func (f *fakeConn) CheckAction(string) error                { return nil }
+func (f *fakeConn) Agent() string                           { return "local" }
+func (f *fakeConn) Now() time.Time                          { return time.Time{} }
 
 type greetArgs struct {
 	Name string `json:"name"`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 )
 
@@ -321,7 +322,7 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 	if _, err := tx.Trace(call, "cortex.commit", "FC commit succeeded", commitNote{Count: len(items), TransactionID: txID}); err != nil {
 		return nil, err
 	}
-	EventCommit.Publish(tx, CommitEvent{TurnID: end.TurnID, Message: "FC commit succeeded", OK: true})
+	EventCommit.Publish(tx, events.Only(call.Principal), CommitEvent{TurnID: end.TurnID, Message: "FC commit succeeded", OK: true})
 	return TurnCommit{Items: items, TransactionID: txID}, nil
 }
 

@@ -234,7 +234,7 @@ type commitFailedNote struct {
 func (c *Cortex) traceAndPublish(ctx context.Context, call action.Call, kind, msg string, data any) {
 	err := c.env.Update(ctx, func(tx *kit.Txn) error {
 		_, err := tx.Trace(call, kind, msg, data)
-		EventCommit.Publish(tx, CommitEvent{TurnID: call.Turn, Message: msg, OK: !strings.Contains(kind, "failed")})
+		EventCommit.Publish(tx, events.Only(call.Principal), CommitEvent{TurnID: call.Turn, Message: msg, OK: !strings.Contains(kind, "failed")})
 		return err
 	})
 	if err != nil {

@@ -145,7 +145,7 @@ func (c *Cortex) writeMutation(tx *kit.Txn, before, after *Item, entry *Mutation
 		return err
 	}
 	c.index.stage(tx.Tx, after)
-	EventItemMutated.Publish(tx, ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: entry.MutationType, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
+	EventItemMutated.Publish(tx, audience(before, after), ItemEvent{ItemID: after.ID, Type: after.Type, MutationType: entry.MutationType, Version: after.GlobalVersion, MutatedBy: entry.MutatedBy})
 	return nil
 }
 
@@ -255,6 +255,19 @@ func authorize(call action.Call, it *Item, op string) error {
 // even though its transaction rolled back: an access denial (seed 3.2).
 func (c *Cortex) afterFailure(ctx context.Context, call action.Call, err error) error {
 	return c.env.TraceFailure(ctx, call, err)
+}
+
+// audience is who sees an event about a change from before (nil: none) to
+// after: whoever may read the item afterwards, and whoever could before (a
+// revoked principal learns that the item left its view).
+func audience(before, after *Item) events.Audience {
+	var who []string
+	for _, it := range []*Item{before, after} {
+		if it != nil {
+			who = append(who, it.readers()...)
+		}
+	}
+	return events.Only(who...)
 }
 
 // ObjectItem is the access registry's name for a cortex item (trace

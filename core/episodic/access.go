@@ -116,6 +116,51 @@ func (e *Episodic) registerAccess() {
 	})
 }
 
+// audience is who sees an event about thread id: whoever may read it (as
+// tx holds its access list).
+func audience(tx *storage.Tx, id string) events.Audience {
+	a, err := loadACL(tx, id)
+	if err != nil {
+		return events.Audience{}
+	}
+	return events.Only(a.Readers()...)
+}
+
+// decisionAudience is who sees a linking decision: it quotes both of its
+// threads, so whoever may read both.
+func decisionAudience(tx *storage.Tx, d *Decision) events.Audience {
+	a, err := loadACL(tx, d.ThreadID)
+	if err != nil {
+		return events.Audience{}
+	}
+	b, err := loadACL(tx, d.Candidate)
+	if err != nil {
+		return events.Audience{}
+	}
+	var both []string
+	for _, p := range a.Readers() {
+		if b.Can(p, access.Read) {
+			both = append(both, p)
+		}
+	}
+	return events.Only(both...)
+}
+
+// episodeAudience is audience for episode id's thread, read afresh (for
+// events published outside a transaction).
+func (e *Episodic) episodeAudience(id string) events.Audience {
+	var out events.Audience
+	_ = e.env.Store.View(func(tx *storage.Tx) error {
+		var ep Episode
+		if err := tx.GetJSON(episodeKey(id), &ep); err != nil {
+			return err
+		}
+		out = audience(tx, ep.ThreadID)
+		return nil
+	})
+	return out
+}
+
 // about is the trace subject of a thread.
 func about(thread string) trace.Subject { return trace.Subject{Type: ObjectThread, ID: thread} }
 
@@ -182,6 +227,7 @@ func (e *Episodic) changeACL(ctx context.Context, call action.Call, id, what str
 		if acl.Owner == "" {
 			acl.Owner = access.LegacyOwner
 		}
+		before := events.Only(acl.Readers()...)
 		if err := change(&acl); err != nil {
 			return err
 		}
@@ -195,7 +241,8 @@ func (e *Episodic) changeACL(ctx context.Context, call action.Call, id, what str
 				ev.Permissions = append(ev.Permissions, g.Permissions...)
 			}
 		}
-		EventAccess.Publish(tx, ev)
+		// Who had access, who has it now, and whose access changed hear of it.
+		EventAccess.Publish(tx, before.And(events.Only(acl.Readers()...)).And(events.Only(ev.Principal)), ev)
 		_, err = tx.TraceAbout(call, about(id), "thread.acl", fmt.Sprintf("thread %s: %s", id, what), acl)
 		return err
 	})

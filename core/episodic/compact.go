@@ -44,7 +44,7 @@ func newCompactor(e *Episodic) *kit.Worker {
 		return err
 	}, func(id string, err error) {
 		e.env.Log.Warn("compaction failed", "episode", id, "err", err)
-		EventCompactFailed.Publish(e.env.Events, CompactFailedEvent{EpisodeID: id, Error: err.Error()})
+		EventCompactFailed.Publish(e.env.Events, e.episodeAudience(id), CompactFailedEvent{EpisodeID: id, Error: err.Error()})
 	})
 }
 
@@ -136,7 +136,7 @@ func (e *Episodic) compact(ctx context.Context, id string) (*Episode, error) {
 		if err := hook("commit"); err != nil {
 			return err
 		}
-		EventCompacted.Publish(tx, *ep)
+		EventCompacted.Publish(tx, audience(tx.Tx, ep.ThreadID), *ep)
 		done = ep
 		return nil
 	})

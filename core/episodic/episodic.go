@@ -285,7 +285,7 @@ func (e *Episodic) plan(ctx context.Context, principal string, req MessageReques
 		p.decisions = earlier.decisions
 		return p, nil
 	}
-	p.decisions = e.assess(ctx, req.Text, cands, p.route.previous, now, tuning.Threshold, tuning.prompt())
+	p.decisions = e.assess(ctx, principal, req.Text, cands, p.route.previous, now, tuning.Threshold, tuning.prompt())
 	return p, nil
 }
 
@@ -489,7 +489,7 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	if res.NewThread {
 		// Published once the thread has its first turn: the payload is a
 		// copy, and says what the thread is after this message.
-		EventThreadCreated.Publish(tx, *t)
+		EventThreadCreated.Publish(tx, audience(tx.Tx, t.ID), *t)
 	}
 	res.ThreadID, res.TurnCount, res.LastActivityAt, res.Turn = t.ID, t.TurnCount, t.LastActivityAt, turn
 	msg := fmt.Sprintf("%s message on %s → thread %s (turn %d)", req.Speaker, req.Channel, t.ID, t.TurnCount)
@@ -502,7 +502,7 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	if err := e.inferOutcomes(tx, call, req, t, turn, &res); err != nil {
 		return res, err
 	}
-	EventTurnAdded.Publish(tx, res)
+	EventTurnAdded.Publish(tx, audience(tx.Tx, t.ID), res)
 	return res, nil
 }
 
@@ -595,7 +595,7 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 		if err := tx.SetJSON(decisionKey(d.ID), d); err != nil {
 			return err
 		}
-		EventLinkDecided.Publish(tx, *d)
+		EventLinkDecided.Publish(tx, decisionAudience(tx.Tx, d), *d)
 		llmPart := "no model"
 		if d.LLM != nil {
 			llmPart = fmt.Sprintf("model %.2f", *d.LLM)
@@ -895,7 +895,7 @@ func (e *Episodic) Configure(ctx context.Context, call action.Call, id string, m
 		if err := tx.SetJSON(threadKey(id), t); err != nil {
 			return err
 		}
-		EventConfigured.Publish(tx, *t)
+		EventConfigured.Publish(tx, audience(tx.Tx, id), *t)
 		_, err = tx.TraceAbout(call, about(id), "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil)
 		return err
 	})

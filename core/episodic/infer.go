@@ -189,7 +189,7 @@ func (e *Episodic) infer(tx *kit.Txn, call action.Call, w awaiting, text string,
 			outcomeTrace{Algorithmic: d.Algorithmic, Decision: d.Decision, DecisionID: d.ID, LLM: d.LLM, Outcome: outcome, Inferred: true, Signal: signal}); err != nil {
 			return err
 		}
-		EventOutcomeInferred.Publish(tx, *d)
+		EventOutcomeInferred.Publish(tx, decisionAudience(tx.Tx, d), *d)
 	}
 	return nil
 }

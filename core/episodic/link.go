@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
 )
@@ -56,7 +57,7 @@ const maxDecisions = 5
 // scores (quick) and the model's judgements of the most recent few (one
 // call each, all at once), bounded by the judge timeout. It returns the
 // decisions to record, strongest first.
-func (e *Episodic) assess(ctx context.Context, message string, cands []candidate, previous string, now time.Time, threshold float64, prompt PromptVersion) []*Decision {
+func (e *Episodic) assess(ctx context.Context, principal, message string, cands []candidate, previous string, now time.Time, threshold float64, prompt PromptVersion) []*Decision {
 	// The thread a follow-up refers to is judged first, then the most recent.
 	if i := slices.IndexFunc(cands, func(c candidate) bool { return c.thread.ID == previous }); i > 0 {
 		cands = append(append([]candidate{cands[i]}, cands[:i]...), cands[i+1:]...)
@@ -74,7 +75,7 @@ func (e *Episodic) assess(ctx context.Context, message string, cands []candidate
 		for i := range judged {
 			ids[i] = cands[i].thread.ID
 		}
-		EventJudging.Publish(e.env.Events, JudgingEvent{Candidates: ids, Message: message})
+		EventJudging.Publish(e.env.Events, events.Only(principal), JudgingEvent{Candidates: ids, Message: message})
 	}
 	for i := range judged {
 		wg.Add(1)
@@ -94,7 +95,7 @@ func (e *Episodic) assess(ctx context.Context, message string, cands []candidate
 	}
 	wg.Wait()
 	if judged > 0 && llm.Available(e.env.LLM) {
-		EventJudged.Publish(e.env.Events, JudgedEvent{Candidates: judged})
+		EventJudged.Publish(e.env.Events, events.Only(principal), JudgedEvent{Candidates: judged})
 	}
 	for i, d := range decisions {
 		if i >= judged && llm.Available(e.env.LLM) {

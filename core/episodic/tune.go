@@ -11,6 +11,7 @@ import (
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
@@ -125,7 +126,7 @@ func (e *Episodic) Outcome(ctx context.Context, call action.Call, id, outcome st
 		}
 		_, err = tx.TraceAbout(call, about(d.ThreadID), "episode.outcome", fmt.Sprintf("linking decision %s (%s, %s and %s) marked %s", id, d.Decision, d.ThreadID, d.Candidate, outcome),
 			outcomeTrace{Algorithmic: d.Algorithmic, Decision: d.Decision, DecisionID: id, LLM: d.LLM, Outcome: outcome})
-		EventOutcome.Publish(tx, *d)
+		EventOutcome.Publish(tx, decisionAudience(tx.Tx, d), *d)
 		return err
 	})
 	if err != nil {
@@ -228,7 +229,8 @@ func (e *Episodic) Tune(ctx context.Context, call action.Call) (TuningRecord, er
 		if err := tx.SetJSON(tuningKey(), tuning); err != nil {
 			return err
 		}
-		EventTuned.Publish(tx, rec)
+		// Only the operator runs a tuning; its reasons quote decisions.
+		EventTuned.Publish(tx, events.Only(call.Principal), rec)
 		_, err = tx.Trace(call, "episode.tune", fmt.Sprintf("linking threshold %.2f → %.2f: %s", rec.PreviousThreshold, rec.NewThreshold, rec.Reason), rec)
 		return err
 	})

@@ -26,6 +26,10 @@ type Event struct {
 	// Progress marks an event a slow subscriber may miss (a later one
 	// supersedes it).
 	Progress bool
+	// Audience is who may see it. It stays in the process that published
+	// the event: a stream serves each subscriber only what its principal
+	// may see, so what crosses a wire is already filtered.
+	Audience Audience
 }
 
 // MarshalJSON renders {"event": name, "seq": n, "at": ..., "data": ...}, the
@@ -55,26 +59,31 @@ func NewBroker(c clock.Clock) *Broker {
 	return &Broker{clock: c, subs: map[*Queue]struct{}{}}
 }
 
-// Publish delivers an event to every subscriber. It never blocks.
-func (b *Broker) Publish(name string, data any) { b.publish(name, data, false) }
+// Publish delivers an event, seen by to, to every subscriber. It never
+// blocks.
+func (b *Broker) Publish(name string, to Audience, data any) { b.publish(name, to, data, false) }
 
 // PublishProgress delivers a progress event, which a subscriber whose buffer
 // is full will miss. It never blocks.
-func (b *Broker) PublishProgress(name string, data any) { b.publish(name, data, true) }
+func (b *Broker) PublishProgress(name string, to Audience, data any) {
+	b.publish(name, to, data, true)
+}
 
-func (b *Broker) publish(name string, data any, progress bool) {
+func (b *Broker) publish(name string, to Audience, data any, progress bool) {
 	checkPayload(name, data)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
-	ev := Event{Seq: b.seq, Name: name, At: b.clock.Now(), Data: data, Progress: progress}
+	ev := Event{Seq: b.seq, Name: name, At: b.clock.Now(), Data: data, Progress: progress, Audience: to}
 	for q := range b.subs {
 		q.Push(ev)
 	}
 }
 
-// Subscribe returns a channel of events (buffer of the given size, at least
-// 1) that is closed when ctx is cancelled.
+// Subscribe returns a channel of every event, whoever may see it (buffer
+// of the given size, at least 1), closed when ctx is cancelled. It is for
+// the engine's trusted faces, which filter by Event.VisibleTo before a
+// principal sees anything.
 func (b *Broker) Subscribe(ctx context.Context, buffer int) <-chan Event {
 	buffer = max(buffer, 1)
 	q := NewQueue(buffer)

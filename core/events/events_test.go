@@ -31,8 +31,8 @@ func TestPublishNeverBlocks(t *testing.T) {
 	defer tap.Close()
 	const n = 5000
 	for i := range n {
-		b.Publish("item.mutated", i)
-		b.PublishProgress("plan.progress", i)
+		b.Publish("item.mutated", Everyone(), i)
+		b.PublishProgress("plan.progress", Everyone(), i)
 	}
 	// Every final event is still kept for the tap, in order; progress beyond
 	// its limit was dropped rather than blocking.
@@ -76,9 +76,9 @@ func TestSlowSubscriberKeepsFinalsDropsProgress(t *testing.T) {
 	const finals, progressPerFinal = 50, 20
 	for i := range finals {
 		for j := range progressPerFinal {
-			b.PublishProgress("plan.progress", fmt.Sprintf("%d/%d", i, j))
+			b.PublishProgress("plan.progress", Everyone(), fmt.Sprintf("%d/%d", i, j))
 		}
-		b.Publish("subtask.finished", i)
+		b.Publish("subtask.finished", Everyone(), i)
 	}
 	// Nobody read while publishing. Now read until the last final event: all
 	// events before it have been delivered by then (delivery is in order).
@@ -123,7 +123,7 @@ func TestFastSubscriberGetsProgress(t *testing.T) {
 	ch := b.Subscribe(ctx, 1)
 	// Publish one at a time, waiting for each: nothing is ever dropped.
 	for i := range 100 {
-		b.PublishProgress("plan.progress", i)
+		b.PublishProgress("plan.progress", Everyone(), i)
 		ev := <-ch
 		if !ev.Progress || ev.Data != i || ev.Seq != uint64(i+1) {
 			t.Fatalf("event %d: %+v", i, ev)
@@ -137,7 +137,7 @@ func TestSeqAndClock(t *testing.T) {
 	tap := b.Tap(10)
 	defer tap.Close()
 	for i := range 5 {
-		b.Publish("x", i)
+		b.Publish("x", Everyone(), i)
 		c.Advance(time.Second)
 	}
 	evs := tap.Drain()
@@ -163,7 +163,7 @@ func TestSubscriptionClosesOnCancel(t *testing.T) {
 		t.Fatalf("%d subscribers, want 2", n)
 	}
 	for i := range 10 {
-		b.Publish("x", i) // some stay queued: the close must not wait for them
+		b.Publish("x", Everyone(), i) // some stay queued: the close must not wait for them
 	}
 	cancel()
 	for range ch {
@@ -174,7 +174,7 @@ func TestSubscriptionClosesOnCancel(t *testing.T) {
 		t.Fatalf("%d subscribers after cancel, want 1", n)
 	}
 	// The broker goes on serving the others.
-	b.Publish("after", nil)
+	b.Publish("after", Everyone(), nil)
 	for {
 		ev := <-other
 		if ev.Name == "after" {
@@ -197,14 +197,14 @@ func TestTapDrain(t *testing.T) {
 	if evs := tap.Drain(); len(evs) != 0 {
 		t.Fatalf("fresh tap drained %d events", len(evs))
 	}
-	b.Publish("a", 1)
-	b.Publish("b", 2)
+	b.Publish("a", Everyone(), 1)
+	b.Publish("b", Everyone(), 2)
 	first := tap.Drain()
-	b.Publish("c", 3)
+	b.Publish("c", Everyone(), 3)
 	for i := range 5 {
-		b.PublishProgress("p", i)
+		b.PublishProgress("p", Everyone(), i)
 	}
-	b.Publish("d", 4)
+	b.Publish("d", Everyone(), 4)
 	second := tap.Drain()
 	names := func(evs []Event) (s string) {
 		for _, e := range evs {
@@ -227,7 +227,7 @@ func TestTapDrain(t *testing.T) {
 		t.Fatalf("third drain got %d events", len(evs))
 	}
 	tap.Close()
-	b.Publish("e", 5)
+	b.Publish("e", Everyone(), 5)
 	if evs := tap.Drain(); len(evs) != 0 {
 		t.Fatalf("closed tap got %d events", len(evs))
 	}
@@ -336,8 +336,8 @@ func TestConcurrent(t *testing.T) {
 		go func() {
 			defer pub.Done()
 			for i := range each {
-				b.Publish("item", fmt.Sprintf("%d-%d", p, i))
-				b.PublishProgress("progress", nil)
+				b.Publish("item", Everyone(), fmt.Sprintf("%d-%d", p, i))
+				b.PublishProgress("progress", Everyone(), nil)
 			}
 		}()
 	}

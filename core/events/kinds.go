@@ -23,18 +23,18 @@ func (k Kind[T]) Name() string { return k.name }
 // Publisher is where an event goes: the Broker itself, or a transaction
 // that publishes its events once it commits (kit.Txn).
 type Publisher interface {
-	Publish(name string, data any)
-	PublishProgress(name string, data any)
+	Publish(name string, to Audience, data any)
+	PublishProgress(name string, to Audience, data any)
 }
 
 // Publish sends data as an event of this kind (a progress event if the kind
-// was defined as one).
-func (k Kind[T]) Publish(p Publisher, data T) {
+// was defined as one), seen by to.
+func (k Kind[T]) Publish(p Publisher, to Audience, data T) {
 	if k.progress {
-		p.PublishProgress(k.name, data)
+		p.PublishProgress(k.name, to, data)
 		return
 	}
-	p.Publish(k.name, data)
+	p.Publish(k.name, to, data)
 }
 
 // Of returns ev's payload if ev is of this kind.

@@ -29,8 +29,8 @@ func TestKindPublishesItsTypedPayload(t *testing.T) {
 	b := newTestBroker()
 	tap := b.Tap(4)
 	defer tap.Close()
-	testNote.Publish(b, notePayload{Text: "hi", Lines: []string{"a"}})
-	testProgress.Publish(b, 7)
+	testNote.Publish(b, Everyone(), notePayload{Text: "hi", Lines: []string{"a"}})
+	testProgress.Publish(b, Everyone(), 7)
 	evs := tap.Drain()
 	if len(evs) != 2 {
 		t.Fatalf("%d events, want 2", len(evs))
@@ -55,7 +55,7 @@ func TestPublishingAnotherPayloadTypePanics(t *testing.T) {
 			t.Fatalf("recovered %v, want a panic naming test.note", r)
 		}
 	}()
-	b.Publish("test.note", map[string]any{"text": "untyped"})
+	b.Publish("test.note", Everyone(), map[string]any{"text": "untyped"})
 }
 
 func TestDefiningAKindTwicePanics(t *testing.T) {
@@ -83,7 +83,7 @@ func TestKindsListsDefinedKindsInOrder(t *testing.T) {
 func TestEventSurvivesJSONWithItsPayloadType(t *testing.T) {
 	b := newTestBroker()
 	ch := b.Subscribe(context.Background(), 4)
-	testNote.Publish(b, notePayload{Text: "over the wire", Lines: []string{"x", "y"}})
+	testNote.Publish(b, Everyone(), notePayload{Text: "over the wire", Lines: []string{"x", "y"}})
 	sent := <-ch
 	raw, err := json.Marshal(sent)
 	if err != nil {
@@ -93,6 +93,12 @@ func TestEventSurvivesJSONWithItsPayloadType(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
+	// The audience stays in the publishing process: what crosses a wire
+	// was filtered for its reader already.
+	if got.Audience.Includes("anyone") {
+		t.Error("an audience came over the wire")
+	}
+	sent.Audience = Audience{}
 	if !reflect.DeepEqual(got, sent) {
 		t.Errorf("decoded %+v, want %+v", got, sent)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
@@ -262,6 +263,7 @@ func (h *History) changeACL(ctx context.Context, call action.Call, c, what strin
 		if conv.fresh {
 			return errs.New(errs.NotFound, "no conversation %q", c).With("field", "conversation")
 		}
+		before := audience(conv)
 		acl := conv.acl().Clone()
 		if err := fn(&acl, object(c)); err != nil {
 			return err
@@ -277,7 +279,8 @@ func (h *History) changeACL(ctx context.Context, call action.Call, c, what strin
 				ev.Permissions = append(ev.Permissions, g.Permissions...)
 			}
 		}
-		EventAccess.Publish(tx, ev)
+		// The principal whose access changed hears of it, whichever way.
+		EventAccess.Publish(tx, before.And(events.Only(acl.Readers()...)).And(events.Only(ev.Principal)), ev)
 		_, err := tx.Trace(call, "history.access", fmt.Sprintf("history %s: %s", c, what), out)
 		return err
 	})

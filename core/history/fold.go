@@ -135,7 +135,7 @@ func (h *History) foldBatch(tx *kit.Txn, c string) (done bool, err error) {
 			return false, err
 		}
 	}
-	EventSummary.Publish(tx, SummaryEvent{Conversation: c, Covered: rec.Extractive.Covered(), TokenCount: tokens, Writer: "extractive"})
+	EventSummary.Publish(tx, audienceIn(tx.Tx, c), SummaryEvent{Conversation: c, Covered: rec.Extractive.Covered(), TokenCount: tokens, Writer: "extractive"})
 	if model && len(lines) > 0 {
 		spans, limit := rec.Extractive.Spans(), batch.Limit
 		call := action.Call{Principal: batch.Principal, Turn: batch.Turn, Clock: h.env.Clock}

@@ -284,7 +284,7 @@ func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req W
 	conv.Size++
 	conv.TotalTokens += tokens
 	conv.LastTurn = max(conv.LastTurn, turn)
-	EventWritten.Publish(tx, *u)
+	EventWritten.Publish(tx, audience(conv), *u)
 	res := WriteResult{Utterance: u, Evicted: []int{}}
 	if err := h.evict(tx, call, conv, &res.Evicted); err != nil {
 		return WriteResult{}, err
@@ -385,7 +385,7 @@ func (h *History) evict(tx *kit.Txn, call action.Call, conv *Conversation, evict
 		return nil
 	}
 	conv.LastEviction = &Eviction{Indexes: slices.Clone(*evicted), At: call.Clock.Now(), Reason: reason}
-	EventEvicted.Publish(tx, EvictedEvent{Conversation: conv.Conversation, Indexes: *evicted, Reason: reason})
+	EventEvicted.Publish(tx, audience(conv), EvictedEvent{Conversation: conv.Conversation, Indexes: *evicted, Reason: reason})
 	if err := markFold(tx, call, conv, out, conv.LastEviction.At); err != nil {
 		return err
 	}
@@ -508,7 +508,7 @@ func (h *History) modelSummary(ctx context.Context, call action.Call, c, previou
 		if err := tx.SetJSON(sumKey(c), rec); err != nil {
 			return err
 		}
-		EventSummary.Publish(tx, SummaryEvent{Conversation: c, Covered: rec.Extractive.Covered(), TokenCount: countTokens(summaryText), Writer: "model"})
+		EventSummary.Publish(tx, audienceIn(tx.Tx, c), SummaryEvent{Conversation: c, Covered: rec.Extractive.Covered(), TokenCount: countTokens(summaryText), Writer: "model"})
 		return nil
 	})
 	if err != nil {
@@ -676,7 +676,7 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 			conv.TotalTokens -= u.TokenCount
 		}
 		out = u
-		EventDeleted.Publish(tx, DeletedEvent{Conversation: c, UtteranceIndex: index, Evicted: u.Evicted})
+		EventDeleted.Publish(tx, audience(conv), DeletedEvent{Conversation: c, UtteranceIndex: index, Evicted: u.Evicted})
 		_, err = tx.Trace(call, "history.deleted", fmt.Sprintf("history %s: utterance %d deleted", c, index), nil)
 		return err
 	})
@@ -712,6 +712,7 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 		return 0, err
 	}
 	var keys [][]byte
+	var readers events.Audience
 	err = st.View(func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, c)
 		if err != nil {
@@ -720,6 +721,7 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 		if err := h.authorize(call, conv, access.Delete); err != nil {
 			return err
 		}
+		readers = audience(conv)
 		return scanConversation(tx, c, false, func(k, _ []byte) error {
 			keys = append(keys, k)
 			return nil
@@ -735,7 +737,7 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 		if err := tx.Delete(whereKey(c)); err != nil {
 			return err
 		}
-		EventDropped.Publish(tx, DroppedEvent{Conversation: c, Keys: len(keys)})
+		EventDropped.Publish(tx, readers, DroppedEvent{Conversation: c, Keys: len(keys)})
 		_, err := tx.Trace(call, "history.dropped", fmt.Sprintf("history %s: dropped (%d records)", c, len(keys)), nil)
 		return err
 	}
@@ -875,7 +877,7 @@ func (h *History) Configure(ctx context.Context, call action.Call, req Configure
 		if err := h.evict(tx, call, conv, &evicted); err != nil {
 			return err
 		}
-		EventConfigured.Publish(tx, ConfiguredEvent{Conversation: c, BufferSize: conv.BufferSize, MaxTokens: conv.MaxTokens,
+		EventConfigured.Publish(tx, audience(conv), ConfiguredEvent{Conversation: c, BufferSize: conv.BufferSize, MaxTokens: conv.MaxTokens,
 			SummaryTokenLimit: conv.SummaryTokenLimit, Backend: conv.Backend})
 		return nil
 	})
@@ -916,11 +918,14 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 	if err != nil {
 		return err
 	}
+	var readers events.Audience
 	err = source.View(func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, c)
 		if err != nil {
 			return err
 		}
+		// A conversation with nothing stored yet is its mover's to be.
+		readers = events.Only(call.Principal).And(audience(conv))
 		// Moving to memory loses the conversation at the next restart:
 		// a move needs the right to delete it, not only to write.
 		return h.authorize(call, conv, access.Delete)
@@ -978,7 +983,7 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 		}
 		// Published once the pointer commits: the conversation reads from
 		// its new backend from then on.
-		EventMoved.Publish(tx, MovedEvent{Conversation: c, From: current, To: backend})
+		EventMoved.Publish(tx, readers, MovedEvent{Conversation: c, From: current, To: backend})
 		_, err := tx.Trace(call, "history.backend", fmt.Sprintf("history %s: moved from %s to %s (%d keys)", c, current, backend, len(pairs)), nil)
 		return err
 	})

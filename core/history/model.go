@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/text"
+	"github.com/engram-console/engram/storage"
 )
 
 // Speakers an utterance may have.
@@ -91,6 +93,25 @@ type Conversation struct {
 
 // acl is the conversation's owner and grants.
 func (conv *Conversation) acl() access.ACL { return access.ACL{Owner: conv.Owner, Grants: conv.Grants} }
+
+// audience is who sees an event about conv: whoever may read it (nobody
+// for a conversation with nothing stored, nil).
+func audience(conv *Conversation) events.Audience {
+	if conv == nil {
+		return events.Audience{}
+	}
+	return events.Only(conv.acl().Readers()...)
+}
+
+// audienceIn is audience for conversation c as tx holds it (nobody if it
+// cannot be read: an event is never shown to more than may see it).
+func audienceIn(tx *storage.Tx, c string) events.Audience {
+	conv, err := loadConversation(tx, c)
+	if err != nil {
+		return events.Audience{}
+	}
+	return audience(conv)
+}
 
 // ObjectType is what access checks, errors and the trace call a
 // conversation.

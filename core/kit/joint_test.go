@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -19,7 +20,7 @@ func TestJoinedUpdatesCommitOrRollBackWithTheOuterTransaction(t *testing.T) {
 		err := env.Update(context.Background(), func(tx *Txn) error {
 			ctx, joint := Join(context.Background(), tx)
 			err := env.Update(ctx, func(tx *Txn) error {
-				tx.Publish("item.created", 1)
+				tx.Publish("item.created", events.Everyone(), 1)
 				return tx.Set(inner, []byte("inner"))
 			})
 			if err != nil {

@@ -327,9 +327,9 @@ func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Tx
 	}
 	for _, ev := range committed.pending {
 		if ev.progress {
-			e.Events.PublishProgress(ev.name, ev.data)
+			e.Events.PublishProgress(ev.name, ev.to, ev.data)
 		} else {
-			e.Events.Publish(ev.name, ev.data)
+			e.Events.Publish(ev.name, ev.to, ev.data)
 		}
 	}
 	if len(committed.after) > 0 {
@@ -372,18 +372,19 @@ func (t *Txn) AfterCommit(fn func(ctx context.Context)) {
 
 type pendingEvent struct {
 	name     string
+	to       events.Audience
 	data     any
 	progress bool
 }
 
-// Publish queues an event for after the commit.
-func (t *Txn) Publish(name string, data any) {
-	t.pending = append(t.pending, pendingEvent{name: name, data: data})
+// Publish queues an event, seen by to, for after the commit.
+func (t *Txn) Publish(name string, to events.Audience, data any) {
+	t.pending = append(t.pending, pendingEvent{name: name, to: to, data: data})
 }
 
 // PublishProgress queues a progress event (one a slow subscriber may miss).
-func (t *Txn) PublishProgress(name string, data any) {
-	t.pending = append(t.pending, pendingEvent{name: name, data: data, progress: true})
+func (t *Txn) PublishProgress(name string, to events.Audience, data any) {
+	t.pending = append(t.pending, pendingEvent{name: name, to: to, data: data, progress: true})
 }
 
 // Trace appends a trace entry for call, of the given kind, in this
@@ -414,8 +415,32 @@ func (t *Txn) trace(call action.Call, subject *trace.Subject, kind, message stri
 	if err != nil {
 		return trace.Entry{}, err
 	}
-	EventTraceRecorded.Publish(t, e)
+	EventTraceRecorded.Publish(t, t.env.traceAudience(e, subject), e)
 	return e, nil
+}
+
+// traceAudience is who sees entry e about subject live: whom trace.list
+// would show it to (trace.Visible), asked when the event is delivered.
+func (e *Env) traceAudience(entry trace.Entry, subject *trace.Subject) events.Audience {
+	writer := entry.Principal
+	if writer == "" {
+		writer = access.LegacyOwner
+	}
+	switch {
+	case subject == nil:
+		return events.Only(writer)
+	case subject.Owner != "":
+		return events.Only(writer, subject.Owner)
+	}
+	return events.Only(writer).Or(func(viewer string) bool {
+		var ok bool
+		err := e.Store.View(func(tx *storage.Tx) error {
+			var err error
+			ok, err = trace.Visible(tx, e.Access, viewer, entry, subject)
+			return err
+		})
+		return err == nil && ok
+	})
 }
 
 // entry builds a trace entry for call, stamped with the engine clock.
@@ -462,7 +487,7 @@ func (e *Env) TraceDenial(ctx context.Context, call action.Call, d *access.Denia
 		}
 		entry, repeated, err := e.Trace.AppendDenial(tx.Tx, entry, subject, same)
 		if err == nil && !repeated {
-			EventTraceRecorded.Publish(tx, entry)
+			EventTraceRecorded.Publish(tx, e.traceAudience(entry, subject), entry)
 		}
 		return err
 	})

@@ -75,12 +75,12 @@ func TestUpdatePublishesAfterCommit(t *testing.T) {
 	tap := env.Events.Tap(10)
 	defer tap.Close()
 	err := env.Update(context.Background(), func(tx *Txn) error {
-		tx.Publish("item.created", 1)
-		tx.PublishProgress("plan.progress", 2)
+		tx.Publish("item.created", events.Everyone(), 1)
+		tx.PublishProgress("plan.progress", events.Everyone(), 2)
 		if err := tx.Set(key, []byte("v")); err != nil {
 			return err
 		}
-		tx.Publish("item.mutated", 3)
+		tx.Publish("item.mutated", events.Everyone(), 3)
 		if evs := tap.Drain(); len(evs) != 0 {
 			t.Errorf("events published before commit: %s", names(evs))
 		}
@@ -113,7 +113,7 @@ func TestUpdateErrorPublishesAndWritesNothing(t *testing.T) {
 		if _, err := tx.Trace(action.Call{Turn: "t1", Principal: "p"}, "x", "m", nil); err != nil {
 			return err
 		}
-		tx.Publish("item.mutated", nil)
+		tx.Publish("item.mutated", events.Everyone(), nil)
 		return fmt.Errorf("failing: %w", boom)
 	})
 	if !errors.Is(err, boom) {
@@ -149,7 +149,7 @@ func TestUpdateRetryPublishesOnlyCommittedAttempt(t *testing.T) {
 				return err
 			}
 		}
-		tx.Publish(fmt.Sprintf("attempt.%d", attempts), nil)
+		tx.Publish(fmt.Sprintf("attempt.%d", attempts), events.Everyone(), nil)
 		return tx.Set(key, []byte(fmt.Sprint("mine ", attempts)))
 	})
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 // in its place.
 type lossy struct{ conn.Conn }
 
-func (l lossy) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
-	in := l.Conn.Subscribe(ctx, kinds...)
+func (l lossy) SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event {
+	in := l.Conn.SubscribeAs(ctx, principal, kinds...)
 	out := make(chan events.Event, 64)
 	go func() {
 		defer close(out)

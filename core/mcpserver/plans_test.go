@@ -186,7 +186,7 @@ func TestRunPlanAnswersBeforeThePlanFinishes(t *testing.T) {
 		{"id": "hold", "action": map[string]any{"name": "test.hold"}},
 		{"id": "after", "dependencies": []string{"hold"}, "action": map[string]any{"name": "task.noop"}},
 	}})
-	finished := e.Subscribe(t.Context(), planner.EventPlanFinished.Name())
+	finished := e.SubscribeAs(t.Context(), "alice", planner.EventPlanFinished.Name())
 
 	var started PlanStatusOutput
 	if res := callTool(t, cs, "run_plan", map[string]any{"plan_id": "held"}, &started); res.IsError {

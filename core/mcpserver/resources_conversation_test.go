@@ -23,8 +23,8 @@ type watched struct {
 	ready chan struct{}
 }
 
-func (w *watched) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
-	ch := w.Conn.Subscribe(ctx, kinds...)
+func (w *watched) SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event {
+	ch := w.Conn.SubscribeAs(ctx, principal, kinds...)
 	w.once.Do(func() { close(w.ready) })
 	return ch
 }

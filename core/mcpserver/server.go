@@ -381,7 +381,7 @@ func (s *Server) Watch(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	evs := s.c.Subscribe(ctx, kinds...)
+	evs := s.c.SubscribeAs(ctx, s.opts.Agent, kinds...)
 	if s.watching != nil {
 		s.watching()
 	}

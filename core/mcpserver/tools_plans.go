@@ -229,7 +229,7 @@ func (s *Server) runPlan(ctx context.Context, cl *caller, in RunPlanInput) (Plan
 	// Subscribe before the run starts, so that no event of it is missed.
 	watching, stop := context.WithCancel(ctx)
 	defer stop()
-	evs := s.c.Subscribe(watching, planner.EventSubtaskStarted.Name(), planner.EventSubtaskFinished.Name(), planner.EventPlanFinished.Name())
+	evs := s.c.SubscribeAs(watching, s.opts.Agent, planner.EventSubtaskStarted.Name(), planner.EventSubtaskFinished.Name(), planner.EventPlanFinished.Name())
 	type outcome struct {
 		res planner.ExecuteResult
 		err error

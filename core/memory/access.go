@@ -70,6 +70,7 @@ func (m *Memory) changeACL(ctx context.Context, call action.Call, name, kind str
 		if err != nil {
 			return err
 		}
+		before := st.audience()
 		acl := st.acl().Clone()
 		if err := change(&acl, s.object()); err != nil {
 			return err
@@ -80,7 +81,8 @@ func (m *Memory) changeACL(ctx context.Context, call action.Call, name, kind str
 		}
 		out = acl.Clone()
 		out.Owner = acl.OwnerOf()
-		EventStoreChanged.Publish(tx, StoreChangedEvent{Store: name, Change: strings.TrimPrefix(kind, "memory.")})
+		// Who had access and who has it now both hear of the change.
+		EventStoreChanged.Publish(tx, before.And(st.audience()), StoreChangedEvent{Store: name, Change: strings.TrimPrefix(kind, "memory.")})
 		_, err = tx.Trace(call, kind, fmt.Sprintf("memory %s: access is now %v", name, out.Readers()), out)
 		return err
 	})

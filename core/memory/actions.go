@@ -158,7 +158,7 @@ func (m *Memory) actConfigure(ctx context.Context, call action.Call, a Configure
 		if err := s.shrink(tx, call, st); err != nil {
 			return err
 		}
-		EventStoreChanged.Publish(tx, StoreChangedEvent{Store: a.Store, Change: "configured"})
+		EventStoreChanged.Publish(tx, st.audience(), StoreChangedEvent{Store: a.Store, Change: "configured"})
 		return tx.SetJSON(stateKey(a.Store), st)
 	})
 	if err != nil {

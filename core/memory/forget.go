@@ -236,7 +236,7 @@ func (s *store) Forget(ctx context.Context, call action.Call, req ForgetRequest)
 		for i, it := range found {
 			ids[i] = it.ID
 		}
-		EventForgotten.Publish(tx, ForgottenEvent{Store: s.name, IDs: ids, Mode: req.Mode})
+		EventForgotten.Publish(tx, st.audience(), ForgottenEvent{Store: s.name, IDs: ids, Mode: req.Mode})
 		_, err = tx.Trace(call, "memory.forgotten", fmt.Sprintf("memory %s: forgot %d item(s) (%s, %s): %s",
 			s.name, len(ids), res.Matched, req.Mode, strings.Join(ids, ", ")), ForgottenEvent{Store: s.name, IDs: ids, Mode: req.Mode})
 		return err

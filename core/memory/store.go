@@ -74,6 +74,9 @@ type state struct {
 // acl is the store's access list.
 func (st *state) acl() access.ACL { return access.ACL{Owner: st.Owner, Grants: st.Grants} }
 
+// audience is who sees an event about the store: whoever may read it.
+func (st *state) audience() events.Audience { return events.Only(st.acl().Readers()...) }
+
 // setACL stores an access list changed by share or revoke.
 func (st *state) setACL(a access.ACL) { st.Owner, st.Grants = a.Owner, a.Grants }
 
@@ -262,7 +265,7 @@ func (s *store) memorizeIn(tx *kit.Txn, call action.Call, item Item) (MemorizeRe
 		if err := tx.SetJSON(stateKey(s.name), st); err != nil {
 			return err
 		}
-		EventMemorized.Publish(tx, MemorizedEvent{Store: s.name, ID: item.ID})
+		EventMemorized.Publish(tx, st.audience(), MemorizedEvent{Store: s.name, ID: item.ID})
 		s.embedAfterCommit(tx, &item)
 		res = MemorizeResult{Success: true, Ref: s.name + "/" + item.ID, Item: &item, Evicted: evicted}
 		return nil
@@ -434,7 +437,7 @@ func (s *store) evict(tx *kit.Txn, call action.Call, st *state, over func(count,
 		}
 	}
 	if len(ids) > 0 {
-		EventForgotten.Publish(tx, ForgottenEvent{Store: s.name, IDs: ids, Mode: "soft", Reason: reason})
+		EventForgotten.Publish(tx, st.audience(), ForgottenEvent{Store: s.name, IDs: ids, Mode: "soft", Reason: reason})
 		if _, err := tx.Trace(call, "memory.evicted", fmt.Sprintf("memory %s: evicted %d item(s) to make room (least important first): %s",
 			s.name, len(ids), strings.Join(ids, ", ")), evictedTrace{IDs: ids, Reason: reason, Store: s.name}); err != nil {
 			return nil, err

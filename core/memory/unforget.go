@@ -116,7 +116,7 @@ func (s *store) unforget(ctx context.Context, call action.Call, id string) (Unfo
 		if err := tx.SetJSON(stateKey(s.name), st); err != nil {
 			return err
 		}
-		EventUnforgotten.Publish(tx, UnforgottenEvent{ID: it.ID, Store: s.name})
+		EventUnforgotten.Publish(tx, st.audience(), UnforgottenEvent{ID: it.ID, Store: s.name})
 		res = UnforgetResult{Item: it, Evicted: evicted}
 		_, err = tx.Trace(call, "memory.unforgotten", fmt.Sprintf("memory %s: brought back item %s", s.name, it.ID), UnforgottenEvent{ID: it.ID, Store: s.name})
 		return err

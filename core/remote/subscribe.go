@@ -38,14 +38,23 @@ var (
 // maxMessage bounds one SSE message: a larger one ends the stream.
 const maxMessage = 4 * wire.MaxBody
 
-// Subscribe streams the owner's events of the given kinds (every kind
-// when none is given) until ctx is cancelled or Close is called, when the
-// channel closes. A stream that ends is resumed after the last event
+// Subscribe is SubscribeAs for the connection's agent.
+func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
+	return c.SubscribeAs(ctx, c.Agent(), kinds...)
+}
+
+// SubscribeAs streams the owner's events of the given kinds (every kind
+// when none is given) that principal may see, until ctx is cancelled or
+// Close is called, when the channel closes. The owner filters them: over
+// TCP a token sees only what its agent may, whatever principal says. A stream that ends is resumed after the last event
 // received; wire.EventGap events pass through (as events.Event{Name:
 // wire.EventGap}) so that the reader reloads what it shows. When the owner
 // cannot be reached for about a second, the channel closes although ctx
 // is live: the owner is gone.
-func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
+func (c *Conn) SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event {
+	if principal == "" {
+		principal = c.Agent()
+	}
 	out := make(chan events.Event, subscribeBuffer)
 	c.mu.Lock()
 	if c.closed {
@@ -62,7 +71,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 	go func() {
 		defer c.subs.Done()
 		defer q.Finish()
-		c.follow(ctx, kinds, q, ready)
+		c.follow(ctx, principal, kinds, q, ready)
 	}()
 	go func() {
 		defer c.subs.Done()
@@ -87,7 +96,7 @@ func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Eve
 // follow reads streams into q, reconnecting, until ctx ends, the owner
 // refuses the subscription, or the owner is out of reach for giveUpAfter.
 // It closes ready once the first stream is open or could not be.
-func (c *Conn) follow(ctx context.Context, kinds []string, q *events.Queue, ready chan struct{}) {
+func (c *Conn) follow(ctx context.Context, principal string, kinds []string, q *events.Queue, ready chan struct{}) {
 	defer markReady(ready)
 	want := map[string]bool{}
 	for _, k := range kinds {
@@ -99,7 +108,7 @@ func (c *Conn) follow(ctx context.Context, kinds []string, q *events.Queue, read
 		delay     time.Duration
 	)
 	for {
-		r := c.stream(ctx, kinds, want, &lastID, q, ready)
+		r := c.stream(ctx, principal, kinds, want, &lastID, q, ready)
 		markReady(ready) // the first try is over, whatever came of it
 		if ctx.Err() != nil || r.refused {
 			return
@@ -151,12 +160,16 @@ type streamResult struct {
 // stream reads one event stream until it ends. lastID is the id of the
 // last event received, sent as Last-Event-ID and updated as events come.
 // It closes ready, if it is open, once the owner has answered.
-func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool, lastID *string, q *events.Queue, ready chan struct{}) streamResult {
+func (c *Conn) stream(ctx context.Context, principal string, kinds []string, want map[string]bool, lastID *string, q *events.Queue, ready chan struct{}) streamResult {
 	var r streamResult
-	u := c.base + wire.PathEvents
+	params := url.Values{"agent": {principal}}
 	if len(kinds) > 0 {
-		u += "?" + url.Values{"kind": kinds}.Encode()
+		params["kind"] = kinds
 	}
+	u := c.base + wire.PathEvents + "?" + params.Encode()
+	// What the owner sends was filtered for principal already; a gap is
+	// about the stream, not any object.
+	seenBy := events.Only(principal)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, u, nil)
@@ -211,6 +224,10 @@ func (c *Conn) stream(ctx context.Context, kinds []string, want map[string]bool,
 			}
 			if ok {
 				r.delivered = true
+				ev.Audience = seenBy
+				if ev.Name == wire.EventGap {
+					ev.Audience = events.Everyone()
+				}
 				q.Push(ev)
 			}
 			continue

@@ -32,15 +32,20 @@ type hub struct {
 
 // subscriber is one event stream's end of the hub.
 type subscriber struct {
-	kinds map[string]bool // nil: every kind
-	ch    chan events.Event
+	// principal is who reads the stream: it gets only the events this
+	// principal may see.
+	principal string
+	kinds     map[string]bool // nil: every kind
+	ch        chan events.Event
 	// end is closed when the stream must end: dropped (set before) or
 	// the server shutting down.
 	end     chan struct{}
 	dropped bool
 }
 
-func (s *subscriber) wants(name string) bool { return s.kinds == nil || s.kinds[name] }
+func (s *subscriber) wants(ev events.Event) bool {
+	return (s.kinds == nil || s.kinds[ev.Name]) && ev.VisibleTo(s.principal)
+}
 
 func newHub(replay, queue int) *hub {
 	return &hub{queue: queue, ring: make([]events.Event, replay), subs: map[*subscriber]struct{}{}}
@@ -60,7 +65,7 @@ func (h *hub) publish(ev events.Event) {
 		h.n++
 	}
 	for s := range h.subs {
-		if !s.wants(ev.Name) {
+		if !s.wants(ev) {
 			continue
 		}
 		select {
@@ -77,18 +82,18 @@ func (h *hub) publish(ev events.Event) {
 // remembered events after seq `after` that the subscriber wants, to send
 // before its live ones, and gap when events after `after` are already
 // forgotten. ok is false once the hub is closed.
-func (h *hub) subscribe(kinds map[string]bool, resume bool, after uint64) (s *subscriber, replay []events.Event, gap, ok bool) {
+func (h *hub) subscribe(principal string, kinds map[string]bool, resume bool, after uint64) (s *subscriber, replay []events.Event, gap, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, nil, false, false
 	}
-	s = &subscriber{kinds: kinds, ch: make(chan events.Event, h.queue), end: make(chan struct{})}
+	s = &subscriber{principal: principal, kinds: kinds, ch: make(chan events.Event, h.queue), end: make(chan struct{})}
 	if resume {
 		gap = after < h.evicted
 		for i := range h.n {
 			ev := h.ring[(h.head+i)%len(h.ring)]
-			if ev.Seq > after && s.wants(ev.Name) {
+			if ev.Seq > after && s.wants(ev) {
 				replay = append(replay, ev)
 			}
 		}
@@ -128,6 +133,19 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p Principa
 		s.refuse(w, r, http.StatusBadRequest, p.Agent, kerr)
 		return
 	}
+	// The stream's reader: a token's agent over TCP; over the socket the
+	// agent it names, else the owner's own.
+	principal := q.Get("agent")
+	switch {
+	case tcp && principal != "" && principal != p.Agent:
+		s.refuse(w, r, http.StatusForbidden, p.Agent, errs.New(errs.Permission,
+			"agent: this token acts as %q, not %q; leave agent out or use a token of %q", p.Agent, principal, principal).With("field", "agent"))
+		return
+	case tcp:
+		principal = p.Agent
+	case principal == "":
+		principal = s.e.Agent()
+	}
 	if s.streams.Add(1) > int64(s.lim.MaxSubscribers) {
 		s.streams.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -149,7 +167,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p Principa
 		// all: whatever came after it is unknown here.
 		resume, after, gap = ok && inst == s.inst, seq, !ok || inst != s.inst
 	}
-	sub, replay, lost, ok := s.hub.subscribe(kinds, resume, after)
+	sub, replay, lost, ok := s.hub.subscribe(principal, kinds, resume, after)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		s.refuse(w, r, http.StatusServiceUnavailable, p.Agent, errs.New(errs.Unavailable,

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -273,4 +274,43 @@ func TestShutdownCutsOffAStreamWhoseReaderReadsNothing(t *testing.T) {
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
+}
+
+// A stream carries only the events its reader may see: over TCP the
+// token's agent, over the socket the agent it names (else the owner's).
+// Bob hears of Alice's goal only once she shares it, and of nothing the
+// owner's agent keeps to itself.
+func TestEventStreamsCarryOnlyWhatTheirReaderMaySee(t *testing.T) {
+	e, _ := openEngine(t)
+	s, tcp := newServer(t, e, true, server.Options{Tokens: testTokens})
+	sock := httptest.NewServer(s.Handler(false))
+	t.Cleanup(sock.Close)
+	bobOverTCP := openStream(t, tcp.Client(), tcp.URL, "?kind=item.mutated", "Authorization: Bearer bob-ro").read()
+	bobOverSocket := openStream(t, sock.Client(), sock.URL, "?kind=item.mutated&agent=bob").read()
+	owners := openStream(t, sock.Client(), sock.URL, "?kind=item.mutated").read()
+
+	alice := "Authorization: Bearer alice-rw"
+	do(t, tcp.Client(), tcp.URL, createGoal("alices"), alice)
+	do(t, sock.Client(), sock.URL, createGoal("owners"))
+	do(t, tcp.Client(), tcp.URL, map[string]any{"action": "cortex.share",
+		"args": map[string]any{"id": "alices", "principal": "bob", "permissions": []string{"read"}}}, alice)
+	do(t, tcp.Client(), tcp.URL, map[string]any{"action": "cortex.update",
+		"args": map[string]any{"id": "alices", "updates": map[string]any{"progress": 50}}}, alice)
+
+	for name, st := range map[string]*stream{"over TCP": bobOverTCP, "over the socket": bobOverSocket} {
+		// Bob's first event is the share that let him in, then the update.
+		for _, want := range []string{"share", "update"} {
+			m := st.next()
+			data, _ := event(t, m)["data"].(map[string]any)
+			if itemOf(t, m) != "alices" || data["mutation_type"] != want {
+				t.Fatalf("bob's stream %s: got %s, want alices's %s (the create and the owner's goal are not his to see)", name, m.Data, want)
+			}
+		}
+	}
+	if m := owners.next(); itemOf(t, m) != "owners" {
+		t.Errorf("the owner's agent's stream: first %s, want its own goal only", m.Data)
+	}
+
+	a := send(t, tcp.Client(), http.MethodGet, tcp.URL+wire.PathEvents+"?agent=alice", "", "Authorization: Bearer bob-ro")
+	failure(t, a, http.StatusForbidden, "PermissionError", `acts as "bob", not "alice"`)
 }

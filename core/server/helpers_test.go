@@ -66,7 +66,7 @@ func testSubsystem(g *gate) core.Subsystem {
 			func(ctx context.Context, call action.Call, args blobsArgs) (action.None, error) {
 				fill := strings.Repeat("x", args.Size)
 				for i := range args.Count {
-					blobEvent.Publish(env.Events, blob{N: i, Fill: fill})
+					blobEvent.Publish(env.Events, events.Everyone(), blob{N: i, Fill: fill})
 				}
 				return action.None{}, nil
 			})

@@ -18,6 +18,7 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/wire"
 )
 
@@ -27,6 +28,9 @@ type Engine interface {
 	// Actions lists every action, so that the server can tell which
 	// ones only read (a read-only token may run only those).
 	Actions() []*action.Action
+	// SubscribeAll returns every event, whoever may see it: the server
+	// serves each stream only what its principal may see.
+	SubscribeAll(ctx context.Context) <-chan events.Event
 }
 
 // Principal is who a TCP token acts as.
@@ -172,7 +176,7 @@ func New(e Engine, opts Options) *Server {
 	s.hub = newHub(s.lim.Replay, s.lim.SubscriberQueue)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopEvents = cancel
-	ch := e.Subscribe(ctx)
+	ch := e.SubscribeAll(ctx)
 	go func() {
 		for ev := range ch {
 			s.hub.publish(ev)
@@ -448,9 +452,11 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request, p Principal, tcp bool) {
 	var info conn.Info
 	var err error
-	if a, ok := s.e.(conn.InfoAsker); ok && r.URL.Query().Get("counts") == "false" {
+	if a, ok := s.e.(conn.InfoAsker); ok && (r.URL.Query().Get("counts") == "false" || (tcp && p.Agent != s.e.Agent())) {
 		// A client attaching needs the rest: the counts read every key
 		// (seconds, and much of the store paged in, at a million items).
+		// A token's agent is never told them: they count every agent's
+		// objects (engine.info's rule).
 		no := false
 		info, err = a.InfoWith(r.Context(), conn.InfoArgs{Counts: &no})
 	} else {
