@@ -807,3 +807,19 @@ func TestPrincipalAndTurnAreChecked(t *testing.T) {
 	doErr(t, e, Request{Action: "engine.info", Principal: "a\x1b[2Jb"}, errs.Validation, "as: must not contain control characters")
 	doErr(t, e, Request{Action: "engine.info", Turn: strings.Repeat("t", 300)}, errs.Validation, "turn: is 300 bytes")
 }
+
+// engine.info's counts are every agent's objects: another agent's
+// engine.info (a step with "as", a token's /v1/info) leaves them out.
+func TestEngineInfoCountsAreForTheEnginesOwnAgentOnly(t *testing.T) {
+	e, _ := newEngine(t)
+	raw, err := e.Do(context.Background(), Request{Action: "engine.info", Principal: "bob", Args: json.RawMessage(`{"counts": true}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), `"counts"`) {
+		t.Errorf("bob is told the counts: %s", raw)
+	}
+	if decode[Info](t, do(t, e, "engine.info", "", `{}`)).Counts == nil {
+		t.Error("the engine's own agent is not told the counts")
+	}
+}

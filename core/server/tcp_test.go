@@ -111,6 +111,9 @@ func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	}
 	if a := send(t, c, http.MethodGet, ts.URL+wire.PathInfo, "", "Authorization: Bearer bob-ro"); a.Status != http.StatusOK {
 		t.Errorf("info with a read-only token: %d %s", a.Status, a.Body)
+	} else if strings.Contains(string(a.Body), `"counts"`) {
+		// They count every agent's objects, alice's goal among them.
+		t.Errorf("a token's info has the engine's counts: %s", a.Body)
 	}
 }
 
