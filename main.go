@@ -82,6 +82,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if code, ok := runScale(args, stdout, stderr); ok {
 		return code
 	}
+	if code, ok := runEval(args, stdout, stderr); ok {
+		return code
+	}
 	command := ""
 	if len(args) > 0 && (args[0] == "serve" || args[0] == "mcp") {
 		command, args = args[0], args[1:]
@@ -331,7 +334,8 @@ func parseFlags(args []string, usageOut io.Writer, command string) (config, erro
 			"  engram mcp [--agent NAME]         be an AI agent's memory: serve MCP on standard input and output\n"+
 			"  engram mcp demo                   play a short scripted agent session to watch in the console\n"+
 			"  engram token create|list|revoke   manage the bearer tokens of engram serve --listen (each takes --help)\n"+
-			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n\n"+
+			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n"+
+			"  engram eval retrieval FILE        measure retrieval on an evaluation set, in a scratch engine (docs/eval.md)\n\n"+
 			"Every engram on one data directory shares it: the first owns it, the others attach to it.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

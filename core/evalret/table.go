@@ -1,0 +1,75 @@
+package evalret
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable writes the result for people: per split, a row per category
+// and retriever (each retriever under the first, so that the baseline
+// stands beside the product's figure), the metrics in columns, then each
+// retriever's median search time.
+func WriteTable(w io.Writer, res *Result) error {
+	name := res.Set
+	if name == "" {
+		name = "evaluation set"
+	}
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "%s: %d conversations, %d turns, %d questions; a hit is an evidence turn in the top k\n",
+		name, res.Conversations, res.Turns, res.Questions)
+	splits := []string{}
+	runs := map[string][]Run{}
+	for _, r := range res.Runs {
+		if _, ok := runs[r.Split]; !ok {
+			splits = append(splits, r.Split)
+		}
+		runs[r.Split] = append(runs[r.Split], r)
+	}
+	for _, split := range splits {
+		rs := runs[split]
+		fmt.Fprintf(b, "\nsplit %s (%d questions)\n", split, rs[0].Overall.Questions)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "category\tn\tretriever\tR@1\tR@5\tR@10\tall@10\tMRR\tnDCG@10\t")
+		row := func(label string, pick func(Run) (Scores, bool)) {
+			first := true
+			for _, r := range rs {
+				s, ok := pick(r)
+				if !ok {
+					continue
+				}
+				l, n := "", ""
+				if first {
+					l, n = label, fmt.Sprint(s.Questions)
+				}
+				first = false
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", l, n, r.Retriever,
+					s.Recall1, s.Recall5, s.Recall10, s.AllRecall10, s.MRR, s.NDCG10)
+			}
+		}
+		for _, c := range Categories {
+			row(c, func(r Run) (Scores, bool) {
+				for _, s := range r.Categories {
+					if s.Category == c {
+						return s, true
+					}
+				}
+				return Scores{}, false
+			})
+		}
+		row("overall", func(r Run) (Scores, bool) { return r.Overall, true })
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			fmt.Fprintf(b, "%s: search p50 %.3f ms", r.Retriever, r.SearchP50Ms)
+			if r.Failed > 0 {
+				fmt.Fprintf(b, "; %d searches failed (scored as misses), the first: %s", r.Failed, r.FirstFailure)
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
