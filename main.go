@@ -25,6 +25,7 @@ import (
 	"github.com/engram-console/engram/core/batch"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/evalret"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/planner"
@@ -274,7 +275,7 @@ func runServe(ctx context.Context, cfg config, c dataConn, stderr io.Writer) int
 // engineOptions adds the subsystems engram is built with to opts: the
 // engine's own, the planner (left out by -tags noplanning) and the tour.
 func engineOptions(opts core.Options) core.Options {
-	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}), tour.Subsystem())
+	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}), tour.Subsystem(), evalret.Subsystem())
 	return opts
 }
 
