@@ -105,7 +105,7 @@ func (pl *Planner) screen(subtasks []*Subtask) {
 			s.Proposed = true
 			continue
 		}
-		s.Warning = fmt.Sprintf("the model proposed the action %q, which was refused: a model-made subtask may run only read-only and task.* actions (not plan.*); it runs its description instead",
+		s.Warning = fmt.Sprintf("the model proposed the action %q, which was refused: a model-made subtask may run only read-only and task.* actions (not plan.*, nor one whose arguments name a file); it runs its description instead",
 			llm.Truncate(s.Action.Name, 80))
 		pl.env.Log.Warn("refused an action a model proposed", "subtask", s.ID, "action", llm.Truncate(s.Action.Name, 80))
 		s.Action = nil

@@ -116,6 +116,10 @@ func Evaluate(ctx context.Context, set *Set, opts Options) (*Result, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	// The scratch engine is another engine: what the context says about
+	// the request running (the action eval.retrieval runs in) is not
+	// about its requests.
+	ctx = detached{ctx}
 	res := &Result{Set: set.Name, Conversations: len(set.Conversations), K: K}
 	for _, c := range set.Conversations {
 		for _, s := range c.Sessions {
@@ -284,6 +288,7 @@ func turnText(t Turn) string {
 // before it in the session, so that time-aware retrieval sees when each
 // was said. Close the Scratch when done.
 func Load(ctx context.Context, set *Set, prog io.Writer) (*Scratch, error) {
+	ctx = detached{ctx}
 	first := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	e, err := core.Open(core.Options{InMemory: true, Clock: clock.NewFixed(first), IDSeed: "eval", HistoryBackend: history.BackendInMemory})
 	if err != nil {
@@ -356,3 +361,14 @@ func (h historyRetriever) Search(ctx context.Context, conversation, query string
 	}
 	return ids, nil
 }
+
+// detached is a context's cancellation and deadline without its values:
+// an engine marks the context of a running action with values, and a
+// request of the scratch engine made inside that action must not look
+// like a part of it.
+type detached struct{ parent context.Context }
+
+func (d detached) Deadline() (time.Time, bool) { return d.parent.Deadline() }
+func (d detached) Done() <-chan struct{}       { return d.parent.Done() }
+func (d detached) Err() error                  { return d.parent.Err() }
+func (d detached) Value(any) any               { return nil }

@@ -129,8 +129,8 @@ func TestReadFileNamesTheFileAndRefusesWhatIsNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
-		bad:                              "file " + bad + ": 2 problems: conversations: none",
-		dir:                              "is a directory",
+		bad:                             "file " + bad + ": 2 problems: conversations: none",
+		dir:                             "is a directory",
 		filepath.Join(dir, "gone.json"): "no such file",
 	} {
 		_, err := ReadFile(path)

@@ -17,8 +17,8 @@ func WriteTable(w io.Writer, res *Result) error {
 		name = "evaluation set"
 	}
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "%s: %d conversations, %d turns, %d questions; a hit is an evidence turn in the top k\n",
-		name, res.Conversations, res.Turns, res.Questions)
+	fmt.Fprintf(b, "%s: %s, %s, %s; a hit is an evidence turn in the top k\n",
+		name, plural(res.Conversations, "conversation"), plural(res.Turns, "turn"), plural(res.Questions, "question"))
 	splits := []string{}
 	runs := map[string][]Run{}
 	for _, r := range res.Runs {
@@ -29,7 +29,7 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	for _, split := range splits {
 		rs := runs[split]
-		fmt.Fprintf(b, "\nsplit %s (%d questions)\n", split, rs[0].Overall.Questions)
+		fmt.Fprintf(b, "\nsplit %s (%s)\n", split, plural(rs[0].Overall.Questions, "question"))
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "category\tn\tretriever\tR@1\tR@5\tR@10\tall@10\tMRR\tnDCG@10\t")
 		row := func(label string, pick func(Run) (Scores, bool)) {
@@ -72,4 +72,12 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural is "1 turn", "2 turns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
