@@ -49,7 +49,7 @@ var slots = map[string][]string{
 // speaker's, "y:" the other's; {X} and {Y} are their names.
 var exchanges = [][]string{
 	{"x:How was your weekend, {Y}?", "y:Quiet. I mostly {chore} and watched {show}."},
-	{"x:I made {food} last night and it came out {adj}.", "y:Send me the recipe, I've been eating {food} all week."},
+	{"x:I made {food} last night and it came out {adj}.", "y:Send me the recipe, I've been living on toast all week."},
 	{"x:The weather here has been {weather} all week.", "y:Same here. I keep forgetting my umbrella."},
 	{"x:My {relative} keeps sending me videos of a {animal} that plays the piano.", "y:Honestly that's the best part of the internet."},
 	{"x:Did you finish {show}?", "y:Two episodes left. Don't spoil it!"},
@@ -93,6 +93,16 @@ var exchanges = [][]string{
 	{"x:I finally cleaned out my closet and found a jacket I forgot I owned.", "y:Free new jacket!"},
 	{"x:My {relative} had knee surgery last month and is already back at the gym.", "y:Tough family you have."},
 	{"x:The team at work is planning a trip to an escape room.", "y:You'll solve it in ten minutes."},
+	{"x:My {relative} just started a new job and already hates the commute.", "y:An hour each way? I'd quit too."},
+	{"x:Our building's elevator is broken again.", "y:Stairs are free cardio, {X}."},
+	{"x:I burned my hand on the oven tray yesterday.", "y:Ouch! Run it under cold water, not ice."},
+	{"x:Did you book anything for the long weekend?", "y:Not yet. Probably just the couch."},
+	{"x:The {cuisine} bakery downtown does a breakfast sandwich now.", "y:I'm going tomorrow. Don't stop me."},
+	{"x:I keep getting ads for {thing}s since I mentioned one once.", "y:Your phone is listening. Everyone's is."},
+	{"x:My {relative} is getting married in {month} and wants me to give a speech.", "y:Keep it short and mention one embarrassing story. Just one."},
+	{"x:I walked past our old school today. It's a gym now.", "y:Of course it is."},
+	{"x:We finally watched {show}.", "y:And? Worth the hype?", "x:The ending, yes. The middle, no."},
+	{"x:The hospital near me is building a new wing and the cranes are everywhere.", "y:At least it's not jackhammers."},
 }
 
 // pick draws one of a slot's words.
