@@ -31,7 +31,9 @@ func WriteTable(w io.Writer, res *Result) error {
 		rs := runs[split]
 		fmt.Fprintf(b, "\nsplit %s (%s)\n", split, plural(rs[0].Overall.Questions, "question"))
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "category\tn\tretriever\tR@1\tR@5\tR@10\tall@10\tMRR\tnDCG@10\t")
+		// tw writes into b, a strings.Builder: its writes cannot fail
+		// until Flush, whose error is checked.
+		_, _ = fmt.Fprintln(tw, "category\tn\tretriever\tR@1\tR@5\tR@10\tall@10\tMRR\tnDCG@10\t")
 		row := func(label string, pick func(Run) (Scores, bool)) {
 			first := true
 			for _, r := range rs {
@@ -44,7 +46,7 @@ func WriteTable(w io.Writer, res *Result) error {
 					l, n = label, fmt.Sprint(s.Questions)
 				}
 				first = false
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", l, n, r.Retriever,
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", l, n, r.Retriever,
 					s.Recall1, s.Recall5, s.Recall10, s.AllRecall10, s.MRR, s.NDCG10)
 			}
 		}
