@@ -8,14 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/evalret"
 )
 
-const evalUsage = "engram eval retrieval FILE [--json] [--retriever history|bm25|all] [--split dev|heldout|all]"
+const evalUsage = "engram eval retrieval FILE [--json [--details]] [--retriever history|bm25|all] [--split dev|heldout|all]"
 
 const evalHelp = "Measures how well engram finds the turns that answer questions about long conversations.\n" +
 	"FILE is an evaluation set (the format is in docs/eval.md; testdata/eval/engram-longmem.json is\n" +
@@ -36,6 +35,7 @@ func runEval(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	asJSON := fs.Bool("json", false, "print the result as JSON (the result of the eval.retrieval action)")
 	retriever := fs.String("retriever", evalret.All, "the retriever to measure: history, bm25 or all")
 	split := fs.String("split", evalret.All, "the questions to ask: dev, heldout or all (each split, and both)")
+	details := fs.Bool("details", false, "with --json: also list each question's outcome (the rank of its first evidence turn, the turns ranked)")
 	positional, code, done := parseSubcommand(fs, args[1:], "engram eval", evalUsage, evalHelp, stdout, stderr)
 	if done {
 		return code, true
@@ -52,6 +52,15 @@ func runEval(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 		complain(stderr, "engram eval retrieval: give one evaluation FILE (got %d)\nUsage: %s\n", len(positional)-1, evalUsage)
 		return exitUsage, true
 	}
+	if *details && !*asJSON {
+		complain(stderr, "engram eval retrieval: --details lists every question, which only --json prints; add --json\nUsage: %s\n", evalUsage)
+		return exitUsage, true
+	}
+	opts := evalret.Options{Retrievers: []string{*retriever}, Split: *split, Progress: stderr, Details: *details}
+	if err := opts.Check(); err != nil {
+		complain(stderr, "engram eval retrieval: --%s\nUsage: %s\n", errs.As(err).Message, evalUsage)
+		return exitUsage, true
+	}
 	set, err := evalret.ReadFile(positional[1])
 	if err != nil {
 		complain(stderr, "engram eval retrieval: %s\n", errs.As(err).Message)
@@ -59,7 +68,7 @@ func runEval(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := evalret.Evaluate(ctx, set, evalret.Options{Retrievers: strings.Split(*retriever, ","), Split: *split, Progress: stderr})
+	res, err := evalret.Evaluate(ctx, set, opts)
 	if err != nil {
 		e := errs.As(err)
 		complain(stderr, "engram eval retrieval: %s\n", e.Message)

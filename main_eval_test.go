@@ -92,13 +92,15 @@ func TestEvalRetrievalRefusesBadFlagsAndFiles(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"eval", "retrieval", "--retriever", "vector", tinySet}, `retriever: "vector" is unknown; use history, bm25 or all`},
-		{[]string{"eval", "retrieval", "--split", "test", tinySet}, `split: "test" is unknown; use dev, heldout or all`},
+		{[]string{"eval", "retrieval", "--retriever", "vector", tinySet}, `--retriever: "vector" is unknown; use history, bm25 or all`},
+		{[]string{"eval", "retrieval", "--split", "test", tinySet}, `--split: "test" is unknown; use dev, heldout or all`},
 		{[]string{"eval", "retrieval", "testdata/eval/none.json"}, "testdata/eval/none.json: no such file"},
 		{[]string{"eval", "retrieval", bad}, `file ` + bad + `: questions[0].evidence[0] "t9" is no turn of the file; name a turn's id`},
 		{[]string{"eval", "retrieval"}, "give one evaluation FILE"},
 		{[]string{"eval", "recall", tinySet}, `got "recall"; the one evaluation is retrieval`},
 		{[]string{"eval", "retrieval", "--top", "5", tinySet}, "flag provided but not defined: -top"},
+		{[]string{"eval", "retrieval", "--details", tinySet}, "--details lists every question, which only --json prints; add --json"},
+		{[]string{"eval", "retrieval", "--split", "test", "testdata/eval/none.json"}, `--split: "test" is unknown`},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(c.args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), c.want) {

@@ -12,6 +12,7 @@ type RetrievalArgs struct {
 	File      string `json:"file" arg:"required" help:"the evaluation set: a JSON file on the engine's machine (docs/eval.md)"`
 	Retriever string `json:"retriever,omitempty" help:"history (history.search), bm25 (the baseline) or all (the default)"`
 	Split     string `json:"split,omitempty" help:"dev, heldout or all (the default: each split, and both together)"`
+	Details   bool   `json:"details,omitempty" help:"also list each question's outcome: the rank of its first evidence turn and the turns ranked"`
 }
 
 // ActionRetrieval is the eval.retrieval action. Measure retrieval on an
@@ -33,12 +34,12 @@ func Subsystem() func(env *kit.Env) error {
 }
 
 func retrieval(ctx context.Context, _ action.Call, args RetrievalArgs) (Result, error) {
-	opts := Options{Split: args.Split}
+	opts := Options{Split: args.Split, Details: args.Details}
 	if args.Retriever != "" {
 		opts.Retrievers = []string{args.Retriever}
 	}
 	// The options first: a bad one is refused before the file is read.
-	if err := opts.validate(); err != nil {
+	if err := opts.Check(); err != nil {
 		return Result{}, err
 	}
 	set, err := ReadFile(args.File)

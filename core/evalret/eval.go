@@ -50,6 +50,9 @@ type Options struct {
 	// Now times the searches (time.Now when nil; tests give a clock that
 	// moves by a fixed step, so that the latency they see repeats).
 	Now func() time.Time
+	// Details adds each question's outcome to every run (Run.Details):
+	// where its first evidence came and what was ranked above it.
+	Details bool
 }
 
 // Result is what Run measured.
@@ -84,10 +87,30 @@ type Run struct {
 	FirstFailure string `json:"first_failure,omitempty"`
 	// SearchP50Ms is the median wall time of one search, in milliseconds.
 	SearchP50Ms float64 `json:"search_p50_ms"`
+	// Details are each question's outcome, when asked for (absent
+	// otherwise), in the set's order.
+	Details []Outcome `json:"details,omitempty"`
 }
 
-// Validate checks the options, naming the field at fault.
-func (o *Options) validate() error {
+// Outcome is how a retriever answered one question.
+type Outcome struct {
+	Question string `json:"question"`
+	Category string `json:"category"`
+	// Rank is the place of the first evidence turn in the top K, 0 when
+	// none is there.
+	Rank int `json:"rank"`
+	// AllEvidence: every evidence turn is in the top K.
+	AllEvidence bool    `json:"all_evidence"`
+	NDCG10      float64 `json:"ndcg_at_10"`
+	// Ranked are the turns the retriever returned, best first.
+	Ranked []string `json:"ranked"`
+	// Error is why the search failed, if it did.
+	Error string `json:"error,omitempty"`
+}
+
+// Check checks the options, naming the field at fault, and fills in
+// their defaults.
+func (o *Options) Check() error {
 	switch o.Split {
 	case "":
 		o.Split = All
@@ -113,7 +136,7 @@ func (o *Options) validate() error {
 // (when a retriever needs one), asks every question of each retriever and
 // scores the answers. Nothing outside the scratch engine is written.
 func Evaluate(ctx context.Context, set *Set, opts Options) (*Result, error) {
-	if err := opts.validate(); err != nil {
+	if err := opts.Check(); err != nil {
 		return nil, err
 	}
 	// The scratch engine is another engine: what the context says about
@@ -156,7 +179,11 @@ func Evaluate(ctx context.Context, set *Set, opts Options) (*Result, error) {
 	}
 	for _, split := range splits {
 		for _, name := range opts.Retrievers {
-			res.Runs = append(res.Runs, score(name, split, byRetriever[name]))
+			run := score(name, split, byRetriever[name])
+			if opts.Details {
+				run.Details = details(split, byRetriever[name])
+			}
+			res.Runs = append(res.Runs, run)
 		}
 	}
 	return res, nil
@@ -166,6 +193,7 @@ func Evaluate(ctx context.Context, set *Set, opts Options) (*Result, error) {
 type asked struct {
 	q      Question
 	j      judged
+	ranked []string
 	took   time.Duration
 	failed error
 }
@@ -179,7 +207,7 @@ func ask(ctx context.Context, r Retriever, questions []Question, now func() time
 		}
 		start := now()
 		ranked, err := r.Search(ctx, q.Conversation, q.Text, K)
-		a := asked{q: q, took: now().Sub(start), failed: err}
+		a := asked{q: q, took: now().Sub(start), failed: err, ranked: ranked[:min(len(ranked), K)]}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -225,6 +253,25 @@ func score(name, split string, answers []asked) Run {
 	}
 	run.SearchP50Ms = median(took)
 	return run
+}
+
+// details lists each answer of a split.
+func details(split string, answers []asked) []Outcome {
+	out := []Outcome{}
+	for _, a := range answers {
+		if split != All && a.q.SplitOf() != split {
+			continue
+		}
+		o := Outcome{Question: a.q.ID, Category: a.q.Category, Rank: a.j.rank, AllEvidence: a.j.all, NDCG10: round(a.j.ndcg), Ranked: a.ranked}
+		if o.Ranked == nil {
+			o.Ranked = []string{}
+		}
+		if a.failed != nil {
+			o.Error = a.failed.Error()
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 func progress(w io.Writer, format string, args ...any) {

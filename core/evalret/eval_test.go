@@ -141,3 +141,34 @@ func TestAFailedSearchIsAMissAndSaysWhy(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 }
+
+// TestDetailsListEachQuestionsOutcome: with Details, every run lists its
+// split's questions in the set's order, with the rank of the first
+// evidence turn and the turns ranked; without, none.
+func TestDetailsListEachQuestionsOutcome(t *testing.T) {
+	set, err := ReadFile(tinyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Evaluate(context.Background(), set, Options{Now: step(), Retrievers: []string{RetrieverBM25}, Split: Dev, Details: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Runs[0].Details
+	if len(d) != 3 || d[0].Question != "q1" || d[1].Question != "q3" || d[2].Question != "q4" {
+		t.Fatalf("details: %+v", d)
+	}
+	for _, o := range d {
+		want := judge(o.Ranked, set.Questions[map[string]int{"q1": 0, "q3": 2, "q4": 3}[o.Question]].Evidence)
+		if o.Rank != want.rank || o.AllEvidence != want.all || o.NDCG10 != round(want.ndcg) || len(o.Ranked) == 0 || len(o.Ranked) > K {
+			t.Errorf("%+v does not agree with its ranking (%+v)", o, want)
+		}
+	}
+	if d[1].Rank != 1 || d[1].Ranked[0] != "t6" {
+		t.Errorf("Lisbon's question: %+v", d[1])
+	}
+	plain, err := Evaluate(context.Background(), set, Options{Now: step(), Retrievers: []string{RetrieverBM25}, Split: Dev})
+	if err != nil || plain.Runs[0].Details != nil {
+		t.Errorf("details without asking: %+v %v", plain.Runs[0].Details, err)
+	}
+}

@@ -214,6 +214,9 @@ func checkID(id string) string {
 	switch {
 	case strings.TrimSpace(id) == "":
 		return "is empty; give every one an id"
+	case strings.TrimSpace(id) != id:
+		// history trims a conversation's name: " c" would be "c".
+		return "starts or ends with a space; remove it"
 	case len(id) > maxID:
 		return fmt.Sprintf("is %d bytes long; at most %d", len(id), maxID)
 	case !utf8.ValidString(id):

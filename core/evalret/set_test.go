@@ -78,6 +78,9 @@ func TestBadSetsAreRefusedNamingTheFieldAndTheFix(t *testing.T) {
 		{name: "a speaker not listed", edit: func(v map[string]any) {
 			at(v, "conversations", 0, "sessions", 0, "turns", 1).(map[string]any)["speaker"] = "Bea"
 		}, wants: []string{`turns[1].speaker "Bea" is not one of the conversation's speakers`}},
+		{name: "an id with a space around it", edit: func(v map[string]any) {
+			at(v, "conversations", 0).(map[string]any)["id"] = "ana-ben "
+		}, wants: []string{"conversations[0].id starts or ends with a space; remove it"}},
 		{name: "unknown field", edit: func(v map[string]any) {
 			at(v, "questions", 0).(map[string]any)["evidences"] = []any{"t1"}
 		}, wants: []string{"questions[0]", `"evidences"`, `"evidence"`}},
