@@ -31,7 +31,7 @@ func TestEvalRetrievalPrintsEachCategoryWithTheBaselineBeside(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		"tiny: 1 conversation, 6 turns, 4 questions; a hit is an evidence turn in the top k",
+		"tiny: 1 conversation, 6 turns, 4 questions\n", "R@k: share of questions with an evidence turn in the top k",
 		"split dev (3 questions)", "split heldout (1 question)", "split all (4 questions)",
 		"category  n  retriever    R@1    R@5   R@10  all@10    MRR  nDCG@10",
 		"history: search p50 ", "bm25: search p50 ",

@@ -17,7 +17,7 @@ func WriteTable(w io.Writer, res *Result) error {
 		name = "evaluation set"
 	}
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "%s: %s, %s, %s; a hit is an evidence turn in the top k\n",
+	fmt.Fprintf(b, "%s: %s, %s, %s\n",
 		name, plural(res.Conversations, "conversation"), plural(res.Turns, "turn"), plural(res.Questions, "question"))
 	splits := []string{}
 	runs := map[string][]Run{}
@@ -72,6 +72,8 @@ func WriteTable(w io.Writer, res *Result) error {
 			b.WriteString("\n")
 		}
 	}
+	b.WriteString("\nR@k: share of questions with an evidence turn in the top k; all@10: with\n" +
+		"every evidence turn in the top 10; MRR and nDCG@10 as in docs/eval.md.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
