@@ -140,6 +140,13 @@ func TestAFailedSearchIsAMissAndSaysWhy(t *testing.T) {
 	if r.Failed != 1 || !strings.Contains(r.FirstFailure, "question q1: query: at most 64 different words") || r.Categories[0].Recall10 != 0 {
 		t.Errorf("%+v", r)
 	}
+	var table strings.Builder
+	if err := WriteTable(&table, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "history: search p50 1.000 ms; 1 searches failed (scored as misses), the first: question q1: query: at most 64") {
+		t.Errorf("the table does not say a search failed:\n%s", table.String())
+	}
 }
 
 // TestDetailsListEachQuestionsOutcome: with Details, every run lists its
