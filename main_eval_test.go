@@ -153,6 +153,9 @@ func TestEvalNeverTouchesTheDataDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if before.Counts["history"]["conversations"] != 1 || before.Counts["history"]["buffered"] != 1 {
+		t.Fatalf("engine.info does not count the conversation written: %v", before.Counts)
+	}
 	if _, err := conn.Call(ctx, e, evalret.ActionRetrieval, evalret.RetrievalArgs{File: tinySet}); err != nil {
 		t.Fatal(err)
 	}
