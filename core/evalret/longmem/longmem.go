@@ -110,7 +110,7 @@ var questions = []question{
 	{evalret.SingleHop, "What was {B}'s time in the {RaceShort}?", []string{"bev4"}, "{RaceTime}"},
 	{evalret.SingleHop, "Who is {Sib} marrying?", []string{"sib2"}, "{Fiance}"},
 
-	{evalret.MultiHop, "Which employer did {A} leave, and which one hired {her}?", []string{"job1", "job4"}, "left {Company1} for {Company2}"},
+	{evalret.MultiHop, "Which employer did {A} leave, and which one hired {him}?", []string{"job1", "job4"}, "left {Company1} for {Company2}"},
 	{evalret.MultiHop, "Who went to {TripPlace} with {A}, and what did they do there?", []string{"trip1", "trip3"}, "{her} {sibrel} {Sib}; {TripDid}"},
 	{evalret.MultiHop, "How did {PetName} react to the new apartment?", []string{"pet1", "move2"}, "{PetMove}"},
 	{evalret.MultiHop, "What role did {A} apply for, and did {she} end up taking it?", []string{"job2", "job4"}, "{Job2} at {Company2}; yes"},
@@ -127,7 +127,7 @@ var questions = []question{
 	{evalret.Temporal, "When did {A} adopt {PetName}?", []string{"pet1"}, "{S1MonthYear}"},
 	{evalret.Temporal, "For which month was the {TripPlace} trip with {Sib} first booked?", []string{"trip1"}, "{TripMonth1}"},
 	{evalret.Temporal, "When did {A} and {Sib} finally go to {TripPlace}?", []string{"trip2", "trip3"}, "{TripMonth2}"},
-	{evalret.Temporal, "What happened after {A} applied to {Company2}?", []string{"job3"}, "{Company2} offered {her} the job"},
+	{evalret.Temporal, "What happened after {A} applied to {Company2}?", []string{"job3"}, "{Company2} offered {him} the job"},
 	{evalret.Temporal, "When was {A}'s first day at {Company2}?", []string{"job4"}, "{StartDay}"},
 	{evalret.Temporal, "When did {A} move to {City2}?", []string{"move1"}, "{S9MonthYear}"},
 	{evalret.Temporal, "What did {A} arrange for the week before starting at the new company?", []string{"job4"}, "the move"},
