@@ -112,7 +112,7 @@ var questions = []question{
 
 	{evalret.MultiHop, "Which employer did {A} leave, and which one hired {him}?", []string{"job1", "job4"}, "left {Company1} for {Company2}"},
 	{evalret.MultiHop, "Who went to {TripPlace} with {A}, and what did they do there?", []string{"trip1", "trip3"}, "{her} {sibrel} {Sib}; {TripDid}"},
-	{evalret.MultiHop, "How did {PetName} react to the new apartment?", []string{"pet1", "move2"}, "{PetMove}"},
+	{evalret.MultiHop, "How did {PetName} react to the new home?", []string{"pet1", "move2"}, "{PetMove}"},
 	{evalret.MultiHop, "What role did {A} apply for, and did {she} end up taking it?", []string{"job2", "job4"}, "{Job2} at {Company2}; yes"},
 	{evalret.MultiHop, "What happened to the vacation {A} planned with {her} {sibrel}, and how did it go in the end?", []string{"trip1", "trip2", "trip3"}, "moved from {TripMonth1} to {TripMonth2}; {TripDid}"},
 	{evalret.MultiHop, "Which city did {A} live in before relocating, and where did {she} end up?", []string{"job3b", "move1"}, "{City1}, then {City2}"},
@@ -135,7 +135,7 @@ var questions = []question{
 	{evalret.Temporal, "What news did {A}'s {sibrel} share in {S11Month}?", []string{"sib2"}, "engaged to {Fiance}"},
 	{evalret.Temporal, "How long after adopting {PetName} did {A} have to rush to the vet?", []string{"pet1", "pet2"}, "{PetVetWeeks}"},
 	{evalret.Temporal, "Which came first: {A}'s injury or {her} {sibrel}'s engagement?", []string{"sib2", "inj1"}, "the engagement"},
-	{evalret.Temporal, "When was {B}'s {RaceShort}?", []string{"bev4"}, "{S9MonthYear}"},
+	{evalret.Temporal, "When was {B}'s {RaceShort}?", []string{"bev4"}, "{RaceMonthYear}"},
 	{evalret.Temporal, "What was {A} up to in {S3Month}?", []string{"hob1"}, "starting {Hobby}"},
 
 	{evalret.OpenDomain, "What might {A} like as a birthday present?", []string{"hob1", "hob2"}, "something for {Hobby}"},
@@ -207,6 +207,7 @@ func (p *person) pairs() []string {
 	v["TripMonth2"] = p.date(4).AddDate(0, 0, 55).Format("January")
 	v["StartDay"] = p.date(7).AddDate(0, 0, 24).Format("January 2")
 	v["RaceMonth"] = p.date(8).AddDate(0, 0, -7).Format("January")
+	v["RaceMonthYear"] = p.date(8).AddDate(0, 0, -7).Format("January 2006")
 	v["PetVetWeeks"] = fmt.Sprintf("about %d weeks", int(p.date(3).Sub(p.date(0)).Hours()/24/7))
 	var out []string
 	for k, x := range v {
