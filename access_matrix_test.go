@@ -141,6 +141,9 @@ var strangerMatrix = map[string]strangerCase{
 	"clients.list":       {`{}`, quiet, ""},
 	"clients.disconnect": {`{"session":"alice-session"}`, fails, ""},
 	"clients.refuse":     {`{"message":"refused"}`, fails, ""},
+	// The evaluation works in a scratch engine of its own: it reads
+	// nothing of Alice's (Bob's file does not exist either).
+	"eval.retrieval": {`{"file":"testdata/eval/no-such-set.json"}`, fails, ""},
 }
 
 // TestStrangerIsRefusedByEveryActionAndChangesNothing is issue 13's bypass

@@ -25,6 +25,7 @@ import (
 	"github.com/engram-console/engram/core/batch"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/evalret"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/planner"
@@ -80,6 +81,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return code
 	}
 	if code, ok := runScale(args, stdout, stderr); ok {
+		return code
+	}
+	if code, ok := runEval(args, stdout, stderr); ok {
 		return code
 	}
 	command := ""
@@ -271,7 +275,7 @@ func runServe(ctx context.Context, cfg config, c dataConn, stderr io.Writer) int
 // engineOptions adds the subsystems engram is built with to opts: the
 // engine's own, the planner (left out by -tags noplanning) and the tour.
 func engineOptions(opts core.Options) core.Options {
-	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}), tour.Subsystem())
+	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}), tour.Subsystem(), evalret.Subsystem())
 	return opts
 }
 
@@ -331,7 +335,8 @@ func parseFlags(args []string, usageOut io.Writer, command string) (config, erro
 			"  engram mcp [--agent NAME]         be an AI agent's memory: serve MCP on standard input and output\n"+
 			"  engram mcp demo                   play a short scripted agent session to watch in the console\n"+
 			"  engram token create|list|revoke   manage the bearer tokens of engram serve --listen (each takes --help)\n"+
-			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n\n"+
+			"  engram check|backup|restore ...   verify, back up or restore a data directory (each takes --help)\n"+
+			"  engram eval retrieval FILE        measure retrieval on an evaluation set, in a scratch engine (docs/eval.md)\n\n"+
 			"Every engram on one data directory shares it: the first owns it, the others attach to it.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

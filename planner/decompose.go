@@ -105,7 +105,7 @@ func (pl *Planner) screen(subtasks []*Subtask) {
 			s.Proposed = true
 			continue
 		}
-		s.Warning = fmt.Sprintf("the model proposed the action %q, which was refused: a model-made subtask may run only read-only and task.* actions (not plan.*); it runs its description instead",
+		s.Warning = fmt.Sprintf("the model proposed the action %q, which was refused: a model-made subtask may run only read-only and task.* actions (not plan.*, nor one whose arguments name a file); it runs its description instead",
 			llm.Truncate(s.Action.Name, 80))
 		pl.env.Log.Warn("refused an action a model proposed", "subtask", s.ID, "action", llm.Truncate(s.Action.Name, 80))
 		s.Action = nil
@@ -115,7 +115,8 @@ func (pl *Planner) screen(subtasks []*Subtask) {
 // modelMayPropose is the allowlist of actions a model-made subtask may
 // name: those that change nothing stored (their Spec is ReadOnly) and the
 // task.* steps, but no plan.* action (they start, resume and create plans,
-// and plan.execute's checkpoint names a file). Anything else — a delete, a
+// and plan.execute's checkpoint names a file) and no action whose
+// arguments name a file (Spec.NamesFiles: eval.retrieval). Anything else — a delete, a
 // forget, a write — comes only from the person, through plan.create or a
 // batch script.
 func (pl *Planner) modelMayPropose(name string) bool {
@@ -126,7 +127,7 @@ func (pl *Planner) modelMayPropose(name string) bool {
 		return false
 	}
 	a, err := pl.env.Actions.Lookup(name)
-	if err != nil {
+	if err != nil || a.NamesFiles {
 		return false
 	}
 	return a.ReadOnly || strings.HasPrefix(name, "task.")

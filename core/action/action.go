@@ -53,6 +53,11 @@ type Spec struct {
 	// token): the result is never stored, so a request of one may not
 	// carry an idempotency key (whose record keeps the result).
 	Secret bool
+	// NamesFiles marks actions whose arguments name a file on the
+	// engine's machine (eval.retrieval's file). A file path comes only
+	// from the person: a plan's subtask, a model's proposal and a TCP
+	// client may not run one.
+	NamesFiles bool
 }
 
 // Field describes one argument of an action, derived from its args struct:

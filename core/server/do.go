@@ -205,7 +205,7 @@ func decodeDoRequest(body []byte) (wire.DoRequest, *errs.Error) {
 }
 
 // allowed checks a TCP request against its token: the agent it names, the
-// token actions, and what a read-only token may run.
+// token actions, actions naming files, and what a read-only token may run.
 func (s *Server) allowed(p Principal, req wire.DoRequest) *errs.Error {
 	if req.Agent != "" && req.Agent != p.Agent {
 		return errs.New(errs.Permission, "agent: this token acts as %q, not %q; leave agent out or use a token of %q; nothing was run",
@@ -215,9 +215,15 @@ func (s *Server) allowed(p Principal, req wire.DoRequest) *errs.Error {
 		return errs.New(errs.Permission, "%s: tokens are managed only on the owner's machine (engram token ...), never over TCP; nothing was run",
 			req.Action)
 	}
+	acts := s.e.Actions()
+	i := slices.IndexFunc(acts, func(a *action.Action) bool { return a.Name == req.Action })
+	if i >= 0 && acts[i].NamesFiles {
+		// A TCP client is an agent, not the person at the owner's
+		// machine: it may not make the owner read a file it names.
+		return errs.New(errs.Permission, "%s: its arguments name a file on the owner's machine, which only a person there may give (engram --batch, the console); never over TCP; nothing was run",
+			req.Action)
+	}
 	if p.ReadOnly {
-		acts := s.e.Actions()
-		i := slices.IndexFunc(acts, func(a *action.Action) bool { return a.Name == req.Action })
 		// An unknown action goes on to the engine, which says what it
 		// may have meant; it changes nothing either way.
 		if i >= 0 && !acts[i].ReadOnly {

@@ -62,6 +62,12 @@ func testSubsystem(g *gate) core.Subsystem {
 				}
 				return action.None{}, nil
 			})
+		// test.read stands for an action whose arguments name a file
+		// (eval.retrieval): it must never run over TCP.
+		action.Register(env.Actions, action.Spec{Name: "test.read", Summary: "names a file", ReadOnly: true, NamesFiles: true},
+			func(ctx context.Context, call action.Call, args action.None) (action.None, error) {
+				panic("test.read ran")
+			})
 		action.Register(env.Actions, action.Spec{Name: "test.blobs", Summary: "publishes count events of size bytes"},
 			func(ctx context.Context, call action.Call, args blobsArgs) (action.None, error) {
 				fill := strings.Repeat("x", args.Size)

@@ -37,7 +37,9 @@ var testTokens = tokens{
 }
 
 // Over TCP every request needs a valid token, acts as its agent, and a
-// read-only token only reads; every refusal changes nothing.
+// read-only token only reads; no token runs an action naming a file (a
+// path on the owner's machine comes only from the person there); every
+// refusal changes nothing.
 func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 	e, _ := openEngine(t)
 	var log enginetest.LockedBuffer
@@ -63,6 +65,10 @@ func TestTCPRequestsNeedATokenAndActAsItsAgent(t *testing.T) {
 			[]string{"Authorization: Bearer alice-rw"}, 403, `acts as "alice", not "bob"`},
 		{"token action", wire.PathDo, `{"action": "token.create", "args": {"agent": "mallory"}}`,
 			[]string{"Authorization: Bearer alice-rw"}, 403, "only on the owner's machine"},
+		{"action naming a file", wire.PathDo, `{"action": "test.read"}`,
+			[]string{"Authorization: Bearer alice-rw"}, 403, "its arguments name a file on the owner's machine"},
+		{"action naming a file, read-only token", wire.PathDo, `{"action": "test.read"}`,
+			[]string{"Authorization: Bearer bob-ro"}, 403, "never over TCP"},
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
