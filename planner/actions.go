@@ -26,13 +26,15 @@ func Subsystem(opts Options) func(env *kit.Env) error {
 func Register(env *kit.Env, opts Options) *Planner {
 	pl := New(env, opts)
 	reg := env.Actions
-	ActionPlanCreate.Register(reg, action.Spec{Summary: "Write a plan by hand (or from a YAML file)"}, pl.actCreate)
+	ActionPlanCreate.Register(reg, action.Spec{Summary: "Write a plan by hand (or from a YAML file)", FileArgs: []string{"file"}}, pl.actCreate)
 	ActionPlanDecompose.Register(reg, action.Spec{Summary: "Ask the model to break a goal into a plan (flat, hierarchical, iterative)"}, pl.actDecompose)
 	ActionPlanValidate.Register(reg, action.Spec{Summary: "Check a plan is a DAG and give its execution order", ReadOnly: true}, pl.actValidate)
 	ActionPlanGet.Register(reg, action.Spec{Summary: "A plan with its subtasks (live while it runs)", ReadOnly: true}, pl.actGet)
 	ActionPlanList.Register(reg, action.Spec{Summary: "Every plan, newest first, with its progress", ReadOnly: true}, pl.actList)
-	ActionPlanExecute.Register(reg, action.Spec{Summary: "Run a plan: dependency order, parallel where possible, failures per policy"}, pl.actExecute)
-	ActionPlanResume.Register(reg, action.Spec{Summary: "Run a plan again from its checkpoint, skipping what completed"}, pl.actResume)
+	ActionPlanExecute.Register(reg, action.Spec{Summary: "Run a plan: dependency order, parallel where possible, failures per policy",
+		FileArgs: []string{"checkpoint"}}, pl.actExecute)
+	ActionPlanResume.Register(reg, action.Spec{Summary: "Run a plan again from its checkpoint, skipping what completed",
+		FileArgs: []string{"checkpoint"}}, pl.actResume)
 	ActionPlanCancel.Register(reg, action.Spec{Summary: "Stop a running plan (resume continues it)"}, pl.actCancel)
 	ActionPlanReplan.Register(reg, action.Spec{Summary: "Replace a plan's unfinished subtasks with new ones from the model"}, pl.actReplan)
 	ActionPlanStatus.Register(reg, action.Spec{Summary: "A plan's counts per status, and its subtasks if asked", ReadOnly: true}, pl.actStatus)

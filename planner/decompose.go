@@ -127,7 +127,7 @@ func (pl *Planner) modelMayPropose(name string) bool {
 		return false
 	}
 	a, err := pl.env.Actions.Lookup(name)
-	if err != nil || a.NamesFiles {
+	if err != nil || a.NamesFiles || len(a.FileArgs) > 0 {
 		return false
 	}
 	return a.ReadOnly || strings.HasPrefix(name, "task.")

@@ -894,7 +894,7 @@ func (pl *Planner) subtaskMayRun(call action.Call, planID, id, name string) erro
 		return errs.New(errs.Permission, "subtask %s: a plan's subtask may not run %s (a plan does not create, run or change plans, and no file path comes from a plan); run it yourself, outside the plan", id, name).
 			With("field", "action.name").With("action", name)
 	}
-	if a, err := pl.env.Actions.Lookup(name); err == nil && a.NamesFiles {
+	if a, err := pl.env.Actions.Lookup(name); err == nil && (a.NamesFiles || len(a.FileArgs) > 0) {
 		return errs.New(errs.Permission, "subtask %s: a plan's subtask may not run %s (its arguments name a file, and no file path comes from a plan); run it yourself, outside the plan", id, name).
 			With("field", "action.name").With("action", name)
 	}

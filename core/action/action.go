@@ -58,6 +58,11 @@ type Spec struct {
 	// from the person: a plan's subtask, a model's proposal and a TCP
 	// client may not run one.
 	NamesFiles bool
+	// FileArgs are the arguments that name a file on the engine's
+	// machine when given as a string (plan.create's file, plan.execute's
+	// checkpoint path): a request that gives one is refused where
+	// NamesFiles is (NamesFile).
+	FileArgs []string
 }
 
 // Field describes one argument of an action, derived from its args struct:
@@ -276,4 +281,28 @@ func MarshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// NamesFile reports whether a request of the action with args names a file
+// on the engine's machine: the action always does (NamesFiles), or args
+// give one of its FileArgs as a string. Args that are not a JSON object
+// name none (the action refuses them itself).
+func (a *Action) NamesFile(args json.RawMessage) bool {
+	if a.NamesFiles {
+		return true
+	}
+	if len(a.FileArgs) == 0 {
+		return false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(args, &fields) != nil {
+		return false
+	}
+	for _, name := range a.FileArgs {
+		var path string
+		if json.Unmarshal(fields[name], &path) == nil && path != "" {
+			return true
+		}
+	}
+	return false
 }

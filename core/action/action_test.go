@@ -526,3 +526,31 @@ func FuzzDecodeArgs(f *testing.F) {
 		}
 	})
 }
+
+// NamesFile: an action that always names a file does; one with FileArgs
+// does when one of them is given as a string (a path), not as true/false
+// or an empty string, and not for args it cannot read.
+func TestNamesFileOnlyWhenAFileArgumentIsAPath(t *testing.T) {
+	always := &Action{Spec: Spec{Name: "t.read", NamesFiles: true}}
+	maybe := &Action{Spec: Spec{Name: "t.run", FileArgs: []string{"checkpoint", "file"}}}
+	never := &Action{Spec: Spec{Name: "t.get"}}
+	cases := []struct {
+		a    *Action
+		args string
+		want bool
+	}{
+		{always, `{}`, true},
+		{maybe, `{"checkpoint": "/tmp/x"}`, true},
+		{maybe, `{"file": "plan.yaml", "checkpoint": true}`, true},
+		{maybe, `{"checkpoint": true}`, false},
+		{maybe, `{"checkpoint": false, "file": ""}`, false},
+		{maybe, `{}`, false},
+		{maybe, `[1]`, false},
+		{never, `{"file": "/etc/passwd"}`, false},
+	}
+	for _, c := range cases {
+		if got := c.a.NamesFile(json.RawMessage(c.args)); got != c.want {
+			t.Errorf("%s %s: NamesFile = %v, want %v", c.a.Name, c.args, got, c.want)
+		}
+	}
+}

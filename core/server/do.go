@@ -217,7 +217,7 @@ func (s *Server) allowed(p Principal, req wire.DoRequest) *errs.Error {
 	}
 	acts := s.e.Actions()
 	i := slices.IndexFunc(acts, func(a *action.Action) bool { return a.Name == req.Action })
-	if i >= 0 && acts[i].NamesFiles {
+	if i >= 0 && acts[i].NamesFile(req.Args) {
 		// A TCP client is an agent, not the person at the owner's
 		// machine: it may not make the owner read a file it names.
 		return errs.New(errs.Permission, "%s: its arguments name a file on the owner's machine, which only a person there may give (engram --batch, the console); never over TCP; nothing was run",
