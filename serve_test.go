@@ -35,7 +35,7 @@ type served struct {
 }
 
 // startServe starts `engram serve --data dir` and returns once it serves.
-func startServe(t *testing.T, env []string, dir string, args ...string) *served {
+func startServe(t testing.TB, env []string, dir string, args ...string) *served {
 	t.Helper()
 	cmd := engramCmd(t, env, append([]string{"serve", "--data", dir}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -66,7 +66,7 @@ func startServe(t *testing.T, env []string, dir string, args ...string) *served 
 }
 
 // stop ends the server with SIGTERM and waits for it (once).
-func (s *served) stop(t *testing.T) {
+func (s *served) stop(t testing.TB) {
 	t.Helper()
 	if s.cmd.ProcessState != nil || s.done == nil {
 		return
