@@ -54,6 +54,12 @@ type Once struct {
 	// Args is the request's arguments, as sent; a retry must send the
 	// same JSON (compared after removing insignificant white space).
 	Args json.RawMessage
+	// Joinable: the action writes only through Update on the engine's
+	// store and waits on nothing (action.Spec.Joinable). It then runs
+	// inside the transaction that records its result (Join), so that its
+	// writes and its answer commit together: no engine stopping between
+	// them can leave a retry without the result.
+	Joinable bool
 }
 
 // onceRecord is what the store keeps of a request under its key, at
@@ -199,11 +205,15 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	}
 
 	rec = onceRecord{State: oncePending, Action: o.Action, ArgsSHA256: sum, Principal: o.Principal, At: now}
+	index := onceIndexKey(now, o.Principal, o.Key)
+	if o.Joinable {
+		return e.runJoined(ctx, key, index, rec, run)
+	}
 	pending, err := json.Marshal(rec)
 	if err != nil {
 		return nil, errs.New(errs.Internal, "encoding an idempotency record: %w", err)
 	}
-	m := &onceMark{key: key, pending: pending, index: onceIndexKey(now, o.Principal, o.Key)}
+	m := &onceMark{key: key, pending: pending, index: index}
 	out, err := run(context.WithValue(ctx, onceKey{}, m))
 	if err != nil {
 		if m.committed.Load() {
@@ -225,50 +235,103 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	return out, nil
 }
 
-// recordOnce writes a request's result under its key and, in the same
-// transaction, drops up to idempotencyPurgeBatch expired records. One
-// recording at a time purges: two would only collide on the same oldest
-// records and retry.
-func (e *Env) recordOnce(ctx context.Context, key, index []byte, rec onceRecord) error {
-	e.mu.Lock()
-	purge := !e.oncePurging
-	e.oncePurging = true
-	swept, from := e.onceSwept, e.onceSweepFrom
-	e.mu.Unlock()
-	if purge {
-		defer func() {
-			e.mu.Lock()
-			e.oncePurging = false
-			e.mu.Unlock()
-		}()
-	}
-	var next []byte
-	var done bool
-	err := e.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error {
-		if err := tx.SetJSON(key, rec); err != nil {
+// runJoined runs a joinable request inside the transaction that records
+// its result, as a plan's subtask runs inside the one that records it
+// done: both commit, or neither does and a retry runs it afresh. A
+// storage conflict runs it again from the same state, as the store
+// retries any transaction; a failure rolls its writes back, and records
+// nothing.
+func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	// Requests this one runs in turn share its key (RunOnce), and have
+	// no pending mark to write: the result is written with them.
+	shared := &onceMark{}
+	shared.committed.Store(true)
+	ctx = context.WithValue(ctx, onceKey{}, shared)
+	p := e.beginPurge()
+	var out json.RawMessage
+	err := e.Update(ctx, func(tx *Txn) error {
+		joined, joint := Join(ctx, tx)
+		res, err := run(joined)
+		joint.Close()
+		if err != nil {
 			return err
 		}
-		if err := tx.Set(index, nil); err != nil {
+		rec.State, rec.Result = onceDone, string(res)
+		if err := p.write(tx.Tx, key, index, rec); err != nil {
 			return err
 		}
-		if !purge {
-			return nil
-		}
-		if err := purgeOnce(tx, rec.At); err != nil {
-			return err
-		}
-		if swept {
-			return nil
-		}
-		var err error
-		next, done, err = sweepOnce(tx, from, rec.At)
-		return err
+		out = res
+		return nil
 	})
-	if err == nil && purge && !swept {
-		e.mu.Lock()
-		e.onceSweepFrom, e.onceSwept = next, done
-		e.mu.Unlock()
+	e.endPurge(p, err == nil)
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+// recordOnce writes a request's result under its key (p.write).
+func (e *Env) recordOnce(ctx context.Context, key, index []byte, rec onceRecord) error {
+	p := e.beginPurge()
+	err := e.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error {
+		return p.write(tx, key, index, rec)
+	})
+	e.endPurge(p, err == nil)
+	return err
+}
+
+// oncePurge is one recording's share of dropping expired records: whether
+// it purges (one recording at a time does: two would only collide on the
+// same oldest records and retry), and where its sweep of records from
+// before the time index starts and ended.
+type oncePurge struct {
+	purge, swept bool
+	from, next   []byte
+	done         bool
+}
+
+func (e *Env) beginPurge() *oncePurge {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom}
+	e.oncePurging = true
+	return p
+}
+
+// endPurge keeps where the sweep got to, if its transaction committed.
+func (e *Env) endPurge(p *oncePurge, committed bool) {
+	if !p.purge {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.oncePurging = false
+	if committed && !p.swept {
+		e.onceSweepFrom, e.onceSwept = p.next, p.done
+	}
+}
+
+// write writes a request's result under its key and its time index entry,
+// and drops up to idempotencyPurgeBatch expired records in the same
+// transaction.
+func (p *oncePurge) write(tx *storage.Tx, key, index []byte, rec onceRecord) error {
+	if err := tx.SetJSON(key, rec); err != nil {
+		return err
+	}
+	if err := tx.Set(index, nil); err != nil {
+		return err
+	}
+	if !p.purge {
+		return nil
+	}
+	if err := purgeOnce(tx, rec.At); err != nil {
+		return err
+	}
+	if p.swept {
+		return nil
+	}
+	var err error
+	p.next, p.done, err = sweepOnce(tx, p.from, rec.At)
 	return err
 }
 
