@@ -68,7 +68,11 @@ func benchTakeover(b *testing.B, goals int) {
 		if err := owner.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			b.Fatal(err)
 		}
-		<-owner.done // it is dead: whatever answers next is the next owner
+		// It is dead (whatever answers next is the next owner): reaped,
+		// with the signal's error.
+		if err := <-owner.done; err == nil {
+			b.Fatal("engram serve exited cleanly after SIGKILL")
+		}
 		step(fmt.Sprint("after-", i))
 		took = append(took, time.Since(start))
 		b.StopTimer()
