@@ -22,11 +22,11 @@ const MaxIdempotencyKey = 128
 const IdempotencyWindow = 24 * time.Hour
 
 // idempotencyPurgeBatch bounds the expired records that recording one
-// request drops. More than one, so that the purge always catches up with
-// the writes however fast they come (the records never outnumber a
-// window's worth by more than a batch); few, so that a write's
-// transaction stays small.
-const idempotencyPurgeBatch = 64
+// request drops. More than one, so that the purge catches up with the
+// writes however fast they come (one recording at a time purges, and at
+// most wire.MaxConcurrent, 64, requests run at once: twice that leaves
+// room); few, so that a write's transaction stays small.
+const idempotencyPurgeBatch = 128
 
 // onceIndexSpace names the records' time index: a key-only entry
 // idx/idem/at/<at>/<principal>/<key> per record, oldest first, so that
