@@ -64,7 +64,9 @@ type Once struct {
 
 // onceRecord is what the store keeps of a request under its key, at
 // idem/<principal>/<key>. It is "pending" from the first transaction of
-// the request that commits until its result is recorded ("done").
+// the request that commits until its result is recorded ("done"); a
+// joinable request's is "done" from the start, written in its one
+// transaction (runJoined).
 type onceRecord struct {
 	State      string    `json:"state"`
 	Action     string    `json:"action"`
