@@ -160,6 +160,10 @@ func TestStrangerIsRefusedByEveryActionAndChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if e.CheckAction("plan.create") != nil {
+		_ = e.Close()
+		t.Skip("the matrix covers the plan actions; this build leaves the planner out (-tags noplanning)")
+	}
 	t.Cleanup(func() {
 		if err := e.Close(); err != nil {
 			t.Errorf("closing the engine: %v", err)

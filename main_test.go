@@ -77,7 +77,7 @@ type outcome struct {
 }
 
 // engramCmd is a command running engram with args in env.
-func engramCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
+func engramCmd(t testing.TB, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

@@ -538,7 +538,7 @@ func (e *Engine) invokeOnce(ctx context.Context, a *action.Action, call action.C
 	if a.Secret {
 		return nil, kit.Validation("idempotency_key", "%s takes none: its result holds a secret, which engram never stores; send it without one", a.Name)
 	}
-	once := kit.Once{Key: req.IdempotencyKey, Principal: call.Principal, Action: a.Name, Args: req.Args}
+	once := kit.Once{Key: req.IdempotencyKey, Principal: call.Principal, Action: a.Name, Args: req.Args, Joinable: a.Joinable}
 	return e.env.RunOnce(ctx, once, func(ctx context.Context) (json.RawMessage, error) {
 		return e.invoke(ctx, a, call, req.Args)
 	})

@@ -106,6 +106,10 @@ func TestRefusedExecuteLeavesTheCheckpointFileAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if e.CheckAction("plan.create") != nil {
+		_ = e.Close()
+		t.Skip("this build leaves the planner out (-tags noplanning)")
+	}
 	if _, err := e.Do(t.Context(), Request{Action: "plan.create",
 		Args: json.RawMessage(`{"id": "p", "goal": "g", "subtasks": [{"id": "a", "action": {"name": "task.noop"}}]}`)}); err != nil {
 		t.Fatal(err)

@@ -50,6 +50,10 @@ import (
 //	            episodic/ep/<id>, episodic/xep/<id>, episodic/dec/<id>,
 //	            episodic/pending/<episode>, episodic/tuning (see core/episodic/store.go);
 //	          threads by last activity under idx/episodic/act/<time>/<id>, key only
+//	token/    bearer tokens, hashed (core/tokens)
+//	idem/     requests under their idempotency key (core/kit/idempotency.go):
+//	            idem/<principal>/<key>       pending, then its result   JSON
+//	          and by time under idx/idem/at/<time>/<principal>/<key>, key only
 //
 // Subsystems add their prefix here when they land. Index keys carry no value:
 // queries are answered from key-only scans, then only matching records are read.

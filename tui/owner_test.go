@@ -250,14 +250,21 @@ func changeBehindTheBack(t *testing.T, engine conn.Conn) {
 }
 
 // everyPaneLoads is an action each pane runs to load what it shows.
-var everyPaneLoads = []string{
-	history.ActionRead.Name(), history.ActionStats.Name(), // Chat
-	episodic.ActionThreadList.Name(), // Threads
-	cortex.ActionActive.Name(),       // Goals
-	planner.ActionPlanList.Name(),    // Plans
-	memory.ActionStores.Name(),       // Memory
-	core.ActionTraceList.Name(),      // Trace
-	tour.ActionStatus.Name(),         // the tour's line
+var everyPaneLoads = paneLoads()
+
+func paneLoads() []string {
+	loads := []string{
+		history.ActionRead.Name(), history.ActionStats.Name(), // Chat
+		episodic.ActionThreadList.Name(), // Threads
+		cortex.ActionActive.Name(),       // Goals
+		memory.ActionStores.Name(),       // Memory
+		core.ActionTraceList.Name(),      // Trace
+		tour.ActionStatus.Name(),         // the tour's line
+	}
+	if plannerBuilt { // else the Plans tab loads nothing
+		loads = append(loads, planner.ActionPlanList.Name())
+	}
+	return loads
 }
 
 // TestOwnerChangeReloadsEveryPaneAndSaysSo: once the owner went away and

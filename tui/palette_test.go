@@ -95,6 +95,9 @@ func startWith(t *testing.T, engine conn.Conn, opts Options, width, height int) 
 // without a word. Closing the palette leaves the run going; its result
 // comes to the status line when it ends.
 func TestClosingThePaletteLeavesItsActionRunning(t *testing.T) {
+	if !plannerBuilt {
+		t.Skip("its long action is a plan run; this build leaves the planner out")
+	}
 	engine, h := newHoldEngine(t)
 	do(t, engine, "plan.create", "", `{"id": "held", "goal": "Wait for the test", "subtasks": [
 		{"id": "wait", "action": {"name": "test.hold"}}]}`)
@@ -246,22 +249,22 @@ func TestPaletteTabCompletesFromTheFreshText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first string // what tab makes of "p" first: the first action starting with p
+	var first string // what tab makes of "m" first: the first action starting with m (memory.*, in every build)
 	for _, a := range list.Actions {
-		if strings.HasPrefix(a.Name, "p") {
+		if strings.HasPrefix(a.Name, "m") {
 			first = completion(a)
 			break
 		}
 	}
 	press(m, ":")
 	m.palette.setActions(list.Actions) // actions.list's answer
-	press(m, "p")
+	press(m, "m")
 	m.Update(tea.KeyMsg{Type: tea.KeyCtrlN})
 	m.Update(tea.KeyMsg{Type: tea.KeyCtrlN})
 	press(m, "esc", ":") // the list's answer to this opening has not come yet
-	press(m, "p", "tab")
+	press(m, "m", "tab")
 	if got := m.palette.input.Value(); got != first {
-		t.Errorf("p then tab gave %q, want %q", got, first)
+		t.Errorf("m then tab gave %q, want %q", got, first)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -481,28 +479,6 @@ func TestGoldenPlansAskApproval(t *testing.T) {
 	waitFor(t, tm, "The model chose these actions for tidy", "Run them?")
 	m := finish(t, tm)
 	requireGoldenSized(t, m, 80, 24)
-}
-
-// requireGoldenSized is requireGolden for a frame of another size than
-// the golden one.
-func requireGoldenSized(t *testing.T, m *Model, width, height int) {
-	t.Helper()
-	view := m.View()
-	checkScreen(t, t.Name(), view, width, height)
-	got := screenText(view)
-	path := filepath.Join(goldenDir, t.Name()+".golden")
-	if updating() {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./tui -run %s -update to write it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("frame differs from %s\n%s", path, lineDiff(string(want), got))
-	}
 }
 
 // The question stays true to the plan: when the plan reloads with other

@@ -11,26 +11,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/engram-console/engram/core"
-	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
-	"github.com/engram-console/engram/planner"
 	"github.com/engram-console/engram/tour"
 )
-
-// newTourEngine is engram as it runs (the planner and the tour included),
-// in memory, on the golden clock.
-func newTourEngine(t *testing.T) conn.Conn {
-	t.Helper()
-	opts := core.Options{InMemory: true, Clock: clock.NewFixed(goldenTime), IDSeed: "golden"}
-	opts.Subsystems = append(core.DefaultSubsystems(opts), planner.Subsystem(planner.Options{}), tour.Subsystem())
-	engine, err := core.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeEngine(t, engine) })
-	return engine
-}
 
 // startTour runs the console as engram does: offering the tour.
 func startTour(t *testing.T, engine conn.Conn, width, height int) *teatest.TestModel {
@@ -49,8 +32,6 @@ func tourStatus(t *testing.T, engine conn.Conn) tour.Status {
 	}
 	return st
 }
-
-const offer = "New here? T loads a short tour"
 
 // The first launch, on an empty store: the welcome says T loads a tour.
 func TestGoldenTourWelcome120x36(t *testing.T) { welcome(t, 120, 36) }

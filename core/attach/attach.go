@@ -100,7 +100,10 @@ type Conn struct {
 	// gen, not changeGen).
 	change    *conn.OwnerChange
 	changeGen int
-	closed    bool
+	// replacedGen is the last generation whose owner was found replaced
+	// by another on the same socket path (firstReplaced).
+	replacedGen int
+	closed      bool
 }
 
 // owned is what an owner runs: the engine and its servers.
@@ -406,6 +409,13 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 			}
 		}
 		out, err := cur.Do(ctx, req)
+		if rem, ok := cur.(*remote.Conn); ok && rem.Replaced() && c.firstReplaced(gen) {
+			// Another owner answered: the dialed one is gone. Move to
+			// the new one now, so that subscribers hear of the change
+			// (and the console's header follows) without waiting for
+			// their stream to notice.
+			c.noticeGone(gen)
+		}
 		if errs.KindOf(err) != errs.Unavailable || ctx.Err() != nil {
 			return out, err
 		}
@@ -430,6 +440,19 @@ func (c *Conn) Do(ctx context.Context, req conn.Request) (json.RawMessage, error
 			return nil, err
 		}
 	}
+}
+
+// firstReplaced reports whether this is the first answer of generation gen
+// found to come from another owner than the dialed one: one move per
+// connection, even if it fails (a server that does not hold the lock).
+func (c *Conn) firstReplaced(gen int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replacedGen == gen {
+		return false
+	}
+	c.replacedGen = gen
+	return true
 }
 
 // noticeGone starts the move to the next owner (once per dead owner).
@@ -602,7 +625,9 @@ func (c *Conn) Where() conn.Where {
 		return conn.Where{Owner: true, PID: os.Getpid()}
 	}
 	if c.rem != nil {
-		return conn.Where{PID: c.rem.OwnerPID()}
+		// The owner that answered last: a new owner on the same socket
+		// path answers before this client has moved to it.
+		return conn.Where{PID: c.rem.AnsweredBy()}
 	}
 	return conn.Where{}
 }

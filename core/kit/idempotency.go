@@ -21,15 +21,27 @@ const MaxIdempotencyKey = 128
 // answers a retry with the same key; after it the key may be used afresh.
 const IdempotencyWindow = 24 * time.Hour
 
-// idempotencyPurgeEvery is how often, on the engine clock, recording a
-// request also drops the records older than IdempotencyWindow.
-const idempotencyPurgeEvery = time.Hour
+// idempotencyPurgeBatch bounds the expired records that recording one
+// request drops. More than one, so that the purge catches up with the
+// writes however fast they come (one recording at a time purges, and at
+// most wire.MaxConcurrent, 64, requests run at once: twice that leaves
+// room); few, so that a write's transaction stays small.
+const idempotencyPurgeBatch = 128
 
-// maxPurge bounds the expired records one purge drops, so that its
-// transaction stays small.
-const maxPurge = 1000
+// onceIndexSpace names the records' time index: a key-only entry
+// idx/idem/at/<at>/<principal>/<key> per record, oldest first, so that
+// finding the expired records reads only them.
+const onceIndexSpace = "idem"
 
-var errPurgeFull = errors.New("purge full")
+// onceIndexKey is a record's entry in the time index.
+func onceIndexKey(at time.Time, principal, key string) []byte {
+	return storage.Key(storage.PrefixIndex, onceIndexSpace, "at", storage.Time(at), principal, key)
+}
+
+// onceIndexedKey marks a store whose every record has its time index
+// entry. Records written before the index existed have none: until this
+// is set, recording a request also sweeps a batch of them (sweepOnce).
+var onceIndexedKey = storage.Key(storage.PrefixMeta, "idem_indexed")
 
 // Once is a write request that carries an idempotency key
 // (conn.Request.IdempotencyKey): what RunOnce records, and what a retry
@@ -42,11 +54,19 @@ type Once struct {
 	// Args is the request's arguments, as sent; a retry must send the
 	// same JSON (compared after removing insignificant white space).
 	Args json.RawMessage
+	// Joinable: the action writes only through Update on the engine's
+	// store and waits on nothing (action.Spec.Joinable). It then runs
+	// inside the transaction that records its result (Join), so that its
+	// writes and its answer commit together: no engine stopping between
+	// them can leave a retry without the result.
+	Joinable bool
 }
 
 // onceRecord is what the store keeps of a request under its key, at
 // idem/<principal>/<key>. It is "pending" from the first transaction of
-// the request that commits until its result is recorded ("done").
+// the request that commits until its result is recorded ("done"); a
+// joinable request's is "done" from the start, written in its one
+// transaction (runJoined).
 type onceRecord struct {
 	State      string    `json:"state"`
 	Action     string    `json:"action"`
@@ -70,6 +90,7 @@ const (
 type onceMark struct {
 	key       []byte
 	pending   []byte
+	index     []byte // its time index entry (onceIndexKey)
 	committed atomic.Bool
 }
 
@@ -81,6 +102,11 @@ func markOnce(ctx context.Context, tx *storage.Tx) (*onceMark, error) {
 	m, _ := ctx.Value(onceKey{}).(*onceMark)
 	if m == nil || m.committed.Load() {
 		return nil, nil
+	}
+	if m.index != nil {
+		if err := tx.Set(m.index, nil); err != nil {
+			return nil, err
+		}
 	}
 	return m, tx.Set(m.key, m.pending)
 }
@@ -181,25 +207,29 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	}
 
 	rec = onceRecord{State: oncePending, Action: o.Action, ArgsSHA256: sum, Principal: o.Principal, At: now}
+	index := onceIndexKey(now, o.Principal, o.Key)
+	if o.Joinable {
+		return e.runJoined(ctx, key, index, rec, run)
+	}
 	pending, err := json.Marshal(rec)
 	if err != nil {
 		return nil, errs.New(errs.Internal, "encoding an idempotency record: %w", err)
 	}
-	m := &onceMark{key: key, pending: pending}
+	m := &onceMark{key: key, pending: pending, index: index}
 	out, err := run(context.WithValue(ctx, onceKey{}, m))
 	if err != nil {
 		if m.committed.Load() {
 			// Something of the failed request committed (its access
 			// denial's trace entry, say): it records nothing, so a retry
 			// runs again.
-			if derr := e.dropPending(ctx, key); derr != nil {
+			if derr := e.dropPending(ctx, key, m.index); derr != nil {
 				e.Log.Warn("dropping an idempotency record failed", "key", o.Key, "err", derr)
 			}
 		}
 		return nil, err
 	}
 	rec.State, rec.Result = onceDone, string(out)
-	if werr := e.recordOnce(ctx, key, rec); werr != nil {
+	if werr := e.recordOnce(ctx, key, m.index, rec); werr != nil {
 		// The action committed: its result stands. A retry will be told
 		// that the result was lost.
 		e.Log.Warn("recording an idempotent request's result failed", "key", o.Key, "err", werr)
@@ -207,47 +237,211 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	return out, nil
 }
 
-// recordOnce writes a request's result under its key, and now and then
-// drops the records that have expired.
-func (e *Env) recordOnce(ctx context.Context, key []byte, rec onceRecord) error {
-	e.mu.Lock()
-	purge := rec.At.Sub(e.oncePurged) >= idempotencyPurgeEvery || rec.At.Before(e.oncePurged)
-	if purge {
-		e.oncePurged = rec.At
+// runJoined runs a joinable request inside the transaction that records
+// its result, as a plan's subtask runs inside the one that records it
+// done: both commit, or neither does and a retry runs it afresh. A
+// storage conflict runs it again from the same state, as the store
+// retries any transaction; a failure rolls its writes back, and records
+// nothing.
+func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	// Requests this one runs in turn share its key (RunOnce), and have
+	// no pending mark to write: the result is written with them.
+	shared := &onceMark{}
+	shared.committed.Store(true)
+	ctx = context.WithValue(ctx, onceKey{}, shared)
+	p := e.beginPurge()
+	var out json.RawMessage
+	err := e.Update(ctx, func(tx *Txn) error {
+		joined, joint := Join(ctx, tx)
+		res, err := run(joined)
+		joint.Close()
+		if err != nil {
+			return err
+		}
+		rec.State, rec.Result = onceDone, string(res)
+		if err := p.write(tx.Tx, key, index, rec); err != nil {
+			return err
+		}
+		out = res
+		return nil
+	})
+	e.endPurge(p, err == nil)
+	if err != nil {
+		return nil, err
 	}
-	e.mu.Unlock()
-	return e.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error {
-		if err := tx.SetJSON(key, rec); err != nil {
-			return err
-		}
-		if !purge {
-			return nil
-		}
-		var old [][]byte
-		err := tx.Scan(storage.Prefix([]byte(storage.PrefixIdempotency)), func(k, v []byte) error {
-			var r onceRecord
-			if err := json.Unmarshal(v, &r); err != nil || rec.At.Sub(r.At) >= IdempotencyWindow {
-				old = append(old, append([]byte(nil), k...))
+	return out, nil
+}
+
+// recordOnce writes a request's result under its key (p.write).
+func (e *Env) recordOnce(ctx context.Context, key, index []byte, rec onceRecord) error {
+	p := e.beginPurge()
+	err := e.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error {
+		return p.write(tx, key, index, rec)
+	})
+	e.endPurge(p, err == nil)
+	return err
+}
+
+// oncePurge is one recording's share of dropping expired records: whether
+// it purges (one recording at a time does: two would only collide on the
+// same oldest records and retry), and where its sweep of records from
+// before the time index starts and ended.
+type oncePurge struct {
+	purge, swept bool
+	from, next   []byte
+	done         bool
+}
+
+func (e *Env) beginPurge() *oncePurge {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom}
+	e.oncePurging = true
+	return p
+}
+
+// endPurge keeps where the sweep got to, if its transaction committed.
+func (e *Env) endPurge(p *oncePurge, committed bool) {
+	if !p.purge {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.oncePurging = false
+	if committed && !p.swept {
+		e.onceSweepFrom, e.onceSwept = p.next, p.done
+	}
+}
+
+// write writes a request's result under its key and its time index entry,
+// and drops up to idempotencyPurgeBatch expired records in the same
+// transaction.
+func (p *oncePurge) write(tx *storage.Tx, key, index []byte, rec onceRecord) error {
+	if err := tx.SetJSON(key, rec); err != nil {
+		return err
+	}
+	if err := tx.Set(index, nil); err != nil {
+		return err
+	}
+	if !p.purge {
+		return nil
+	}
+	if err := purgeOnce(tx, rec.At); err != nil {
+		return err
+	}
+	if p.swept {
+		return nil
+	}
+	var err error
+	p.next, p.done, err = sweepOnce(tx, p.from, rec.At)
+	return err
+}
+
+// purgeOnce drops up to idempotencyPurgeBatch records that expired by now,
+// oldest first, with their time index entries. An entry left by a key
+// used afresh after it expired goes without its (newer) record.
+func purgeOnce(tx *storage.Tx, now time.Time) error {
+	cutoff := now.Add(-IdempotencyWindow)
+	var expired [][]byte
+	err := tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixIndex, onceIndexSpace, "at")), func(k []byte) error {
+		parts := storage.SplitKey(storage.PrefixIndex, k)
+		if len(parts) == 5 {
+			if at, err := storage.ParseTime(parts[2]); err == nil && at.After(cutoff) {
+				return storage.ErrStop // this one and every later one are live
 			}
-			if len(old) == maxPurge {
-				return errPurgeFull // the rest at a later purge
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errPurgeFull) {
-			return err
 		}
-		for _, k := range old {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
+		expired = append(expired, k)
+		if len(expired) == idempotencyPurgeBatch {
+			return storage.ErrStop // the rest with the next record
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, k := range expired {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+		parts := storage.SplitKey(storage.PrefixIndex, k)
+		if len(parts) != 5 {
+			continue
+		}
+		if err := dropExpired(tx, storage.Key(storage.PrefixIdempotency, parts[3], parts[4]), now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// dropPending removes a pending record of a request that failed.
-func (e *Env) dropPending(ctx context.Context, key []byte) error {
+// dropExpired deletes the record at key if it expired by now, or cannot be
+// read.
+func dropExpired(tx *storage.Tx, key []byte, now time.Time) error {
+	var r onceRecord
+	err := tx.GetJSON(key, &r)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil
+	case err == nil && now.Sub(r.At) < IdempotencyWindow:
+		return nil
+	}
+	return tx.Delete(key)
+}
+
+// sweepOnce gives up to idempotencyPurgeBatch records from the key from
+// on, written before the time index existed, their entry in it, and drops
+// those that expired by now. It returns where the next sweep starts, and
+// whether it reached the last record: then it marks the store as indexed.
+func sweepOnce(tx *storage.Tx, from []byte, now time.Time) (next []byte, done bool, err error) {
+	if ok, err := tx.Has(onceIndexedKey); err != nil || ok {
+		return nil, ok, err
+	}
+	type seen struct {
+		key []byte
+		rec onceRecord
+		bad bool
+	}
+	var batch []seen
+	err = tx.Scan(storage.Range{Prefix: []byte(storage.PrefixIdempotency), Start: from}, func(k, v []byte) error {
+		if len(batch) == idempotencyPurgeBatch {
+			next = k
+			return storage.ErrStop
+		}
+		s := seen{key: k}
+		s.bad = json.Unmarshal(v, &s.rec) != nil
+		batch = append(batch, s)
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	for _, s := range batch {
+		parts := storage.SplitKey(storage.PrefixIdempotency, s.key)
+		switch {
+		case s.bad || len(parts) != 2 || now.Sub(s.rec.At) >= IdempotencyWindow:
+			if err := tx.Delete(s.key); err != nil {
+				return nil, false, err
+			}
+			if len(parts) == 2 && !s.bad {
+				if err := tx.Delete(onceIndexKey(s.rec.At, parts[0], parts[1])); err != nil {
+					return nil, false, err
+				}
+			}
+		default:
+			if err := tx.Set(onceIndexKey(s.rec.At, parts[0], parts[1]), nil); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	if next != nil {
+		return next, false, nil
+	}
+	return nil, true, tx.Set(onceIndexedKey, []byte("1"))
+}
+
+// dropPending removes a pending record of a request that failed, and its
+// time index entry.
+func (e *Env) dropPending(ctx context.Context, key, index []byte) error {
 	return e.Store.Update(context.WithoutCancel(ctx), func(tx *storage.Tx) error {
 		var r onceRecord
 		err := tx.GetJSON(key, &r)
@@ -255,6 +449,9 @@ func (e *Env) dropPending(ctx context.Context, key []byte) error {
 			return nil
 		}
 		if err != nil {
+			return err
+		}
+		if err := tx.Delete(index); err != nil {
 			return err
 		}
 		return tx.Delete(key)

@@ -66,10 +66,14 @@ type Env struct {
 	closers   []func() error
 	workers   []*Worker
 	// onceRunning holds the idempotency keys (principal NUL key) of the
-	// requests running now; oncePurged is when expired records were last
-	// dropped (idempotency.go).
-	onceRunning map[string]bool
-	oncePurged  time.Time
+	// requests running now; oncePurging is set while one of them drops
+	// expired records, onceSwept once every record has its time index
+	// entry, and onceSweepFrom is where the sweep giving them one goes on
+	// (idempotency.go).
+	onceRunning   map[string]bool
+	oncePurging   bool
+	onceSwept     bool
+	onceSweepFrom []byte
 }
 
 // AddWorker registers a subsystem's background worker, so that Settle

@@ -1,3 +1,5 @@
+//go:build !noplanning
+
 package mcpserver
 
 import (

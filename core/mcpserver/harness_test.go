@@ -92,3 +92,7 @@ func toolErr(t *testing.T, res *mcp.CallToolResult) ToolError {
 	}
 	return te
 }
+
+// waitLimit bounds how long a test waits for something that should come
+// at once: reaching it is a failure, never the test's pace.
+const waitLimit = 10 * time.Second

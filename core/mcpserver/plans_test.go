@@ -1,3 +1,5 @@
+//go:build !noplanning
+
 package mcpserver
 
 import (
@@ -18,10 +20,6 @@ import (
 	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/planner"
 )
-
-// waitLimit bounds how long a test waits for something that should come
-// at once: reaching it is a failure, never the test's pace.
-const waitLimit = 10 * time.Second
 
 // hold is an action the test holds: test.hold waits until the test lets
 // it go, or its context ends.

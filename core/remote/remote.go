@@ -15,8 +15,10 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/engram-console/engram/core/action"
@@ -74,6 +76,12 @@ type Conn struct {
 	actions map[string]bool
 	names   []string
 	offset  time.Duration // owner's clock minus ours, estimated at Dial
+
+	// answeredBy is the pid of the owner that sent the last answer, and
+	// replaced is set once an owner other than the dialed one answered
+	// (noteAnswer).
+	answeredBy atomic.Int64
+	replaced   atomic.Bool
 
 	// done is cancelled by Close: subscriptions end and later calls fail.
 	done   context.Context
@@ -139,6 +147,7 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 	// The owner read its clock about halfway through the round trip.
 	c.offset = info.Now.Sub(sent.Add(got.Sub(sent) / 2))
 	c.info = info
+	c.answeredBy.Store(int64(info.PID))
 	c.actions = make(map[string]bool, len(info.ActionList))
 	c.summaries = make(map[string]wire.ActionSummary, len(info.ActionList))
 	for _, a := range info.ActionList {
@@ -234,6 +243,7 @@ func (c *Conn) roundTrip(ctx context.Context, method, path string, body []byte) 
 		return nil, &transportFailure{err}
 	}
 	defer func() { _ = resp.Body.Close() }()
+	c.noteAnswer(resp.Header)
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, &transportFailure{err}
@@ -243,6 +253,32 @@ func (c *Conn) roundTrip(ctx context.Context, method, path string, body []byte) 
 	}
 	return data, nil
 }
+
+// noteAnswer notes which owner sent an answer (wire.HeaderInstance and
+// wire.HeaderPID). A new owner that serves the same socket path answers
+// the requests sent after the old one died: the process that answered is
+// then another than the one dialed. Answers during Dial, before the
+// dialed owner is known, say nothing.
+func (c *Conn) noteAnswer(h http.Header) {
+	inst := h.Get(wire.HeaderInstance)
+	if inst == "" || c.info.Instance == "" || inst == c.info.Instance {
+		return
+	}
+	c.replaced.Store(true)
+	if pid, err := strconv.Atoi(h.Get(wire.HeaderPID)); err == nil && pid > 0 {
+		c.answeredBy.Store(int64(pid))
+	}
+}
+
+// AnsweredBy is the process id of the owner that sent the last answer:
+// OwnerPID, until another owner serves the same socket path and answers
+// in the dialed one's place.
+func (c *Conn) AnsweredBy() int { return int(c.answeredBy.Load()) }
+
+// Replaced reports whether another owner than the dialed one has
+// answered: the dialed one is gone, and a client should move to the new
+// one (core/attach does) to follow its events.
+func (c *Conn) Replaced() bool { return c.replaced.Load() }
 
 func (c *Conn) authorize(req *http.Request) {
 	if c.opts.Addr != "" {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,8 +196,10 @@ func (s *Server) Instance() string { return s.inst }
 func (s *Server) Handler(tcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every answer names the owner process, so that a client that
-		// reconnects to a socket path can tell a new owner from the old.
+		// reconnects to a socket path can tell a new owner from the old,
+		// and say which process it is.
 		w.Header().Set(wire.HeaderInstance, s.Instance())
+		w.Header().Set(wire.HeaderPID, strconv.Itoa(s.pid))
 		s.serve(w, r, tcp)
 	})
 }

@@ -195,6 +195,11 @@ const (
 // HeaderInstance is on every answer: the owner's Instance.
 const HeaderInstance = "Engram-Instance"
 
+// HeaderPID is on every answer: the owner's process id (InfoResponse.PID),
+// so that a client whose request reached a new owner on the same socket
+// path can say which process answered.
+const HeaderPID = "Engram-Pid"
+
 // EventID is an event's SSE id: the owner's Instance and the event's Seq,
 // "INSTANCE:SEQ". A stream resumed with the id of another instance (an
 // owner that has since died) starts with EventGap.
