@@ -1,0 +1,55 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/cortex"
+	"github.com/engram-console/engram/core/events"
+	"github.com/engram-console/engram/core/remote"
+	"github.com/engram-console/engram/core/server"
+)
+
+// nextOf waits for the next event on ch; it fails if the stream ends.
+// The wait bounds a test that would otherwise hang, nothing more.
+func nextOf(t *testing.T, ch <-chan events.Event) events.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("the event stream ended")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	return events.Event{}
+}
+
+// A client over TCP that names no agent acts as its token's agent, and
+// its subscription is that agent's stream too: the owner's own agent,
+// which /v1/info reports, is not the token's, and a stream asked for as
+// it would be refused (the subscription would end at once, silently).
+func TestRemoteOverTCPWithoutAnAgentSubscribesAsItsToken(t *testing.T) {
+	e, _ := openEngine(t)
+	_, tcp := newServer(t, e, true, server.Options{Tokens: testTokens})
+	c, err := remote.Dial(context.Background(), remote.Options{Addr: strings.TrimPrefix(tcp.URL, "http://"), Token: "alice-rw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs := c.Subscribe(ctx, cortex.EventItemMutated.Name())
+	if _, err := c.Do(ctx, conn.Request{Action: "cortex.create", Args: json.RawMessage(`{"type": "goal", "id": "g1", "fields": {"title": "mine"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ev := nextOf(t, evs)
+	if got, ok := cortex.EventItemMutated.Of(ev); !ok || got.ItemID != "g1" {
+		t.Fatalf("got %s %+v, want g1's item.mutated", ev.Name, ev.Data)
+	}
+}
