@@ -53,3 +53,27 @@ func TestRemoteOverTCPWithoutAnAgentSubscribesAsItsToken(t *testing.T) {
 		t.Fatalf("got %s %+v, want g1's item.mutated", ev.Name, ev.Data)
 	}
 }
+
+// A resumed stream replays only the remembered events its reader may
+// see: Alice's goal, made while Bob's stream was away, is not among them.
+func TestAResumedStreamReplaysOnlyWhatItsReaderMaySee(t *testing.T) {
+	e, _ := openEngine(t)
+	_, tcp := newServer(t, e, true, server.Options{Tokens: testTokens})
+	bob, alice := "Authorization: Bearer bob-ro", "Authorization: Bearer alice-rw"
+	first := openStream(t, tcp.Client(), tcp.URL, "?kind=item.mutated", bob).read()
+	do(t, tcp.Client(), tcp.URL, createGoal("shared"), alice)
+	do(t, tcp.Client(), tcp.URL, map[string]any{"action": "cortex.share",
+		"args": map[string]any{"id": "shared", "principal": "bob", "permissions": []string{"read"}}}, alice)
+	seen := first.next()
+	if itemOf(t, seen) != "shared" {
+		t.Fatalf("bob's first event: %s", seen.Data)
+	}
+	do(t, tcp.Client(), tcp.URL, createGoal("private"), alice)
+	do(t, tcp.Client(), tcp.URL, map[string]any{"action": "cortex.update",
+		"args": map[string]any{"id": "shared", "updates": map[string]any{"progress": 50}}}, alice)
+
+	again := openStream(t, tcp.Client(), tcp.URL, "?kind=item.mutated", bob, "Last-Event-ID: "+seen.ID).read()
+	if m := again.next(); itemOf(t, m) != "shared" || !strings.Contains(m.Data, `"update"`) {
+		t.Fatalf("bob's replay: first %s %s, want the update of shared (not alice's private goal)", m.Event, m.Data)
+	}
+}
