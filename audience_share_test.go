@@ -78,3 +78,63 @@ func TestAnAgentHearsOfEveryChangeToItsOwnAccess(t *testing.T) {
 		}
 	}
 }
+
+// An agent given read on Alice's store, conversation, thread and plan
+// hears of what happens to each of them, as its reads would show it.
+func TestAGranteeHearsOfWhatHappensToWhatItWasGiven(t *testing.T) {
+	e, err := core.Open(engineOptions(core.Options{InMemory: true, IDSeed: "grantee"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	do := func(name, args string) json.RawMessage {
+		t.Helper()
+		out, err := e.Do(ctx, core.Request{Action: name, Args: json.RawMessage(args), Principal: "alice"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return out
+	}
+	do("memory.configure", `{"store":"notes","type":"working"}`)
+	do("plan.create", `{"id":"p1","goal":"g","subtasks":[{"id":"s1","description":"d","action":{"name":"task.noop"}}]}`)
+	do("history.write", `{"conversation":"chat","speaker":"user","text":"hello"}`)
+	var msg struct {
+		ThreadID string `json:"thread_id"`
+	}
+	if err := json.Unmarshal(do("thread.message", `{"channel":"web","text":"plan the trip"}`), &msg); err != nil {
+		t.Fatal(err)
+	}
+	do("memory.share", `{"store":"notes","principal":"carol","permissions":["read"]}`)
+	do("plan.share", `{"plan_id":"p1","principal":"carol","permissions":["read"]}`)
+	do("history.share", `{"conversation":"chat","principal":"carol","permissions":["read"]}`)
+	do("thread.share", `{"thread_id":"`+msg.ThreadID+`","principal":"carol","permissions":["read"]}`)
+
+	carol := e.SubscribeAs(ctx, "carol")
+	do("memory.memorize", `{"store":"notes","item":{"id":"n1","type":"fact","text":"the door code","agent_id":"alice"}}`)
+	do("memory.forget", `{"store":"notes","instruction":"item n1"}`)
+	do("memory.unforget", `{"store":"notes","id":"n1"}`)
+	do("history.write", `{"conversation":"chat","speaker":"assistant","text":"hi"}`)
+	do("history.configure", `{"conversation":"chat","buffer_size":5}`)
+	do("thread.message", `{"channel":"web","thread_id":"`+msg.ThreadID+`","text":"in May"}`)
+	do("thread.configure", `{"thread_id":"`+msg.ThreadID+`","inactivity_timeout_minutes":45}`)
+	do("plan.execute", `{"plan_id":"p1"}`)
+	e.Env().Events.Publish("test.end", events.Everyone(), nil)
+	heard := map[string]bool{}
+	for ev := range carol {
+		if ev.Name == "test.end" {
+			break
+		}
+		heard[ev.Name] = true
+	}
+	for _, k := range []string{"memory.memorized", "memory.forgotten", "memory.unforgotten", "utterance.written",
+		"conversation.configured", "thread.turn", "thread.configured", "plan.subtask.started", "plan.subtask.finished", "plan.finished"} {
+		if !heard[k] {
+			t.Errorf("carol did not hear %s (she heard %v)", k, heard)
+		}
+	}
+}
