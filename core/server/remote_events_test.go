@@ -3,7 +3,9 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,5 +77,51 @@ func TestAResumedStreamReplaysOnlyWhatItsReaderMaySee(t *testing.T) {
 	again := openStream(t, tcp.Client(), tcp.URL, "?kind=item.mutated", bob, "Last-Event-ID: "+seen.ID).read()
 	if m := again.next(); itemOf(t, m) != "shared" || !strings.Contains(m.Data, `"update"`) {
 		t.Fatalf("bob's replay: first %s %s, want the update of shared (not alice's private goal)", m.Event, m.Data)
+	}
+}
+
+// revocable is an Authenticator whose tokens can be revoked while the
+// server runs.
+type revocable struct {
+	mu     sync.Mutex
+	tokens tokens
+}
+
+func (rv *revocable) Authenticate(ctx context.Context, token string) (server.Principal, error) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.tokens.Authenticate(ctx, token)
+}
+
+func (rv *revocable) revoke(token string) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	delete(rv.tokens, token)
+}
+
+// A stream opened with a token ends once the token is revoked (by the
+// next heartbeat): a revoked token gets nothing more, however long ago
+// its stream was opened.
+func TestAStreamEndsOnceItsTokenIsRevoked(t *testing.T) {
+	e, _ := openEngine(t)
+	auth := &revocable{tokens: tokens{"carol-rw": {Agent: "carol"}}}
+	s, tcp := newServer(t, e, true, server.Options{Tokens: auth, Limits: server.Limits{Heartbeat: 10 * time.Millisecond}})
+	sock := httptest.NewServer(s.Handler(false))
+	t.Cleanup(sock.Close)
+	st := openStream(t, tcp.Client(), tcp.URL, "?kind=item.mutated", "Authorization: Bearer carol-rw").read()
+	do(t, sock.Client(), sock.URL, map[string]any{"action": "cortex.create", "agent": "carol",
+		"args": map[string]any{"type": "goal", "id": "before", "fields": map[string]any{"title": "Goal"}}})
+	if m := st.next(); itemOf(t, m) != "before" {
+		t.Fatalf("carol's first event: %s", m.Data)
+	}
+
+	auth.revoke("carol-rw")
+	select {
+	case m, ok := <-st.msgs:
+		if ok {
+			t.Fatalf("the revoked token still gets %s", m.Data)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream of a revoked token is still open after 10s")
 	}
 }
