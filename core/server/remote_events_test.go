@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/remote"
 	"github.com/engram-console/engram/core/server"
+	"github.com/engram-console/engram/core/wire"
 )
 
 // nextOf waits for the next event on ch; it fails if the stream ends.
@@ -123,5 +125,45 @@ func TestAStreamEndsOnceItsTokenIsRevoked(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream of a revoked token is still open after 10s")
+	}
+}
+
+// streamingMCP is an MCP service whose every request is a stream that
+// lasts until the request's context ends (an MCP session's GET).
+type streamingMCP struct{ ended chan struct{} }
+
+func (m streamingMCP) Handler(server.Principal) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+		close(m.ended)
+	})
+}
+
+func (streamingMCP) Close() {}
+
+// An MCP stream opened over TCP with a token ends once the token is
+// revoked, as an event stream does.
+func TestAnMCPStreamEndsOnceItsTokenIsRevoked(t *testing.T) {
+	e, _ := openEngine(t)
+	auth := &revocable{tokens: tokens{"carol-rw": {Agent: "carol"}}}
+	m := streamingMCP{ended: make(chan struct{})}
+	_, tcp := newServer(t, e, true, server.Options{Tokens: auth, MCP: m, Limits: server.Limits{Heartbeat: 10 * time.Millisecond}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := tcp.Client().Do(request(t, ctx, http.MethodGet, tcp.URL+wire.PathMCP, "", "Authorization: Bearer carol-rw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /mcp: %d", resp.StatusCode)
+	}
+	auth.revoke("carol-rw")
+	select {
+	case <-m.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the MCP stream of a revoked token is still open after 10s")
 	}
 }
