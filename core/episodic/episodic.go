@@ -603,7 +603,7 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 			llmPart = fmt.Sprintf("model %.2f", *d.LLM)
 		}
 		msg := fmt.Sprintf("%s thread %s with %s (algorithmic %.2f, %s; %s)", d.Decision, t.ID, d.Candidate, d.Algorithmic, llmPart, d.Confidence)
-		if _, err := tx.TraceAbout(call, about(t.ID), "episode.link", msg, d); err != nil {
+		if _, err := tx.TraceAbout(call, aboutDecision(d.ID), "episode.link", msg, d); err != nil {
 			return err
 		}
 	}
