@@ -264,7 +264,7 @@ func macroReadable(tx *storage.Tx, principal, id string) (bool, error) {
 
 // macroFor leaves out ep's macro summary unless principal may read what
 // it draws on (macroReadable): a grantee of one thread does not read its
-// owner's other threads through it. ep's summaries are copied, not changed.
+// owner's other threads through it.
 func macroFor(tx *storage.Tx, principal string, ep *Episode) error {
 	if ep == nil || ep.Summaries == nil || ep.Summaries.Macro == "" {
 		return nil
@@ -273,10 +273,16 @@ func macroFor(tx *storage.Tx, principal string, ep *Episode) error {
 	if err != nil || ok {
 		return err
 	}
+	withoutMacro(ep)
+	return nil
+}
+
+// withoutMacro leaves out ep's macro summary (its summaries are copied,
+// not changed).
+func withoutMacro(ep *Episode) {
 	s := *ep.Summaries
 	s.Macro = ""
 	ep.Summaries = &s
-	return nil
 }
 
 // publishCompacted publishes episode.compacted about ep to the readers of
@@ -474,13 +480,24 @@ func (e *Episodic) Episodes(ctx context.Context, principal, threadID string) ([]
 			if threadID != "" && t.ID != threadID {
 				continue
 			}
+			// Whether principal may read t's macro summaries, asked once
+			// per thread and only if one has a macro summary.
+			var asked, readable bool
 			for _, id := range t.Episodes {
 				ep, err := loadEpisode(tx, id)
 				if err != nil {
 					return err
 				}
-				if err := macroFor(tx, principal, ep); err != nil {
-					return err
+				if ep.Summaries != nil && ep.Summaries.Macro != "" {
+					if !asked {
+						if readable, err = macroReadable(tx, principal, t.ID); err != nil {
+							return err
+						}
+						asked = true
+					}
+					if !readable {
+						withoutMacro(ep)
+					}
 				}
 				eps = append(eps, ep)
 			}
