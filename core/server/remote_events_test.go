@@ -135,7 +135,7 @@ type streamingMCP struct{ ended chan struct{} }
 func (m streamingMCP) Handler(server.Principal) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
-		http.NewResponseController(w).Flush()
+		_ = http.NewResponseController(w).Flush()
 		<-r.Context().Done()
 		close(m.ended)
 	})
@@ -156,7 +156,7 @@ func TestAnMCPStreamEndsOnceItsTokenIsRevoked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /mcp: %d", resp.StatusCode)
 	}
