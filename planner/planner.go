@@ -693,7 +693,7 @@ func redact(p *Plan, acl access.ACL, principal string) *Plan {
 // Share grants principal perms on plan id (replacing what it had) and
 // returns the plan's access list.
 func (pl *Planner) Share(ctx context.Context, call action.Call, id, principal string, perms []string) (access.ACL, error) {
-	return pl.changeACL(ctx, call, id, "plan.shared", func(acl *access.ACL, now time.Time) (string, error) {
+	return pl.changeACL(ctx, call, id, "plan.shared", principal, func(acl *access.ACL, now time.Time) (string, error) {
 		if err := acl.Grant(call.Principal, principal, perms, planObject(id), now); err != nil {
 			return "", err
 		}
@@ -705,7 +705,7 @@ func (pl *Planner) Share(ctx context.Context, call action.Call, id, principal st
 // Revoke removes principal's grant on plan id and returns the plan's
 // access list.
 func (pl *Planner) Revoke(ctx context.Context, call action.Call, id, principal string) (access.ACL, error) {
-	return pl.changeACL(ctx, call, id, "plan.revoked", func(acl *access.ACL, now time.Time) (string, error) {
+	return pl.changeACL(ctx, call, id, "plan.revoked", principal, func(acl *access.ACL, now time.Time) (string, error) {
 		if err := acl.Revoke(call.Principal, principal, planObject(id), now); err != nil {
 			return "", err
 		}
@@ -714,8 +714,9 @@ func (pl *Planner) Revoke(ctx context.Context, call action.Call, id, principal s
 }
 
 // changeACL edits plan id's access list in one transaction, and traces
-// the change (or the denial, after the rollback).
-func (pl *Planner) changeACL(ctx context.Context, call action.Call, id, kind string, edit func(*access.ACL, time.Time) (string, error)) (access.ACL, error) {
+// the change (or the denial, after the rollback). principal is the agent
+// whose access it changes.
+func (pl *Planner) changeACL(ctx context.Context, call action.Call, id, kind, principal string, edit func(*access.ACL, time.Time) (string, error)) (access.ACL, error) {
 	if id == "" {
 		return access.ACL{}, kit.Validation("plan_id", "give the plan")
 	}
@@ -738,8 +739,9 @@ func (pl *Planner) changeACL(ctx context.Context, call action.Call, id, kind str
 		if err := tx.SetJSON(aclKey(id), acl); err != nil {
 			return err
 		}
-		// Whoever gained or lost the plan sees it come or go at once.
-		EventPlanChanged.Publish(tx, before.And(events.Only(acl.Readers()...)), PlanChangedEvent{PlanID: id, Change: strings.TrimPrefix(kind, "plan.")})
+		// Whoever gained or lost the plan sees it come or go at once, and
+		// the agent whose access changed hears of it whichever way.
+		EventPlanChanged.Publish(tx, before.And(events.Only(acl.Readers()...)).And(events.Only(principal)), PlanChangedEvent{PlanID: id, Change: strings.TrimPrefix(kind, "plan.")})
 		_, err = tx.TraceAbout(call, about(id), kind, msg, map[string]any{"plan_id": id})
 		return err
 	})

@@ -41,6 +41,10 @@ import (
 const (
 	ObjectThread  = "thread"
 	ObjectEpisode = "episode"
+	// ObjectDecision is a linking decision, the subject of the trace
+	// entries about it: it names both of its threads, so reading it
+	// needs read on both.
+	ObjectDecision = "linking decision"
 )
 
 func aclKey(thread string) []byte { return storage.Key(storage.PrefixEpisodic, "acl", thread) }
@@ -105,6 +109,15 @@ func (e *Episodic) registerAccess() {
 		}
 		return canRead(tx, principal, id)
 	})
+	e.env.Access.Register(ObjectDecision, func(tx *storage.Tx, principal, id string) (bool, error) {
+		var d Decision
+		if err := tx.GetJSON(decisionKey(id), &d); errors.Is(err, storage.ErrNotFound) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		return decisionReadable(tx, principal, &d)
+	})
 	e.env.Access.Register(ObjectEpisode, func(tx *storage.Tx, principal, id string) (bool, error) {
 		var ep Episode
 		if err := tx.GetJSON(episodeKey(id), &ep); errors.Is(err, storage.ErrNotFound) {
@@ -163,6 +176,10 @@ func (e *Episodic) episodeAudience(id string) events.Audience {
 
 // about is the trace subject of a thread.
 func about(thread string) trace.Subject { return trace.Subject{Type: ObjectThread, ID: thread} }
+
+// aboutDecision is the trace subject of linking decision id: trace.list
+// shows an entry about it to whoever may read both of its threads.
+func aboutDecision(id string) trace.Subject { return trace.Subject{Type: ObjectDecision, ID: id} }
 
 // failed records a refusal in the trace (after its transaction rolled
 // back) and returns err.

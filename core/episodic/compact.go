@@ -11,6 +11,7 @@ import (
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
@@ -136,7 +137,9 @@ func (e *Episodic) compact(ctx context.Context, id string) (*Episode, error) {
 		if err := hook("commit"); err != nil {
 			return err
 		}
-		EventCompacted.Publish(tx, audience(tx.Tx, ep.ThreadID), *ep)
+		if err := publishCompacted(tx, ep); err != nil {
+			return err
+		}
 		done = ep
 		return nil
 	})
@@ -223,7 +226,96 @@ func (e *Episodic) Compact(ctx context.Context, call action.Call, threadID strin
 			out = append(out, ep)
 		}
 	}
-	return out, nil
+	err = e.env.Store.View(func(tx *storage.Tx) error {
+		for _, ep := range out {
+			if err := macroFor(tx, call.Principal, ep); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// macroReadable reports whether principal may read every thread a macro
+// summary of thread id draws on: the threads linked to it that its owner
+// owns (macroSummary's choice), all of them readable to the owner but not
+// to a grantee of this thread alone.
+func macroReadable(tx *storage.Tx, principal, id string) (bool, error) {
+	t, err := loadThread(tx, id)
+	if err != nil {
+		return false, err
+	}
+	mine, err := loadACL(tx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, other := range t.LinkedThreads {
+		theirs, err := loadACL(tx, other)
+		if err != nil {
+			return false, err
+		}
+		if theirs.OwnerOf() == mine.OwnerOf() && !theirs.Can(principal, access.Read) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// macroFor leaves out ep's macro summary unless principal may read what
+// it draws on (macroReadable): a grantee of one thread does not read its
+// owner's other threads through it.
+func macroFor(tx *storage.Tx, principal string, ep *Episode) error {
+	if ep == nil || ep.Summaries == nil || ep.Summaries.Macro == "" {
+		return nil
+	}
+	ok, err := macroReadable(tx, principal, ep.ThreadID)
+	if err != nil || ok {
+		return err
+	}
+	withoutMacro(ep)
+	return nil
+}
+
+// withoutMacro leaves out ep's macro summary (its summaries are copied,
+// not changed).
+func withoutMacro(ep *Episode) {
+	s := *ep.Summaries
+	s.Macro = ""
+	ep.Summaries = &s
+}
+
+// publishCompacted publishes episode.compacted about ep to the readers of
+// its thread: whole to those who may read what its macro summary draws
+// on, without the macro summary to the others.
+func publishCompacted(tx *kit.Txn, ep *Episode) error {
+	a, err := loadACL(tx.Tx, ep.ThreadID)
+	if err != nil {
+		return err
+	}
+	var whole, without []string
+	for _, p := range a.Readers() {
+		ok, err := macroReadable(tx.Tx, p, ep.ThreadID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			whole = append(whole, p)
+		} else {
+			without = append(without, p)
+		}
+	}
+	if len(whole) > 0 {
+		EventCompacted.Publish(tx, events.Only(whole...), *ep)
+	}
+	if len(without) > 0 {
+		cut := *ep
+		if err := macroFor(tx.Tx, without[0], &cut); err != nil {
+			return err
+		}
+		EventCompacted.Publish(tx, events.Only(without...), cut)
+	}
+	return nil
 }
 
 // compactTrace is the data of an episode.compact trace entry.
@@ -388,10 +480,24 @@ func (e *Episodic) Episodes(ctx context.Context, principal, threadID string) ([]
 			if threadID != "" && t.ID != threadID {
 				continue
 			}
+			// Whether principal may read t's macro summaries, asked once
+			// per thread and only if one has a macro summary.
+			var asked, readable bool
 			for _, id := range t.Episodes {
 				ep, err := loadEpisode(tx, id)
 				if err != nil {
 					return err
+				}
+				if ep.Summaries != nil && ep.Summaries.Macro != "" {
+					if !asked {
+						if readable, err = macroReadable(tx, principal, t.ID); err != nil {
+							return err
+						}
+						asked = true
+					}
+					if !readable {
+						withoutMacro(ep)
+					}
 				}
 				eps = append(eps, ep)
 			}
@@ -443,6 +549,9 @@ func (e *Episodic) Episode(ctx context.Context, principal, id string) (EpisodeVi
 			return err
 		}
 		if err := e.authorize(tx, principal, ep.ThreadID, access.Read); err != nil {
+			return err
+		}
+		if err := macroFor(tx, principal, ep); err != nil {
 			return err
 		}
 		v.Episode = ep

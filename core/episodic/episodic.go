@@ -489,7 +489,9 @@ func (e *Episodic) commit(tx *kit.Txn, call action.Call, req MessageRequest, r r
 	if res.NewThread {
 		// Published once the thread has its first turn: the payload is a
 		// copy, and says what the thread is after this message.
-		EventThreadCreated.Publish(tx, audience(tx.Tx, t.ID), *t)
+		if err := publishThread(tx, EventThreadCreated, t); err != nil {
+			return res, err
+		}
 	}
 	res.ThreadID, res.TurnCount, res.LastActivityAt, res.Turn = t.ID, t.TurnCount, t.LastActivityAt, turn
 	msg := fmt.Sprintf("%s message on %s → thread %s (turn %d)", req.Speaker, req.Channel, t.ID, t.TurnCount)
@@ -601,7 +603,7 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 			llmPart = fmt.Sprintf("model %.2f", *d.LLM)
 		}
 		msg := fmt.Sprintf("%s thread %s with %s (algorithmic %.2f, %s; %s)", d.Decision, t.ID, d.Candidate, d.Algorithmic, llmPart, d.Confidence)
-		if _, err := tx.TraceAbout(call, about(t.ID), "episode.link", msg, d); err != nil {
+		if _, err := tx.TraceAbout(call, aboutDecision(d.ID), "episode.link", msg, d); err != nil {
 			return err
 		}
 	}
@@ -895,14 +897,54 @@ func (e *Episodic) Configure(ctx context.Context, call action.Call, id string, m
 		if err := tx.SetJSON(threadKey(id), t); err != nil {
 			return err
 		}
-		EventConfigured.Publish(tx, audience(tx.Tx, id), *t)
-		_, err = tx.TraceAbout(call, about(id), "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil)
-		return err
+		if err := publishThread(tx, EventConfigured, t); err != nil {
+			return err
+		}
+		if _, err := tx.TraceAbout(call, about(id), "thread.configure", fmt.Sprintf("thread %s: inactivity timeout %d → %d min", id, old, minutes), nil); err != nil {
+			return err
+		}
+		// The caller, too, sees only the links it may read (thread.get's
+		// rule): a writer Alice shared one thread with does not learn of
+		// her others.
+		return newLinkFilter(tx.Tx, call.Principal).apply(t)
 	})
 	if err != nil {
 		return nil, e.failed(ctx, call, err)
 	}
 	return t, nil
+}
+
+// publishThread publishes an event of kind about t to each of its readers
+// with only the links that reader may read, as thread.get shows them: one
+// event for each view of t, seen by the readers who share that view.
+func publishThread(tx *kit.Txn, kind events.Kind[Thread], t *Thread) error {
+	a, err := loadACL(tx.Tx, t.ID)
+	if err != nil {
+		return err
+	}
+	type view struct {
+		thread  Thread
+		readers []string
+	}
+	var views []*view
+	for _, p := range a.Readers() {
+		v := *t
+		if err := newLinkFilter(tx.Tx, p).apply(&v); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(views, func(o *view) bool {
+			return slices.Equal(o.thread.LinkedThreads, v.LinkedThreads) && slices.Equal(o.thread.CrossThreadEpisodes, v.CrossThreadEpisodes)
+		})
+		if i < 0 {
+			views = append(views, &view{thread: v})
+			i = len(views) - 1
+		}
+		views[i].readers = append(views[i].readers, p)
+	}
+	for _, v := range views {
+		kind.Publish(tx, events.Only(v.readers...), v.thread)
+	}
+	return nil
 }
 
 func decodeDecision(v []byte) (*Decision, error) {

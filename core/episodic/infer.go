@@ -185,7 +185,7 @@ func (e *Episodic) infer(tx *kit.Txn, call action.Call, w awaiting, text string,
 			return err
 		}
 		msg := fmt.Sprintf("linking decision %s (%s, %s and %s) inferred %s from the next message (%s)", d.ID, d.Decision, d.ThreadID, d.Candidate, outcome, signal)
-		if _, err := tx.TraceAbout(call, about(d.ThreadID), "episode.outcome", msg,
+		if _, err := tx.TraceAbout(call, aboutDecision(d.ID), "episode.outcome", msg,
 			outcomeTrace{Algorithmic: d.Algorithmic, Decision: d.Decision, DecisionID: d.ID, LLM: d.LLM, Outcome: outcome, Inferred: true, Signal: signal}); err != nil {
 			return err
 		}

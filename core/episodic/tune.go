@@ -124,7 +124,7 @@ func (e *Episodic) Outcome(ctx context.Context, call action.Call, id, outcome st
 		if err := tx.SetJSON(decisionKey(id), d); err != nil {
 			return err
 		}
-		_, err = tx.TraceAbout(call, about(d.ThreadID), "episode.outcome", fmt.Sprintf("linking decision %s (%s, %s and %s) marked %s", id, d.Decision, d.ThreadID, d.Candidate, outcome),
+		_, err = tx.TraceAbout(call, aboutDecision(id), "episode.outcome", fmt.Sprintf("linking decision %s (%s, %s and %s) marked %s", id, d.Decision, d.ThreadID, d.Candidate, outcome),
 			outcomeTrace{Algorithmic: d.Algorithmic, Decision: d.Decision, DecisionID: id, LLM: d.LLM, Outcome: outcome})
 		EventOutcome.Publish(tx, decisionAudience(tx.Tx, d), *d)
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
 )
@@ -46,20 +47,21 @@ type RevokeArgs struct {
 }
 
 func (m *Memory) actShare(ctx context.Context, call action.Call, a ShareArgs) (access.ACL, error) {
-	return m.changeACL(ctx, call, a.Store, "memory.shared", func(acl *access.ACL, obj access.Object) error {
+	return m.changeACL(ctx, call, a.Store, "memory.shared", a.Principal, func(acl *access.ACL, obj access.Object) error {
 		return acl.Grant(call.Principal, a.Principal, a.Permissions, obj, call.Clock.Now())
 	})
 }
 
 func (m *Memory) actRevoke(ctx context.Context, call action.Call, a RevokeArgs) (access.ACL, error) {
-	return m.changeACL(ctx, call, a.Store, "memory.revoked", func(acl *access.ACL, obj access.Object) error {
+	return m.changeACL(ctx, call, a.Store, "memory.revoked", a.Principal, func(acl *access.ACL, obj access.Object) error {
 		return acl.Revoke(call.Principal, a.Principal, obj, call.Clock.Now())
 	})
 }
 
 // changeACL edits a store's access list in one transaction, traces the
-// change as kind, and returns the list with its owner named.
-func (m *Memory) changeACL(ctx context.Context, call action.Call, name, kind string, change func(*access.ACL, access.Object) error) (access.ACL, error) {
+// change as kind, and returns the list with its owner named. principal is
+// the agent whose access it changes.
+func (m *Memory) changeACL(ctx context.Context, call action.Call, name, kind, principal string, change func(*access.ACL, access.Object) error) (access.ACL, error) {
 	if err := kit.CheckName("store", name, "/"); err != nil {
 		return access.ACL{}, err
 	}
@@ -81,8 +83,9 @@ func (m *Memory) changeACL(ctx context.Context, call action.Call, name, kind str
 		}
 		out = acl.Clone()
 		out.Owner = acl.OwnerOf()
-		// Who had access and who has it now both hear of the change.
-		EventStoreChanged.Publish(tx, before.And(st.audience()), StoreChangedEvent{Store: name, Change: strings.TrimPrefix(kind, "memory.")})
+		// Who had access and who has it now both hear of the change, and
+		// so does the agent whose access changed, whichever way.
+		EventStoreChanged.Publish(tx, before.And(st.audience()).And(events.Only(principal)), StoreChangedEvent{Store: name, Change: strings.TrimPrefix(kind, "memory.")})
 		_, err = tx.Trace(call, kind, fmt.Sprintf("memory %s: access is now %v", name, out.Readers()), out)
 		return err
 	})

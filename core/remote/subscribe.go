@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,23 +39,25 @@ var (
 // maxMessage bounds one SSE message: a larger one ends the stream.
 const maxMessage = 4 * wire.MaxBody
 
-// Subscribe is SubscribeAs for the connection's agent.
+// Subscribe is SubscribeAs for the connection's agent: Options.Agent, else
+// the one the owner gives a stream that names none (over the socket its
+// own agent, over TCP the token's).
 func (c *Conn) Subscribe(ctx context.Context, kinds ...string) <-chan events.Event {
-	return c.SubscribeAs(ctx, c.Agent(), kinds...)
+	return c.SubscribeAs(ctx, c.opts.Agent, kinds...)
 }
 
 // SubscribeAs streams the owner's events of the given kinds (every kind
 // when none is given) that principal may see, until ctx is cancelled or
 // Close is called, when the channel closes. The owner filters them: over
-// TCP a token sees only what its agent may, whatever principal says. A stream that ends is resumed after the last event
-// received; wire.EventGap events pass through (as events.Event{Name:
+// TCP a token sees only what its agent may, and a principal other than
+// the token's is refused. An empty principal names none: the owner streams
+// for its own agent over the socket, for the token's agent over TCP (not
+// Agent(), which over TCP is the owner's). A stream that ends is resumed
+// after the last event received; wire.EventGap events pass through (as events.Event{Name:
 // wire.EventGap}) so that the reader reloads what it shows. When the owner
 // cannot be reached for about a second, the channel closes although ctx
 // is live: the owner is gone.
 func (c *Conn) SubscribeAs(ctx context.Context, principal string, kinds ...string) <-chan events.Event {
-	if principal == "" {
-		principal = c.Agent()
-	}
 	out := make(chan events.Event, subscribeBuffer)
 	c.mu.Lock()
 	if c.closed {
@@ -162,14 +165,20 @@ type streamResult struct {
 // It closes ready, if it is open, once the owner has answered.
 func (c *Conn) stream(ctx context.Context, principal string, kinds []string, want map[string]bool, lastID *string, q *events.Queue, ready chan struct{}) streamResult {
 	var r streamResult
-	params := url.Values{"agent": {principal}}
+	params := url.Values{}
+	if principal != "" {
+		params.Set("agent", principal)
+	}
 	if len(kinds) > 0 {
 		params["kind"] = kinds
 	}
-	u := c.base + wire.PathEvents + "?" + params.Encode()
-	// What the owner sends was filtered for principal already; a gap is
-	// about the stream, not any object.
-	seenBy := events.Only(principal)
+	u := c.base + wire.PathEvents
+	if len(params) > 0 {
+		u += "?" + params.Encode()
+	}
+	// What the owner sends was filtered for the stream's reader already;
+	// a gap is about the stream, not any object.
+	seenBy := events.Only(cmp.Or(principal, c.Agent()))
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, u, nil)

@@ -257,6 +257,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p Principa
 			}
 			return
 		case <-tick.C:
+			if tcp && !s.stillValid(r, principal) {
+				// The token was revoked since the stream opened: it
+				// gets nothing more (a reconnect gets the 401).
+				return
+			}
 			if !send(": ping\n\n") {
 				return
 			}
@@ -306,4 +311,16 @@ func parseKinds(values []string) (map[string]bool, *errs.Error) {
 		}
 	}
 	return kinds, nil
+}
+
+// stillValid reports whether the bearer token of TCP request r still
+// acts as principal: a long-lived stream asks again every heartbeat, so
+// that revoking a token ends the streams it opened.
+func (s *Server) stillValid(r *http.Request, principal string) bool {
+	token, ok := bearer(r.Header.Get(wire.HeaderAuthorization))
+	if !ok || s.auth == nil {
+		return false
+	}
+	p, err := s.auth.Authenticate(r.Context(), token)
+	return err == nil && p.Agent == principal
 }

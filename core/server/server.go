@@ -342,7 +342,26 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, tcp bool) {
 	if !ok {
 		return
 	}
-	s.mcp.Handler(p).ServeHTTP(w, r)
+	// A session's stream (a GET) may last hours: as an event stream
+	// does, it ends once its token is revoked, asked every heartbeat.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(s.lim.Heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if !s.stillValid(r, p.Agent) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	s.mcp.Handler(p).ServeHTTP(w, r.WithContext(ctx))
 }
 
 // authenticate returns who a TCP request acts as, or refuses it with 401.
