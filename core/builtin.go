@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
@@ -63,9 +64,10 @@ func (e *Engine) StoreLabel() string {
 
 func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs) (Info, error) {
 	var counts map[string]map[string]int
-	// The counts are every agent's objects: only the engine's own agent,
-	// who runs the store, is told them.
-	if (args.Counts == nil || *args.Counts) && call.Principal == e.agent {
+	// The counts are every agent's objects: only the operator (the agent
+	// that owns engine-wide settings, as episode.tune's rule) is told
+	// them, whichever process owns the directory and whatever its --agent.
+	if (args.Counts == nil || *args.Counts) && call.Principal == access.LegacyOwner {
 		var err error
 		if counts, err = e.env.Counts(); err != nil {
 			return Info{}, err

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
@@ -474,7 +475,7 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request, p Principal, tcp bool) {
 	var info conn.Info
 	var err error
-	if a, ok := s.e.(conn.InfoAsker); ok && (r.URL.Query().Get("counts") == "false" || (tcp && p.Agent != s.e.Agent())) {
+	if a, ok := s.e.(conn.InfoAsker); ok && (r.URL.Query().Get("counts") == "false" || (tcp && p.Agent != access.LegacyOwner)) {
 		// A client attaching needs the rest: the counts read every key
 		// (seconds, and much of the store paged in, at a million items).
 		// A token's agent is never told them: they count every agent's
