@@ -21,7 +21,9 @@ func (e *Engine) registerBuiltins() {
 	e.env.Trace.Register(reg)
 	ActionTurnStart.Register(reg, action.Spec{Summary: "Start a turn and assemble its working-memory context"}, e.startTurn)
 	ActionTurnEnd.Register(reg, action.Spec{Summary: "End a turn, committing its updates through the context providers"}, e.endTurn)
-	clients.Register(e.env, e.clients, e.agent)
+	// Every agent's clients are the operator's to list, as engine.info's counts:
+	// whichever engram owns the directory, whatever its --agent.
+	clients.Register(e.env, e.clients, access.LegacyOwner)
 	e.registerLLM()
 	e.registerChat()
 }
