@@ -86,19 +86,29 @@ type Params struct {
 	// PRFDocs hits, each weighted at most PRFWeight (0 turns it off).
 	PRFDocs, PRFTerms int
 	PRFWeight         float64
+	// LengthPrior favours turns that say more: a turn's score is
+	// multiplied by (its words / the average's)^LengthPrior, the ratio
+	// kept within [1/4, 4]. Small talk is short; what people tell each
+	// other about their lives is long.
+	LengthPrior float64
+	// NamePrior favours turns that name things: a turn's score is
+	// multiplied by 1 + NamePrior × (the names it writes, at most 3).
+	NamePrior float64
 }
 
 // DefaultParams are the weights engram uses.
 var DefaultParams = Params{
-	K1:        1.2,
-	Weight:    [numFields]float64{FieldSpeaker: 0.5, FieldText: 1, FieldCaption: 0.8, FieldTags: 0.7, FieldEntity: 0.6},
-	B:         [numFields]float64{FieldText: 0.75, FieldCaption: 0.5},
-	Neighbour: [2]float64{0.3, 0.1},
-	Session:   0.1,
-	Time:      0.5,
-	PRFDocs:   3,
-	PRFTerms:  8,
-	PRFWeight: 0.2,
+	K1:          1.6,
+	Weight:      [numFields]float64{FieldSpeaker: 1, FieldText: 1, FieldCaption: 0.8, FieldTags: 0.7, FieldEntity: 0.6},
+	B:           [numFields]float64{FieldText: 1, FieldCaption: 0.5},
+	Neighbour:   [2]float64{0, 0},
+	Session:     0,
+	Time:        4,
+	PRFDocs:     3,
+	PRFTerms:    8,
+	PRFWeight:   0,
+	LengthPrior: 1.5,
+	NamePrior:   0.8,
 }
 
 // posting is one document holding a term, and how often in each field.
@@ -115,6 +125,8 @@ type docInfo struct {
 	// terms are the document's text and caption terms with their
 	// counts, for feedback.
 	terms map[string]uint16
+	// prior is the document's prior (LengthPrior, NamePrior).
+	prior float64
 }
 
 // Index is a collection of documents ready to search. It is read-only
@@ -204,6 +216,19 @@ func Build(docs []Doc, p Params) *Index {
 	if n := float64(len(docs)); n > 0 {
 		for f := range total {
 			ix.avg[f] = total[f] / n
+		}
+	}
+	avgWords := ix.avg[FieldText] + ix.avg[FieldCaption]
+	for i := range ix.docs {
+		di := &ix.docs[i]
+		di.prior = 1
+		if p.LengthPrior != 0 && avgWords > 0 {
+			ratio := float64(di.length[FieldText]+di.length[FieldCaption]) / avgWords
+			di.prior *= math.Pow(min(4, max(0.25, ratio)), p.LengthPrior)
+		}
+		if p.NamePrior != 0 {
+			names := len(namesOf(fields[i][FieldText])) + len(namesOf(fields[i][FieldCaption]))
+			di.prior *= 1 + p.NamePrior*float64(min(3, names))
 		}
 	}
 	return ix

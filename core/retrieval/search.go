@@ -165,7 +165,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	expansion := ix.feedback(terms, sc)
 	p := ix.params
 	for _, d := range sc.touched {
-		b := sc.lex[d] + sc.prf[d]
+		b := (sc.lex[d] + sc.prf[d]) * ix.docs[d].prior
 		if ix.inWindows(int(d), tq.Windows) {
 			b *= 1 + p.Time
 		}
@@ -180,17 +180,25 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 		}
 		final[d] += b
 		s := ix.docs[d].session
-		best[s] = max(best[s], b)
+		// What a hit lends its neighbours and session is its evidence
+		// without its own prior: each turn lifted weighs it by its own.
+		lend := b / ix.docs[d].prior
+		best[s] = max(best[s], lend)
 		for dist := 1; dist <= 2; dist++ {
+			if p.Neighbour[dist-1] == 0 {
+				continue
+			}
 			for _, nb := range []int32{d - int32(dist), d + int32(dist)} {
 				if nb >= 0 && int(nb) < n && ix.docs[nb].session == s {
-					final[nb] += p.Neighbour[dist-1] * b
+					final[nb] += p.Neighbour[dist-1] * lend * ix.docs[nb].prior
 				}
 			}
 		}
 	}
-	for d := range final {
-		final[d] += p.Session * best[ix.docs[d].session]
+	if p.Session != 0 {
+		for d := range final {
+			final[d] += p.Session * best[ix.docs[d].session] * ix.docs[d].prior
+		}
 	}
 	ranked := make([]Result, 0, len(final))
 	for d, s := range final {
