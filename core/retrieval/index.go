@@ -2,6 +2,7 @@ package retrieval
 
 import (
 	"math"
+	"sync"
 	"time"
 )
 
@@ -101,8 +102,8 @@ var DefaultParams = Params{
 	K1:          1.6,
 	Weight:      [numFields]float64{FieldSpeaker: 1, FieldText: 1, FieldCaption: 0.8, FieldTags: 0.7, FieldEntity: 0.6},
 	B:           [numFields]float64{FieldText: 1, FieldCaption: 0.5},
-	Neighbour:   [2]float64{0, 0},
-	Session:     0,
+	Neighbour:   [2]float64{0, 0.1},
+	Session:     0.05,
 	Time:        4,
 	PRFDocs:     3,
 	PRFTerms:    8,
@@ -141,6 +142,8 @@ type Index struct {
 	sessionDocs [][2]int32
 	// span is the earliest and latest document time.
 	span [2]time.Time
+	// pool keeps the scratch arrays of searches.
+	pool sync.Pool
 }
 
 // Build indexes the documents with the given parameters. The analyzer

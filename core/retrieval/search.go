@@ -48,8 +48,10 @@ type Why struct {
 	// Score is the final score: the sum of the parts' contributions.
 	Score float64 `json:"score"`
 	// Parts are the signals, each with its raw value, its weight and
-	// its contribution (value × weight): lexical, feedback, time,
-	// neighbours, session.
+	// its contribution: lexical (BM25F), feedback (the expansion
+	// terms' BM25F), prior (what the turn's length and names add),
+	// time (a window's boost), neighbours (what nearby hits lend),
+	// session (its session's best hit).
 	Parts []Part `json:"parts"`
 	// Terms are the query terms the document holds, field by field,
 	// with what each added to the lexical (or feedback) score.
@@ -88,6 +90,7 @@ type TermMatch struct {
 const (
 	PartLexical   = "lexical"
 	PartFeedback  = "feedback"
+	PartPrior     = "prior"
 	PartTime      = "time"
 	PartNeighbour = "neighbours"
 	PartSession   = "session"
@@ -103,10 +106,70 @@ type qterm struct {
 	prf    bool
 }
 
-// scratch holds one search's scores.
+// scratch holds one search's scores: dense by document (or session),
+// and the documents (sessions) written, so that it is cleared cheaply.
 type scratch struct {
-	lex, prf, base []float64
-	touched        []int32
+	lex, prf, base, final []float64
+	best                  []float64
+	touched, lifted       []int32
+}
+
+// anchorDays is how far before or after an event its window reaches.
+const anchorDays = 120
+
+func (ix *Index) getScratch() *scratch {
+	if sc, ok := ix.pool.Get().(*scratch); ok {
+		return sc
+	}
+	n := len(ix.docs)
+	return &scratch{lex: make([]float64, n), prf: make([]float64, n), base: make([]float64, n), final: make([]float64, n), best: make([]float64, len(ix.sessionDocs))}
+}
+
+// putScratch clears what the search wrote and keeps the scratch for the
+// next one.
+func (ix *Index) putScratch(sc *scratch) {
+	for _, d := range sc.touched {
+		sc.lex[d], sc.prf[d], sc.base[d] = 0, 0, 0
+		sc.best[ix.docs[d].session] = 0
+	}
+	for _, d := range sc.lifted {
+		sc.final[d] = 0
+	}
+	sc.touched, sc.lifted = sc.touched[:0], sc.lifted[:0]
+	ix.pool.Put(sc)
+}
+
+// top are the limit best documents of the final scores, best first, the
+// earlier document first among equals.
+func (ix *Index) top(sc *scratch, limit int) []Result {
+	better := func(a, b int32) bool {
+		return sc.final[a] > sc.final[b] || sc.final[a] == sc.final[b] && a < b
+	}
+	// A bounded selection: keep the best limit seen, worst last.
+	var keep []int32
+	for _, d := range sc.lifted {
+		if len(keep) == limit && !better(d, keep[len(keep)-1]) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(keep, d, func(x, y int32) int {
+			if better(x, y) {
+				return -1
+			}
+			if better(y, x) {
+				return 1
+			}
+			return 0
+		})
+		keep = slices.Insert(keep, i, d)
+		if len(keep) > limit {
+			keep = keep[:limit]
+		}
+	}
+	out := make([]Result, len(keep))
+	for i, d := range keep {
+		out[i] = Result{ID: ix.docs[d].ID, Index: int(d), Score: round(sc.final[d])}
+	}
+	return out
 }
 
 // Search ranks the documents for the query, best first, each with its
@@ -143,13 +206,13 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	if len(terms) > MaxQueryTerms {
 		return nil, fmt.Errorf("query: at most %d different words to look for, not %d; search for a few distinctive words", MaxQueryTerms, len(terms))
 	}
-	n := len(ix.docs)
-	sc := &scratch{lex: make([]float64, n), prf: make([]float64, n), base: make([]float64, n)}
+	sc := ix.getScratch()
+	defer ix.putScratch(sc)
 	ix.score(terms, sc.lex, &sc.touched)
 	// Events the query places its answer before or after: the time of
 	// the document that best matches each.
 	for _, a := range tq.Anchors {
-		at, ok := ix.anchorTime(a.Text)
+		at, ok := ix.anchorTime(a.Text, sc)
 		if !ok {
 			if q.Strict {
 				return nil, fmt.Errorf("query: no document matches the event of %q, so it places nothing in time; name the event in other words", a.Expr)
@@ -157,9 +220,9 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 			continue
 		}
 		if a.After {
-			tq.Windows = append(tq.Windows, Window{From: at.Add(time.Second), To: at.AddDate(0, 0, 120), Expr: a.Expr})
+			tq.Windows = append(tq.Windows, Window{From: at.Add(time.Second), To: at.AddDate(0, 0, anchorDays), Expr: a.Expr})
 		} else {
-			tq.Windows = append(tq.Windows, Window{From: at.AddDate(0, 0, -120), To: at, Expr: a.Expr})
+			tq.Windows = append(tq.Windows, Window{From: at.AddDate(0, 0, -anchorDays), To: at, Expr: a.Expr})
 		}
 	}
 	expansion := ix.feedback(terms, sc)
@@ -171,48 +234,46 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 		}
 		sc.base[d] = b
 	}
-	final := map[int32]float64{}
-	best := map[int32]float64{} // best base per session
+	// The final score: each hit's own, what it lends its neighbours,
+	// and its session's best.
+	n := int32(len(ix.docs))
+	lift := func(d int32, x float64) {
+		if sc.final[d] == 0 {
+			sc.lifted = append(sc.lifted, d)
+		}
+		sc.final[d] += x
+	}
 	for _, d := range sc.touched {
 		b := sc.base[d]
 		if b == 0 {
 			continue
 		}
-		final[d] += b
+		lift(d, b)
 		s := ix.docs[d].session
 		// What a hit lends its neighbours and session is its evidence
 		// without its own prior: each turn lifted weighs it by its own.
 		lend := b / ix.docs[d].prior
-		best[s] = max(best[s], lend)
-		for dist := 1; dist <= 2; dist++ {
-			if p.Neighbour[dist-1] == 0 {
+		sc.best[s] = max(sc.best[s], lend)
+		for dist := int32(1); dist <= 2; dist++ {
+			w := p.Neighbour[dist-1]
+			if w == 0 {
 				continue
 			}
-			for _, nb := range []int32{d - int32(dist), d + int32(dist)} {
-				if nb >= 0 && int(nb) < n && ix.docs[nb].session == s {
-					final[nb] += p.Neighbour[dist-1] * lend * ix.docs[nb].prior
+			for _, nb := range [2]int32{d - dist, d + dist} {
+				if nb >= 0 && nb < n && ix.docs[nb].session == s {
+					lift(nb, w*lend*ix.docs[nb].prior)
 				}
 			}
 		}
 	}
 	if p.Session != 0 {
-		for d := range final {
-			final[d] += p.Session * best[ix.docs[d].session] * ix.docs[d].prior
+		for _, d := range sc.lifted {
+			sc.final[d] += p.Session * sc.best[ix.docs[d].session] * ix.docs[d].prior
 		}
 	}
-	ranked := make([]Result, 0, len(final))
-	for d, s := range final {
-		ranked = append(ranked, Result{ID: ix.docs[d].ID, Index: int(d), Score: s})
-	}
-	slices.SortFunc(ranked, func(a, b Result) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return a.Index - b.Index
-	})
-	ranked = ranked[:min(limit, len(ranked))]
+	ranked := ix.top(sc, limit)
 	for i := range ranked {
-		ranked[i].Why = ix.why(ranked[i].Index, terms, expansion, tq.Windows, sc, best)
+		ranked[i].Why = ix.why(ranked[i].Index, terms, expansion, tq.Windows, sc)
 	}
 	return ranked, nil
 }
@@ -255,7 +316,7 @@ func (ix *Index) score(terms []qterm, scores []float64, touched *[]int32) {
 
 // anchorTime is the time of the document that best matches an event's
 // words (the earliest among equals).
-func (ix *Index) anchorTime(text string) (time.Time, bool) {
+func (ix *Index) anchorTime(text string, _ *scratch) (time.Time, bool) {
 	terms := ix.queryTerms(text)
 	scores := make([]float64, len(ix.docs))
 	var touched []int32
@@ -281,14 +342,17 @@ func (ix *Index) feedback(terms []qterm, sc *scratch) []qterm {
 	if p.PRFWeight == 0 || p.PRFDocs == 0 || p.PRFTerms == 0 || len(sc.touched) == 0 {
 		return nil
 	}
-	top := slices.Clone(sc.touched)
-	slices.SortFunc(top, func(a, b int32) int {
-		if c := cmp.Compare(sc.lex[b], sc.lex[a]); c != 0 {
-			return c
+	var top []int32 // the PRFDocs best, best first
+	for _, d := range sc.touched {
+		i := len(top)
+		for i > 0 && (sc.lex[d] > sc.lex[top[i-1]] || sc.lex[d] == sc.lex[top[i-1]] && d < top[i-1]) {
+			i--
 		}
-		return int(a - b)
-	})
-	top = top[:min(p.PRFDocs, len(top))]
+		if i < p.PRFDocs {
+			top = slices.Insert(top, i, d)
+			top = top[:min(len(top), p.PRFDocs)]
+		}
+	}
 	asked := map[string]bool{}
 	for _, t := range terms {
 		asked[t.term] = true
@@ -358,27 +422,27 @@ func (ix *Index) inWindows(d int, ws []Window) bool {
 	return false
 }
 
-// why explains a document's score.
-func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch, best map[int32]float64) Why {
+// why explains a document's score: its parts add up to it.
+func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) Why {
 	p := ix.params
 	di := &ix.docs[d]
 	var w Why
 	k1 := p.K1
 	matches := func(ts []qterm) {
 		for _, t := range ts {
-			for _, post := range ix.postings[t.term] {
-				if int(post.doc) != d {
-					continue
+			list := ix.postings[t.term]
+			i, ok := slices.BinarySearchFunc(list, int32(d), func(x posting, d int32) int { return cmp.Compare(x.doc, d) })
+			if !ok {
+				continue
+			}
+			post := list[i]
+			var per [numFields]float64
+			tf := ix.fieldTF(post, &per)
+			total := ix.idf(len(list)) * t.weight * tf * (k1 + 1) / (k1 + tf)
+			for f := Field(0); f < numFields; f++ {
+				if post.tf[f] > 0 {
+					w.Terms = append(w.Terms, TermMatch{Term: t.term, Field: f.String(), Count: int(post.tf[f]), Score: round(total * per[f] / tf), Expansion: t.prf})
 				}
-				var per [numFields]float64
-				tf := ix.fieldTF(post, &per)
-				total := ix.idf(len(ix.postings[t.term])) * t.weight * tf * (k1 + 1) / (k1 + tf)
-				for f := Field(0); f < numFields; f++ {
-					if post.tf[f] > 0 {
-						w.Terms = append(w.Terms, TermMatch{Term: t.term, Field: f.String(), Count: int(post.tf[f]), Score: round(total * per[f] / tf), Expansion: t.prf})
-					}
-				}
-				break
 			}
 		}
 	}
@@ -388,31 +452,35 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch, 
 		w.Expansion = append(w.Expansion, t.term)
 	}
 	lex, prf := sc.lex[d], sc.prf[d]
-	w.Parts = append(w.Parts, Part{Name: PartLexical, Value: round(lex), Weight: 1, Contribution: round(lex)})
-	w.Parts = append(w.Parts, Part{Name: PartFeedback, Value: round(prf), Weight: 1, Contribution: round(prf)})
-	timePart := 0.0
+	part := func(name string, value, weight, contribution float64) {
+		w.Parts = append(w.Parts, Part{Name: name, Value: round(value), Weight: round(weight), Contribution: round(contribution)})
+	}
+	part(PartLexical, lex, 1, lex)
+	part(PartFeedback, prf, 1, prf)
+	part(PartPrior, di.prior, 1, (lex+prf)*(di.prior-1))
 	for _, win := range ws {
 		if win.Contains(di.Time) {
 			w.Windows = append(w.Windows, win.Expr)
 		}
 	}
+	inWin := 0.0
 	if len(w.Windows) > 0 {
-		timePart = p.Time * (lex + prf)
+		inWin = p.Time
 	}
-	w.Parts = append(w.Parts, Part{Name: PartTime, Value: round(lex + prf), Weight: p.Time * b2f(len(w.Windows) > 0), Contribution: round(timePart)})
+	part(PartTime, (lex+prf)*di.prior, inWin, (lex+prf)*di.prior*inWin)
 	nb := 0.0
 	for dist := 1; dist <= 2; dist++ {
 		for _, o := range []int{d - dist, d + dist} {
-			if o >= 0 && o < len(ix.docs) && ix.docs[o].session == di.session && sc.base[o] > 0 {
-				nb += p.Neighbour[dist-1] * sc.base[o]
+			if o >= 0 && o < len(ix.docs) && ix.docs[o].session == di.session && sc.base[o] > 0 && p.Neighbour[dist-1] != 0 {
+				nb += p.Neighbour[dist-1] * sc.base[o] / ix.docs[o].prior
 				w.Neighbours = append(w.Neighbours, ix.docs[o].ID)
 			}
 		}
 	}
-	w.Parts = append(w.Parts, Part{Name: PartNeighbour, Value: round(nb), Weight: 1, Contribution: round(nb)})
-	s := best[di.session]
-	w.Parts = append(w.Parts, Part{Name: PartSession, Value: round(s), Weight: p.Session, Contribution: round(p.Session * s)})
-	w.Score = round(lex + prf + timePart + nb + p.Session*s)
+	part(PartNeighbour, nb, di.prior, nb*di.prior)
+	best := sc.best[di.session]
+	part(PartSession, best, p.Session*di.prior, p.Session*best*di.prior)
+	w.Score = round(sc.final[d])
 	return w
 }
 
