@@ -44,6 +44,10 @@ type Token struct {
 // concurrently once learning is done.
 type Analyzer struct {
 	names map[string]bool
+	// stems, while an index is built (and only then: Tokens may run
+	// concurrently later), remembers each word's stem: stemming is
+	// most of the cost of indexing, and conversations repeat words.
+	stems map[string]string
 }
 
 // NewAnalyzer returns an analyzer that knows the given names (say, the
@@ -100,7 +104,14 @@ func (a *Analyzer) Tokens(text string) []Token {
 		case w.capital && (!w.sentenceStart || a.names[lower]):
 			out = append(out, Token{Term: lower, Name: true, Pos: i})
 		default:
-			if st := stem(lower); st != "" {
+			st, ok := a.stems[lower]
+			if !ok {
+				st = stem(lower)
+				if a.stems != nil {
+					a.stems[lower] = st
+				}
+			}
+			if st != "" {
 				out = append(out, Token{Term: st, Pos: i})
 			}
 		}

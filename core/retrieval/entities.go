@@ -44,20 +44,22 @@ func linkEntities(docs []docInfo, fields [][numFields][]Token) [][]Token {
 				continue
 			}
 			rel := lowerWord(ws[k+1].text)
+			if aliases[d.Speaker] == nil {
+				aliases[d.Speaker] = map[string]string{}
+			}
+			// "my brother Kenji", "Kenji, my brother": the name next to
+			// it; else the one name of the turn, unless one is known.
 			name := ""
 			switch {
-			case k+2 < len(ws) && ws[k+2].capital && len(names) > 0 && contains(names, lowerWord(ws[k+2].text)):
+			case k+2 < len(ws) && ws[k+2].capital && contains(names, lowerWord(ws[k+2].text)):
 				name = lowerWord(ws[k+2].text)
 			case k > 0 && ws[k-1].capital && contains(names, lowerWord(ws[k-1].text)):
 				name = lowerWord(ws[k-1].text)
-			case len(names) == 1:
+			case len(names) == 1 && aliases[d.Speaker][rel] == "":
 				name = names[0]
 			}
 			if name == "" {
 				continue
-			}
-			if aliases[d.Speaker] == nil {
-				aliases[d.Speaker] = map[string]string{}
 			}
 			aliases[d.Speaker][rel] = name
 			if relOf[name] == nil {
@@ -107,11 +109,12 @@ func linkEntities(docs []docInfo, fields [][numFields][]Token) [][]Token {
 	return out
 }
 
-// namesOf are the distinct names among tokens.
+// namesOf are the distinct names among tokens (months and days of the
+// week are no one's).
 func namesOf(toks []Token) []string {
 	var out []string
 	for _, t := range toks {
-		if t.Name && !contains(out, t.Term) {
+		if t.Name && months[t.Term] == 0 && !weekdays[t.Term] && !contains(out, t.Term) {
 			out = append(out, t.Term)
 		}
 	}
@@ -126,3 +129,5 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+var weekdays = map[string]bool{"monday": true, "tuesday": true, "wednesday": true, "thursday": true, "friday": true, "saturday": true, "sunday": true}

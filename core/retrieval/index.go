@@ -156,6 +156,8 @@ func Build(docs []Doc, p Params) *Index {
 		an.Learn(d.Caption)
 	}
 	delete(an.names, "")
+	an.stems = map[string]string{}
+	defer func() { an.stems = nil }()
 	ix := &Index{an: an, params: p, postings: map[string][]posting{}}
 	ix.docs = make([]docInfo, len(docs))
 	last := ""
