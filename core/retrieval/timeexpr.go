@@ -241,7 +241,7 @@ func ParseTime(query string, ref time.Time) TimeQuery {
 			if rest == "" {
 				continue
 			}
-			if nt := ParseTime(rest, ref); len(nt.Windows) > 0 {
+			if nt := ParseTime("in "+rest, ref); len(nt.Windows) > 0 {
 				// "after May": the window's far side.
 				for _, win := range nt.Windows {
 					if w.lower == "after" || w.lower == "since" {
