@@ -163,10 +163,7 @@ func splitWords(s string) []word {
 // typographic apostrophes made plain.
 func lowerWord(w string) string {
 	l := strings.ToLower(strings.ReplaceAll(w, "’", "'"))
-	if strings.HasSuffix(l, "'s") {
-		l = l[:len(l)-2]
-	}
-	return strings.TrimSuffix(l, "'")
+	return strings.TrimSuffix(strings.TrimSuffix(l, "'s"), "'")
 }
 
 // stem is a lower-case word's Snowball stem.

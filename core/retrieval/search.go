@@ -484,12 +484,5 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 	return w
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // round keeps six decimals: enough to compare, short to print.
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -344,3 +344,37 @@ func part(w Why, name string) Part {
 	}
 	return Part{}
 }
+
+// TestSearchesRunConcurrently: an index is read-only once built, and its
+// pooled scratch leaves nothing from one search in the next (run with
+// -race).
+func TestSearchesRunConcurrently(t *testing.T) {
+	ix := Build(benchDocs(2000), DefaultParams)
+	queries := []Query{{Text: benchWords[3] + " " + benchWords[40]}, {Text: benchNames[1] + " " + benchWords[7] + " in May"}, {Text: benchWords[100]}}
+	want := make([][]Result, len(queries))
+	for i, q := range queries {
+		want[i] = search(t, ix, q)
+	}
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			for k := range 50 {
+				i := (g + k) % len(queries)
+				got, err := ix.Search(queries[i])
+				if err == nil && !slices.EqualFunc(got, want[i], func(a, b Result) bool { return a.ID == b.ID && a.Score == b.Score }) {
+					err = errors.New("a search saw another's scores: " + strings.Join(ids(got), ","))
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
