@@ -55,13 +55,19 @@ type Analyzer struct {
 func NewAnalyzer(names ...string) *Analyzer {
 	a := &Analyzer{names: map[string]bool{}}
 	for _, n := range names {
-		for _, w := range splitWords(n) {
-			if l := lowerWord(w.text); !isStopWord(l) {
-				a.names[l] = true
-			}
-		}
+		a.learnName(n)
 	}
 	return a
+}
+
+// learnName records each capitalised word of a name ("Dr. Amadi": amadi
+// and dr): a speaker's name is a name wherever it stands.
+func (a *Analyzer) learnName(n string) {
+	for _, w := range splitWords(n) {
+		if l := lowerWord(w.text); w.capital && l != "" && !isStopWord(l) && !hasDigit(l) {
+			a.names[l] = true
+		}
+	}
 }
 
 // Learn records the names of a text: its capitalised words in the middle

@@ -29,6 +29,15 @@ func TestAnalyzerKeepsNamesWhole(t *testing.T) {
 	}
 }
 
+func TestASpeakersNameIsANameWhereverItStands(t *testing.T) {
+	a := NewAnalyzer("Dr. Amadi", "user")
+	got := a.Terms("Amadis are rare. Amadi said so, and the user agreed")
+	want := []string{"amadi", "rare", "amadi", "said", "user", "agre"}
+	if !slices.Equal(got, want) || a.IsName("user") {
+		t.Fatalf("Terms = %v, want %v (user is no name: %v)", got, want, a.IsName("user"))
+	}
+}
+
 func TestAnalyzerKeepsNumbersAsWritten(t *testing.T) {
 	got := NewAnalyzer().Terms("finished in 1:58, room 4B")
 	want := []string{"finish", "1", "58", "room", "4b"}

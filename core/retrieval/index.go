@@ -155,12 +155,15 @@ type Index struct {
 // learns the names of every document (and its speaker) first.
 func Build(docs []Doc, p Params) *Index {
 	an := NewAnalyzer()
+	speakers := map[string]bool{}
 	for _, d := range docs {
-		an.names[lowerWord(d.Speaker)] = d.Speaker != ""
+		if !speakers[d.Speaker] {
+			speakers[d.Speaker] = true
+			an.learnName(d.Speaker)
+		}
 		an.Learn(d.Text)
 		an.Learn(d.Caption)
 	}
-	delete(an.names, "")
 	an.stems = map[string]string{}
 	defer func() { an.stems = nil }()
 	ix := &Index{an: an, params: p, postings: map[string][]posting{}}

@@ -64,6 +64,9 @@ type Why struct {
 	// Neighbours are the documents of its session whose matches lifted
 	// it, by ID.
 	Neighbours []string `json:"neighbours,omitempty"`
+	// Temporal says the query asks about time ("when did ...") whether
+	// or not it names a window (the same for every result).
+	Temporal bool `json:"temporal,omitempty"`
 }
 
 // Part is one signal of a score.
@@ -274,6 +277,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	ranked := ix.top(sc, limit)
 	for i := range ranked {
 		ranked[i].Why = ix.why(ranked[i].Index, terms, expansion, tq.Windows, sc)
+		ranked[i].Why.Temporal = tq.Temporal
 	}
 	return ranked, nil
 }

@@ -148,7 +148,7 @@ func TestATimeWindowBoostsTheTurnsInside(t *testing.T) {
 	if got := ids(rs); !slices.Equal(got, []string{"may", "jan"}) {
 		t.Fatalf("got %v, want May's turn first and the word May not looked for", got)
 	}
-	if w := rs[0].Why; !slices.Equal(w.Windows, []string{"in May"}) || part(w, PartTime).Contribution != part(w, PartLexical).Value {
+	if w := rs[0].Why; !w.Temporal || !slices.Equal(w.Windows, []string{"in May"}) || part(w, PartTime).Contribution != part(w, PartLexical).Value {
 		t.Fatalf("why: %+v", w)
 	}
 }
