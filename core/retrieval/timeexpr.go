@@ -66,6 +66,12 @@ var seasons = map[string]time.Month{
 	"spring": time.March, "summer": time.June, "autumn": time.September, "fall": time.September, "winter": time.December,
 }
 
+// monthPreps are the words after which a month's name is a month.
+var monthPreps = map[string]bool{
+	"in": true, "during": true, "since": true, "until": true, "by": true, "around": true, "early": true,
+	"late": true, "mid": true, "last": true, "next": true, "this": true, "of": true, "through": true, "throughout": true,
+}
+
 var units = map[string]int{"day": 1, "days": 1, "week": 7, "weeks": 7, "month": 30, "months": 30, "year": 365, "years": 365}
 
 var numbers = map[string]int{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple": 2}
@@ -129,6 +135,7 @@ func ParseTime(query string, ref time.Time) TimeQuery {
 		}
 		return 0, false
 	}
+	isYear := func(i int) bool { _, ok := yearAt(i); return ok }
 	for i := 0; i < len(ws); i++ {
 		if used[i] {
 			continue
@@ -138,7 +145,10 @@ func ParseTime(query string, ref time.Time) TimeQuery {
 		case w.lower == "when" || w.lower == "long" && prev(i) == "how" || w.lower == "first" && (prev(i) == "came" || prev(i) == "happened") ||
 			w.lower == "date" && prev(i) == "what" || w.lower == "year" && (prev(i) == "what" || prev(i) == "which"):
 			tq.Temporal = true
-		case months[w.lower] != 0 && (w.capital || prev(i) == "in" || prev(i) == "during") && (w.lower != "may" || w.capital && i > 0) && (len(w.lower) > 3 || w.capital):
+		case months[w.lower] != 0 && (monthPreps[prev(i)] || w.capital && isYear(i+1)):
+			// A month is a month after "in", "around" and the like, or
+			// before a year: "May", "August" and "Jan" alone may be
+			// people, and "may" a verb.
 			m := months[w.lower]
 			if y, ok := yearAt(i + 1); ok {
 				from := time.Date(y, m, 1, 0, 0, 0, 0, ref.Location())
@@ -154,7 +164,7 @@ func ParseTime(query string, ref time.Time) TimeQuery {
 				from = from.AddDate(-1, 0, 0)
 			}
 			start := i
-			if p := prev(i); p == "in" || p == "during" || p == "since" || p == "until" || p == "by" {
+			if monthPreps[prev(i)] {
 				start = i - 1
 			}
 			add(from, from.AddDate(0, 1, 0), start, i)
