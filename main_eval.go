@@ -14,13 +14,14 @@ import (
 	"github.com/engram-console/engram/core/evalret"
 )
 
-const evalUsage = "engram eval retrieval FILE [--json [--details]] [--retriever history|bm25|all] [--split dev|heldout|all]"
+const evalUsage = "engram eval retrieval FILE [--json [--details]] [--retriever history|bm25|hybrid|all] [--split dev|heldout|all]"
 
 const evalHelp = "Measures how well engram finds the turns that answer questions about long conversations.\n" +
 	"FILE is an evaluation set (the format is in docs/eval.md; testdata/eval/engram-longmem.json is\n" +
 	"engram's own): its conversations are loaded into a scratch engine in memory, never into your data\n" +
 	"directory, and every question is asked of each retriever: history (history.search, as engram\n" +
-	"searches) and bm25 (plain BM25 over the turns' words, the baseline). It prints recall@1/5/10,\n" +
+	"searches), bm25 (plain BM25 over the turns' words, the baseline) and hybrid (core/retrieval's\n" +
+	"offline hybrid ranker). It prints recall@1/5/10,\n" +
 	"all evidence in the top 10, MRR and nDCG@10 per category and split, and the median search time.\n" +
 	"Progress goes to stderr. Exit status: 0 measured, 2 a bad file or flag."
 
@@ -33,7 +34,7 @@ func runEval(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	fs := flag.NewFlagSet("engram eval", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the result as JSON (the result of the eval.retrieval action)")
-	retriever := fs.String("retriever", evalret.All, "the retriever to measure: history, bm25 or all")
+	retriever := fs.String("retriever", evalret.All, "the retriever to measure: history, bm25, hybrid or all")
 	split := fs.String("split", evalret.All, "the questions to ask: dev, heldout or all (each split, and both)")
 	details := fs.Bool("details", false, "with --json: also list each question's outcome (the rank of its first evidence turn, the turns ranked)")
 	positional, code, done := parseSubcommand(fs, args[1:], "engram eval", evalUsage, evalHelp, stdout, stderr)

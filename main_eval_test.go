@@ -34,15 +34,15 @@ func TestEvalRetrievalPrintsEachCategoryWithTheBaselineBeside(t *testing.T) {
 		"tiny: 1 conversation, 6 turns, 4 questions\n", "R@k: share of questions with an evidence turn in the top k",
 		"split dev (3 questions)", "split heldout (1 question)", "split all (4 questions)",
 		"category  n  retriever    R@1    R@5   R@10  all@10    MRR  nDCG@10",
-		"history: search p50 ", "bm25: search p50 ",
+		"history: search p50 ", "bm25: search p50 ", "hybrid: search p50 ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table does not say %q:\n%s", want, out)
 		}
 	}
-	// Each category's row names it and history; the baseline's row under
-	// it names bm25 only.
-	rows := regexp.MustCompile(`(?m)^ *single-hop +1 +history( +\d\.\d{3}){6}\n +bm25( +\d\.\d{3}){6}$`)
+	// Each category's row names it and history; the baseline's row and
+	// the hybrid's under it name the retriever only.
+	rows := regexp.MustCompile(`(?m)^ *single-hop +1 +history( +\d\.\d{3}){6}\n +bm25( +\d\.\d{3}){6}\n +hybrid( +\d\.\d{3}){6}$`)
 	if n := len(rows.FindAllString(out, -1)); n != 2 {
 		t.Errorf("%d single-hop row pairs (dev, all), want 2:\n%s", n, out)
 	}
@@ -92,7 +92,7 @@ func TestEvalRetrievalRefusesBadFlagsAndFiles(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"eval", "retrieval", "--retriever", "vector", tinySet}, `--retriever: "vector" is unknown; use history, bm25 or all`},
+		{[]string{"eval", "retrieval", "--retriever", "vector", tinySet}, `--retriever: "vector" is unknown; use history, bm25, hybrid or all`},
 		{[]string{"eval", "retrieval", "--split", "test", tinySet}, `--split: "test" is unknown; use dev, heldout or all`},
 		{[]string{"eval", "retrieval", "testdata/eval/none.json"}, "testdata/eval/none.json: no such file"},
 		{[]string{"eval", "retrieval", bad}, `file ` + bad + `: questions[0].evidence[0] "t9" is no turn of the file; name a turn's id`},

@@ -10,7 +10,7 @@ import (
 // RetrievalArgs are eval.retrieval's arguments.
 type RetrievalArgs struct {
 	File      string `json:"file" arg:"required" help:"the evaluation set: a JSON file on the engine's machine (docs/eval.md)"`
-	Retriever string `json:"retriever,omitempty" help:"history (history.search), bm25 (the baseline) or all (the default)"`
+	Retriever string `json:"retriever,omitempty" help:"history (history.search), bm25 (the baseline), hybrid (core/retrieval) or all (the default)"`
 	Split     string `json:"split,omitempty" help:"dev, heldout or all (the default: each split, and both together)"`
 	Details   bool   `json:"details,omitempty" help:"also list each question's outcome: the rank of its first evidence turn and the turns ranked"`
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/history"
+	rank "github.com/engram-console/engram/core/retrieval"
 )
 
 // The retrievers Run knows, and the splits it reports.
@@ -23,12 +24,14 @@ const (
 	RetrieverHistory = "history"
 	// RetrieverBM25 is plain BM25 over the turns' words: the baseline.
 	RetrieverBM25 = "bm25"
+	// RetrieverHybrid is core/retrieval's hybrid ranker over the turns.
+	RetrieverHybrid = "hybrid"
 	// All asks for every retriever, or every split.
 	All = "all"
 )
 
 // Retrievers are the retrievers Run knows, in the order it reports them.
-var Retrievers = []string{RetrieverHistory, RetrieverBM25}
+var Retrievers = []string{RetrieverHistory, RetrieverBM25, RetrieverHybrid}
 
 // Retriever finds the turns of a conversation that answer a question.
 type Retriever interface {
@@ -285,6 +288,8 @@ func open(ctx context.Context, name string, set *Set, prog io.Writer) (Retriever
 	switch name {
 	case RetrieverBM25:
 		return NewBM25(set), func() error { return nil }, nil
+	case RetrieverHybrid:
+		return NewHybrid(set, rank.DefaultParams), func() error { return nil }, nil
 	case RetrieverHistory:
 		s, err := Load(ctx, set, prog)
 		if err != nil {

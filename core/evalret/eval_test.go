@@ -57,9 +57,10 @@ func TestLoadWritesEachTurnAtItsSessionsTime(t *testing.T) {
 }
 
 // TestEvaluateReportsEachRetrieverOnEachSplit: on the tiny set, runs come
-// split by split, the product's retriever before the baseline, with the
-// questions of each split; both find the kitten, and the baseline finds
-// Lisbon in an image's caption.
+// split by split, the product's retriever before the baseline and the
+// hybrid after it, with the questions of each split; all three find the
+// kitten, and the baseline and the hybrid find Lisbon in an image's
+// caption first.
 func TestEvaluateReportsEachRetrieverOnEachSplit(t *testing.T) {
 	set, err := ReadFile(tinyPath)
 	if err != nil {
@@ -70,10 +71,10 @@ func TestEvaluateReportsEachRetrieverOnEachSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Set != "tiny" || res.Conversations != 1 || res.Turns != 6 || res.Questions != 4 || res.K != 10 || len(res.Runs) != 6 {
+	if res.Set != "tiny" || res.Conversations != 1 || res.Turns != 6 || res.Questions != 4 || res.K != 10 || len(res.Runs) != 9 {
 		t.Fatalf("result: %+v", res)
 	}
-	order := []string{"dev/history", "dev/bm25", "heldout/history", "heldout/bm25", "all/history", "all/bm25"}
+	order := []string{"dev/history", "dev/bm25", "dev/hybrid", "heldout/history", "heldout/bm25", "heldout/hybrid", "all/history", "all/bm25", "all/hybrid"}
 	questions := map[string]int{Dev: 3, Heldout: 1, All: 4}
 	for i, r := range res.Runs {
 		if got := r.Split + "/" + r.Retriever; got != order[i] {
@@ -86,10 +87,12 @@ func TestEvaluateReportsEachRetrieverOnEachSplit(t *testing.T) {
 			t.Errorf("%s did not find the kitten: %+v", r.Retriever, r.Categories[0])
 		}
 	}
-	if temporal := res.Runs[5].Categories[2]; temporal.Category != Temporal || temporal.Recall1 != 1 {
-		t.Errorf("bm25 did not find Lisbon in the caption first: %+v", temporal)
+	for _, i := range []int{7, 8} {
+		if temporal := res.Runs[i].Categories[2]; temporal.Category != Temporal || temporal.Recall1 != 1 {
+			t.Errorf("%s did not find Lisbon in the caption first: %+v", res.Runs[i].Retriever, temporal)
+		}
 	}
-	for _, line := range []string{"loaded conversation ana-ben (6 utterances)", "history answered 4 questions", "bm25 answered 4 questions"} {
+	for _, line := range []string{"loaded conversation ana-ben (6 utterances)", "history answered 4 questions", "bm25 answered 4 questions", "hybrid answered 4 questions"} {
 		if !strings.Contains(progress.String(), line) {
 			t.Errorf("progress does not say %q:\n%s", line, progress.String())
 		}
@@ -111,7 +114,7 @@ func TestEvaluateRefusesUnknownOptions(t *testing.T) {
 		want string
 	}{
 		{Options{Split: "test"}, `split: "test" is unknown; use dev, heldout or all`},
-		{Options{Retrievers: []string{"vector"}}, `retriever: "vector" is unknown; use history, bm25 or all`},
+		{Options{Retrievers: []string{"vector"}}, `retriever: "vector" is unknown; use history, bm25, hybrid or all`},
 	} {
 		if _, err := Evaluate(context.Background(), set, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.opts, err, c.want)
