@@ -209,8 +209,21 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	rec = onceRecord{State: oncePending, Action: o.Action, ArgsSHA256: sum, Principal: o.Principal, At: now}
 	index := onceIndexKey(now, o.Principal, o.Key)
 	if o.Joinable {
-		return e.runJoined(ctx, key, index, rec, run)
+		out, err := e.runJoined(ctx, key, index, rec, run)
+		if !errors.Is(err, errUnjoined) {
+			return out, err
+		}
+		// Something of it could not join the transaction (an Update
+		// after one that failed, say): nothing of it committed, and it
+		// runs again as any other write does.
 	}
+	return e.runMarked(ctx, o.Key, key, index, rec, run)
+}
+
+// runMarked runs a request whose first transaction that commits on the
+// engine's store writes its pending record (onceMark), then records its
+// result in a transaction of its own.
+func (e *Env) runMarked(ctx context.Context, name string, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	pending, err := json.Marshal(rec)
 	if err != nil {
 		return nil, errs.New(errs.Internal, "encoding an idempotency record: %w", err)
@@ -223,7 +236,7 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 			// denial's trace entry, say): it records nothing, so a retry
 			// runs again.
 			if derr := e.dropPending(ctx, key, m.index); derr != nil {
-				e.Log.Warn("dropping an idempotency record failed", "key", o.Key, "err", derr)
+				e.Log.Warn("dropping an idempotency record failed", "key", name, "err", derr)
 			}
 		}
 		return nil, err
@@ -232,7 +245,7 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	if werr := e.recordOnce(ctx, key, m.index, rec); werr != nil {
 		// The action committed: its result stands. A retry will be told
 		// that the result was lost.
-		e.Log.Warn("recording an idempotent request's result failed", "key", o.Key, "err", werr)
+		e.Log.Warn("recording an idempotent request's result failed", "key", name, "err", werr)
 	}
 	return out, nil
 }
@@ -242,7 +255,12 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 // done: both commit, or neither does and a retry runs it afresh. A
 // storage conflict runs it again from the same state, as the store
 // retries any transaction; a failure rolls its writes back, and records
-// nothing.
+// nothing. An Update of it that cannot join the transaction (one after
+// an Update that failed, as cortex.update's max_retries makes; one inside
+// another) would commit on its own, and run again with the transaction's
+// retry: the joint refuses it, and runJoined rolls everything back and
+// returns errUnjoined (as it does when the request succeeded after an
+// Update of it failed, whose writes so far are in the transaction).
 func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	// Requests this one runs in turn share its key (RunOnce), and have
 	// no pending mark to write: the result is written with them.
@@ -252,10 +270,13 @@ func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, 
 	p := e.beginPurge()
 	var out json.RawMessage
 	err := e.Update(ctx, func(tx *Txn) error {
-		joined, joint := Join(ctx, tx)
+		joined, joint := joinStrict(ctx, tx)
 		res, err := run(joined)
-		joint.Close()
-		if err != nil {
+		broken, refused := joint.closeStrict()
+		switch {
+		case refused, broken && err == nil:
+			return errUnjoined
+		case err != nil:
 			return err
 		}
 		rec.State, rec.Result = onceDone, string(res)

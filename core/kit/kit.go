@@ -231,9 +231,17 @@ type Joint struct {
 	tx                   *Txn
 	mu                   sync.Mutex
 	busy, closed, broken bool
+	// strict (RunOnce's joint): an Update that cannot run in tx fails
+	// with errUnjoined instead of committing on its own, and refused
+	// says one did.
+	strict, refused bool
 }
 
 type jointKey struct{}
+
+// errUnjoined is what an Update under a strict joint (joinStrict) fails
+// with when it cannot run in the joint transaction.
+var errUnjoined = errors.New("kit: this write cannot join the request's transaction")
 
 // Join returns ctx in which e.Update (and UpdateOn the engine's store) runs
 // fn inside tx rather than in a transaction of its own: fn's events, trace
@@ -247,6 +255,16 @@ func Join(ctx context.Context, tx *Txn) (context.Context, *Joint) {
 	return context.WithValue(ctx, jointKey{}, j), j
 }
 
+// joinStrict is Join where an Update that cannot run in tx (after one
+// that failed, inside one, from another goroutine, on another store)
+// fails with errUnjoined: one that committed on its own could neither
+// roll back with tx nor be told apart from a retry of tx (RunOnce).
+func joinStrict(ctx context.Context, tx *Txn) (context.Context, *Joint) {
+	ctx, j := Join(ctx, tx)
+	j.strict = true
+	return ctx, j
+}
+
 // Close ends the joining (tx is about to commit or roll back). It reports
 // whether a joined fn failed.
 func (j *Joint) Close() (broken bool) {
@@ -256,15 +274,32 @@ func (j *Joint) Close() (broken bool) {
 	return j.broken
 }
 
-// enter returns the joint transaction if an Update of e on store may run in it.
-func (j *Joint) enter(e *Env, store *storage.Store) *Txn {
+// closeStrict is Close for a strict joint; refused says whether an Update
+// was refused.
+func (j *Joint) closeStrict() (broken, refused bool) {
+	broken = j.Close()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.busy || j.closed || j.broken || store != e.Store || j.tx.env != e {
-		return nil
+	return broken, j.refused
+}
+
+// enter returns the joint transaction if an Update of e on store may run
+// in it, nil if it runs in its own, and errUnjoined if it may do neither.
+func (j *Joint) enter(e *Env, store *storage.Store) (*Txn, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, nil
+	}
+	if j.busy || j.broken || store != e.Store || j.tx.env != e {
+		if j.strict {
+			j.refused = true
+			return nil, errUnjoined
+		}
+		return nil, nil
 	}
 	j.busy = true
-	return j.tx
+	return j.tx, nil
 }
 
 func (j *Joint) leave(failed bool) {
@@ -278,7 +313,11 @@ func (j *Joint) leave(failed bool) {
 // own right after the commit.
 func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Txn) error) error {
 	if j, _ := ctx.Value(jointKey{}).(*Joint); j != nil {
-		if tx := j.enter(e, store); tx != nil {
+		tx, err := j.enter(e, store)
+		if err != nil {
+			return err
+		}
+		if tx != nil {
 			err := fn(tx)
 			j.leave(err != nil)
 			return err
@@ -495,7 +534,7 @@ func (e *Env) TraceDenial(ctx context.Context, call action.Call, d *access.Denia
 		}
 		return err
 	})
-	if terr != nil {
+	if terr != nil && !errors.Is(terr, errUnjoined) { // RunOnce runs the request again unjoined
 		e.Log.Warn("writing an access denial to the trace failed", "err", terr)
 	}
 }
