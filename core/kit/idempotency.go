@@ -311,12 +311,22 @@ type oncePurge struct {
 	purge, swept bool
 	from, next   []byte
 	done         bool
+	// base is the engine's own time (the clock's base, not a request's
+	// at), when its clock has one: no purge goes past it (judge).
+	base time.Time
 }
 
+// baseClock is the engine clock's base (clock.Pinnable).
+type baseClock interface{ Base() time.Time }
+
 func (e *Env) beginPurge() *oncePurge {
+	var base time.Time
+	if b, ok := e.Clock.(baseClock); ok {
+		base = b.Base()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom}
+	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom, base: base}
 	e.oncePurging = true
 	return p
 }
@@ -347,15 +357,28 @@ func (p *oncePurge) write(tx *storage.Tx, key, index []byte, rec onceRecord) err
 	if !p.purge {
 		return nil
 	}
-	if err := purgeOnce(tx, rec.At); err != nil {
+	now := p.judge(rec.At)
+	if err := purgeOnce(tx, now); err != nil {
 		return err
 	}
 	if p.swept {
 		return nil
 	}
 	var err error
-	p.next, p.done, err = sweepOnce(tx, p.from, rec.At)
+	p.next, p.done, err = sweepOnce(tx, p.from, now)
 	return err
+}
+
+// judge is the time by which a recording at "at" finds records expired:
+// at, but never later than the engine's own time. A request pinned to a
+// later at (a script's step, or any client's, over TCP too) would
+// otherwise drop the records of every principal that requests on the
+// engine's time still find live, and their retries would run again.
+func (p *oncePurge) judge(at time.Time) time.Time {
+	if !p.base.IsZero() && p.base.Before(at) {
+		return p.base
+	}
+	return at
 }
 
 // purgeOnce drops up to idempotencyPurgeBatch records that expired by now,
