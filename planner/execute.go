@@ -846,15 +846,28 @@ func (pl *Planner) runSubtask(ctx context.Context, call action.Call, p *Plan, id
 	}
 	err := pl.env.Update(ctx, func(tx *kit.Txn) error {
 		sc.state, sc.delta = deepCopy(state).(map[string]any), map[string]any{}
-		joined, joint := kit.Join(context.WithValue(ctx, subtaskKey{}, sc), tx)
+		joined, joint := kit.JoinStrict(context.WithValue(ctx, subtaskKey{}, sc), tx)
 		out, err := pl.env.Run(joined, call, name, args)
-		joint.Close()
+		if broken := joint.Close(); joint.Refused() || broken && err == nil {
+			// An Update of it could not join (one after an Update that
+			// failed, as cortex.update's max_retries makes): it rolls
+			// back, and runs on its own below.
+			return kit.ErrUnjoined
+		}
 		if err != nil {
 			return err // and its writes roll back
 		}
 		result, delta, _ = finish(out)
 		return saveProgress(tx.Tx, p.ID, progress.record(result, delta))
 	})
+	if errors.Is(err, kit.ErrUnjoined) {
+		sc.state, sc.delta = state, map[string]any{}
+		result, err := pl.env.Run(context.WithValue(ctx, subtaskKey{}, sc), call, name, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		return finish(result)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -210,7 +210,7 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	index := onceIndexKey(now, o.Principal, o.Key)
 	if o.Joinable {
 		out, err := e.runJoined(ctx, key, index, rec, run)
-		if !errors.Is(err, errUnjoined) {
+		if !errors.Is(err, ErrUnjoined) {
 			return out, err
 		}
 		// Something of it could not join the transaction (an Update
@@ -259,7 +259,7 @@ func (e *Env) runMarked(ctx context.Context, name string, key, index []byte, rec
 // an Update that failed, as cortex.update's max_retries makes; one inside
 // another) would commit on its own, and run again with the transaction's
 // retry: the joint refuses it, and runJoined rolls everything back and
-// returns errUnjoined (as it does when the request succeeded after an
+// returns ErrUnjoined (as it does when the request succeeded after an
 // Update of it failed, whose writes so far are in the transaction).
 func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	// Requests this one runs in turn share its key (RunOnce), and have
@@ -270,12 +270,12 @@ func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, 
 	p := e.beginPurge()
 	var out json.RawMessage
 	err := e.Update(ctx, func(tx *Txn) error {
-		joined, joint := joinStrict(ctx, tx)
+		joined, joint := JoinStrict(ctx, tx)
 		res, err := run(joined)
-		broken, refused := joint.closeStrict()
+		broken := joint.Close()
 		switch {
-		case refused, broken && err == nil:
-			return errUnjoined
+		case joint.Refused(), broken && err == nil:
+			return ErrUnjoined
 		case err != nil:
 			return err
 		}

@@ -231,17 +231,17 @@ type Joint struct {
 	tx                   *Txn
 	mu                   sync.Mutex
 	busy, closed, broken bool
-	// strict (RunOnce's joint): an Update that cannot run in tx fails
-	// with errUnjoined instead of committing on its own, and refused
+	// strict (JoinStrict): an Update that cannot run in tx fails
+	// with ErrUnjoined instead of committing on its own, and refused
 	// says one did.
 	strict, refused bool
 }
 
 type jointKey struct{}
 
-// errUnjoined is what an Update under a strict joint (joinStrict) fails
+// ErrUnjoined is what an Update under a strict joint (JoinStrict) fails
 // with when it cannot run in the joint transaction.
-var errUnjoined = errors.New("kit: this write cannot join the request's transaction")
+var ErrUnjoined = errors.New("kit: this write cannot join the request's transaction")
 
 // Join returns ctx in which e.Update (and UpdateOn the engine's store) runs
 // fn inside tx rather than in a transaction of its own: fn's events, trace
@@ -255,11 +255,14 @@ func Join(ctx context.Context, tx *Txn) (context.Context, *Joint) {
 	return context.WithValue(ctx, jointKey{}, j), j
 }
 
-// joinStrict is Join where an Update that cannot run in tx (after one
+// JoinStrict is Join where an Update that cannot run in tx (after one
 // that failed, inside one, from another goroutine, on another store)
-// fails with errUnjoined: one that committed on its own could neither
-// roll back with tx nor be told apart from a retry of tx (RunOnce).
-func joinStrict(ctx context.Context, tx *Txn) (context.Context, *Joint) {
+// fails with ErrUnjoined: one that committed on its own could neither
+// roll back with tx nor be told apart from a run again of tx's fn after a
+// storage conflict, and would run twice. The caller rolls tx back when
+// an Update was refused (Refused), or when its action succeeded after one
+// failed (whose writes so far are in tx), and runs the action on its own.
+func JoinStrict(ctx context.Context, tx *Txn) (context.Context, *Joint) {
 	ctx, j := Join(ctx, tx)
 	j.strict = true
 	return ctx, j
@@ -274,17 +277,16 @@ func (j *Joint) Close() (broken bool) {
 	return j.broken
 }
 
-// closeStrict is Close for a strict joint; refused says whether an Update
-// was refused.
-func (j *Joint) closeStrict() (broken, refused bool) {
-	broken = j.Close()
+// Refused reports whether an Update under a strict joint (JoinStrict)
+// was refused with ErrUnjoined.
+func (j *Joint) Refused() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return broken, j.refused
+	return j.refused
 }
 
 // enter returns the joint transaction if an Update of e on store may run
-// in it, nil if it runs in its own, and errUnjoined if it may do neither.
+// in it, nil if it runs in its own, and ErrUnjoined if it may do neither.
 func (j *Joint) enter(e *Env, store *storage.Store) (*Txn, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -294,7 +296,7 @@ func (j *Joint) enter(e *Env, store *storage.Store) (*Txn, error) {
 	if j.busy || j.broken || store != e.Store || j.tx.env != e {
 		if j.strict {
 			j.refused = true
-			return nil, errUnjoined
+			return nil, ErrUnjoined
 		}
 		return nil, nil
 	}
@@ -534,7 +536,7 @@ func (e *Env) TraceDenial(ctx context.Context, call action.Call, d *access.Denia
 		}
 		return err
 	})
-	if terr != nil && !errors.Is(terr, errUnjoined) { // RunOnce runs the request again unjoined
+	if terr != nil && !errors.Is(terr, ErrUnjoined) { // its caller runs the action again unjoined
 		e.Log.Warn("writing an access denial to the trace failed", "err", terr)
 	}
 }
