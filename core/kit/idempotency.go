@@ -208,28 +208,30 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 
 	rec = onceRecord{State: oncePending, Action: o.Action, ArgsSHA256: sum, Principal: o.Principal, At: now}
 	index := onceIndexKey(now, o.Principal, o.Key)
-	if o.Joinable {
-		out, err := e.runJoined(ctx, key, index, rec, run)
-		if !errors.Is(err, ErrUnjoined) {
-			return out, err
-		}
-		// Something of it could not join the transaction (an Update
-		// after one that failed, say): nothing of it committed, and it
-		// runs again as any other write does.
-	}
-	return e.runMarked(ctx, o.Key, key, index, rec, run)
-}
-
-// runMarked runs a request whose first transaction that commits on the
-// engine's store writes its pending record (onceMark), then records its
-// result in a transaction of its own.
-func (e *Env) runMarked(ctx context.Context, name string, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	pending, err := json.Marshal(rec)
 	if err != nil {
 		return nil, errs.New(errs.Internal, "encoding an idempotency record: %w", err)
 	}
+	if o.Joinable {
+		out, err := e.runJoined(ctx, o.Key, key, index, rec, pending, run)
+		if !errors.Is(err, ErrUnjoined) {
+			return out, err
+		}
+		// Something of it could not join the transaction (an Update
+		// inside another, say): nothing of it committed, and it runs
+		// again as any other write does.
+	}
 	m := &onceMark{key: key, pending: pending, index: index}
 	out, err := run(context.WithValue(ctx, onceKey{}, m))
+	return e.finishMarked(ctx, o.Key, rec, m, out, err)
+}
+
+// finishMarked ends a request that ran with the pending mark m (whose
+// first transaction that commits on the engine's store writes the pending
+// record): a failure drops the record, if one committed; a result is
+// recorded in a transaction of its own.
+func (e *Env) finishMarked(ctx context.Context, name string, rec onceRecord, m *onceMark, out json.RawMessage, err error) (json.RawMessage, error) {
+	key := m.key
 	if err != nil {
 		if m.committed.Load() {
 			// Something of the failed request committed (its access
@@ -255,29 +257,41 @@ func (e *Env) runMarked(ctx context.Context, name string, key, index []byte, rec
 // done: both commit, or neither does and a retry runs it afresh. A
 // storage conflict runs it again from the same state, as the store
 // retries any transaction; a failure rolls its writes back, and records
-// nothing. An Update of it that cannot join the transaction (one after
-// an Update that failed, as cortex.update's max_retries makes; one inside
-// another) would commit on its own, and run again with the transaction's
-// retry: the joint refuses it, and runJoined rolls everything back and
-// returns ErrUnjoined (as it does when the request succeeded after an
-// Update of it failed, whose writes so far are in the transaction).
-func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+// nothing. Its Updates join strictly (JoinStrict): one after an Update
+// that failed runs on its own, with the pending mark (as cortex.update's
+// max_retries re-applies after a conflict), and the request then ends
+// as one run unjoined does (finishMarked); one that cannot run either way
+// makes runJoined roll everything back and return ErrUnjoined.
+func (e *Env) runJoined(ctx context.Context, name string, key, index []byte, rec onceRecord, pending []byte, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	// Requests this one runs in turn share its key (RunOnce), and have
 	// no pending mark to write: the result is written with them.
 	shared := &onceMark{}
 	shared.committed.Store(true)
-	ctx = context.WithValue(ctx, onceKey{}, shared)
+	// An Update that escapes the transaction marks the request pending
+	// with its commit.
+	m := &onceMark{key: key, pending: pending, index: index}
 	p := e.beginPurge()
 	var out json.RawMessage
-	err := e.Update(ctx, func(tx *Txn) error {
-		joined, joint := JoinStrict(ctx, tx)
+	var escaped bool
+	var runErr error
+	err := e.Update(context.WithValue(ctx, onceKey{}, shared), func(tx *Txn) error {
+		joined, joint := JoinStrict(context.WithValue(ctx, onceKey{}, m), tx)
 		res, err := run(joined)
 		broken := joint.Close()
 		switch {
-		case joint.Refused(), broken && err == nil:
+		case joint.Refused():
 			return ErrUnjoined
+		case joint.Escaped():
+			// What it wrote on its own stays; what is in tx is what
+			// failed. It ends as a request run unjoined does.
+			out, runErr, escaped = res, err, true
+			return errEscaped
 		case err != nil:
 			return err
+		case broken:
+			// It succeeded after an Update that failed, whose writes
+			// so far are in tx: run it again unjoined.
+			return ErrUnjoined
 		}
 		rec.State, rec.Result = onceDone, string(res)
 		if err := p.write(tx.Tx, key, index, rec); err != nil {
@@ -287,11 +301,18 @@ func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, 
 		return nil
 	})
 	e.endPurge(p, err == nil)
+	if escaped {
+		return e.finishMarked(ctx, name, rec, m, out, runErr)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// errEscaped rolls back runJoined's transaction after an Update of the
+// request escaped it.
+var errEscaped = errors.New("kit: a write of the request committed on its own")
 
 // recordOnce writes a request's result under its key (p.write).
 func (e *Env) recordOnce(ctx context.Context, key, index []byte, rec onceRecord) error {

@@ -29,8 +29,8 @@ func bump(tx *Txn) error {
 
 // A joinable request that goes on after one of its Updates failed (as
 // cortex.update's max_retries does after a conflict) runs its later
-// Update once: its write and its event happen once, and a retry gets its
-// answer. (Such an Update cannot join the request's transaction: on its
+// Update once, committed with the request's pending record: its write
+// and its event happen once, and a retry gets its answer. (Such an Update cannot join the request's transaction: on its
 // own it committed, and the transaction, which had read what it wrote,
 // conflicted and ran the request again, up to the store's retry limit.)
 func TestAJoinableRequestThatGoesOnAfterAFailedUpdateWritesOnce(t *testing.T) {
@@ -50,6 +50,11 @@ func TestAJoinableRequestThatGoesOnAfterAFailedUpdateWritesOnce(t *testing.T) {
 		}
 		if err := env.Update(ctx, bump); err != nil {
 			return nil, err
+		}
+		// The bump committed on its own: with the request's pending
+		// record, so that a retry after a kill now does not run it again.
+		if _, rec, recorded := committed(t, env); !recorded || rec.State != oncePending {
+			t.Errorf("the bump committed with a %q record (%v); want the pending one", rec.State, recorded)
 		}
 		return json.RawMessage(`{"ok":true}`), nil
 	}

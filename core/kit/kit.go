@@ -231,16 +231,17 @@ type Joint struct {
 	tx                   *Txn
 	mu                   sync.Mutex
 	busy, closed, broken bool
-	// strict (JoinStrict): an Update that cannot run in tx fails
-	// with ErrUnjoined instead of committing on its own, and refused
-	// says one did.
-	strict, refused bool
+	// strict (JoinStrict): ok says a joined fn succeeded (its writes are
+	// in tx), escaped that an Update ran in a transaction of its own,
+	// refused that one was refused with ErrUnjoined.
+	strict, ok, escaped, refused bool
 }
 
 type jointKey struct{}
 
 // ErrUnjoined is what an Update under a strict joint (JoinStrict) fails
-// with when it cannot run in the joint transaction.
+// with when it can neither run in the joint transaction nor in one of
+// its own.
 var ErrUnjoined = errors.New("kit: this write cannot join the request's transaction")
 
 // Join returns ctx in which e.Update (and UpdateOn the engine's store) runs
@@ -255,13 +256,18 @@ func Join(ctx context.Context, tx *Txn) (context.Context, *Joint) {
 	return context.WithValue(ctx, jointKey{}, j), j
 }
 
-// JoinStrict is Join where an Update that cannot run in tx (after one
-// that failed, inside one, from another goroutine, on another store)
-// fails with ErrUnjoined: one that committed on its own could neither
-// roll back with tx nor be told apart from a run again of tx's fn after a
-// storage conflict, and would run twice. The caller rolls tx back when
-// an Update was refused (Refused), or when its action succeeded after one
-// failed (whose writes so far are in tx), and runs the action on its own.
+// JoinStrict is Join for a caller that commits tx only if the action run
+// in it wrote nothing outside it: an Update that committed on its own
+// could not roll back with tx, and would run twice when a storage
+// conflict runs tx's fn again. After an fn that failed, an Update runs in
+// its own transaction (Escaped) only if no joined fn had succeeded, so
+// that rolling tx back loses nothing: the caller then rolls tx back and
+// takes the action's outcome as that of an action run on its own (a
+// failure's access-denied entry, cortex.update's re-application after a
+// conflict). Otherwise, and inside another Update, from another
+// goroutine or on another store, the Update fails with ErrUnjoined
+// (Refused), and the caller rolls tx back and runs the action again on
+// its own.
 func JoinStrict(ctx context.Context, tx *Txn) (context.Context, *Joint) {
 	ctx, j := Join(ctx, tx)
 	j.strict = true
@@ -285,6 +291,14 @@ func (j *Joint) Refused() bool {
 	return j.refused
 }
 
+// Escaped reports whether an Update under a strict joint (JoinStrict)
+// ran in a transaction of its own, after a joined one failed.
+func (j *Joint) Escaped() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.escaped
+}
+
 // enter returns the joint transaction if an Update of e on store may run
 // in it, nil if it runs in its own, and ErrUnjoined if it may do neither.
 func (j *Joint) enter(e *Env, store *storage.Store) (*Txn, error) {
@@ -293,11 +307,18 @@ func (j *Joint) enter(e *Env, store *storage.Store) (*Txn, error) {
 	if j.closed {
 		return nil, nil
 	}
-	if j.busy || j.broken || store != e.Store || j.tx.env != e {
-		if j.strict {
+	if j.strict {
+		switch {
+		case j.escaped:
+			return nil, nil // on its own from here on, as it began to
+		case j.refused || j.busy || store != e.Store || j.tx.env != e || j.broken && j.ok:
 			j.refused = true
 			return nil, ErrUnjoined
+		case j.broken:
+			j.escaped = true
+			return nil, nil
 		}
+	} else if j.busy || j.broken || store != e.Store || j.tx.env != e {
 		return nil, nil
 	}
 	j.busy = true
@@ -307,7 +328,7 @@ func (j *Joint) enter(e *Env, store *storage.Store) (*Txn, error) {
 func (j *Joint) leave(failed bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.busy, j.broken = false, j.broken || failed
+	j.busy, j.broken, j.ok = false, j.broken || failed, j.ok || !failed
 }
 
 // UpdateOn is Update on another store (e.g. a subsystem's in-memory one).
@@ -536,7 +557,7 @@ func (e *Env) TraceDenial(ctx context.Context, call action.Call, d *access.Denia
 		}
 		return err
 	})
-	if terr != nil && !errors.Is(terr, ErrUnjoined) { // its caller runs the action again unjoined
+	if terr != nil && !errors.Is(terr, ErrUnjoined) { // its caller runs the action again on its own
 		e.Log.Warn("writing an access denial to the trace failed", "err", terr)
 	}
 }
