@@ -110,3 +110,40 @@ func TestAJoinableRequestsNestedUpdateNeverCommitsUnmarked(t *testing.T) {
 		t.Errorf("after RunOnce: wrote %v, count %q, record %+v (%v); want both writes once and the done record", wrote, n, rec, recorded)
 	}
 }
+
+// A joinable request whose transaction conflicts runs again from fresh
+// state: what the first run queued (its event, its AfterCommit work) is
+// dropped with it, so each happens once, after the commit.
+func TestAJoinableRequestRunAgainAfterAConflictPublishesOnce(t *testing.T) {
+	env := newEnv(t)
+	tap := env.Events.Tap(100)
+	defer tap.Close()
+	o := Once{Key: "k1", Principal: "alice", Action: "x.do", Joinable: true}
+	runs, after := 0, 0
+	_, err := env.RunOnce(context.Background(), o, func(ctx context.Context) (json.RawMessage, error) {
+		runs++
+		err := env.Update(ctx, func(tx *Txn) error {
+			tx.AfterCommit(func(context.Context) { after++ })
+			return bump(tx)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if runs == 1 {
+			// Another writer changes what the first run read.
+			if err := env.Store.Update(context.Background(), func(tx *storage.Tx) error { return tx.Set(counted, []byte("10")) }); err != nil {
+				return nil, err
+			}
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := stored(t, env, counted); runs != 2 || n != "11" {
+		t.Fatalf("%d runs, count %q; want the conflict to run it again on the other writer's 10", runs, n)
+	}
+	if got := names(tap.Drain()); got != "x.bumped" || after != 1 {
+		t.Errorf("events %q, AfterCommit ran %d times; want one x.bumped and one AfterCommit", got, after)
+	}
+}
