@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -76,6 +77,19 @@ type onceRecord struct {
 	// Result is the action's result JSON as a string, so that a replay
 	// returns exactly its bytes.
 	Result string `json:"result,omitempty"`
+	// Unkept is the size in bytes of a result too large to keep
+	// (keptResult): a retry is told that the request committed.
+	Unkept int `json:"unkept,omitempty"`
+}
+
+// keptResult bounds the result a record keeps: what one value of the
+// store holds, with room for the rest of the record (an in-memory store
+// takes values up to 1 MiB; on disk, a value log file's 64 MiB).
+func keptResult(st *storage.Store) int {
+	if st.InMemory() {
+		return 1<<20 - 4<<10
+	}
+	return 48 << 20
 }
 
 const (
@@ -198,6 +212,9 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 		case rec.Action != o.Action || rec.ArgsSHA256 != sum:
 			return nil, Validation("idempotency_key", "%q is already used for another request (%s at %s); a retry must send the same action and args, a new request a new key",
 				o.Key, rec.Action, rec.At.Format(time.RFC3339Nano))
+		case rec.State == onceDone && rec.Unkept > 0:
+			return nil, errs.New(errs.Conflict, "this request already committed (idempotency_key %q, at %s) but its result (%s) was too large to keep; read the object to see its state",
+				o.Key, rec.At.Format(time.RFC3339Nano), input.Size(int64(rec.Unkept))).With("idempotency_key", o.Key).With("committed_at", rec.At)
 		case rec.State == onceDone:
 			return json.RawMessage(rec.Result), nil
 		default:
@@ -335,6 +352,8 @@ type oncePurge struct {
 	// base is the engine's own time (the clock's base, not a request's
 	// at), when its clock has one: no purge goes past it (judge).
 	base time.Time
+	// kept bounds the result the record keeps (keptResult).
+	kept int
 }
 
 // baseClock is the engine clock's base (clock.Pinnable).
@@ -347,7 +366,7 @@ func (e *Env) beginPurge() *oncePurge {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom, base: base}
+	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom, base: base, kept: keptResult(e.Store)}
 	e.oncePurging = true
 	return p
 }
@@ -369,6 +388,9 @@ func (e *Env) endPurge(p *oncePurge, committed bool) {
 // and drops up to idempotencyPurgeBatch expired records in the same
 // transaction.
 func (p *oncePurge) write(tx *storage.Tx, key, index []byte, rec onceRecord) error {
+	if len(rec.Result) > p.kept {
+		rec.Result, rec.Unkept = "", len(rec.Result)
+	}
 	if err := tx.SetJSON(key, rec); err != nil {
 		return err
 	}
