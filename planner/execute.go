@@ -844,22 +844,57 @@ func (pl *Planner) runSubtask(ctx context.Context, call action.Call, p *Plan, id
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err // cancelled: it runs on resume
 	}
+	var escaped bool
+	var runErr error
 	err := pl.env.Update(ctx, func(tx *kit.Txn) error {
 		sc.state, sc.delta = deepCopy(state).(map[string]any), map[string]any{}
-		joined, joint := kit.Join(context.WithValue(ctx, subtaskKey{}, sc), tx)
+		joined, joint := kit.JoinStrict(context.WithValue(ctx, subtaskKey{}, sc), tx)
 		out, err := pl.env.Run(joined, call, name, args)
-		joint.Close()
-		if err != nil {
+		broken := joint.Close()
+		switch {
+		case joint.Refused():
+			return kit.ErrUnjoined // rolled back: it runs on its own below
+		case joint.Escaped():
+			// After an Update that failed, one committed on its own (as
+			// cortex.update's max_retries re-applies after a conflict):
+			// what is in tx failed; the action's outcome is that of one
+			// run on its own, checkpointed after it.
+			escaped, runErr = true, err
+			if err == nil {
+				result, delta, _ = finish(out)
+			}
+			return errEscaped
+		case err != nil:
 			return err // and its writes roll back
+		case broken:
+			return kit.ErrUnjoined // it went on after a failed Update, whose writes are in tx
 		}
 		result, delta, _ = finish(out)
 		return saveProgress(tx.Tx, p.ID, progress.record(result, delta))
 	})
+	if escaped {
+		if runErr != nil {
+			return nil, nil, runErr
+		}
+		return result, delta, nil
+	}
+	if errors.Is(err, kit.ErrUnjoined) {
+		sc.state, sc.delta = state, map[string]any{}
+		result, err := pl.env.Run(context.WithValue(ctx, subtaskKey{}, sc), call, name, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		return finish(result)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return result, delta, nil
 }
+
+// errEscaped rolls back a subtask's transaction after an Update of its
+// action committed on its own (kit.Joint.Escaped).
+var errEscaped = errors.New("planner: a write of the subtask committed on its own")
 
 // completion is how a writing subtask's transaction records it completed.
 type completion struct {

@@ -5,9 +5,11 @@ package planner_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,7 @@ import (
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/planner"
+	"github.com/engram-console/engram/storage"
 )
 
 // t0 is the seed's date; the engine clock stays there (fixed).
@@ -178,12 +181,48 @@ type probeArgs struct {
 	File   string `json:"file,omitempty"`
 }
 
+// bumpedKey holds test.bump_after_conflict's count.
+var bumpedKey = storage.Key(storage.PrefixMeta, "planner-test-bumped")
+
 func (p *probes) register(env *kit.Env) {
 	p.env = env
 	reg := env.Actions
 	// test.record counts its calls per name, in order, and the subtasks
 	// running it at once (yielding meanwhile, so that overlapping ones
 	// would be seen).
+	// test.bump_after_conflict writes as cortex.update with max_retries
+	// does after a conflict: one Update reads the count and fails, the
+	// next adds one to it.
+	action.Register(reg, action.Spec{Name: "test.bump_after_conflict", Summary: "add one to a count after a conflict", Joinable: true},
+		func(ctx context.Context, call action.Call, _ action.None) (map[string]any, error) {
+			count := func(tx *kit.Txn) (int, error) {
+				v, err := tx.Get(bumpedKey)
+				if errors.Is(err, storage.ErrNotFound) {
+					return 0, nil
+				}
+				n, _ := strconv.Atoi(string(v))
+				return n, err
+			}
+			err := env.Update(ctx, func(tx *kit.Txn) error {
+				if _, err := count(tx); err != nil {
+					return err
+				}
+				return errs.New(errs.Conflict, "moved on")
+			})
+			if errs.KindOf(err) != errs.Conflict {
+				return nil, err
+			}
+			var n int
+			err = env.Update(ctx, func(tx *kit.Txn) error {
+				var err error
+				if n, err = count(tx); err != nil {
+					return err
+				}
+				n++
+				return tx.Set(bumpedKey, []byte(strconv.Itoa(n)))
+			})
+			return map[string]any{"count": n}, err
+		})
 	action.Register(reg, action.Spec{Name: "test.record", Summary: "count a call", ReadOnly: true},
 		func(ctx context.Context, call action.Call, a nameArgs) (map[string]any, error) {
 			now := p.active.Add(1)

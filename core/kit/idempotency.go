@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/input"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -76,6 +77,19 @@ type onceRecord struct {
 	// Result is the action's result JSON as a string, so that a replay
 	// returns exactly its bytes.
 	Result string `json:"result,omitempty"`
+	// Unkept is the size in bytes of a result too large to keep
+	// (keptResult): a retry is told that the request committed.
+	Unkept int `json:"unkept,omitempty"`
+}
+
+// keptResult bounds the result a record keeps: what one value of the
+// store holds, with room for the rest of the record (an in-memory store
+// takes values up to 1 MiB; on disk, a value log file's 64 MiB).
+func keptResult(st *storage.Store) int {
+	if st.InMemory() {
+		return 1<<20 - 4<<10
+	}
+	return 48 << 20
 }
 
 const (
@@ -198,6 +212,9 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 		case rec.Action != o.Action || rec.ArgsSHA256 != sum:
 			return nil, Validation("idempotency_key", "%q is already used for another request (%s at %s); a retry must send the same action and args, a new request a new key",
 				o.Key, rec.Action, rec.At.Format(time.RFC3339Nano))
+		case rec.State == onceDone && rec.Unkept > 0:
+			return nil, errs.New(errs.Conflict, "this request already committed (idempotency_key %q, at %s) but its result (%s) was too large to keep; read the object to see its state",
+				o.Key, rec.At.Format(time.RFC3339Nano), input.Size(int64(rec.Unkept))).With("idempotency_key", o.Key).With("committed_at", rec.At)
 		case rec.State == onceDone:
 			return json.RawMessage(rec.Result), nil
 		default:
@@ -208,22 +225,37 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 
 	rec = onceRecord{State: oncePending, Action: o.Action, ArgsSHA256: sum, Principal: o.Principal, At: now}
 	index := onceIndexKey(now, o.Principal, o.Key)
-	if o.Joinable {
-		return e.runJoined(ctx, key, index, rec, run)
-	}
 	pending, err := json.Marshal(rec)
 	if err != nil {
 		return nil, errs.New(errs.Internal, "encoding an idempotency record: %w", err)
 	}
+	if o.Joinable {
+		out, err := e.runJoined(ctx, o.Key, key, index, rec, pending, run)
+		if !errors.Is(err, ErrUnjoined) {
+			return out, err
+		}
+		// Something of it could not join the transaction (an Update
+		// inside another, say): nothing of it committed, and it runs
+		// again as any other write does.
+	}
 	m := &onceMark{key: key, pending: pending, index: index}
 	out, err := run(context.WithValue(ctx, onceKey{}, m))
+	return e.finishMarked(ctx, o.Key, rec, m, out, err)
+}
+
+// finishMarked ends a request that ran with the pending mark m (whose
+// first transaction that commits on the engine's store writes the pending
+// record): a failure drops the record, if one committed; a result is
+// recorded in a transaction of its own.
+func (e *Env) finishMarked(ctx context.Context, name string, rec onceRecord, m *onceMark, out json.RawMessage, err error) (json.RawMessage, error) {
+	key := m.key
 	if err != nil {
 		if m.committed.Load() {
 			// Something of the failed request committed (its access
 			// denial's trace entry, say): it records nothing, so a retry
 			// runs again.
 			if derr := e.dropPending(ctx, key, m.index); derr != nil {
-				e.Log.Warn("dropping an idempotency record failed", "key", o.Key, "err", derr)
+				e.Log.Warn("dropping an idempotency record failed", "key", name, "err", derr)
 			}
 		}
 		return nil, err
@@ -232,7 +264,7 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 	if werr := e.recordOnce(ctx, key, m.index, rec); werr != nil {
 		// The action committed: its result stands. A retry will be told
 		// that the result was lost.
-		e.Log.Warn("recording an idempotent request's result failed", "key", o.Key, "err", werr)
+		e.Log.Warn("recording an idempotent request's result failed", "key", name, "err", werr)
 	}
 	return out, nil
 }
@@ -242,21 +274,41 @@ func (e *Env) RunOnce(ctx context.Context, o Once, run func(ctx context.Context)
 // done: both commit, or neither does and a retry runs it afresh. A
 // storage conflict runs it again from the same state, as the store
 // retries any transaction; a failure rolls its writes back, and records
-// nothing.
-func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+// nothing. Its Updates join strictly (JoinStrict): one after an Update
+// that failed runs on its own, with the pending mark (as cortex.update's
+// max_retries re-applies after a conflict), and the request then ends
+// as one run unjoined does (finishMarked); one that cannot run either way
+// makes runJoined roll everything back and return ErrUnjoined.
+func (e *Env) runJoined(ctx context.Context, name string, key, index []byte, rec onceRecord, pending []byte, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	// Requests this one runs in turn share its key (RunOnce), and have
 	// no pending mark to write: the result is written with them.
 	shared := &onceMark{}
 	shared.committed.Store(true)
-	ctx = context.WithValue(ctx, onceKey{}, shared)
+	// An Update that escapes the transaction marks the request pending
+	// with its commit.
+	m := &onceMark{key: key, pending: pending, index: index}
 	p := e.beginPurge()
 	var out json.RawMessage
-	err := e.Update(ctx, func(tx *Txn) error {
-		joined, joint := Join(ctx, tx)
+	var escaped bool
+	var runErr error
+	err := e.Update(context.WithValue(ctx, onceKey{}, shared), func(tx *Txn) error {
+		joined, joint := JoinStrict(context.WithValue(ctx, onceKey{}, m), tx)
 		res, err := run(joined)
-		joint.Close()
-		if err != nil {
+		broken := joint.Close()
+		switch {
+		case joint.Refused():
+			return ErrUnjoined
+		case joint.Escaped():
+			// What it wrote on its own stays; what is in tx is what
+			// failed. It ends as a request run unjoined does.
+			out, runErr, escaped = res, err, true
+			return errEscaped
+		case err != nil:
 			return err
+		case broken:
+			// It succeeded after an Update that failed, whose writes
+			// so far are in tx: run it again unjoined.
+			return ErrUnjoined
 		}
 		rec.State, rec.Result = onceDone, string(res)
 		if err := p.write(tx.Tx, key, index, rec); err != nil {
@@ -266,11 +318,18 @@ func (e *Env) runJoined(ctx context.Context, key, index []byte, rec onceRecord, 
 		return nil
 	})
 	e.endPurge(p, err == nil)
+	if escaped {
+		return e.finishMarked(ctx, name, rec, m, out, runErr)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// errEscaped rolls back runJoined's transaction after an Update of the
+// request escaped it.
+var errEscaped = errors.New("kit: a write of the request committed on its own")
 
 // recordOnce writes a request's result under its key (p.write).
 func (e *Env) recordOnce(ctx context.Context, key, index []byte, rec onceRecord) error {
@@ -290,12 +349,24 @@ type oncePurge struct {
 	purge, swept bool
 	from, next   []byte
 	done         bool
+	// base is the engine's own time (the clock's base, not a request's
+	// at), when its clock has one: no purge goes past it (judge).
+	base time.Time
+	// kept bounds the result the record keeps (keptResult).
+	kept int
 }
 
+// baseClock is the engine clock's base (clock.Pinnable).
+type baseClock interface{ Base() time.Time }
+
 func (e *Env) beginPurge() *oncePurge {
+	var base time.Time
+	if b, ok := e.Clock.(baseClock); ok {
+		base = b.Base()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom}
+	p := &oncePurge{purge: !e.oncePurging, swept: e.onceSwept, from: e.onceSweepFrom, base: base, kept: keptResult(e.Store)}
 	e.oncePurging = true
 	return p
 }
@@ -317,6 +388,9 @@ func (e *Env) endPurge(p *oncePurge, committed bool) {
 // and drops up to idempotencyPurgeBatch expired records in the same
 // transaction.
 func (p *oncePurge) write(tx *storage.Tx, key, index []byte, rec onceRecord) error {
+	if len(rec.Result) > p.kept {
+		rec.Result, rec.Unkept = "", len(rec.Result)
+	}
 	if err := tx.SetJSON(key, rec); err != nil {
 		return err
 	}
@@ -326,15 +400,28 @@ func (p *oncePurge) write(tx *storage.Tx, key, index []byte, rec onceRecord) err
 	if !p.purge {
 		return nil
 	}
-	if err := purgeOnce(tx, rec.At); err != nil {
+	now := p.judge(rec.At)
+	if err := purgeOnce(tx, now); err != nil {
 		return err
 	}
 	if p.swept {
 		return nil
 	}
 	var err error
-	p.next, p.done, err = sweepOnce(tx, p.from, rec.At)
+	p.next, p.done, err = sweepOnce(tx, p.from, now)
 	return err
+}
+
+// judge is the time by which a recording at "at" finds records expired:
+// at, but never later than the engine's own time. A request pinned to a
+// later at (a script's step, or any client's, over TCP too) would
+// otherwise drop the records of every principal that requests on the
+// engine's time still find live, and their retries would run again.
+func (p *oncePurge) judge(at time.Time) time.Time {
+	if !p.base.IsZero() && p.base.Before(at) {
+		return p.base
+	}
+	return at
 }
 
 // purgeOnce drops up to idempotencyPurgeBatch records that expired by now,

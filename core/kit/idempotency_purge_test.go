@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/storage"
@@ -118,5 +119,31 @@ func TestIdempotencyRecordsFromBeforeTheTimeIndexExpireToo(t *testing.T) {
 	writeKeyed(t, env, "later", 1)
 	if records := keysUnder(t, env, []byte(storage.PrefixIdempotency)); len(records) != 1 {
 		t.Fatalf("a day later: %v, want only alice's later-0", records)
+	}
+}
+
+// A request pinned to a later time (a step's at, which any client may
+// send) purges only records that expired by the engine's own time: a
+// record another request made an hour ago still answers its retry.
+func TestAPinnedLaterRequestLeavesLiveRecords(t *testing.T) {
+	env := newEnv(t)
+	base := clock.NewFixed(t0)
+	clk := clock.NewPinnable(base)
+	env.Clock = clk
+	run, runs := counter(env)
+	o := Once{Key: "k1", Principal: "alice", Action: "x.do"}
+	first, err := env.RunOnce(context.Background(), o, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bob's script step, pinned two days ahead, records a request (and
+	// purges what has expired).
+	clk.Pin(t0.Add(48 * time.Hour))
+	writeKeyed(t, env, "bob-later", 1)
+	clk.Unpin()
+	base.Advance(time.Hour)
+	again, err := env.RunOnce(context.Background(), o, run)
+	if err != nil || string(again) != string(first) || runs.Load() != 1 {
+		t.Errorf("alice's retry an hour later: %s, %v after %d runs; want her first answer %s, run once", again, err, runs.Load(), first)
 	}
 }

@@ -231,9 +231,18 @@ type Joint struct {
 	tx                   *Txn
 	mu                   sync.Mutex
 	busy, closed, broken bool
+	// strict (JoinStrict): ok says a joined fn succeeded (its writes are
+	// in tx), escaped that an Update ran in a transaction of its own,
+	// refused that one was refused with ErrUnjoined.
+	strict, ok, escaped, refused bool
 }
 
 type jointKey struct{}
+
+// ErrUnjoined is what an Update under a strict joint (JoinStrict) fails
+// with when it can neither run in the joint transaction nor in one of
+// its own.
+var ErrUnjoined = errors.New("kit: this write cannot join the request's transaction")
 
 // Join returns ctx in which e.Update (and UpdateOn the engine's store) runs
 // fn inside tx rather than in a transaction of its own: fn's events, trace
@@ -247,6 +256,24 @@ func Join(ctx context.Context, tx *Txn) (context.Context, *Joint) {
 	return context.WithValue(ctx, jointKey{}, j), j
 }
 
+// JoinStrict is Join for a caller that commits tx only if the action run
+// in it wrote nothing outside it: an Update that committed on its own
+// could not roll back with tx, and would run twice when a storage
+// conflict runs tx's fn again. After an fn that failed, an Update runs in
+// its own transaction (Escaped) only if no joined fn had succeeded, so
+// that rolling tx back loses nothing: the caller then rolls tx back and
+// takes the action's outcome as that of an action run on its own (a
+// failure's access-denied entry, cortex.update's re-application after a
+// conflict). Otherwise, and inside another Update, from another
+// goroutine or on another store, the Update fails with ErrUnjoined
+// (Refused), and the caller rolls tx back and runs the action again on
+// its own.
+func JoinStrict(ctx context.Context, tx *Txn) (context.Context, *Joint) {
+	ctx, j := Join(ctx, tx)
+	j.strict = true
+	return ctx, j
+}
+
 // Close ends the joining (tx is about to commit or roll back). It reports
 // whether a joined fn failed.
 func (j *Joint) Close() (broken bool) {
@@ -256,21 +283,52 @@ func (j *Joint) Close() (broken bool) {
 	return j.broken
 }
 
-// enter returns the joint transaction if an Update of e on store may run in it.
-func (j *Joint) enter(e *Env, store *storage.Store) *Txn {
+// Refused reports whether an Update under a strict joint (JoinStrict)
+// was refused with ErrUnjoined.
+func (j *Joint) Refused() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.busy || j.closed || j.broken || store != e.Store || j.tx.env != e {
-		return nil
+	return j.refused
+}
+
+// Escaped reports whether an Update under a strict joint (JoinStrict)
+// ran in a transaction of its own, after a joined one failed.
+func (j *Joint) Escaped() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.escaped
+}
+
+// enter returns the joint transaction if an Update of e on store may run
+// in it, nil if it runs in its own, and ErrUnjoined if it may do neither.
+func (j *Joint) enter(e *Env, store *storage.Store) (*Txn, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, nil
+	}
+	if j.strict {
+		switch {
+		case j.escaped:
+			return nil, nil // on its own from here on, as it began to
+		case j.refused || j.busy || store != e.Store || j.tx.env != e || j.broken && j.ok:
+			j.refused = true
+			return nil, ErrUnjoined
+		case j.broken:
+			j.escaped = true
+			return nil, nil
+		}
+	} else if j.busy || j.broken || store != e.Store || j.tx.env != e {
+		return nil, nil
 	}
 	j.busy = true
-	return j.tx
+	return j.tx, nil
 }
 
 func (j *Joint) leave(failed bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.busy, j.broken = false, j.broken || failed
+	j.busy, j.broken, j.ok = false, j.broken || failed, j.ok || !failed
 }
 
 // UpdateOn is Update on another store (e.g. a subsystem's in-memory one).
@@ -278,7 +336,11 @@ func (j *Joint) leave(failed bool) {
 // own right after the commit.
 func (e *Env) UpdateOn(ctx context.Context, store *storage.Store, fn func(tx *Txn) error) error {
 	if j, _ := ctx.Value(jointKey{}).(*Joint); j != nil {
-		if tx := j.enter(e, store); tx != nil {
+		tx, err := j.enter(e, store)
+		if err != nil {
+			return err
+		}
+		if tx != nil {
 			err := fn(tx)
 			j.leave(err != nil)
 			return err
@@ -495,7 +557,7 @@ func (e *Env) TraceDenial(ctx context.Context, call action.Call, d *access.Denia
 		}
 		return err
 	})
-	if terr != nil {
+	if terr != nil && !errors.Is(terr, ErrUnjoined) { // its caller runs the action again on its own
 		e.Log.Warn("writing an access denial to the trace failed", "err", terr)
 	}
 }
