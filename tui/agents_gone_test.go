@@ -31,6 +31,7 @@ func runningProcess(t *testing.T) (pid int, stop func()) {
 // next lists its clients. Coming back to the tab asks again, so the
 // client shows as gone without waiting for another client's call.
 func TestAgentsShowAKilledClientGoneWhenShownAgain(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	pid, kill := runningProcess(t)
 	victim := agentClient{agent: "local", session: "s-victim", name: "victim", version: "1.0", transport: "stdio", pid: pid}
@@ -50,6 +51,7 @@ func TestAgentsShowAKilledClientGoneWhenShownAgain(t *testing.T) {
 // tick asks the owner again, so a killed client shows as gone with no
 // key pressed and no other client calling.
 func TestAgentsShowAKilledClientGoneWhileShown(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	pid, kill := runningProcess(t)
 	victim := agentClient{agent: "local", session: "s-victim", name: "victim", version: "1.0", transport: "stdio", pid: pid}
@@ -67,6 +69,7 @@ func TestAgentsShowAKilledClientGoneWhileShown(t *testing.T) {
 // coming into view, each send a clients.list (the owner marks dead
 // clients gone only when it lists them); a tick while hidden sends none.
 func TestAgentsTickAndFocusAskForTheList(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newAgentsPane(engine, &styles)

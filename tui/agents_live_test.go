@@ -16,6 +16,7 @@ import (
 // Chat, a thread in Threads, a goal in Goals, a plan in Plans, a memory in
 // Memory; and the Agents tab counts the calls.
 func TestTabsFollowAnAgentsCallsLive(t *testing.T) {
+	t.Parallel()
 	engine, clk, _ := newPlanEngine(t)
 	m := New(engine, Options{StatusFade: time.Hour})
 	plansOf(m).still = true

@@ -76,6 +76,7 @@ func agentsEngine(t *testing.T) conn.Conn {
 // last error in full; at 120x36 and at 80x24, where the columns that do
 // not fit go.
 func TestGoldenAgents(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedAgents(t, engine, clk)
 	tm := start(t, engine, 120, 36)
@@ -107,6 +108,7 @@ func TestGoldenAgents(t *testing.T) {
 // TestAgentsFollowClientCallsLive: a client's call, a new client and a
 // disconnect show in the tab as they happen, with no key pressed.
 func TestAgentsFollowClientCallsLive(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	agentCall(t, engine, clk, claude, "memory_stats", "1", "memory.stores", "", false)
 	tm := start(t, engine, 120, 36)
@@ -136,6 +138,7 @@ func TestAgentsFollowClientCallsLive(t *testing.T) {
 // though agents called before, so the tab does not claim that none ever
 // did, only none since the owner started.
 func TestAgentsSaysHowToConnectOne(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newAgentsPane(engine, &styles) // on a data directory: not private
@@ -157,6 +160,7 @@ func TestAgentsSaysHowToConnectOne(t *testing.T) {
 // serves nothing, so no engram mcp can reach it: the empty tab says so
 // and how to watch an agent, rather than send the person to engram mcp.
 func TestAgentsInMemorySaysNoAgentCanConnect(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, 80, 24)
 	tm.Type("7")
@@ -186,6 +190,7 @@ func (o otherAgent) Do(ctx context.Context, req conn.Request) (json.RawMessage, 
 // all to an agent other than its own; the tab then lists that agent's
 // clients, says so, and shows no error.
 func TestAgentsListsItsOwnClientsWhenNotTheOwnersAgent(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedAgents(t, engine, clk)
 	tm := start(t, otherAgent{engine}, 120, 36)
@@ -213,6 +218,7 @@ func TestAgentsListsItsOwnClientsWhenNotTheOwnersAgent(t *testing.T) {
 // agent client's calls with the face, the tool, the action, how it went
 // and which client made it as which agent.
 func TestTraceMarksAgentClientCalls(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	turn(t, engine, clk, "turn-1", "hello")
 	seedAgents(t, engine, clk)
@@ -235,6 +241,7 @@ func TestTraceMarksAgentClientCalls(t *testing.T) {
 // but is not a client's (no such data, or another face's kind) reads as
 // written.
 func TestTraceMarksOnlyClientCallEntries(t *testing.T) {
+	t.Parallel()
 	styles := DefaultStyles()
 	p := newTracePane(nil, &styles)
 	data := json.RawMessage(`{"via": "mcp", "tool": "recall", "action": "memory.remember", "session": "s", "client": "c", "ok": true}`)
@@ -254,6 +261,7 @@ func TestTraceMarksOnlyClientCallEntries(t *testing.T) {
 
 // TestAgentsIgnoreOtherEvents: only client events reload the tab.
 func TestAgentsIgnoreOtherEvents(t *testing.T) {
+	t.Parallel()
 	styles := DefaultStyles()
 	p := newAgentsPane(nil, &styles)
 	if cmd := p.Update(events.Event{Name: "utterance.written"}); cmd != nil {
@@ -271,6 +279,7 @@ func TestAgentsIgnoreOtherEvents(t *testing.T) {
 // client name is cut so that the last call shows whole; the details show
 // the name whole.
 func TestAgentsLongClientNameGivesWayToTheLastCall(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	long := agentClient{agent: "local", session: "s-long", name: "ツールクライアント-with-a-really-long-name", version: "10.20.30-beta", transport: "stdio"}
 	agentCall(t, engine, clk, long, "memory_stats", "1", "memory.stores", "", false)
@@ -293,6 +302,7 @@ func TestAgentsLongClientNameGivesWayToTheLastCall(t *testing.T) {
 // while it shows it redraws every agentsTick; hidden, or after another
 // Focus started a new chain, an old tick ends its chain.
 func TestAgentsRedrawWhileShown(t *testing.T) {
+	t.Parallel()
 	styles := DefaultStyles()
 	p := newAgentsPane(nil, &styles)
 	if p.Focus() == nil {
@@ -316,6 +326,7 @@ func TestAgentsRedrawWhileShown(t *testing.T) {
 // selected one is never the row the "more below" line takes, wherever the
 // cursor goes.
 func TestAgentsSelectedClientAlwaysShows(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	for i := range 15 {
 		c := agentClient{agent: "local", session: fmt.Sprintf("s-%02d", i), name: fmt.Sprintf("agent-%02d", i), transport: "http"}

@@ -29,6 +29,7 @@ func sendLine(tm interface {
 // says once, not under every message, that no model replies and how to
 // write the reply by hand; the context panel stays on what would be sent.
 func TestChatSaysOnceThatNoModelReplies(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	sendLine(tm, "Can we book the boat?")
 	waitFor(t, tm, "Context that would be sent")
@@ -51,6 +52,7 @@ func TestChatSaysOnceThatNoModelReplies(t *testing.T) {
 // turn of the message it answers, and copied into that message's thread
 // as the assistant's.
 func TestChatReplyByHandIsTheAssistants(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, 120, 36)
 	waitFor(t, tm, "[1 Chat]")
@@ -85,6 +87,7 @@ func TestChatReplyByHandIsTheAssistants(t *testing.T) {
 // TestChatReplyLineFits: the reply line and its footer fit at 120 and 80
 // columns.
 func TestChatReplyLineFits(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	tm.Type("a")
 	waitFor(t, tm, "assistant›")
@@ -106,6 +109,7 @@ func TestChatReplyLineFits(t *testing.T) {
 // one that evicts nothing, refreshes the side panel's figures at once,
 // and the context page says the last message went before it.
 func TestChatRefreshesOnConfigureFromElsewhere(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startOffsite(t)
 	sendLine(tm, "Can we book the boat?")
 	waitFor(t, tm, "Context that would be sent")
@@ -145,6 +149,7 @@ func bobShares(t *testing.T, engine conn.Conn, conv string, perms ...string) {
 // TestChatPickerFollowsAConversationSharedByAnotherAgent: the conversation
 // switcher lists a conversation another agent shares while it is open.
 func TestChatPickerFollowsAConversationSharedByAnotherAgent(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	bobWrites(t, engine, "bob-trip", "Bob's trip to Porto.")
 	tm := start(t, engine, 120, 36)
@@ -163,6 +168,7 @@ func TestChatPickerFollowsAConversationSharedByAnotherAgent(t *testing.T) {
 // conversation shown says access was taken back, and what its owner writes
 // afterwards is not read again into a PermissionError.
 func TestChatSaysWhenAccessToTheConversationShownIsTakenBack(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	bobWrites(t, engine, "bob-trip", "Bob's trip to Porto.")
 	bobShares(t, engine, "bob-trip", "read", "write")
@@ -195,6 +201,7 @@ func TestChatSaysWhenAccessToTheConversationShownIsTakenBack(t *testing.T) {
 // every key it names on one line at 120 columns, ctrl+c included, without
 // cutting any.
 func TestChatTypingFooterFitsAt120Columns(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "Enter send")

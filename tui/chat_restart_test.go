@@ -33,6 +33,7 @@ func openDurable(t *testing.T, dir, seed string, clk *clock.Fixed) *core.Engine 
 // both, the title says messages go on in that thread, and the next message
 // is its turn 3; "+ a new thread" in the picker still starts a new one.
 func TestChatAfterARelaunchShowsTheNotesAndContinuesTheWebThread(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clk := clock.NewFixed(goldenTime)
 	first := openDurable(t, dir, "first launch", clk)
@@ -86,6 +87,7 @@ func TestChatAfterARelaunchShowsTheNotesAndContinuesTheWebThread(t *testing.T) {
 // next message on web still continues that thread after a relaunch, and
 // the status line says it continues it (not that it is new).
 func TestChatContinuingAThreadNoLongerInTheBufferSaysSo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clk := clock.NewFixed(goldenTime)
 	first := openDurable(t, dir, "first launch", clk)
@@ -127,6 +129,7 @@ func TestChatContinuingAThreadNoLongerInTheBufferSaysSo(t *testing.T) {
 // and starts the agent's own thread (a review found the console sent the
 // stored thread_id, and the message was refused).
 func TestChatAfterARelaunchAsAnotherAgentStartsItsOwnThread(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clk := clock.NewFixed(goldenTime)
 	first := openDurable(t, dir, "first launch", clk)

@@ -14,6 +14,7 @@ import (
 // "zebra", not "budgetzebra"); ↑ and ↓ go through the searches made
 // before, and back to what was being typed.
 func TestChatNewSearchStartsEmptyAndRecallsEarlierOnes(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	tm.Type("/budget")
 	keys(tm, tea.KeyEnter)
@@ -90,6 +91,7 @@ func zebraChat(t *testing.T) *teatest.TestModel {
 // hit scrolls the conversation to it and marks it; esc goes back to the
 // hits, the same one selected; the keys choose another hit first.
 func TestChatEnterOnAHitShowsItInTheConversation(t *testing.T) {
+	t.Parallel()
 	tm := zebraChat(t)
 	tm.Type("/number 1")
 	keys(tm, tea.KeyEnter)
@@ -132,6 +134,7 @@ func TestChatEnterOnAHitShowsItInTheConversation(t *testing.T) {
 // 5. ↓ moves the selection through the hits; enter on one that left the
 // buffer says so in the status line, and the hits stay.
 func TestChatHitsAreChosenWithTheArrowsAndAnEvictedOneSaysSo(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	tm.Type("/budget")
 	keys(tm, tea.KeyEnter)
@@ -178,6 +181,7 @@ func TestChatHitsAreChosenWithTheArrowsAndAnEvictedOneSaysSo(t *testing.T) {
 // TestGoldenChatSearchJump: issue 14 bug 5. enter on a hit: the
 // conversation, scrolled to the hit and marked.
 func TestGoldenChatSearchJump(t *testing.T) {
+	t.Parallel()
 	tm := zebraChat(t)
 	tm.Type("/zebra")
 	keys(tm, tea.KeyEnter)

@@ -98,6 +98,7 @@ func startOffsite(t *testing.T) (conn.Conn, *clock.Fixed, *teatest.TestModel) {
 // --- golden frames (chat_empty is in TestGoldenTabs) ---
 
 func TestGoldenChatEvicted(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	m := finish(t, tm)
 	requireGolden(t, m)
@@ -122,6 +123,7 @@ func TestGoldenChatEvicted(t *testing.T) {
 }
 
 func TestGoldenChatSearch(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	tm.Type("/budget")
 	waitFor(t, tm, "search: budget")
@@ -149,6 +151,7 @@ func TestGoldenChatSearch(t *testing.T) {
 // --- sending ---
 
 func TestChatSendWithoutModel(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No messages in default yet")
@@ -180,6 +183,7 @@ func TestChatSendWithoutModel(t *testing.T) {
 }
 
 func TestChatSendWithModel(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
@@ -231,6 +235,7 @@ func TestChatSendWithModel(t *testing.T) {
 // --- search ---
 
 func TestChatSearchAndBack(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	tm.Type("/venue")
 	keys(tm, tea.KeyEnter)
@@ -258,6 +263,7 @@ func TestChatSearchAndBack(t *testing.T) {
 // --- conversations ---
 
 func TestChatSwitchConversations(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	write(t, engine, clk, "default", "user", "Default's first words.")
 	write(t, engine, clk, "project", "user", "Project kickoff is on Monday.")
@@ -300,6 +306,7 @@ func TestChatSwitchConversations(t *testing.T) {
 // --- live updates ---
 
 func TestChatShowsLiveWrites(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No messages in default yet")
@@ -316,6 +323,7 @@ func TestChatShowsLiveWrites(t *testing.T) {
 }
 
 func TestChatHighlightsLiveEviction(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	do(t, engine, "history.configure", "", `{"buffer_size": 2}`)
 	write(t, engine, clk, "", "user", "Book the flights to Lisbon.")
@@ -350,6 +358,7 @@ func TestChatHighlightsLiveEviction(t *testing.T) {
 // TestChatHighlightFades runs the fade for real, short: no sleep, the
 // tick's message ends it.
 func TestChatHighlightFades(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	do(t, engine, "history.configure", "", `{"buffer_size": 1}`)
 	write(t, engine, clk, "", "user", "One.")
@@ -368,6 +377,7 @@ func TestChatHighlightFades(t *testing.T) {
 // cost one more load, not one each; answers to earlier loads are ignored;
 // events of other conversations cost nothing.
 func TestChatReloadsOncePerBurst(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newChatPane(engine, &styles, time.Hour, false)
@@ -413,6 +423,7 @@ func TestChatReloadsOncePerBurst(t *testing.T) {
 // backend of the conversation shown reloads it (they used to be signalled
 // only by trace entries); another conversation's cost nothing.
 func TestChatReloadsOnDeleteAndMove(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newChatPane(engine, &styles, 0, false)
@@ -450,6 +461,7 @@ func TestChatReloadsOnDeleteAndMove(t *testing.T) {
 // narrow side panel) is exactly the terminal's size, and the footer keeps
 // the keys that matter.
 func TestChatFitsEveryState(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startOffsite(t)
 	keys(tm, tea.KeyEnter)
 	tm.Type(strings.Repeat("a long message ", 12))
@@ -516,6 +528,7 @@ func TestChatFitsEveryState(t *testing.T) {
 // terminal (set its title, clear it) from the conversation, the search
 // results or the context page.
 func TestChatNeutralisesControlCharacters(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	write(t, engine, clk, "", "user", "hostile\x1b]0;PWNED\x07\x1b[2J text\r\nsecond line")
 	tm := start(t, engine, goldenWidth, goldenHeight)
@@ -548,6 +561,7 @@ func TestChatNeutralisesControlCharacters(t *testing.T) {
 // TestChatKeepsStylesInColour: in a colour profile the frames carry their
 // escape codes whole (none neutralised as if it came from outside).
 func TestChatKeepsStylesInColour(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedOffsite(t, engine, clk)
 	styles := DefaultStyles()
@@ -578,6 +592,7 @@ func TestChatKeepsStylesInColour(t *testing.T) {
 // event when it evicts nothing: the tab catches up once the palette
 // closes; a deletion publishes utterance.deleted, which it follows.
 func TestChatCatchesUpWithoutHistoryEvents(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	write(t, engine, clk, "", "user", "Keep this one.")
 	write(t, engine, clk, "", "assistant", "Delete this one.")
@@ -599,6 +614,7 @@ func TestChatCatchesUpWithoutHistoryEvents(t *testing.T) {
 // --- channels ---
 
 func TestGoldenChatChannelPicker(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk)
 	tm := start(t, engine, goldenWidth, goldenHeight)
@@ -640,6 +656,7 @@ func TestGoldenChatChannelPicker(t *testing.T) {
 // threads, which the Threads tab shows; on web, the first message starts
 // a thread the next ones continue. Under each message: where it went.
 func TestChatSendsOnChannels(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No messages in default yet")
@@ -690,6 +707,7 @@ func TestChatSendsOnChannels(t *testing.T) {
 // but chat.send has not answered, the spinner stays under it where its
 // route will show.
 func TestChatFinishingWhileSendIsInFlight(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newChatPane(engine, &styles, 0, false)
@@ -717,6 +735,7 @@ func TestChatFinishingWhileSendIsInFlight(t *testing.T) {
 // thread: a new conversation's first message starts a thread of its own,
 // and coming back continues the first one.
 func TestChatThreadPerConversation(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No messages in default yet")
@@ -761,6 +780,7 @@ func TestChatThreadPerConversation(t *testing.T) {
 // TestChatPickerListsThreadsCreatedMeanwhile: a thread created while the
 // picker's list is being read is listed once it has answered.
 func TestChatPickerListsThreadsCreatedMeanwhile(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	threadMessage(t, engine, "web", "", "user", "Book flights to Paris for March 3.")
 	styles := DefaultStyles()
@@ -785,6 +805,7 @@ func TestChatPickerListsThreadsCreatedMeanwhile(t *testing.T) {
 
 // TestWrapKeepsFlagsWhole: a flag is not split at its hyphens.
 func TestWrapKeepsFlagsWhole(t *testing.T) {
+	t.Parallel()
 	text := "no language model configured (start engram with --llm ollama or --llm openai): the algorithmic decision stands"
 	for w := 10; w <= 60; w++ {
 		for _, l := range wrapText(text, w, "") {
@@ -802,6 +823,7 @@ func TestWrapKeepsFlagsWhole(t *testing.T) {
 // nothing of the buffer's size rather than a wrong one ("holds 1
 // utterances" was the placeholder's).
 func TestChatSaysNoBufferSizeBeforeItsStatsCome(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	m := New(engine, Options{StatusFade: time.Hour})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})
@@ -819,6 +841,7 @@ func TestChatSaysNoBufferSizeBeforeItsStatsCome(t *testing.T) {
 // conversation's own load error, shown only while the conversation had
 // not come, and cleared once it came).
 func TestChatSaysWhenTheBufferStatsFailToLoad(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	m := New(engine, Options{StatusFade: time.Hour})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 36})

@@ -15,6 +15,7 @@ type revertAsk struct {
 }
 
 func TestConfirmYesHandsBackWhatWasAsked(t *testing.T) {
+	t.Parallel()
 	var c confirm[revertAsk]
 	if c.Active() {
 		t.Fatal("a new confirm asks nothing")
@@ -36,6 +37,7 @@ func TestConfirmYesHandsBackWhatWasAsked(t *testing.T) {
 }
 
 func TestConfirmNoAndEscCancel(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{"n", "N", "esc"} {
 		c := confirm[func() int]{Yes: "compact"}
 		c.open("Compact “x”?", func() int { return 1 })
@@ -56,6 +58,7 @@ func TestConfirmNoAndEscCancel(t *testing.T) {
 }
 
 func TestConfirmLeavesOtherKeysToThePane(t *testing.T) {
+	t.Parallel()
 	c := confirm[int]{Yes: "forget"}
 	c.open("Forget it?", 7)
 	for _, k := range []string{"up", "j", "pgdown", "q", "enter", "tab"} {
@@ -79,6 +82,7 @@ func TestConfirmLeavesOtherKeysToThePane(t *testing.T) {
 // TestConfirmReadsAsThePanesAsk: the words of the questions the Goals,
 // Threads and Memory tabs ask now (their golden frames) come out the same.
 func TestConfirmReadsAsThePanesAsk(t *testing.T) {
+	t.Parallel()
 	st := DefaultStyles()
 	goals := confirm[revertAsk]{Yes: "revert", Hint: " (y/n)", CancelKey: "n"}
 	goals.open("Revert goal_launch to v2? This creates v5.", revertAsk{})

@@ -10,6 +10,7 @@ import (
 // A long conversation's summary lists its covered utterances as ranges
 // (issue 13, item 7); the chat pane names them the same way either way.
 func TestCoveredLabelReadsListsAndRangesAlike(t *testing.T) {
+	t.Parallel()
 	listed := history.Summary{Covers: []int{4, 0, 1, 2, 7}}
 	ranged := history.Summary{CoveredSpans: []text.Span{{From: 0, To: 2}, {From: 4, To: 4}, {From: 7, To: 7}}}
 	for _, sum := range []history.Summary{listed, ranged} {

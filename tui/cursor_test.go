@@ -19,6 +19,7 @@ func checkCursor(t *testing.T, c *listCursor, index, offset int) {
 }
 
 func TestCursorKeepsSelectionInView(t *testing.T) {
+	t.Parallel()
 	c := cursorAt(10, 3, 0)
 	for range 5 {
 		c.down()
@@ -48,6 +49,7 @@ func TestCursorKeepsSelectionInView(t *testing.T) {
 }
 
 func TestCursorStopsAtTheEnds(t *testing.T) {
+	t.Parallel()
 	c := cursorAt(4, 2, 0)
 	c.up()
 	checkCursor(t, c, 0, 0)
@@ -61,6 +63,7 @@ func TestCursorStopsAtTheEnds(t *testing.T) {
 }
 
 func TestCursorPagesByItsHeight(t *testing.T) {
+	t.Parallel()
 	c := cursorAt(20, 4, 0)
 	c.pageDown()
 	checkCursor(t, c, 4, 1)
@@ -83,6 +86,7 @@ func TestCursorPagesByItsHeight(t *testing.T) {
 }
 
 func TestCursorClampsWhenTheListShrinks(t *testing.T) {
+	t.Parallel()
 	c := cursorAt(10, 3, 8)
 	checkCursor(t, c, 8, 6)
 	c.setLen(5)
@@ -108,6 +112,7 @@ func TestCursorClampsWhenTheListShrinks(t *testing.T) {
 }
 
 func TestCursorKeepsTheSameItemAfterAReload(t *testing.T) {
+	t.Parallel()
 	before := []string{"a", "b", "c", "d", "e"}
 	c := cursorAt(len(before), 2, 3) // on "d"
 	was := before[c.Index()]
@@ -129,6 +134,7 @@ func TestCursorKeepsTheSameItemAfterAReload(t *testing.T) {
 }
 
 func TestCursorHandlesTheNavigationKeys(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		key   string
 		index int

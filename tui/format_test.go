@@ -20,6 +20,7 @@ func red(s string) string {
 }
 
 func TestTruncationCountsScreenCells(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int
@@ -48,6 +49,7 @@ func TestTruncationCountsScreenCells(t *testing.T) {
 }
 
 func TestTruncationKeepsStyles(t *testing.T) {
+	t.Parallel()
 	s := red("hello world") + " plain"
 	got := truncateTo(s, 8)
 	if ansi.Strip(got) != "hello w…" || lineWidth(got) != 8 {
@@ -66,6 +68,7 @@ func TestTruncationKeepsStyles(t *testing.T) {
 }
 
 func TestFitMakesExactlyTheSize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		w    int
@@ -97,6 +100,7 @@ func TestFitMakesExactlyTheSize(t *testing.T) {
 }
 
 func TestTruncateLeftKeepsTheEnd(t *testing.T) {
+	t.Parallel()
 	if got := truncateLeft("/home/me/.local/share/engram", 15); got != "…l/share/engram" {
 		t.Errorf("truncateLeft = %q", got)
 	}
@@ -123,6 +127,7 @@ func TestTruncateLeftKeepsTheEnd(t *testing.T) {
 }
 
 func TestOneLineNeutralisesControls(t *testing.T) {
+	t.Parallel()
 	if got := oneLine("a\r\nb\nc\td\x1b[31me"); got != "a b c d\uFFFD[31me" {
 		t.Errorf("oneLine = %q", got)
 	}
@@ -132,6 +137,7 @@ func TestOneLineNeutralisesControls(t *testing.T) {
 }
 
 func TestWrapping(t *testing.T) {
+	t.Parallel()
 	// wrapText: plain text from outside, its line breaks kept, indented,
 	// flags never split at their hyphens nor from their values.
 	got := wrapText("run it with --llm offline\nthen stop", 14, "  ")
@@ -172,6 +178,7 @@ const noModel = "LLMError: plan.replan needs a language model: start engram with
 // Every wrapper breaks at spaces and keeps a flag with its value, at every
 // width, in plain and styled text.
 func TestWrappingNeverSplitsAFlagFromItsValue(t *testing.T) {
+	t.Parallel()
 	units := []string{"--llm ollama", "--llm openai", "--model NAME),", "plan.create"}
 	check := func(how string, lines []string, width int) {
 		t.Helper()
@@ -217,6 +224,7 @@ func TestWrappingNeverSplitsAFlagFromItsValue(t *testing.T) {
 // columns. A message too long keeps its start and its last clause, cut at
 // spaces, never inside a flag or leaving a bracket open.
 func TestFitMessageKeepsTheStartAndTheAlternative(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		width int
 		want  string
@@ -251,6 +259,7 @@ func TestFitMessageKeepsTheStartAndTheAlternative(t *testing.T) {
 }
 
 func TestTimesReadAsThePanesShowThem(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 2, 10, 4, 30, 0, time.UTC)
 	today := time.Date(2026, 3, 2, 9, 5, 7, 0, time.UTC)
 	earlier := time.Date(2026, 2, 28, 23, 59, 0, 0, time.UTC)
@@ -277,6 +286,7 @@ func TestTimesReadAsThePanesShowThem(t *testing.T) {
 }
 
 func TestWordsAndFigures(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ got, want string }{
 		{plural(1, "match", "matches"), "1 match"},
 		{plural(0, "match", "matches"), "0 matches"},
@@ -309,6 +319,7 @@ func TestWordsAndFigures(t *testing.T) {
 }
 
 func TestTableCellsAndColumns(t *testing.T) {
+	t.Parallel()
 	name := tableColumn{title: "title", width: 10}
 	num := tableColumn{title: "turns", width: 7, right: true}
 	for _, tc := range []struct {

@@ -61,6 +61,7 @@ func typeInto(tm *teatest.TestModel, text string) {
 // TestGoalsNewFormCreatesAGoal: n opens the form on the title; what is
 // typed becomes a goal, the list shows it and the cursor is on it.
 func TestGoalsNewFormCreatesAGoal(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	tm.Type("n")
 	waitFor(t, tm, "New item", "type:", "title:", "priority:", "progress:", "Enter create")
@@ -98,6 +99,7 @@ func TestGoalsNewFormCreatesAGoal(t *testing.T) {
 // TestGoldenGoalsItemForm: the new item form under the list, at 120x36
 // and 80x24, with a mistake named.
 func TestGoldenGoalsItemForm(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	tm.Type("n")
 	waitFor(t, tm, "New item")
@@ -114,6 +116,7 @@ func TestGoldenGoalsItemForm(t *testing.T) {
 // TestGoalsFormNamesTheFieldToFix: every mistake names its field and the
 // fix, and nothing is stored until it is fixed.
 func TestGoalsFormNamesTheFieldToFix(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	tm.Type("n")
 	waitFor(t, tm, "New item")
@@ -151,6 +154,7 @@ func TestGoalsFormNamesTheFieldToFix(t *testing.T) {
 // TestGoalsEditFormSavesTheChangedFields: e fills the form with the item;
 // enter sends only what changed, based on the version shown.
 func TestGoalsEditFormSavesTheChangedFields(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	tm.Type("e")
 	waitFor(t, tm, "Edit goal_launch", "Ship v1", "2025-11-20 17:00", "launch, release, q4", "40")
@@ -170,6 +174,7 @@ func TestGoalsEditFormSavesTheChangedFields(t *testing.T) {
 // TestGoalsCompleteAndDelete: c completes the item under the cursor; D
 // asks first (n keeps it), y deletes it; d shows deleted items.
 func TestGoalsCompleteAndDelete(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	keys(tm, tea.KeyDown) // act_docs
 	tm.Type("c")
@@ -203,6 +208,7 @@ func TestGoalsCompleteAndDelete(t *testing.T) {
 // an item past its due date by the engine's clock (and not done) reads
 // late, and the detail lists the children. The 120x36 and 80x24 frames.
 func TestGoalsListShowsChildrenAndLateItems(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedGoals(t, engine, clk)
 	do(t, engine, "cortex.create", "", `{"type": "question", "id": "q_venue", "fields": {"title": "Which venue?", "parent": "goal_launch", "due_at": "2025-11-30T12:00:00Z"}}`)
@@ -226,6 +232,7 @@ func TestGoalsListShowsChildrenAndLateItems(t *testing.T) {
 // TestGoalsDetailListsChildren: the detail says which items are under
 // the open one, and n there makes a new one under it.
 func TestGoalsDetailListsChildren(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "1 child (n adds one)", "└ Write the user guide · action act_docs · active")
@@ -243,6 +250,7 @@ func TestGoalsDetailListsChildren(t *testing.T) {
 
 // TestGoalsEmptySaysNCreatesAGoal: the empty list says which key to press.
 func TestGoalsEmptySaysNCreatesAGoal(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("3")
@@ -260,6 +268,7 @@ func TestGoalsEmptySaysNCreatesAGoal(t *testing.T) {
 // pane follows the event and says plainly that it is no longer shared,
 // with no PermissionError.
 func TestGoalsRevokedItemIsNoLongerShared(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("3")

@@ -97,6 +97,7 @@ func openLineage(t *testing.T, tm *teatest.TestModel) {
 // --- golden frames ---
 
 func TestGoldenGoalsList(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	m := finish(t, tm)
 	requireGolden(t, m)
@@ -109,6 +110,7 @@ func TestGoldenGoalsList(t *testing.T) {
 }
 
 func TestGoldenGoalsDetail(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "goal_launch · v4 · owner local", "✓ audit chain verified", "launch, release, q4")
@@ -120,6 +122,7 @@ func TestGoldenGoalsDetail(t *testing.T) {
 }
 
 func TestGoldenGoalsLineage(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	openLineage(t, tm)
 	keys(tm, tea.KeyUp)
@@ -129,6 +132,7 @@ func TestGoldenGoalsLineage(t *testing.T) {
 }
 
 func TestGoldenGoalsRevertConfirm(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	openLineage(t, tm)
 	keys(tm, tea.KeyUp, tea.KeyUp)
@@ -145,6 +149,7 @@ func TestGoldenGoalsRevertConfirm(t *testing.T) {
 // --- the list ---
 
 func TestGoalsFilter(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedGoals(t, engine, clk)
 	tm := teatest.NewTestModel(t, probing{New(engine, Options{StatusFade: time.Hour})},
@@ -218,6 +223,7 @@ func (p probing) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func TestGoalsFilterTakesQAndDigits(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	tm.Type("/q1")
 	waitFor(t, tm, "filter: q1")
@@ -229,6 +235,7 @@ func TestGoalsFilterTakesQAndDigits(t *testing.T) {
 }
 
 func TestGoalsOpenAndBack(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	keys(tm, tea.KeyDown, tea.KeyDown, tea.KeyEnter) // the question, under goal_launch's child
 	waitFor(t, tm, "Which license do we ship under?", "question q_license · v1", "yes (it holds up other work)")
@@ -242,6 +249,7 @@ func TestGoalsOpenAndBack(t *testing.T) {
 }
 
 func TestGoalsLineageSelection(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	openLineage(t, tm)
 	// The diff follows the selection: each version shows what it changed,
@@ -268,6 +276,7 @@ func TestGoalsLineageSelection(t *testing.T) {
 // --- revert ---
 
 func TestGoalsRevertYes(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	openLineage(t, tm)
 	keys(tm, tea.KeyUp, tea.KeyUp)
@@ -290,6 +299,7 @@ func TestGoalsRevertYes(t *testing.T) {
 }
 
 func TestGoalsRevertNo(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	openLineage(t, tm)
 	keys(tm, tea.KeyUp)
@@ -313,6 +323,7 @@ func TestGoalsRevertNo(t *testing.T) {
 }
 
 func TestGoalsRevertCurrentVersion(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	openLineage(t, tm)
 	tm.Type("r")
@@ -326,6 +337,7 @@ func TestGoalsRevertCurrentVersion(t *testing.T) {
 // --- share and revoke ---
 
 func TestGoalsShareAndRevoke(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	if _, err := getItem(t, engine, "bob", "goal_launch"); errs.KindOf(err) != errs.Permission {
 		t.Fatalf("bob reads goal_launch before it is shared: %v", err)
@@ -358,6 +370,7 @@ func TestGoalsShareAndRevoke(t *testing.T) {
 }
 
 func TestGoalsShareBadPermission(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startGoals(t)
 	keys(tm, tea.KeyEnter)
 	waitFor(t, tm, "✓ audit chain verified")
@@ -392,6 +405,7 @@ func TestGoalsShareBadPermission(t *testing.T) {
 // --- live updates ---
 
 func TestGoalsLiveUpdates(t *testing.T) {
+	t.Parallel()
 	engine, clk, tm := startGoals(t)
 	// Another source creates an item: it appears in its place, no key pressed.
 	clk.Advance(time.Minute)
@@ -419,6 +433,7 @@ func TestGoalsLiveUpdates(t *testing.T) {
 // TestGoalsReloadsOncePerBurst: events arriving while a load is in flight
 // cost one more load, not one each; answers to earlier loads are ignored.
 func TestGoalsReloadsOncePerBurst(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newGoalsPane(engine, &styles)
@@ -457,6 +472,7 @@ func TestGoalsReloadsOncePerBurst(t *testing.T) {
 // terminal's size at 80x24, 100x30 and 200x60 (where list and item show
 // side by side), and smaller.
 func TestGoalsFitsEveryState(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startGoals(t)
 	openLineage(t, tm)
 	m := finish(t, tm)
@@ -501,6 +517,7 @@ func TestGoalsFitsEveryState(t *testing.T) {
 // TestGoalsSplitAtWideSizes: from 150 columns the list stays on the left
 // and the item under the cursor shows on the right, following the cursor.
 func TestGoalsSplitAtWideSizes(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedGoals(t, engine, clk)
 	tm := start(t, engine, 200, 60)
@@ -523,6 +540,7 @@ func TestGoalsSplitAtWideSizes(t *testing.T) {
 // TestGoalsShowsBrokenChain: a lineage whose hash chain does not verify
 // says so, and where.
 func TestGoalsShowsBrokenChain(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newGoalsPane(engine, &styles)
@@ -545,6 +563,7 @@ func TestGoalsShowsBrokenChain(t *testing.T) {
 // from the value the audit trail records (the item's JSON), so that a field
 // and its lineage's diff read alike.
 func TestGoalsFieldValuesAreTheRecordedOnes(t *testing.T) {
+	t.Parallel()
 	due := time.Date(2025, 11, 20, 17, 0, 0, 0, time.FixedZone("", 2*3600))
 	for _, it := range []*cortex.Item{
 		{ID: "g", Title: "Ship v1", Description: "d", Progress: 40, Priority: "high", Status: "active", DueAt: &due,

@@ -386,6 +386,7 @@ func readmeKeys(t *testing.T) map[string][]string {
 // every pane's KeyMap (in that tab's rows or the rows for all), and every
 // global key, written as the help writes it (Ctrl+C, Esc, ↑).
 func TestEveryKeyIsInTheReadme(t *testing.T) {
+	t.Parallel()
 	rows := readmeKeys(t)
 	engine, _ := newEngine(t)
 	m := New(engine, Options{})
@@ -460,6 +461,7 @@ func TestFootersFit(t *testing.T) {
 
 // TestKeyLabelsReadAsWritten: keyLabel writes keys as a person does.
 func TestKeyLabelsReadAsWritten(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"ctrl+c": "Ctrl+C", "shift+tab": "Shift+Tab", "esc": "Esc", "enter": "Enter", "pgup/pgdn": "PgUp/PgDn",
 		"ctrl+n/p": "Ctrl+N/P", "c/ctrl+o": "c/Ctrl+O", "n/esc": "n/Esc", "↑/↓": "↑/↓", "g/home": "g/Home",

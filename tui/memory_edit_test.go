@@ -14,6 +14,7 @@ import (
 // cursor on the text; enter memorizes it as the console's agent, and the
 // list shows it.
 func TestMemoryMemorizeForm(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	tm.Type("m")
 	waitFor(t, tm, "Memorize", "store:", "kind:", "text:", "importance:", "Enter memorize")
@@ -41,6 +42,7 @@ func TestMemoryMemorizeForm(t *testing.T) {
 // TestMemoryMemorizeFormNamesTheFieldToFix: mistakes name their field and
 // the fix; the engine's refusals show in the form; nothing is stored.
 func TestMemoryMemorizeFormNamesTheFieldToFix(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	tm.Type("m")
 	waitFor(t, tm, "Memorize")
@@ -72,6 +74,7 @@ func TestMemoryMemorizeFormNamesTheFieldToFix(t *testing.T) {
 // TestMemoryUnforgetKey: u on a soft-forgotten item (d shows them) brings
 // it back; on a live one it says what u is for.
 func TestMemoryUnforgetKey(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	do(t, engine, "memory.forget", "", `{"store": "working", "instruction": "item w-boat"}`)
 	waitFor(t, tm, "5/8")
@@ -91,6 +94,7 @@ func TestMemoryUnforgetKey(t *testing.T) {
 // TestMemoryFollowsEveryChange: a configure, an unforget or a share made
 // elsewhere (a batch step, another agent) shows without leaving the tab.
 func TestMemoryFollowsEveryChange(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	do(t, engine, "memory.configure", "", `{"store": "working", "max_items": 10}`)
 	waitFor(t, tm, "6/10")
@@ -107,6 +111,7 @@ func TestMemoryFollowsEveryChange(t *testing.T) {
 // with the console's agent and open in the tab, is revoked: the tab says
 // so plainly and shows another store, with no PermissionError.
 func TestMemoryRevokedStoreIsNoLongerShared(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	bob := conn.Request{Principal: "bob"}
 	ctx := context.Background()
@@ -139,6 +144,7 @@ func TestMemoryRevokedStoreIsNoLongerShared(t *testing.T) {
 
 // TestGoldenMemoryMemorizeForm: the form at 120x36 and 80x24.
 func TestGoldenMemoryMemorizeForm(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startMemory(t)
 	tm.Type("m")
 	waitFor(t, tm, "Memorize")

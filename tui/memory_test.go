@@ -106,6 +106,7 @@ func recalledIDs(items []memory.Recalled) string {
 // --- golden frames (memory_empty is in TestGoldenTabs) ---
 
 func TestGoldenMemoryStores(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	m := finish(t, tm)
 	requireGolden(t, m)
@@ -125,6 +126,7 @@ func TestGoldenMemoryStores(t *testing.T) {
 }
 
 func TestGoldenMemoryRemember(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	tm.Type("/")
 	waitFor(t, tm, "remember: ")
@@ -150,6 +152,7 @@ func TestGoldenMemoryRemember(t *testing.T) {
 }
 
 func TestGoldenMemoryForgetPreview(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	tm.Type("f")
 	waitFor(t, tm, "forget: ")
@@ -169,6 +172,7 @@ func TestGoldenMemoryForgetPreview(t *testing.T) {
 // --- stores ---
 
 func TestMemorySwitchStores(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startMemory(t)
 	keys(tm, tea.KeyRight)
 	waitFor(t, tm, "▸ episodic", "newest first (the store's order)", "Reviewed the venue shortlist")
@@ -198,6 +202,7 @@ func TestMemorySwitchStores(t *testing.T) {
 // --- remember ---
 
 func TestMemoryRememberAndBack(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startMemory(t)
 	tm.Type("/lisbon")
 	keys(tm, tea.KeyEnter)
@@ -215,6 +220,7 @@ func TestMemoryRememberAndBack(t *testing.T) {
 }
 
 func TestMemoryRankToggle(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	tm.Type("/offsite budget")
 	keys(tm, tea.KeyEnter)
@@ -244,6 +250,7 @@ func TestMemoryRankToggle(t *testing.T) {
 }
 
 func TestMemoryIncludeDeleted(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	do(t, engine, "memory.forget", "", `{"store": "working", "instruction": "item w-boat"}`)
 	waitFor(t, tm, "5/8", "1 forgotten kept", "forgotten hidden")
@@ -279,6 +286,7 @@ func TestMemoryIncludeDeleted(t *testing.T) {
 // --- forget ---
 
 func TestMemoryForgetSoft(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	before := capacity(t, engine, "working")
 	tm.Type("foldest")
@@ -305,6 +313,7 @@ func TestMemoryForgetSoft(t *testing.T) {
 }
 
 func TestMemoryForgetHard(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	tm.Type("fitems tagged budget")
 	keys(tm, tea.KeyTab) // hard
@@ -325,6 +334,7 @@ func TestMemoryForgetHard(t *testing.T) {
 }
 
 func TestMemoryForgetUnsupported(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	tm.Type("fthe blue ones")
 	keys(tm, tea.KeyEnter)
@@ -348,6 +358,7 @@ func TestMemoryForgetUnsupported(t *testing.T) {
 // TestMemoryForgetPreviewFollowsTheStore: what y forgets is what shows, so
 // a change of the store under a preview makes it again.
 func TestMemoryForgetPreviewFollowsTheStore(t *testing.T) {
+	t.Parallel()
 	engine, clk, tm := startMemory(t)
 	tm.Type("fitems tagged budget")
 	keys(tm, tea.KeyEnter)
@@ -365,6 +376,7 @@ func TestMemoryForgetPreviewFollowsTheStore(t *testing.T) {
 // --- detail ---
 
 func TestMemoryDetail(t *testing.T) {
+	t.Parallel()
 	engine, clk, tm := startMemory(t)
 	keys(tm, tea.KeyEnd, tea.KeyEnter) // the least important: w-boat
 	waitFor(t, tm, "item w-boat", "metadata", `"people": [`, "tokens_estimate")
@@ -403,6 +415,7 @@ func TestMemoryDetail(t *testing.T) {
 // --- live updates ---
 
 func TestMemoryShowsLiveMemorize(t *testing.T) {
+	t.Parallel()
 	engine, clk, tm := startMemory(t)
 	memorize(t, engine, clk, "working", `{"type": "fact", "text": "Joe joins the offsite on March 4.", "agent_id": "local", "importance": 0.95}`)
 	waitFor(t, tm, "7/8", "Joe joins the offsite")
@@ -422,6 +435,7 @@ func TestMemoryShowsLiveMemorize(t *testing.T) {
 // TestMemoryCatchesUpWithoutEvents: memory.configure publishes no event;
 // the tab follows it once the palette closes.
 func TestMemoryCatchesUpWithoutEvents(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startMemory(t)
 	tm.Type(`:memory.configure {"store": "notes", "type": "episodic"}`)
 	keys(tm, tea.KeyEnter)
@@ -446,6 +460,7 @@ func TestMemoryCatchesUpWithoutEvents(t *testing.T) {
 // TestMemoryReloadsOncePerBurst: events arriving while a load is in flight
 // cost one more load, not one each; answers to earlier loads are ignored.
 func TestMemoryReloadsOncePerBurst(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedMemory(t, engine, clk)
 	styles := DefaultStyles()
@@ -515,6 +530,7 @@ func drain(p pane, cmd tea.Cmd) {
 // --- keys ---
 
 func TestMemoryQTypesInInputs(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startMemory(t)
 	tm.Type("/q1?")
 	waitFor(t, tm, "remember: q1?")
@@ -536,6 +552,7 @@ func TestMemoryQTypesInInputs(t *testing.T) {
 // editing, unsupported, previewing, the detail) is exactly the terminal's
 // size, and the footer keeps the keys that matter.
 func TestMemoryFitsEveryState(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startMemory(t)
 	do(t, engine, "memory.configure", "", `{"store": "a-very-long-store-name-for-the-cards", "type": "episodic"}`)
 	do(t, engine, "memory.configure", "", `{"store": "notes", "type": "working"}`)

@@ -36,6 +36,7 @@ func keyMsg(t *testing.T, s string) tea.KeyMsg {
 // (msg.String() == "up" and the like) is one binding of the keymap, so that
 // a pane converter can replace each comparison with key.Matches.
 func TestNavKeysCoverEveryRawKey(t *testing.T) {
+	t.Parallel()
 	k := newNavKeys()
 	for raw, b := range map[string]key.Binding{
 		"up": k.Up, "k": k.Up, "down": k.Down, "j": k.Down,
@@ -79,6 +80,7 @@ func TestNavKeysCoverEveryRawKey(t *testing.T) {
 
 // TestNavKeysHaveHelp: every binding says what it does, for the footer.
 func TestNavKeysHaveHelp(t *testing.T) {
+	t.Parallel()
 	k := newNavKeys()
 	for name, b := range map[string]key.Binding{
 		"Up": k.Up, "Down": k.Down, "PageUp": k.PageUp, "PageDown": k.PageDown, "Home": k.Home, "End": k.End,
@@ -98,6 +100,7 @@ func TestNavKeysHaveHelp(t *testing.T) {
 // TestNavArrowsLeaveLettersToTheInput: while a text input has the keyboard
 // letters are typed, not navigation; the arrows still move.
 func TestNavArrowsLeaveLettersToTheInput(t *testing.T) {
+	t.Parallel()
 	a := newNavKeys().arrowsOnly()
 	for _, raw := range []string{"k", "j", "g", "G", "h", "l", "y", "n", "+", "-", "backspace"} {
 		if key.Matches(keyMsg(t, raw), a.Up, a.Down, a.Home, a.End, a.Left, a.Right, a.Yes, a.No, a.Increase, a.Decrease, a.Back, a.Move, a.Ends) {
@@ -121,6 +124,7 @@ func TestNavArrowsLeaveLettersToTheInput(t *testing.T) {
 }
 
 func TestKeyDigitReadsTheDigit(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]int{"1": 1, "6": 6, "9": 9, "alt+3": 3} {
 		if n, ok := keyDigit(keyMsg(t, raw)); !ok || n != want {
 			t.Errorf("keyDigit(%q) = %d, %v; want %d", raw, n, ok, want)

@@ -30,6 +30,7 @@ func (c *askingClient) InfoWith(ctx context.Context, args conn.InfoArgs) (conn.I
 // (for the header) without the counts, as it does at start: they read
 // every key of the store, seconds at a million items.
 func TestOwnerChangeAsksInfoWithoutCounts(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	c := &askingClient{clientConn: newClientConn(engine, conn.Where{PID: 4242}), asks: make(chan bool, 8)}
 	c.quiet = true

@@ -165,6 +165,7 @@ func headerOf(m *Model) string { return strings.SplitN(screenText(m.View()), "\n
 // another engram, "owner" in process (never the pid, so that frames
 // repeat), nothing when the connection cannot say.
 func TestHeaderShowsOwnerOrAttachedPid(t *testing.T) {
+	t.Parallel()
 	t.Run("attached", func(t *testing.T) {
 		engine, clk := newEngine(t)
 		seedGoals(t, engine, clk)
@@ -203,6 +204,7 @@ func TestHeaderShowsOwnerOrAttachedPid(t *testing.T) {
 // TestHeaderGivesWayLeastImportantFirst: at 80 columns a long data
 // directory and model name give way before where the engine runs.
 func TestHeaderGivesWayLeastImportantFirst(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	m := New(newClientConn(engine, conn.Where{PID: 4242}), Options{StatusFade: time.Hour})
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
@@ -272,6 +274,7 @@ func paneLoads() []string {
 // header says "owner", and every pane loads again: a goal written while
 // no event reached the console shows.
 func TestOwnerChangeReloadsEveryPaneAndSaysSo(t *testing.T) {
+	t.Parallel()
 	engine, clk := newWholeEngine(t)
 	seedGoals(t, engine, clk)
 	c := newClientConn(engine, conn.Where{PID: 4242})
@@ -296,6 +299,7 @@ func TestOwnerChangeReloadsEveryPaneAndSaysSo(t *testing.T) {
 // TestGapEventReloads: a stream that resumed too late (engram.gap) has
 // every pane load again, quietly: nothing in the status line.
 func TestGapEventReloads(t *testing.T) {
+	t.Parallel()
 	engine, clk := newWholeEngine(t)
 	seedGoals(t, engine, clk)
 	c := newClientConn(engine, conn.Where{PID: 4242})
@@ -323,6 +327,7 @@ func TestGapEventReloads(t *testing.T) {
 // committed: no kind before it to cut it short), and the console goes on:
 // the next try works.
 func TestUnavailableErrorKeepsTheConsoleRunning(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedGoals(t, engine, clk)
 	c := newClientConn(engine, conn.Where{PID: 4242})

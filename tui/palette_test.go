@@ -95,6 +95,7 @@ func startWith(t *testing.T, engine conn.Conn, opts Options, width, height int) 
 // without a word. Closing the palette leaves the run going; its result
 // comes to the status line when it ends.
 func TestClosingThePaletteLeavesItsActionRunning(t *testing.T) {
+	t.Parallel()
 	if !plannerBuilt {
 		t.Skip("its long action is a plan run; this build leaves the planner out")
 	}
@@ -131,6 +132,7 @@ func TestClosingThePaletteLeavesItsActionRunning(t *testing.T) {
 // Issue 14, item 2: an action that fails while the palette is closed says
 // so in the status line, naming the action.
 func TestPaletteActionFailingWhileClosedShowsInTheStatusLine(t *testing.T) {
+	t.Parallel()
 	engine, h := newHoldEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(`:test.hold {"fail": true}`)
@@ -150,6 +152,7 @@ func TestPaletteActionFailingWhileClosedShowsInTheStatusLine(t *testing.T) {
 // too (it was silently ignored); each answer comes on its own, and ctrl+x
 // shows in the footer only while there is something to cancel.
 func TestPaletteRunsASecondCommandWhileOneRuns(t *testing.T) {
+	t.Parallel()
 	engine, h := newHoldEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":")
@@ -176,6 +179,7 @@ func TestPaletteRunsASecondCommandWhileOneRuns(t *testing.T) {
 // Issue 14, item 2: cancelling stays an explicit key: ctrl+x cancels the
 // newest action running, and the palette says it was cancelled.
 func TestPaletteCtrlXCancelsTheNewestAction(t *testing.T) {
+	t.Parallel()
 	engine, h := newHoldEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":test.hold")
@@ -202,6 +206,7 @@ func TestPaletteCtrlXCancelsTheNewestAction(t *testing.T) {
 // TestGoldenPaletteTwoRunning: two actions held, the newest named, the
 // footer offering ctrl+x (issue 14, item 2).
 func TestGoldenPaletteTwoRunning(t *testing.T) {
+	t.Parallel()
 	engine, h := newHoldEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":test.hold")
@@ -220,6 +225,7 @@ func TestGoldenPaletteTwoRunning(t *testing.T) {
 // Issue 14, item 11: the palette reopens clean: no earlier result, an empty
 // line, and no ctrl+x with nothing running.
 func TestPaletteOpensClean(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":engine.info")
@@ -241,6 +247,7 @@ func TestPaletteOpensClean(t *testing.T) {
 // Issue 14, item 11: tab completes from the text typed since the palette
 // opened, not from the cycle (ctrl+n) of the text it held before.
 func TestPaletteTabCompletesFromTheFreshText(t *testing.T) {
+	t.Parallel()
 	engine, _ := newHoldEngine(t)
 	m := New(engine, Options{StatusFade: time.Hour})
 	t.Cleanup(m.cancel)
@@ -272,6 +279,7 @@ func TestPaletteTabCompletesFromTheFreshText(t *testing.T) {
 // the history is on file (owner only), and the line being typed comes back
 // below the newest.
 func TestPaletteHistorySurvivesRestarts(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state", "palette_history")
 	engine, _ := newEngine(t)
 	tm := startWith(t, engine, Options{PaletteHistory: path}, goldenWidth, goldenHeight)
@@ -317,6 +325,7 @@ func TestPaletteHistorySurvivesRestarts(t *testing.T) {
 
 // Issue 14, item 11: the history keeps its newest 200 commands, each once.
 func TestPaletteHistoryIsCapped(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "palette_history")
 	var old strings.Builder
 	for i := range 250 {
@@ -352,6 +361,7 @@ func TestPaletteHistoryIsCapped(t *testing.T) {
 // Without a history file (Options.PaletteHistory empty) the history lasts
 // as long as the console, and nothing is written.
 func TestPaletteWithoutHistoryFileKeepsHistoryInMemory(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":engine.info")
@@ -365,6 +375,7 @@ func TestPaletteWithoutHistoryFileKeepsHistoryInMemory(t *testing.T) {
 
 // A history that cannot be written says so once, and the action still runs.
 func TestPaletteHistoryThatCannotBeSavedSaysSo(t *testing.T) {
+	t.Parallel()
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -380,6 +391,7 @@ func TestPaletteHistoryThatCannotBeSavedSaysSo(t *testing.T) {
 // A long result, with actions running, fits every size (TestViewFitsEveryState
 // reopens the palette, which now opens clean: this keeps the long result).
 func TestPaletteWithALongResultFitsEverySize(t *testing.T) {
+	t.Parallel()
 	engine, h := newHoldEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":test.hold")

@@ -40,6 +40,7 @@ func (r *recordingPane) results() (n int, last any) {
 // so another pane could take it for its latest), and a failure also shows
 // in the status line.
 func TestResultReachesOnlyThePaneThatAsked(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	m := New(engine, Options{})
 	asker, other := &recordingPane{id: "asker"}, &recordingPane{id: "other"}
@@ -61,6 +62,7 @@ func TestResultReachesOnlyThePaneThatAsked(t *testing.T) {
 // TestLoaderKeepsOnlyTheLatestAnswer: answers to earlier requests are
 // stale; a change while the latest was in flight asks for one more load.
 func TestLoaderKeepsOnlyTheLatestAnswer(t *testing.T) {
+	t.Parallel()
 	r := &requests{pane: "p"}
 	var l loader
 	first := r.next(&l)

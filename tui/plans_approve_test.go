@@ -102,6 +102,7 @@ func decomposeTidy(t *testing.T, c conn.Conn) {
 // them only once the person says y. x, enter asks and runs nothing; n runs
 // nothing; y runs the plan, approved by the console's agent.
 func TestPlansAskBeforeRunningModelChosenActions(t *testing.T) {
+	t.Parallel()
 	rc, model := newProposingEngine(t, tidyAnswer, "looked around")
 	decomposeTidy(t, rc)
 	before := string(do(t, rc, "plan.get", "", `{"plan_id": "tidy"}`))
@@ -148,6 +149,7 @@ func TestPlansAskBeforeRunningModelChosenActions(t *testing.T) {
 // A plan with nothing a model chose runs at once, and still asks the
 // engine to refuse any such action the pane did not see (issue 13, item 1).
 func TestPlansRunAPlanWithoutProposalsAtOnce(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t)
 	do(t, rc, "plan.create", "", `{"id": "garden", "goal": "Plant the garden", "subtasks": [
 		{"id": "dig", "action": {"name": "noop"}}, {"id": "sow", "dependencies": ["dig"], "action": {"name": "noop"}}]}`)
@@ -174,6 +176,7 @@ func TestPlansRunAPlanWithoutProposalsAtOnce(t *testing.T) {
 // A resume asks too: the plan holds the action a replan chose. esc runs
 // nothing; y resumes it, approved (issue 13, item 1).
 func TestPlansAskBeforeResumingAReplansProposal(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t, `{"subtasks": [{"id": "again", "description": "Count again", "action": {"name": "task.noop"}}]}`)
 	do(t, rc, "plan.create", "", `{"id": "count", "goal": "Count the chairs", "subtasks": [{"id": "a", "action": {"name": "fail"}}]}`)
 	if res, err := conn.Call(context.Background(), rc.Conn, planner.ActionPlanExecute, planner.ExecuteArgs{PlanID: "count"}); err != nil || res.Plan.Status != planner.PlanAborted {
@@ -206,6 +209,7 @@ func TestPlansAskBeforeResumingAReplansProposal(t *testing.T) {
 // engine refuses the run that asks, the pane says so and reloads the plan,
 // and the key then asks (issue 13, item 1).
 func TestPlansAskAfterTheEngineRefusesAStalePlan(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t, tidyAnswer)
 	decomposeTidy(t, rc)
 	rc.stale.Store(true)
@@ -270,6 +274,7 @@ func pressAsk(t *testing.T, p *plansPane, ks ...string) string {
 // args JSON wrapped over the lines it needs, never cut; no line is wider
 // than the pane; the question fits at every size.
 func TestPlansQuestionShowsLongArgsWhole(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
 	p := newPlansPane(rc, &styles, false)
@@ -335,6 +340,7 @@ const eightApproved = "plan.execute eight approve set1=state.set set2=state.set 
 // person has scrolled to the last one sends nothing and says why; once
 // the end has been on screen, y approves all eight.
 func TestPlansApproveOnlyOnceTheLastActionWasShown(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t, eightAnswer)
 	do(t, rc, "plan.decompose", "", `{"goal": "Set it all up", "id": "eight"}`)
 	tm := startPlans(t, rc, 80, 24)
@@ -371,6 +377,7 @@ func TestPlansApproveOnlyOnceTheLastActionWasShown(t *testing.T) {
 // elsewhere) starts the reading over: y waits for the new end. A reload
 // with the same actions keeps what was read.
 func TestPlansReloadWithOtherActionsStartsTheReadingOver(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
 	p := newPlansPane(rc, &styles, false)
@@ -422,6 +429,7 @@ func TestPlansReloadWithOtherActionsStartsTheReadingOver(t *testing.T) {
 // came before the person scrolled: the first ones in full, where the
 // person is, and why nothing ran.
 func TestGoldenPlansAskScrolls(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t, eightAnswer)
 	do(t, rc, "plan.decompose", "", `{"goal": "Set it all up", "id": "eight"}`)
 	tm := startPlans(t, rc, 80, 24)
@@ -439,6 +447,7 @@ func TestGoldenPlansAskScrolls(t *testing.T) {
 // The walked subtask says a model chose its action, and whether someone
 // approved it (issue 13, item 1).
 func TestSubtaskDetailShowsWhoApprovedTheModelsAction(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
 	p := newPlansPane(rc, &styles, false)
@@ -466,6 +475,7 @@ func TestSubtaskDetailShowsWhoApprovedTheModelsAction(t *testing.T) {
 // TestGoldenPlansAskApproval: the question at 80x24, over a decomposed plan
 // whose model chose two actions.
 func TestGoldenPlansAskApproval(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t, `{"subtasks": [
 		{"id": "look", "description": "Look around"},
 		{"id": "note", "description": "Note it", "dependencies": ["look"], "action": {"name": "state.set", "args": {"key": "noted", "value": true}}},
@@ -485,6 +495,7 @@ func TestGoldenPlansAskApproval(t *testing.T) {
 // actions awaiting approval (a replan elsewhere), it lists those; with none
 // left it closes, and nothing runs (issue 13, item 1).
 func TestPlansQuestionFollowsThePlanAsItReloads(t *testing.T) {
+	t.Parallel()
 	rc, _ := newProposingEngine(t)
 	styles := DefaultStyles()
 	p := newPlansPane(rc, &styles, false)

@@ -16,6 +16,7 @@ import (
 // A plan deleted elsewhere (tour.remove, the palette) leaves the Plans tab
 // quietly: no "no plan" error for the plan it showed.
 func TestADeletedPlanLeavesThePlansTabWithoutAnError(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	do(t, engine, "plan.create", "", `{"id": "gone", "goal": "Soon deleted", "subtasks": [{"id": "a", "action": {"name": "noop"}}]}`)
 	tm := start(t, engine, goldenWidth, goldenHeight)
@@ -89,6 +90,7 @@ func deleted(id string) events.Event {
 // deletion event (a loaded machine), leaves the tab without the plan and
 // the status line without "no plan".
 func TestAReloadAnsweredAfterTheDeletionShowsNoError(t *testing.T) {
+	t.Parallel()
 	for _, stale := range []string{"plan.get runs after the deletion", "plan.list ran before the deletion"} {
 		t.Run(stale, func(t *testing.T) {
 			engine, _, _ := newPlanEngine(t)

@@ -72,6 +72,7 @@ func (c sameDataDir) Info(ctx context.Context) (conn.Info, error) {
 // report reads interrupted (no spinner), says r resumes it, and the footer
 // puts r first (issue 14, bug 1).
 func TestGoldenPlansInterrupted(t *testing.T) {
+	t.Parallel()
 	engine, _ := relaunchAfterKill(t)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "[4 Plans]", "↯ interrupted: r resumes it", "interrupted 2/6", "2 of 6 completed · 4 pending")
@@ -90,6 +91,7 @@ func TestGoldenPlansInterrupted(t *testing.T) {
 // run, and r resumes it to the end (issue 14, bug 1: r said "running
 // already", c "nothing to cancel", x "running: c cancels it").
 func TestPlansResumeAPlanInterruptedByAStoppedEngram(t *testing.T) {
+	t.Parallel()
 	engine, gate := relaunchAfterKill(t)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "[4 Plans]", "↯ interrupted: r resumes it")

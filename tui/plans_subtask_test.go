@@ -44,6 +44,7 @@ func walkToEnrich(t *testing.T, tm *teatest.TestModel) {
 }
 
 func TestRetrySubtaskKeyRunsTheFailureAgain(t *testing.T) {
+	t.Parallel()
 	engine, tm := abortedReport(t, 1, goldenWidth, goldenHeight)
 	walkToEnrich(t, tm)
 	tm.Type("t")
@@ -55,6 +56,7 @@ func TestRetrySubtaskKeyRunsTheFailureAgain(t *testing.T) {
 }
 
 func TestSkipSubtaskKeySkipsItAndRunsTheRest(t *testing.T) {
+	t.Parallel()
 	engine, tm := abortedReport(t, 0, goldenWidth, goldenHeight)
 	walkToEnrich(t, tm)
 	tm.Type("s")
@@ -67,6 +69,7 @@ func TestSkipSubtaskKeySkipsItAndRunsTheRest(t *testing.T) {
 }
 
 func TestMarkDoneKeyAsksForANoteAndRecordsIt(t *testing.T) {
+	t.Parallel()
 	engine, tm := abortedReport(t, 0, goldenWidth, goldenHeight)
 	walkToEnrich(t, tm)
 	tm.Type("m")
@@ -84,6 +87,7 @@ func TestMarkDoneKeyAsksForANoteAndRecordsIt(t *testing.T) {
 }
 
 func TestSubtaskKeysExplainWhatTheyActOn(t *testing.T) {
+	t.Parallel()
 	_, tm := abortedReport(t, 0, goldenWidth, goldenHeight)
 	keys(tm, tea.KeyEnter) // fetch, completed
 	waitFor(t, tm, "▸ fetch · ✓ Completed")
@@ -96,6 +100,7 @@ func TestSubtaskKeysExplainWhatTheyActOn(t *testing.T) {
 }
 
 func TestExecutingAnAbortedPlanWithSkipFromTheConsole(t *testing.T) {
+	t.Parallel()
 	engine, tm := abortedReport(t, 0, goldenWidth, goldenHeight)
 	tm.Type("x")
 	waitFor(t, tm, "Execute report", "the failed subtasks now: run once more")
@@ -110,6 +115,7 @@ func TestExecutingAnAbortedPlanWithSkipFromTheConsole(t *testing.T) {
 }
 
 func TestExecuteOnACompletedPlanOffersAFreshRun(t *testing.T) {
+	t.Parallel()
 	engine, clk, _ := newPlanEngine(t)
 	seedPlans(t, engine, clk, work(100))
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -135,6 +141,7 @@ func TestExecuteOnACompletedPlanOffersAFreshRun(t *testing.T) {
 }
 
 func TestQuittingWhileAPlanRunsAsksFirst(t *testing.T) {
+	t.Parallel()
 	engine, clk, gate := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "test.gate"}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -157,6 +164,7 @@ func TestQuittingWhileAPlanRunsAsksFirst(t *testing.T) {
 }
 
 func TestPlansTabFollowsSharesAndRevokesByOthers(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No plans yet.")
@@ -177,6 +185,7 @@ func TestPlansTabFollowsSharesAndRevokesByOthers(t *testing.T) {
 // TestGoldenPlansAborted120: an aborted plan says what works without a
 // model under its header, and the footer leads with x and r (issue 14).
 func TestGoldenPlansAborted120(t *testing.T) {
+	t.Parallel()
 	_, tm := abortedReport(t, 0, 120, 36)
 	m := finish(t, tm)
 	requireGoldenSized(t, m, 120, 36)
@@ -184,6 +193,7 @@ func TestGoldenPlansAborted120(t *testing.T) {
 
 // TestGoldenPlansAborted80: the same at 80x24.
 func TestGoldenPlansAborted80(t *testing.T) {
+	t.Parallel()
 	_, tm := abortedReport(t, 0, 80, 24)
 	m := finish(t, tm)
 	requireGoldenSized(t, m, 80, 24)
@@ -192,6 +202,7 @@ func TestGoldenPlansAborted80(t *testing.T) {
 // TestGoldenPlansAbortedSubtask80: on the failed subtask, the footer leads
 // with t and s, and ? lists m.
 func TestGoldenPlansAbortedSubtask80(t *testing.T) {
+	t.Parallel()
 	_, tm := abortedReport(t, 0, 80, 24)
 	walkToEnrich(t, tm)
 	m := finish(t, tm)

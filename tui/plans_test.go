@@ -183,6 +183,7 @@ func execute(t *testing.T, tm *teatest.TestModel, right int, atOnce string) {
 // --- golden frames ---
 
 func TestGoldenPlansEmpty(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "[4 Plans]", "No plans yet.")
@@ -190,6 +191,7 @@ func TestGoldenPlansEmpty(t *testing.T) {
 }
 
 func TestGoldenPlansBefore(t *testing.T) {
+	t.Parallel()
 	engine, clk, _ := newPlanEngine(t)
 	seedPlans(t, engine, clk, work(1500))
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -215,6 +217,7 @@ func TestGoldenPlansBefore(t *testing.T) {
 // enrich at the gate: fetch and parse completed, enrich running (its
 // spinner on its first frame), the rest pending.
 func TestGoldenPlansDuring(t *testing.T) {
+	t.Parallel()
 	engine, clk, gate := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "test.gate"}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -233,6 +236,7 @@ func TestGoldenPlansDuring(t *testing.T) {
 // TestGoldenPlansAfterFailure: enrich fails under the skip policy; what
 // depends on it is skipped, notify still runs; the plan ends partial.
 func TestGoldenPlansAfterFailure(t *testing.T) {
+	t.Parallel()
 	engine, clk, _ := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "task.fail", "args": {"message": "last year's archive is offline"}}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -250,6 +254,7 @@ func TestGoldenPlansAfterFailure(t *testing.T) {
 // --- behaviour ---
 
 func TestPlansListSelection(t *testing.T) {
+	t.Parallel()
 	engine, clk, _ := newPlanEngine(t)
 	seedPlans(t, engine, clk, work(1500))
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -279,6 +284,7 @@ func TestPlansListSelection(t *testing.T) {
 // TestPlansExecuteLive: once started, the run shows as it goes, from the
 // planner's events alone (no key is pressed after enter).
 func TestPlansExecuteLive(t *testing.T) {
+	t.Parallel()
 	engine, clk, gate := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "test.gate"}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -305,6 +311,7 @@ func TestPlansExecuteLive(t *testing.T) {
 // TestPlansCancelAndResume: c stops a run midway (what ran stays done, the
 // interrupted subtask waits), r resumes it to the end.
 func TestPlansCancelAndResume(t *testing.T) {
+	t.Parallel()
 	engine, clk, gate := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "test.gate"}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -343,6 +350,7 @@ func TestPlansCancelAndResume(t *testing.T) {
 
 // TestPlansAbortPolicy: the default policy stops at the failure.
 func TestPlansAbortPolicy(t *testing.T) {
+	t.Parallel()
 	engine, clk, _ := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "task.fail"}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -368,6 +376,7 @@ func TestPlansAbortPolicy(t *testing.T) {
 // Issue 14: without a model, d says a model is needed before a goal is
 // typed for nothing, and offers the ways that work.
 func TestPlansDecomposeWithoutModelSaysSoFirst(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No plans yet.")
@@ -392,6 +401,7 @@ func TestPlansDecomposeWithoutModelSaysSoFirst(t *testing.T) {
 }
 
 func TestPlansCreateFromYAMLFile(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	path := filepath.Join(t.TempDir(), "garden.yaml")
 	yaml := `id: garden
@@ -434,6 +444,7 @@ subtasks:
 }
 
 func TestPlansReplanWithoutModel(t *testing.T) {
+	t.Parallel()
 	engine, clk, _ := newPlanEngine(t)
 	seedPlans(t, engine, clk, work(1500))
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -452,6 +463,7 @@ func TestPlansReplanWithoutModel(t *testing.T) {
 // TestPlansFollowOtherRuns: a plan created and run elsewhere (the palette,
 // another client of the engine) shows as it goes, and c cancels it there.
 func TestPlansFollowOtherRuns(t *testing.T) {
+	t.Parallel()
 	engine, _, gate := newPlanEngine(t)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "No plans yet.")
@@ -488,6 +500,7 @@ func TestPlansFollowOtherRuns(t *testing.T) {
 // is exactly the terminal's size at 80x24, 100x30 and 200x60 (list and plan
 // side by side), and smaller.
 func TestPlansFitsEveryState(t *testing.T) {
+	t.Parallel()
 	engine, clk, gate := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "test.gate"}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -544,6 +557,7 @@ func TestPlansFitsEveryState(t *testing.T) {
 // TestPlanDAGStages: a subtask's stage is its longest chain of
 // dependencies, whatever the plan's order; within a stage, plan order.
 func TestPlanDAGStages(t *testing.T) {
+	t.Parallel()
 	d := &planner.Plan{ID: "x", Subtasks: []*planner.Subtask{
 		{ID: "e", Dependencies: []string{"d", "a"}},
 		{ID: "a"},
@@ -578,6 +592,7 @@ func TestPlanDAGStages(t *testing.T) {
 // TestPlansSpinnerTicksOnlyWhileRunning: the spinner's ticks go on while
 // something runs and stop when nothing does.
 func TestPlansSpinnerTicksOnlyWhileRunning(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	styles := DefaultStyles()
 	p := newPlansPane(engine, &styles, false)
@@ -609,6 +624,7 @@ func TestPlansSpinnerTicksOnlyWhileRunning(t *testing.T) {
 // TestPlansNeutralisesControlCharacters: goals, ids and errors come from
 // outside; none of them can drive the terminal.
 func TestPlansNeutralisesControlCharacters(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	styles := DefaultStyles()
 	p := newPlansPane(engine, &styles, false)
@@ -639,6 +655,7 @@ func TestPlansNeutralisesControlCharacters(t *testing.T) {
 // time its subtasks ran, and the wall time apart: fetch and parse run 3 s,
 // the plan waits 10 s cancelled, the rest runs 1.6 s.
 func TestPlansRunTimeLeavesOutTheIdleTimeBetweenRuns(t *testing.T) {
+	t.Parallel()
 	engine, clk, gate := newPlanEngine(t)
 	seedPlans(t, engine, clk, `{"name": "test.gate"}`)
 	tm := startPlans(t, engine, goldenWidth, goldenHeight)
@@ -659,6 +676,7 @@ func TestPlansRunTimeLeavesOutTheIdleTimeBetweenRuns(t *testing.T) {
 // planElapsed counts overlapping subtasks once, a running one up to now,
 // and the gaps between runs only in the wall time (issue 14, bug 7).
 func TestPlanElapsedSeparatesRunTimeFromWallTime(t *testing.T) {
+	t.Parallel()
 	at := func(s int) *time.Time { v := goldenTime.Add(time.Duration(s) * time.Second); return &v }
 	d := &planner.Plan{Subtasks: []*planner.Subtask{
 		{ID: "a", Status: planner.Completed, StartedAt: at(0), FinishedAt: at(4)},

@@ -14,6 +14,7 @@ import (
 // and one whose result is hidden from this reader says so instead of
 // looking empty (issue 13, items 1 and 5).
 func TestSubtaskDetailShowsRefusedActionsAndHiddenResults(t *testing.T) {
+	t.Parallel()
 	engine, _, _ := newPlanEngine(t)
 	m := New(engine, Options{StatusFade: time.Hour})
 	p := plansOf(m)

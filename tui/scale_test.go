@@ -66,6 +66,7 @@ func TestThreadsFrameDoesNotGrowWithTheList(t *testing.T) {
 // ones out of view included, so that it does not change width as the list
 // scrolls.
 func TestThreadsLastColumnFitsEveryThread(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	now := engine.Now()
 	for _, n := range []int{1, 2, 3, 9, 100, 1000} {
@@ -116,6 +117,7 @@ func (c *countingConn) Do(ctx context.Context, req conn.Request) (json.RawMessag
 // issue 17's open to first frame ≤ 1 s and memory ≤ 600 MB); the tour
 // still offers itself on an empty store, from engine.info's empty.
 func TestConsoleNeverAsksForCounts(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	c := &countingConn{Conn: engine}
 	m := New(c, Options{StatusFade: time.Hour, OfferTour: true})

@@ -23,6 +23,7 @@ func scrollOf(n, height int) *scrollView {
 }
 
 func TestScrollViewIsExactlyItsHeight(t *testing.T) {
+	t.Parallel()
 	st := DefaultStyles()
 	short := scrollOf(2, 5)
 	if got := short.viewLines(&st); !slices.Equal(got, []string{"0", "1", "", "", ""}) {
@@ -42,6 +43,7 @@ func TestScrollViewIsExactlyItsHeight(t *testing.T) {
 }
 
 func TestScrollSaysWhatIsAboveAndBelow(t *testing.T) {
+	t.Parallel()
 	st := DefaultStyles()
 	v := scrollOf(10, 4)
 	if got := v.viewLines(&st); !slices.Equal(got, []string{"0", "1", "2", " ↓ more below"}) {
@@ -86,6 +88,7 @@ func TestScrollSaysWhatIsAboveAndBelow(t *testing.T) {
 }
 
 func TestScrollStaysWithinItsLines(t *testing.T) {
+	t.Parallel()
 	v := scrollOf(10, 4)
 	if !v.AtTop() || v.AtBottom() {
 		t.Error("a new view is at the top")
@@ -128,6 +131,7 @@ func TestScrollStaysWithinItsLines(t *testing.T) {
 }
 
 func TestScrollFollowsTheEnd(t *testing.T) {
+	t.Parallel()
 	v := &scrollView{Follow: true}
 	v.setHeight(3)
 	v.setLines(numbered(10))
@@ -153,6 +157,7 @@ func TestScrollFollowsTheEnd(t *testing.T) {
 }
 
 func TestScrollHandlesTheNavigationKeys(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		key    string
 		offset int

@@ -60,6 +60,7 @@ func openInferred(t *testing.T, w, h int, choose bool) (conn.Conn, *Model) {
 // in parentheses, apart from a mark, says so in its footer, and the chosen
 // decision's details say what it was read from (120x36).
 func TestGoldenThreadsInferredAt120x36(t *testing.T) {
+	t.Parallel()
 	engine, m := openInferred(t, 120, 36, true)
 	requireGoldenSized(t, m, 120, 36)
 	checkInferredView(t, engine, m, "(✓)/(✗) inferred, not marked", "(✓)/(✗) inferred from the user's next message", "inferred  incorrect from a correction in turn #2")
@@ -68,6 +69,7 @@ func TestGoldenThreadsInferredAt120x36(t *testing.T) {
 // TestGoldenThreadsInferredAt80x24: the same at 80x24, where the summary
 // above the table explains the parentheses (the footer has no room).
 func TestGoldenThreadsInferredAt80x24(t *testing.T) {
+	t.Parallel()
 	engine, m := openInferred(t, 80, 24, false)
 	requireGoldenSized(t, m, 80, 24)
 	checkInferredView(t, engine, m, "(✓)/(✗) inferred, not marked", "inferred  incorrect from a correction in turn #2")
@@ -102,6 +104,7 @@ func checkInferredView(t *testing.T, engine conn.Conn, m *Model, want ...string)
 // inferred outcome, the mark shows (without parentheses), and tuning asks
 // from both counts.
 func TestThreadsMarkShowsOverInference(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	_, thursday, _ := seedInferred(t, engine, clk)
 	styles := DefaultStyles()
@@ -149,6 +152,7 @@ func TestThreadsMarkShowsOverInference(t *testing.T) {
 // shares appears in the tab, and goes when revoked, with no key pressed
 // (issue 14, bug 8).
 func TestThreadsFollowAccessChangesFromAnotherAgent(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	as := conn.Request{Principal: "bob"}
 	ctx := context.Background()
@@ -176,6 +180,7 @@ func TestThreadsFollowAccessChangesFromAnotherAgent(t *testing.T) {
 // thread only if the console may read it; one another agent started, and
 // shares later, does not take the cursor then.
 func TestThreadsDoNotFollowAnotherAgentsNewThread(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	_, _, paris := seedThreads(t, engine, clk)
 	styles := DefaultStyles()

@@ -108,6 +108,7 @@ func threadIDs(ts []*episodic.Thread) string {
 // --- golden frames (threads_empty is in TestGoldenTabs) ---
 
 func TestGoldenThreadsList(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	m := finish(t, tm)
 	requireGolden(t, m)
@@ -125,6 +126,7 @@ func TestGoldenThreadsList(t *testing.T) {
 }
 
 func TestGoldenThreadsDecisions(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	tm.Type("j")
 	waitFor(t, tm, "── Weather in New York (cont.)", "Rain on Thursday")
@@ -159,6 +161,7 @@ func TestGoldenThreadsDecisions(t *testing.T) {
 }
 
 func TestGoldenThreadsCompaction(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	tm.Type("G")
 	waitFor(t, tm, "── Weather in New York", "archived")
@@ -191,6 +194,7 @@ func TestGoldenThreadsCompaction(t *testing.T) {
 // TestThreadsTuneAsksFirstAndReports: t says to mark decisions first when
 // none is; once some are, it asks, and y tunes and shows the report.
 func TestThreadsTuneAsksFirstAndReports(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	// Nothing marked: tuning says what to do first, and asks nothing.
 	tm.Type("t")
@@ -236,6 +240,7 @@ func TestThreadsTuneAsksFirstAndReports(t *testing.T) {
 // compacts, esc leaves them, y compacts and archives them; with nothing new
 // it asks nothing.
 func TestThreadsCompactAsksFirstAndArchivesTurns(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	paris := listThreads(t, engine)[0]
 	tm.Type("ll") // the compaction view, which knows what is left to compact
@@ -283,6 +288,7 @@ func TestThreadsCompactAsksFirstAndArchivesTurns(t *testing.T) {
 // TestThreadsOutcomeQuestionTakesTheKeys: q and digits do not leave the
 // question; esc closes it unanswered.
 func TestThreadsOutcomeQuestionTakesTheKeys(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	tm.Type("j")
 	waitFor(t, tm, "Rain on Thursday")
@@ -307,6 +313,7 @@ func TestThreadsOutcomeQuestionTakesTheKeys(t *testing.T) {
 // TestThreadsShowLiveMessages: threads, turns and decisions appear as the
 // messages come, whoever sends them.
 func TestThreadsShowLiveMessages(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("2")
@@ -339,6 +346,7 @@ func TestThreadsShowLiveMessages(t *testing.T) {
 // TestThreadsJudgingSpinner: while the model judges a new thread's links,
 // the tab says so; the decision then has both halves.
 func TestThreadsJudgingSpinner(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
@@ -378,6 +386,7 @@ func TestThreadsJudgingSpinner(t *testing.T) {
 // TestThreadsReloadOncePerBurst: events while a load is in flight cost one
 // more load, not one each.
 func TestThreadsReloadOncePerBurst(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk)
 	styles := DefaultStyles()
@@ -412,6 +421,7 @@ func TestThreadsReloadOncePerBurst(t *testing.T) {
 // question, the tuning report and the empty tab are exactly the terminal's
 // size, and the footer keeps the keys that matter.
 func TestThreadsFitEveryState(t *testing.T) {
+	t.Parallel()
 	engine, _, tm := startThreads(t)
 	tm.Type("j")
 	waitFor(t, tm, "Rain on Thursday")
@@ -475,6 +485,7 @@ func TestThreadsFitEveryState(t *testing.T) {
 // several rows (the chosen decision's details do not fit beside them:
 // enter shows them, with the chosen row).
 func TestThreadsDecisionsAt80x24(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk)
 	clk.Set(goldenTime.Add(90 * time.Minute))
@@ -509,6 +520,7 @@ func TestThreadsDecisionsAt80x24(t *testing.T) {
 // TestThreadsTuneErrorClearsOnOutcome: "mark a decision first" goes once
 // a decision is marked.
 func TestThreadsTuneErrorClearsOnOutcome(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk)
 	styles := DefaultStyles()
@@ -537,6 +549,7 @@ func TestThreadsTuneErrorClearsOnOutcome(t *testing.T) {
 // TestThreadsTurnsFirstUpScrolls: the turns view starts at the newest
 // turns, and the first ↑ after enter shows an older line.
 func TestThreadsTurnsFirstUpScrolls(t *testing.T) {
+	t.Parallel()
 	_, _, tm := startThreads(t)
 	tm.Type("G")
 	waitFor(t, tm, "── Weather in New York", "archived")
@@ -558,6 +571,7 @@ func TestThreadsTurnsFirstUpScrolls(t *testing.T) {
 // that the next message starts a new thread; while it is not, the timeout
 // shows; ended threads have neither.
 func TestThreadsQuietThread(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk) // Thursday's thread (sms) was last active at 10:46
 	styles := DefaultStyles()
@@ -592,6 +606,7 @@ func TestThreadsQuietThread(t *testing.T) {
 // TestThreadsManualMoveStopsFollowing: a new thread to follow does not
 // pull the cursor back once the user has moved it.
 func TestThreadsManualMoveStopsFollowing(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk)
 	styles := DefaultStyles()
@@ -618,6 +633,7 @@ func TestThreadsManualMoveStopsFollowing(t *testing.T) {
 // TestThreadsKeepFewThreads: the turns and episodes of the threads selected
 // long ago are dropped; the selected thread's stay.
 func TestThreadsKeepFewThreads(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	for i := range threadsKept + 4 {
 		threadMessage(t, engine, "web", "", "user", fmt.Sprintf("Topic number %d, about something else.", i))
@@ -645,6 +661,7 @@ func TestThreadsKeepFewThreads(t *testing.T) {
 // TestThreadsJudgingCounts: the spinner stays while any judging is under
 // way, whatever else happens meanwhile.
 func TestThreadsJudgingCounts(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newThreadsPane(engine, &styles)
@@ -675,6 +692,7 @@ func TestThreadsJudgingCounts(t *testing.T) {
 // TestStatusMessagesFit: the confirmations with a title fit an 80-column
 // status line, however long the title.
 func TestStatusMessagesFit(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("A very long thread title ", 6)
 	for _, format := range []string{"Marked DON'T_LINK with “%s” incorrect (t tunes).", nothingToCompact, "Compacted 12 episodes of “%s”; turns archived.",
 		"New thread “%s”: messages on web continue it.", "Messages go on web, in thread “%s”."} {
@@ -691,6 +709,7 @@ func TestStatusMessagesFit(t *testing.T) {
 // thread's decisions are still loading says so, and the question opens
 // once they come; the key is not lost.
 func TestThreadsOPressedWhileLoadingAsksOnceLoaded(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	seedThreads(t, engine, clk)
 	styles := DefaultStyles()

@@ -43,13 +43,14 @@ func welcome(t *testing.T, width, height int) {
 	t.Helper()
 	engine := newTourEngine(t)
 	tm := startTour(t, engine, width, height)
-	waitFor(t, tm, "New here?", "No messages in default yet")
+	waitFor(t, tm, "New here?", "No messages in default yet", "conversation not started", "0/50 utterances")
 	requireGoldenSized(t, finish(t, tm), width, height)
 }
 
 // T loads the tour: the Chat tab opens its conversation, past its buffer,
 // and every tab is marked as showing sample data.
 func TestTLoadsTheTourAndEveryTabIsMarked(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	tm := startTour(t, engine, 120, 36)
 	waitFor(t, tm, offer)
@@ -70,6 +71,7 @@ func TestTLoadsTheTourAndEveryTabIsMarked(t *testing.T) {
 
 // T again asks first; n keeps the tour, y removes it and the mark goes.
 func TestTAsksBeforeRemovingTheTour(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	tm := startTour(t, engine, 120, 36)
 	waitFor(t, tm, offer)
@@ -98,6 +100,7 @@ func TestTAsksBeforeRemovingTheTour(t *testing.T) {
 // A store with something in it is not a first launch: no offer, and T
 // does nothing.
 func TestNoTourOfferOnAStoreWithData(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	do(t, engine, "cortex.create", "", `{"type": "goal", "fields": {"title": "Mine"}}`)
 	tm := startTour(t, engine, 120, 36)
@@ -116,6 +119,7 @@ func TestNoTourOfferOnAStoreWithData(t *testing.T) {
 
 // While typing a message, T is a letter of it.
 func TestTypingTIsALetterNotTheTour(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	tm := startTour(t, engine, 120, 36)
 	waitFor(t, tm, offer)
@@ -134,6 +138,7 @@ func TestTypingTIsALetterNotTheTour(t *testing.T) {
 // On a first launch every tab says what to do there, under the offer
 // (TestTLoadsTheTourAndEveryTabIsMarked checks the line on each tab).
 func TestEveryEmptyTabSaysWhatToDoThere(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	tm := startTour(t, engine, 120, 36)
 	for i, want := range []string{
@@ -157,6 +162,7 @@ func TestEveryEmptyTabSaysWhatToDoThere(t *testing.T) {
 // Relaunched with the tour's data there, the console marks it again, and
 // T offers to remove it.
 func TestARelaunchWithTheTourMarksItAgain(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	do(t, engine, "tour.load", "", "")
 	tm := startTour(t, engine, 120, 36)
@@ -171,6 +177,7 @@ func TestARelaunchWithTheTourMarksItAgain(t *testing.T) {
 
 // ? lists T with what it does now: load the tour, then remove it.
 func TestHelpListsTheTourKey(t *testing.T) {
+	t.Parallel()
 	engine := newTourEngine(t)
 	tm := startTour(t, engine, 120, 36)
 	waitFor(t, tm, offer)

@@ -21,6 +21,7 @@ import (
 // one as they come (the fast path), past the cap the pane keeps and with a
 // wider column arriving, show the same lines as rendering them all afresh.
 func TestTraceLiveEntriesRenderAsAFullRefreshWould(t *testing.T) {
+	t.Parallel()
 	styles := DefaultStyles()
 	p := newTracePane(nil, &styles)
 	p.SetSize(goldenWidth, goldenHeight)
@@ -124,6 +125,7 @@ func traceShows(p *tracePane, seq int) bool {
 // Scrolled up, the list stays where the person put it and says "N new
 // below" as entries arrive; back at the bottom it follows again.
 func TestTraceSaysHowManyNewEntriesAreBelowWhileScrolledUp(t *testing.T) {
+	t.Parallel()
 	p := loadedTrace(t, goldenWidth, 12, 40) // 10 rows for entries
 	if !traceShows(p, 40) {
 		t.Fatalf("the newest entry is not shown at first:\n%s", p.View())
@@ -177,6 +179,7 @@ func TestTraceSaysHowManyNewEntriesAreBelowWhileScrolledUp(t *testing.T) {
 // too, which may come after the entries) never stop the list following,
 // and never move a list scrolled up.
 func TestTraceFollowsAcrossResizes(t *testing.T) {
+	t.Parallel()
 	styles := DefaultStyles()
 	p := newTracePane(nil, &styles)
 	// The load answers before the terminal's size is known.
@@ -209,6 +212,7 @@ func TestTraceFollowsAcrossResizes(t *testing.T) {
 // TestTraceScrolledUpStaysPutAtTheCap: at the cap the oldest entries go as
 // new ones come; a list scrolled up keeps showing the same entries.
 func TestTraceScrolledUpStaysPutAtTheCap(t *testing.T) {
+	t.Parallel()
 	p := loadedTrace(t, goldenWidth, 12, traceKeep)
 	traceKey(p, tea.KeyMsg{Type: tea.KeyPgUp})
 	first := p.entries[p.view.Offset()].Seq
@@ -226,6 +230,7 @@ func TestTraceScrolledUpStaysPutAtTheCap(t *testing.T) {
 // TestGoldenTraceNewBelow: issue 14 bug 9. Scrolled up while turns run, the
 // Trace tab keeps its place and its last line says how many entries came.
 func TestGoldenTraceNewBelow(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	for i := range 12 {
 		turn(t, engine, clk, fmt.Sprintf("turn-%02d", i), "hello")
@@ -249,6 +254,7 @@ func TestGoldenTraceNewBelow(t *testing.T) {
 // principal), as it never did on a reload. Bob's turn comes first; the
 // console's own turn after it is the sign that the events have arrived.
 func TestTraceShowsNoOtherAgentsEntriesLive(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")

@@ -255,6 +255,7 @@ func lineDiff(want, got string) string {
 // --- golden frames ---
 
 func TestGoldenTabs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		key, name, tab, shows string
 	}{
@@ -275,6 +276,7 @@ func TestGoldenTabs(t *testing.T) {
 }
 
 func TestGoldenTrace(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	turn(t, engine, clk, "turn-1", "hello")
 	turn(t, engine, clk, "turn-2", "what did I say?")
@@ -291,6 +293,7 @@ func TestGoldenTrace(t *testing.T) {
 }
 
 func TestGoldenPaletteEngineInfo(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":")
@@ -305,6 +308,7 @@ func TestGoldenPaletteEngineInfo(t *testing.T) {
 }
 
 func TestGoldenPaletteError(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":")
@@ -321,6 +325,7 @@ func TestGoldenPaletteError(t *testing.T) {
 // --- keys ---
 
 func TestTabKeys(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "[1 Chat]")
@@ -351,6 +356,7 @@ func TestTabKeys(t *testing.T) {
 }
 
 func TestQuitKey(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("2")
@@ -361,6 +367,7 @@ func TestQuitKey(t *testing.T) {
 }
 
 func TestQTypesInPalette(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":q")
@@ -373,6 +380,7 @@ func TestQTypesInPalette(t *testing.T) {
 }
 
 func TestQTypesInTraceFilter(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6f")
@@ -389,6 +397,7 @@ func TestQTypesInTraceFilter(t *testing.T) {
 }
 
 func TestCtrlCQuitsFromAnywhere(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		setup func(tm *teatest.TestModel)
@@ -412,6 +421,7 @@ func TestCtrlCQuitsFromAnywhere(t *testing.T) {
 }
 
 func TestHelpToggle(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	waitFor(t, tm, "? more keys")
@@ -459,6 +469,7 @@ func turnLine(t *testing.T, engine conn.Conn, turn string) string {
 }
 
 func TestTraceShowsLiveEntries(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")
@@ -480,6 +491,7 @@ func TestTraceShowsLiveEntries(t *testing.T) {
 // TestTraceKeepsUp floods the console with events: the subscription is a
 // command re-issued after each event, so every one arrives, in order.
 func TestTraceKeepsUp(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type("6")
@@ -508,6 +520,7 @@ func TestTraceKeepsUp(t *testing.T) {
 }
 
 func TestTraceFilterByTurn(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	do(t, engine, "turn.start", "turn-a", `{"input": "first"}`)
 	clk.Advance(time.Second)
@@ -546,6 +559,7 @@ func TestTraceFilterByTurn(t *testing.T) {
 }
 
 func TestTraceFilterClearAndPartialID(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	turn(t, engine, clk, "turn-a", "first")
 	turn(t, engine, clk, "turn-b", "second")
@@ -581,6 +595,7 @@ func TestTraceFilterClearAndPartialID(t *testing.T) {
 // TestTraceIgnoresStaleLoad: the answer to a load made for an earlier filter
 // must not land in the list of the current one.
 func TestTraceIgnoresStaleLoad(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newTracePane(engine, &styles)
@@ -609,6 +624,7 @@ func TestTraceIgnoresStaleLoad(t *testing.T) {
 // stays on its line, cut with an ellipsis; a long turn id shows its end,
 // which is what tells UUIDv7 ids apart.
 func TestTraceEntryIsOneLine(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	styles := DefaultStyles()
 	p := newTracePane(engine, &styles)
@@ -629,6 +645,7 @@ func TestTraceEntryIsOneLine(t *testing.T) {
 // --- palette ---
 
 func TestPaletteCompletion(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":engine.i")
@@ -649,6 +666,7 @@ func TestPaletteCompletion(t *testing.T) {
 }
 
 func TestPaletteHistory(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":engine.info")
@@ -689,6 +707,7 @@ func TestPaletteHistory(t *testing.T) {
 }
 
 func TestPaletteScrollsLongResult(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	tm := start(t, engine, goldenWidth, goldenHeight)
 	tm.Type(":actions.list")
@@ -709,6 +728,7 @@ func TestPaletteScrollsLongResult(t *testing.T) {
 // --- sizes ---
 
 func TestResize(t *testing.T) {
+	t.Parallel()
 	for _, size := range []tea.WindowSizeMsg{{Width: 80, Height: 24}, {Width: 200, Height: 60}} {
 		t.Run(fmt.Sprintf("%dx%d", size.Width, size.Height), func(t *testing.T) {
 			engine, clk := newEngine(t)
@@ -731,6 +751,7 @@ func TestResize(t *testing.T) {
 // result: each frame is exactly the terminal's size, and the keys that
 // matter most stay in the footer.
 func TestViewFitsEveryState(t *testing.T) {
+	t.Parallel()
 	engine, clk := newEngine(t)
 	turn(t, engine, clk, "01a214dd-0e0d-72b8-b0ba-c160125f4e36", strings.Repeat("a long input ", 20))
 	// An agent client with a long, wide name and a failed call: the Agents
@@ -787,6 +808,7 @@ func lastLine(s string) string { return s[strings.LastIndexByte(s, '\n')+1:] }
 // instead of reading the channel itself, so it returns at once even when no
 // event is waiting; the command delivers the next event when one comes.
 func TestUpdateNeverBlocks(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	m := New(engine, Options{})
 	t.Cleanup(func() { m.cancel() })
@@ -838,6 +860,7 @@ func runAsync(cmd tea.Cmd) <-chan tea.Msg {
 // --- the status line ---
 
 func TestStatusFades(t *testing.T) {
+	t.Parallel()
 	s := status{fade: time.Hour}
 	if s.set("first\nmessage", true) == nil {
 		t.Fatal("no fade timer")
@@ -864,6 +887,7 @@ func TestStatusFades(t *testing.T) {
 // TestPaletteShowsSpinnerWhileAModelAnswers: an LLM call in flight shows a
 // spinner in the palette, which asked, until the answer comes.
 func TestPaletteShowsSpinnerWhileAModelAnswers(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	model := &llmtest.Scripted{Model: "tiny", Func: func(llm.Request) llmtest.Answer {
 		<-release
@@ -890,6 +914,7 @@ func TestPaletteShowsSpinnerWhileAModelAnswers(t *testing.T) {
 // TestOneLineNeutralisesControlCharacters: text from an agent cannot drive
 // the terminal (set its title, clear it, colour it).
 func TestOneLineNeutralisesControlCharacters(t *testing.T) {
+	t.Parallel()
 	hostile := "plan\x1b]0;PWNED\x07\x1b[2J\x1b[41mred\u009b31m\r\nnext\tcol"
 	got := oneLine(hostile)
 	for _, r := range got {
@@ -918,6 +943,7 @@ func (b *blockingModel) Embed(context.Context, llm.EmbedRequest) (llm.EmbedRespo
 // TestCtrlXCancelsThePalettesAction: ctrl+x gives up on a slow model call
 // (esc leaves it running: issue 14, item 2).
 func TestCtrlXCancelsThePalettesAction(t *testing.T) {
+	t.Parallel()
 	model := &blockingModel{cancelled: make(chan struct{})}
 	engine, err := core.Open(core.Options{InMemory: true, Clock: clock.NewFixed(goldenTime), IDSeed: "golden", LLM: model})
 	if err != nil {

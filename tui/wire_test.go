@@ -99,6 +99,7 @@ func (w wireConn) Now() time.Time                { return w.engine.Now() }
 // through a connection where everything crosses as JSON: the same frame as
 // in process, and live updates from events that crossed as JSON too.
 func TestConsoleWorksOverAConnectionThatSharesNoMemory(t *testing.T) {
+	t.Parallel()
 	t.Run("the same frames", func(t *testing.T) {
 		engine, clk := newEngine(t)
 		seedGoals(t, engine, clk)
@@ -143,6 +144,7 @@ func (s stallingConn) Do(ctx context.Context, req conn.Request) (json.RawMessage
 // the console quits is cancelled, so the engine can close at once instead
 // of waiting (for a slow model, say).
 func TestQuittingCancelsRequestsInFlight(t *testing.T) {
+	t.Parallel()
 	engine, _ := newEngine(t)
 	c := stallingConn{Conn: engine, action: cortex.ActionActive.Name(), cancelled: make(chan struct{})}
 	tm := start(t, c, goldenWidth, goldenHeight)

@@ -112,6 +112,7 @@ var conversationSteps = []struct {
 // leaves an access_denied entry; history.list and Bob's turn.start do not
 // show it. It failed before conversations had owners: Bob read all of it.
 func TestStrangerCannotTouchAnotherAgentsConversation(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	before := aliceConversation(r)
 	for i, s := range conversationSteps {
@@ -152,6 +153,7 @@ func TestStrangerCannotTouchAnotherAgentsConversation(t *testing.T) {
 // conversation but every write, configure, move and delete is refused;
 // revoking takes reading back.
 func TestReadGrantLetsReadButNotWrite(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	before := aliceConversation(r)
 	var acl struct {
@@ -192,6 +194,7 @@ func TestReadGrantLetsReadButNotWrite(t *testing.T) {
 // owner writes into a full buffer, and the background fold of what it
 // evicted runs (the summary covers it) without any grant of its own.
 func TestWriteGrantLetsWriteAndFoldsKeepWorking(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	aliceConversation(r)
 	r.Do(alice, "history.share", `{"conversation": "private", "principal": "bob", "permissions": ["read", "write"]}`, nil)
@@ -209,6 +212,7 @@ func TestWriteGrantLetsWriteAndFoldsKeepWorking(t *testing.T) {
 // stored before conversations had owners is the default agent's
 // (access.LegacyOwner): it keeps working for it and is refused to others.
 func TestConversationStoredWithoutOwnerIsTheDefaultAgents(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.write("old", "user", "hello from before owners")
 	st := r.e.Env().Store
@@ -245,6 +249,7 @@ func TestConversationStoredWithoutOwnerIsTheDefaultAgents(t *testing.T) {
 // TestNewConversationBelongsToItsFirstWriter: whoever writes a
 // conversation first owns it; others are refused until it is shared.
 func TestNewConversationBelongsToItsFirstWriter(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.write("mine", "user", "hello")
 	r.Fail(bob, "history.read", `{"conversation": "mine"}`, errs.Permission, "bob may not read", "the owner (local)")
@@ -257,6 +262,7 @@ func TestNewConversationBelongsToItsFirstWriter(t *testing.T) {
 // updates.history names Alice's conversation is refused at turn.end, and
 // the conversation is unchanged.
 func TestTurnCannotWriteIntoAnotherAgentsConversation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	before := aliceConversation(r)
 	who := enginetest.Who{As: "bob", Turn: "turn-b"}
@@ -272,6 +278,7 @@ func TestTurnCannotWriteIntoAnotherAgentsConversation(t *testing.T) {
 // (which the trace and the planner ask) says who may read a conversation,
 // in either backend.
 func TestAccessRegistryAnswersForConversations(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	aliceConversation(r)
 	r.Do(alice, "history.write", `{"conversation": "kept", "speaker": "user", "text": "on disk"}`, nil)
@@ -299,6 +306,7 @@ func TestAccessRegistryAnswersForConversations(t *testing.T) {
 // backend when its where record is missing: a review found the check took
 // such a conversation for a new one, anyone's to write.
 func TestWriteCheckFindsAConversationWithoutItsWhereRecord(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.Do(alice, "history.write", `{"conversation": "private", "speaker": "user", "text": "mine"}`, nil)
 	env := r.e.Env()

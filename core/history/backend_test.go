@@ -15,6 +15,7 @@ import (
 // TestMoveWhileWriting: writes racing a move all land, in the backend the
 // conversation ends in.
 func TestMoveWhileWriting(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	r.configure(map[string]any{"buffer_size": 1000})
 	var wg sync.WaitGroup
@@ -52,6 +53,7 @@ func TestMoveWhileWriting(t *testing.T) {
 // TestTurnEndWritesAForeignStoreConversationOnItsOwn: a turn's utterances for a conversation kept in
 // the other store are written on their own.
 func TestTurnEndWritesAForeignStoreConversationOnItsOwn(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	if _, err := r.tryIn("t1", "turn.start", `{}`); err != nil {
 		t.Fatal(err)
@@ -71,6 +73,7 @@ func TestTurnEndWritesAForeignStoreConversationOnItsOwn(t *testing.T) {
 // conversation once, sorted, with the backend it lives in; engine.info
 // counts them.
 func TestListNamesEveryConversationWithItsBackend(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir()})
 	r.write("b", "user", "x")
 	r.write("a", "user", "y")
@@ -91,6 +94,7 @@ func TestListNamesEveryConversationWithItsBackend(t *testing.T) {
 // TestInMemoryBackendWritesNothingToDisk: a conversation kept in memory
 // works and never reaches the disk store (seed 001, scenario 7.13).
 func TestInMemoryBackendWritesNothingToDisk(t *testing.T) {
+	t.Parallel()
 	// An engine on disk with the history kept in memory: it works, and not
 	// a word of it reaches the disk store.
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})

@@ -17,6 +17,7 @@ import (
 // key and value of the store compared before and after, the trace and
 // sequences aside).
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 3})
 	for i, s := range richUtterances(5) {
@@ -101,6 +102,7 @@ func TestBadInput(t *testing.T) {
 // TestUnknownConversation: reading an unknown conversation is an empty
 // result (and creates nothing); writing to one creates it.
 func TestUnknownConversation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.h.Settle()
 	before := dump(t, r.e.Env().Store)
@@ -145,6 +147,7 @@ func TestUnknownConversation(t *testing.T) {
 // TestConfigureFailsWhole: a configure that moves the conversation and then
 // finds max_tokens too small moves nothing.
 func TestConfigureFailsWhole(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	r.write("", "user", strings.Repeat("a long utterance of many tokens ", 10))
 	r.h.Settle()
@@ -175,6 +178,7 @@ func manyTerms(n int) string {
 // 100 KB is refused (see TestBadInput) in less time than a normal search
 // of the same conversation takes: it reads nothing.
 func TestHugeQueriesAreRefusedFasterThanASearch(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	c := newCorpus(t)
 	for i := range 500 {

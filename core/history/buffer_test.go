@@ -32,6 +32,7 @@ func speakerOf(i int) string { return []string{"user", "assistant"}[i%2] }
 // TestBufferKeepsTheLastN: the buffer keeps the last buffer_size utterances;
 // the evicted ones are summarised (seed 001, scenario 7.1).
 func TestBufferKeepsTheLastN(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 5})
 	all := numbered(7)
@@ -62,6 +63,7 @@ func TestBufferKeepsTheLastN(t *testing.T) {
 // TestEvictionIsOldestFirst: each write into a full buffer evicts exactly
 // the oldest utterance (seed 001, scenario 7.2).
 func TestEvictionIsOldestFirst(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 3})
 	var evictions [][]int
@@ -89,6 +91,7 @@ func TestEvictionIsOldestFirst(t *testing.T) {
 // in writing order, and a deleted index is not given again (seed 001,
 // scenario 7.3).
 func TestIndexesAreSequentialAndNeverReused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var got []int
 	for i, s := range numbered(5) {
@@ -115,6 +118,7 @@ func TestIndexesAreSequentialAndNeverReused(t *testing.T) {
 // TestSpeakerIsRecorded: each utterance keeps its speaker (seed 001,
 // scenario 7.4).
 func TestSpeakerIsRecorded(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for _, sp := range history.Speakers {
 		r.add("", sp, "said by the "+sp)
@@ -133,6 +137,7 @@ func TestSpeakerIsRecorded(t *testing.T) {
 // TestTurnNumberIsTracked: a user utterance starts the next turn, others
 // stay in it, and an explicit turn_number is kept (seed 001, scenario 7.5).
 func TestTurnNumberIsTracked(t *testing.T) {
+	t.Parallel()
 	// By default a user utterance starts the next turn and the others stay
 	// in it: user, assistant, user, assistant, user, assistant → 1,1,2,2,3,3.
 	r := newRig(t)
@@ -164,6 +169,7 @@ func TestTurnNumberIsTracked(t *testing.T) {
 // TestLastNIsTheMostRecentOldestFirst: last n returns the n most recent
 // utterances, oldest first (seed 001, scenario 7.9).
 func TestLastNIsTheMostRecentOldestFirst(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	all := numbered(10)
 	for i, s := range all {
@@ -190,6 +196,7 @@ func TestLastNIsTheMostRecentOldestFirst(t *testing.T) {
 // TestReadIsChronological: reading returns the buffer in the order it was
 // written (seed 001, scenario 7.10).
 func TestReadIsChronological(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var want []time.Time
 	for i, gap := range []time.Duration{0, time.Millisecond, time.Second, 0, time.Hour} {
@@ -214,6 +221,7 @@ func TestReadIsChronological(t *testing.T) {
 // TestTokenBudgetEvicts: max_tokens evicts the oldest utterances before the
 // buffer fills (seed 001, scenario 7.16).
 func TestTokenBudgetEvicts(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"max_tokens": 1000})
 	written := 0
@@ -249,6 +257,7 @@ func TestTokenBudgetEvicts(t *testing.T) {
 // TestEmptyConversationReadsEmpty: an empty conversation reads as empty
 // lists, never null (seed 001, scenario 7.17).
 func TestEmptyConversationReadsEmpty(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	if got := r.last("", 5); got == nil || len(got) != 0 {
 		t.Errorf("last 5 = %#v, want an empty list", got)
@@ -283,6 +292,7 @@ func TestEmptyConversationReadsEmpty(t *testing.T) {
 // TestSingleUtteranceConversation: a conversation of one utterance reads,
 // searches and deletes (seed 001, scenario 7.18).
 func TestSingleUtteranceConversation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.add("", "user", "just one")
 	if got := r.last("", 1); len(got) != 1 || got[0].Text != "just one" {
@@ -342,6 +352,7 @@ func largeText(n int, seed int) string {
 // TestLargeUtterancesAreNeverTruncated: utterances of 10,000 tokens and more
 // are kept whole (seed 001, scenario 7.19).
 func TestLargeUtterancesAreNeverTruncated(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 2})
 	var sent []utt
@@ -396,6 +407,7 @@ func TestLargeUtterancesAreNeverTruncated(t *testing.T) {
 // TestDeletingAnEvictedUtteranceKeepsTheSummary: deleting an archived utterance takes it out of search;
 // the summary it was folded into keeps what it said.
 func TestDeletingAnEvictedUtteranceKeepsTheSummary(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 2})
 	r.write("", "user", "Maria Lopez booked the Lisbon flight.")
@@ -427,6 +439,7 @@ func TestDeletingAnEvictedUtteranceKeepsTheSummary(t *testing.T) {
 
 // TestConfigureSmallerBufferOrBudgetEvictsAtOnce: a smaller buffer or budget evicts at once.
 func TestConfigureSmallerBufferOrBudgetEvictsAtOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 10 {
 		r.write("", speakerOf(i), fmt.Sprintf("line %d about topic%d", i, i))

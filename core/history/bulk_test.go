@@ -16,6 +16,7 @@ import (
 // clock, leave the same store behind — utterances, postings, counters,
 // evictions and the summary they were folded into — and search the same.
 func TestBulkLoadWritesWhatWriteWrites(t *testing.T) {
+	t.Parallel()
 	c := newCorpus(t)
 	var reqs []history.WriteRequest
 	// More than one of BulkLoad's transactions (1,000 writes), with
@@ -61,6 +62,7 @@ func TestBulkLoadWritesWhatWriteWrites(t *testing.T) {
 // naming its position and field; the requests before it are written, none
 // after.
 func TestBulkLoadStopsAtABadRequest(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	reqs := []history.WriteRequest{
 		{Speaker: "user", Text: "one"}, {Speaker: "user", Text: "two"},

@@ -68,6 +68,7 @@ func writeMix(t *testing.T, r *rig, durable bool) {
 // through the actions, with a conversation in the in-memory backend, has
 // no history problems.
 func TestCheckFindsNothingWrongInAHealthyDurableStore(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir()})
 	writeMix(t, r, true)
 	if p := historyProblems(t, r); len(p) > 0 {
@@ -78,6 +79,7 @@ func TestCheckFindsNothingWrongInAHealthyDurableStore(t *testing.T) {
 // TestCheckFindsNothingWrongInAHealthyInMemoryStore: the same in an engram
 // running in memory.
 func TestCheckFindsNothingWrongInAHealthyInMemoryStore(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	writeMix(t, r, false)
 	if p := historyProblems(t, r); len(p) > 0 {
@@ -89,6 +91,7 @@ func TestCheckFindsNothingWrongInAHealthyInMemoryStore(t *testing.T) {
 // folded into the summary (a crash right after the write) are not a
 // problem: their fold keys stand for them.
 func TestCheckCountsPendingFoldsAsCoveringTheirEvictions(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{holdFolds: true})
 	r.configure(map[string]any{"buffer_size": 2})
 	for i := range 6 {
@@ -143,6 +146,7 @@ func editConv(tx *storage.Tx, c string, fn func(m map[string]any)) error {
 // TestCheckFindsEachKindOfDamageOnce: each damage, done directly to the
 // store, is reported by exactly one problem that names it.
 func TestCheckFindsEachKindOfDamageOnce(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		damage func(tx *storage.Tx) error
@@ -275,6 +279,7 @@ func TestCheckFindsEachKindOfDamageOnce(t *testing.T) {
 // TestCheckStopsWhenCancelled: a cancelled check returns the context's
 // error instead of going on.
 func TestCheckStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	r := damageRig(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -318,6 +323,7 @@ func BenchmarkCheckHistory(b *testing.B) {
 // backend it was leaving or entering (never read; the next move into that
 // backend clears it).
 func TestCheckAcceptsWhatAKillLeavesBehind(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir()})
 	r.write("old", "user", "written before the fix")
 	r.write("moved", "user", "moved to memory")

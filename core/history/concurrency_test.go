@@ -13,6 +13,7 @@ import (
 // TestConcurrentWriters: writers racing on one conversation all land, with
 // unique, contiguous indexes, and the buffer never exceeds its size.
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{history.BackendInMemory, history.BackendDurable} {
 		t.Run(backend, func(t *testing.T) {
 			o := rigOptions{historyBackend: backend}

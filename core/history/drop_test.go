@@ -40,6 +40,7 @@ func (r *rig) historyKeys() []string {
 }
 
 func TestDropDeletesAConversationAndEverythingInItAndNothingElse(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"durable", "in-memory"} {
 		t.Run(backend, func(t *testing.T) {
 			r := newRigWith(t, rigOptions{dir: t.TempDir()})
@@ -83,6 +84,7 @@ func TestDropDeletesAConversationAndEverythingInItAndNothingElse(t *testing.T) {
 }
 
 func TestDroppingAnUnknownConversationSaysSo(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.fail("history.drop", `{"conversation": "nope"}`, errs.NotFound, `no conversation "nope"`)
 }

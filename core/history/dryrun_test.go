@@ -9,6 +9,7 @@ import (
 )
 
 func TestADryRunWriteChecksAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.do("history.write", map[string]any{"conversation": "c", "speaker": "user", "text": "Book the offsite."}, nil)
 	before := r.do("history.stats", map[string]any{"conversation": "c"}, nil)

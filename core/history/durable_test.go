@@ -38,6 +38,7 @@ func durableLine(i int) string {
 // TestDurableBackendSurvivesRestart: a durable conversation survives a
 // restart and a kill -9 (seed 001, scenario 7.14).
 func TestDurableBackendSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	t.Run("engine restart", func(t *testing.T) {
 		// The in-process part: an engine on a directory, the conversation in
 		// the durable backend, closed and opened again.
@@ -257,6 +258,7 @@ func testKill9(t *testing.T) {
 // TestBackendSwitchKeepsEverything: moving a live conversation between
 // backends keeps its buffer, summary and archive (seed 001, scenario 7.15).
 func TestBackendSwitchKeepsEverything(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := newRigWith(t, rigOptions{dir: dir, historyBackend: history.BackendInMemory})
 	r.configure(map[string]any{"buffer_size": 4})

@@ -35,6 +35,7 @@ func (r *rig) historyEvents() (next func() events.Event) {
 // utterance, the eviction and the summary, in that order, with typed
 // payloads.
 func TestWriteThatEvictsPublishesItsEvents(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 1})
 	next := r.historyEvents()
@@ -64,6 +65,7 @@ func TestWriteThatEvictsPublishesItsEvents(t *testing.T) {
 // backend each publish an event naming the conversation (they used to say
 // so only in the trace); a move to where it already is publishes none.
 func TestDeleteAndMovePublishTheirEvents(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), historyBackend: history.BackendInMemory})
 	r.configure(map[string]any{"conversation": "trip", "buffer_size": 1})
 	r.write("trip", "user", "one")
@@ -91,6 +93,7 @@ func TestDeleteAndMovePublishTheirEvents(t *testing.T) {
 // say whose access changed, so that a view follows them at once (issue
 // 14, bug 8).
 func TestConfigurePublishesTheNewSettings(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.write("trip", "user", "one")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,6 +11,7 @@ import (
 // run when engram stopped (as after kill -9 right after the write) are
 // folded on the next start, and the summary is as if nothing had happened.
 func TestFoldsResumeAfterACrash(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
 	held.configure(map[string]any{"buffer_size": 2})
@@ -42,6 +43,7 @@ func TestFoldsResumeAfterACrash(t *testing.T) {
 // before its fold ran still reaches the summary (a summary keeps what an
 // evicted utterance said, whenever the fold runs).
 func TestFoldKeepsWhatADeletedUtteranceSaid(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
 	held.configure(map[string]any{"buffer_size": 1})
@@ -65,6 +67,7 @@ func TestFoldKeepsWhatADeletedUtteranceSaid(t *testing.T) {
 // "a.", "a0", "ab"): skipping the rest of one conversation's folds never
 // skips another's.
 func TestFoldsOfConversationsSharingAPrefixAllResume(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	held := newRigWith(t, rigOptions{dir: dir, holdFolds: true})
 	names := []string{"a", "a b", "a%", "a%2F", "a.", "a0", "ab", "b"}

@@ -14,6 +14,7 @@ import (
 // gives them as ranges instead, so what they return stays small however
 // long the conversation gets.
 func TestSummaryListsCoveredIndexesAsRangesPastALimit(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	if err := history.SeedEvictions(r.h, "long", 25_000); err != nil {
 		t.Fatal(err)
@@ -45,6 +46,7 @@ func TestSummaryListsCoveredIndexesAsRangesPastALimit(t *testing.T) {
 // TestSummaryListsFewCoveredIndexes: up to the limit, covers lists them
 // as before and there is no covered_spans.
 func TestSummaryListsFewCoveredIndexes(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 1})
 	for _, s := range []string{"one", "two", "three"} {

@@ -15,6 +15,7 @@ import (
 // within the limit, is cut to the limit when longer, and a failing model
 // leaves the extractive summary in service with a trace note.
 func TestModelSummary(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("The model goes on and on about Lisbon, budgets and flights. ", 40)
 	model := &llmtest.Scripted{Answers: []llmtest.Answer{
 		llmtest.Text("Maria plans a Lisbon trip on March 3rd."),
@@ -106,6 +107,7 @@ func TestModelSummary(t *testing.T) {
 // date underneath the model's, and is what the prompt shows when the model's
 // is behind.
 func TestModelSummaryExtractiveMeanwhile(t *testing.T) {
+	t.Parallel()
 	model := &llmtest.Scripted{Answers: []llmtest.Answer{llmtest.Fail(errors.New("busy")), llmtest.Text("Short model summary.")}}
 	r := newRigWith(t, rigOptions{llm: model})
 	r.configure(map[string]any{"buffer_size": 1})

@@ -41,6 +41,7 @@ func propertyText(rng *rand.Rand) string {
 // and the postings in memory were kept current by the changes, not read
 // again for each.
 func TestSearchFromMemoryEqualsScanningTheStore(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := newRigWith(t, rigOptions{dir: t.TempDir()})
@@ -107,6 +108,7 @@ func TestSearchFromMemoryEqualsScanningTheStore(t *testing.T) {
 // delete, then a search that finds the new utterance and not the deleted
 // one, from the postings in memory (not read again from the store).
 func TestSearchKeepsPostingsCurrentAfterWrites(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	r.write("", "user", "The Lisbon flight is booked")
@@ -144,6 +146,7 @@ func TestSearchKeepsPostingsCurrentAfterWrites(t *testing.T) {
 // reach them — every query of one to four of its words, with and without
 // a speaker, answers exactly what scoring every posting in the store does.
 func TestSearchSkippingEqualsScoringAll(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	c := newCorpus(t)
 	r.configure(map[string]any{"buffer_size": 10_000})
@@ -189,6 +192,7 @@ func TestSearchSkippingEqualsScoringAll(t *testing.T) {
 // done the search from memory equals the store scan (run with -race for
 // the locking of the postings in memory).
 func TestSearchWhileWriting(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	r.write("", "user", "budget flight lisbon")

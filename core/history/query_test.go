@@ -12,6 +12,7 @@ import (
 // TestQueryForms runs every instruction history.query understands, checking
 // what it understood and what it did.
 func TestQueryForms(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 4})
 	lines := []string{
@@ -113,6 +114,7 @@ func TestQueryForms(t *testing.T) {
 // TestQueryUnsupported: anything else is an UnsupportedInstruction that
 // lists what is understood, and changes nothing.
 func TestQueryUnsupported(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.write("", "user", "something to keep")
 	r.h.Settle()

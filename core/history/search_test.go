@@ -16,6 +16,7 @@ import (
 )
 
 func TestSearchStemming(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i, s := range []string{
 		"We deployed the new version yesterday.",
@@ -41,6 +42,7 @@ func TestSearchStemming(t *testing.T) {
 }
 
 func TestSearchExactKeywordAlwaysMatches(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	lines := []string{
 		"What is it that you want?",
@@ -93,6 +95,7 @@ func TestSearchExactKeywordAlwaysMatches(t *testing.T) {
 }
 
 func TestSearchEvictedSpeakerLimit(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 5})
 	for i := range 30 {
@@ -195,6 +198,7 @@ var labelledQueries = []struct {
 
 // TestSearchPrecisionAt1 ranks a labelled set and reports precision@1.
 func TestSearchPrecisionAt1(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 10}) // two thirds in the archive
 	for i, s := range labelled {
@@ -275,6 +279,7 @@ func cos(a, b []float32) float64 {
 // TestSearchSemantic: with embeddings, an utterance sharing no word with
 // the query is found when its similarity reaches 0.85, and not below.
 func TestSearchSemantic(t *testing.T) {
+	t.Parallel()
 	emb := embedder{concepts: map[string]string{
 		"automobile": "car", "vehicle": "car", "car": "car",
 		"physician": "doctor", "doctor": "doctor",
@@ -349,6 +354,7 @@ func TestSearchSemantic(t *testing.T) {
 // on the same scale as those with one (it used to keep its raw BM25 score,
 // which is not comparable, and could outrank everything).
 func TestSearchMissingEmbedding(t *testing.T) {
+	t.Parallel()
 	emb := embedder{}
 	model := &llmtest.Scripted{Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
 		EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
@@ -396,6 +402,7 @@ func hasTerm(s, word string) bool {
 // TestSearchFindsByContent: search finds utterances by their words, evicted
 // ones included (seed 001, scenario 7.11).
 func TestSearchFindsByContent(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 4}) // most of it evicted: search covers the archive
 	lines := []string{
@@ -442,6 +449,7 @@ func TestSearchFindsByContent(t *testing.T) {
 // TestSearchAndReadFilterBySpeaker: a speaker filter keeps only that
 // speaker's utterances (seed 001, scenario 7.12).
 func TestSearchAndReadFilterBySpeaker(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for i := range 9 {
 		r.add("", history.Speakers[i%3], fmt.Sprintf("budget note %d from %s", i, history.Speakers[i%3]))

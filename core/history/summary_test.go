@@ -85,6 +85,7 @@ func isWordByte(b byte) bool {
 }
 
 func TestKeepsHelper(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		summary, fact string
 		want          bool
@@ -109,6 +110,7 @@ func TestKeepsHelper(t *testing.T) {
 // keeps at least 80% of the key entities of everything evicted — by
 // text.Entities, and by the facts written by hand for each conversation.
 func TestSummaryCoverageOnConversations(t *testing.T) {
+	t.Parallel()
 	for _, fx := range loadFixtures(t) {
 		t.Run(fx.Name, func(t *testing.T) {
 			r := newRig(t)
@@ -177,6 +179,7 @@ func TestSummaryCoverageOnConversations(t *testing.T) {
 // evicted, and what it keeps is the most recent: the entities of the last
 // evicted utterances survive, and coverage does not grow with age.
 func TestSummaryLongerThanFits(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 3})
 	var all []string
@@ -235,6 +238,7 @@ func TestSummaryLongerThanFits(t *testing.T) {
 // TestSummaryFiguresTable logs coverage at several limits (not a check: the
 // figures for the record, with -v).
 func TestSummaryFiguresTable(t *testing.T) {
+	t.Parallel()
 	if !testing.Verbose() {
 		t.Skip("figures only with -v")
 	}
@@ -259,6 +263,7 @@ func TestSummaryFiguresTable(t *testing.T) {
 // TestEvictionLeavesATraceEntry: an eviction leaves a history.evicted
 // trace entry saying what left and why, and the summary covers it.
 func TestEvictionLeavesATraceEntry(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 1})
 	r.write("", "user", "first, Maria")
@@ -315,6 +320,7 @@ var seedConversation = []string{
 // TestEvictedUtterancesAreSummarized: the summary keeps the key entities of
 // what was evicted (seed 001, scenario 7.6).
 func TestEvictedUtterancesAreSummarized(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 3})
 	for i, s := range seedConversation[:3] {
@@ -369,6 +375,7 @@ func richUtterances(n int) []string {
 // summary_token_limit and a smaller token_limit when read (seed 001,
 // scenario 7.7).
 func TestSummaryStaysWithinItsTokenLimit(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"summary_token_limit": 100, "buffer_size": 3})
 	for i, s := range richUtterances(30) {
@@ -408,6 +415,7 @@ func TestSummaryStaysWithinItsTokenLimit(t *testing.T) {
 // TestSummaryBuildsIncrementally: each eviction folds into the summary so
 // far without losing what it said (seed 001, scenario 7.8).
 func TestSummaryBuildsIncrementally(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"buffer_size": 2})
 	conv := []string{

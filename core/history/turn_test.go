@@ -32,6 +32,7 @@ type traceEntries struct {
 // TestTurnStartAndEnd: turn.start brings the buffer and summary of the
 // turn's conversation with a trace note; turn.end records what the turn said.
 func TestTurnStartAndEnd(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.configure(map[string]any{"conversation": "c1", "buffer_size": 2})
 	for i, s := range []string{"Maria Lopez books Lisbon for March 3rd.", "Noted, $1,850 budget.", "Add the Alfama hotel."} {
@@ -109,6 +110,7 @@ func TestTurnStartAndEnd(t *testing.T) {
 // TestTurnStartUnknownConversation: a conversation with nothing yet gives an
 // empty section, not an error.
 func TestTurnStartUnknownConversation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var started struct {
 		Context workingContext `json:"context"`
@@ -132,6 +134,7 @@ type chatResult struct {
 // answer), and the prompt it sends carries the summary in the system prompt
 // and the buffer as the messages before the input.
 func TestChatSend(t *testing.T) {
+	t.Parallel()
 	t.Run("offline", func(t *testing.T) {
 		r := newRig(t)
 		r.configure(map[string]any{"buffer_size": 3})
