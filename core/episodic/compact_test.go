@@ -198,6 +198,7 @@ func checkCompacted(r *rig, s compactionScene) {
 // a restart, which resumes pending compactions) completes it; compacting
 // again changes nothing.
 func TestCompactInjectedFailure(t *testing.T) {
+	t.Parallel()
 	for _, stage := range []string{"summaries", "archive", "commit"} {
 		for _, retry := range []string{"episode.compact", "reopen"} {
 			t.Run(stage+"/"+retry, func(t *testing.T) {
@@ -310,6 +311,7 @@ func waitEvent(t *testing.T, evs <-chan events.Event, name, want string) {
 // message — to the thread that just started, or to a new one — returns
 // while it is stuck, and readers that show compaction state wait for it.
 func TestCompactDoesNotBlockMessages(t *testing.T) {
+	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	hook := func(stage string) error {
@@ -429,6 +431,7 @@ func TestCompactDoesNotBlockMessages(t *testing.T) {
 // process: every acknowledged message is there, and a pending compaction
 // completes on start.
 func TestCompactKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds engram")
 	}
@@ -629,6 +632,7 @@ func checkCompactedEpisode(t *testing.T, r *rig, epID, reason string, texts []st
 // episode compacted into summaries and skills, its turns archived (seed
 // 5.1).
 func TestThreadEndCompactsItsEpisode(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	t1 := sendFiveWeatherTurns(r)
 	r.at("10:45") // 37 minutes after the last turn
@@ -676,6 +680,7 @@ func TestThreadEndCompactsItsEpisode(t *testing.T) {
 // limit closes and is compacted; the thread goes on in a new episode (seed
 // 5.2).
 func TestSizeThresholdClosesAndCompactsAnEpisode(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	var t1 string
@@ -731,6 +736,7 @@ func TestSizeThresholdClosesAndCompactsAnEpisode(t *testing.T) {
 // TestCompactedTurnsStayRetrievable: after compaction, archived turns and
 // summaries are still what context and thread.get draw on (seed 5.3).
 func TestCompactedTurnsStayRetrievable(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	t1 := sendFiveWeatherTurns(r)
 	r.at("10:45")

@@ -54,6 +54,7 @@ func checkAssessment(t *testing.T, answer string, a Assessment) {
 }
 
 func TestJudgeAnswers(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		answer    string
 		available bool
