@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,7 +133,7 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	sent := time.Now()
-	info, err := c.fetchInfo(dctx, false)
+	info, err := c.fetchInfo(dctx, false, true)
 	if err != nil {
 		c.transport.CloseIdleConnections()
 		c.cancel()
@@ -175,11 +176,18 @@ func newTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 
 // fetchInfo gets /v1/info, with engine.info's counts or not (they read
 // every key of the owner's store); its errors are roundTrip's.
-func (c *Conn) fetchInfo(ctx context.Context, counts bool) (wire.InfoResponse, error) {
+func (c *Conn) fetchInfo(ctx context.Context, counts, actions bool) (wire.InfoResponse, error) {
 	var info wire.InfoResponse
-	path := wire.PathInfo
+	q := url.Values{}
 	if !counts {
-		path += "?counts=false"
+		q.Set("counts", "false")
+	}
+	if !actions {
+		q.Set("actions", "false")
+	}
+	path := wire.PathInfo
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	body, err := c.roundTrip(ctx, http.MethodGet, path, nil)
 	if err != nil {
@@ -408,9 +416,10 @@ func (c *Conn) gone(act string, err error) *errs.Error {
 		c.where, c.info.PID, act).With("pid", c.info.PID).With("action", act)
 }
 
-// Info asks the owner for engine.info's report.
+// Info asks the owner for engine.info's report (not its action list,
+// which the connection learnt when it connected).
 func (c *Conn) Info(ctx context.Context) (conn.Info, error) {
-	info, err := c.fetchInfo(ctx, true)
+	info, err := c.fetchInfo(ctx, true, false)
 	if err != nil {
 		return conn.Info{}, c.transportError(ctx, err, func() *errs.Error { return c.gone(infoAction, err) })
 	}

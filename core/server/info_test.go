@@ -2,6 +2,10 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -9,6 +13,7 @@ import (
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/remote"
 	"github.com/engram-console/engram/core/server"
+	"github.com/engram-console/engram/core/wire"
 )
 
 // countingEngine is an engine that counts the engine.info reports made
@@ -53,5 +58,35 @@ func TestAttachingDoesNotMakeTheOwnerCount(t *testing.T) {
 	}
 	if info.Counts == nil || owner.counted.Load() != 1 {
 		t.Fatalf("Info: counts %v after %d counts, want them, counted once", info.Counts, owner.counted.Load())
+	}
+}
+
+// /v1/info?actions=false leaves the action list out (a client that
+// attached knows it: it is most of the answer) and nothing else.
+func TestInfoWithoutActionsLeavesOnlyTheListOut(t *testing.T) {
+	e, _ := openEngine(t)
+	_, ts := newServer(t, e, false, server.Options{})
+	var full, lean wire.InfoResponse
+	for _, x := range []struct {
+		query string
+		into  *wire.InfoResponse
+	}{{"", &full}, {"?actions=false", &lean}} {
+		a := send(t, ts.Client(), http.MethodGet, ts.URL+wire.PathInfo+x.query, "")
+		if a.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", x.query, a.Status, a.Body)
+		}
+		if err := json.Unmarshal(a.Body, x.into); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(a.Body), `"action_list"`) != (x.query == "") {
+			t.Errorf("info%s: action_list present %v", x.query, !(x.query == ""))
+		}
+	}
+	if len(full.ActionList) == 0 || full.Actions != len(full.ActionList) {
+		t.Fatalf("the full info lists %d of %d actions", len(full.ActionList), full.Actions)
+	}
+	full.ActionList, full.Counts, lean.Counts = nil, nil, nil
+	if fmt.Sprint(full) != fmt.Sprint(lean) {
+		t.Errorf("without actions %+v, with them %+v", lean, full)
 	}
 }

@@ -490,12 +490,17 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request, p Principal,
 		s.refuse(w, r, http.StatusInternalServerError, p.Agent, e)
 		return
 	}
-	acts := s.e.Actions()
-	list := make([]wire.ActionSummary, 0, len(acts))
-	for _, a := range acts {
-		list = append(list, wire.ActionSummary{Name: a.Name, ReadOnly: a.ReadOnly, Secret: a.Secret,
-			Resend: a.Joinable && !a.ReadOnly && !a.Secret})
+	var list []wire.ActionSummary
+	// A client that attached already knows them (more than half of the
+	// answer's bytes, to encode and to decode).
+	if r.URL.Query().Get("actions") != "false" {
+		acts := s.e.Actions()
+		list = make([]wire.ActionSummary, 0, len(acts))
+		for _, a := range acts {
+			list = append(list, wire.ActionSummary{Name: a.Name, ReadOnly: a.ReadOnly, Secret: a.Secret,
+				Resend: a.Joinable && !a.ReadOnly && !a.Secret})
+		}
+		sortSummaries(list)
 	}
-	sortSummaries(list)
 	writeJSON(w, http.StatusOK, wire.InfoResponse{Info: info, PID: s.pid, Instance: s.inst, Now: s.e.Now(), ActionList: list})
 }

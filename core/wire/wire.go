@@ -164,8 +164,9 @@ type InfoResponse struct {
 	// Now is the owner's engine clock.
 	Now time.Time `json:"now"`
 	// ActionList is every action the owner has, so that a client can
-	// answer CheckAction without asking.
-	ActionList []ActionSummary `json:"action_list"`
+	// answer CheckAction without asking. Absent when the request said
+	// actions=false (a client that attached already knows them).
+	ActionList []ActionSummary `json:"action_list,omitempty"`
 }
 
 // ActionSummary names an action and says how a client may send it again
