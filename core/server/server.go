@@ -198,9 +198,11 @@ func (s *Server) Handler(tcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every answer names the owner process, so that a client that
 		// reconnects to a socket path can tell a new owner from the old,
-		// and say which process it is.
-		w.Header().Set(wire.HeaderInstance, s.Instance())
-		w.Header().Set(wire.HeaderPID, strconv.Itoa(s.pid))
+		// and say which process it is. Over TCP only a caller with a
+		// valid token is told (authenticate names it then).
+		if !tcp {
+			s.nameOwner(w)
+		}
 		s.serve(w, r, tcp)
 	})
 }
@@ -365,6 +367,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, tcp bool) {
 	s.mcp.Handler(p).ServeHTTP(w, r.WithContext(ctx))
 }
 
+// nameOwner sets the headers that name this owner process on an answer.
+func (s *Server) nameOwner(w http.ResponseWriter) {
+	w.Header().Set(wire.HeaderInstance, s.Instance())
+	w.Header().Set(wire.HeaderPID, strconv.Itoa(s.pid))
+}
+
 // authenticate returns who a TCP request acts as, or refuses it with 401.
 // Over the socket every request is trusted: the principal is empty and
 // the request names its agent.
@@ -391,6 +399,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, tcp bool) 
 		// is echoed or logged.
 		return unauthorized("the bearer token is not valid (unknown or revoked); ask the owner's user for a new one (engram token create)")
 	}
+	s.nameOwner(w)
 	return p, true
 }
 
