@@ -107,7 +107,6 @@ var planActions = []struct {
 // Every plan.* action by an agent without a grant is refused, changes
 // nothing, and leaves an access_denied entry.
 func TestStrangerCannotTouchAnotherAgentsPlan(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	before := alicesPlan(r)
 	if !strings.Contains(before, "4242") {
@@ -145,7 +144,6 @@ func TestStrangerCannotTouchAnotherAgentsPlan(t *testing.T) {
 // results of subtasks Alice ran (they read her private goal) — and run,
 // cancel, replan, delete or share nothing.
 func TestReadGrantReadsThePlanButNotOthersResults(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	before := alicesPlan(r)
 	r.Do(alice, "plan.share", `{"plan_id": "mine", "principal": "bob", "permissions": ["read"]}`, nil)
@@ -188,7 +186,6 @@ func TestReadGrantReadsThePlanButNotOthersResults(t *testing.T) {
 // never as its owner: Bob, allowed to run Alice's plan, cannot use it to
 // read her goal. What his run produced is his alone to see.
 func TestSubtasksRunAsWhoeverExecutesThePlan(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.Do(alice, "cortex.create", map[string]any{"type": "goal", "id": "private", "fields": map[string]any{"title": secret}}, nil)
 	r.Do(alice, "plan.create", map[string]any{"id": "mine", "goal": "Look at my goal", "subtasks": []any{
@@ -219,7 +216,6 @@ func TestSubtasksRunAsWhoeverExecutesThePlan(t *testing.T) {
 // Issue 13, item 4: plan.delete, by the owner or a principal holding
 // delete; a running plan is refused until cancelled.
 func TestPlanDeleteRemovesEveryRecordButNotARunningPlan(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "noop", nil), st("B", "test.gate", map[string]any{"name": "g"}, "A"))
 	done := r.executeAsync("p", nil)
@@ -260,7 +256,6 @@ func TestPlanDeleteRemovesEveryRecordButNotARunningPlan(t *testing.T) {
 // another agent may not reuse its id, and so never reads those entries as
 // its own plan's (issue 13, item 5). The owner may reuse it.
 func TestDeletedPlansIDIsNotAnotherAgentsToReuse(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.Do(alice, "plan.create", map[string]any{"id": "p", "goal": "Rotate the PIN 4242", "subtasks": []any{st("A", "noop", nil)}}, nil)
 	r.Do(alice, "plan.delete", `{"plan_id": "p"}`, nil)
@@ -298,7 +293,6 @@ func planRecords(r *rig) int {
 // plan.list lists the others and names it, engine.info works, plan.get
 // names it and the way out, and plan.delete removes it.
 func TestUnreadablePlanIsSkippedByListAndEngineInfo(t *testing.T) {
-	t.Parallel()
 	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
 	for name, bytes := range map[string]func(good []byte) []byte{
 		"damaged": func(good []byte) []byte { b := slices.Clone(good); b[len(b)/2] ^= 0x10; return b },
@@ -363,7 +357,6 @@ func TestUnreadablePlanIsSkippedByListAndEngineInfo(t *testing.T) {
 // default agent, and single-agent results are as they were: no owner, no
 // ran_by, no redaction.
 func TestPlansWithoutAnOwnerBelongToTheDefaultAgent(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("old", st("A", "state.set", map[string]any{"key": "k", "value": "v"}))
 	err := r.e.Env().Store.Update(context.Background(), func(tx *storage.Tx) error {
@@ -429,7 +422,6 @@ func BenchmarkPlanList1000(b *testing.B) {
 // come back to him. A plan someone else wrote runs, for its executor, only
 // read-only and task.* actions, and what they read is the executor's alone.
 func TestAPlanCannotBorrowItsExecutorsAuthority(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.Do(alice, "cortex.create", map[string]any{"type": "goal", "id": "private", "fields": map[string]any{"title": secret}}, nil)
 	r.Do(bob, "plan.create", map[string]any{"id": "bait", "goal": "Help me", "subtasks": []any{
@@ -453,7 +445,6 @@ func TestAPlanCannotBorrowItsExecutorsAuthority(t *testing.T) {
 // resumes, and a later subtask reads the state. What another principal's
 // run produced is left out of the state a run builds on.
 func TestResumingCannotHarvestAnotherAgentsResults(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.Do(alice, "cortex.create", map[string]any{"type": "goal", "id": "private", "fields": map[string]any{"title": secret}}, nil)
 	r.Do(bob, "plan.create", map[string]any{"id": "bait", "goal": "Help me", "subtasks": []any{
@@ -476,7 +467,6 @@ func TestResumingCannotHarvestAnotherAgentsResults(t *testing.T) {
 // A review found checkpoint files holding other agents' results, and a
 // path one agent gave reused when another resumed the plan.
 func TestCheckpointFilesHoldOnlyTheWritersResults(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	dir := t.TempDir()
 	r.Do(alice, "cortex.create", map[string]any{"type": "goal", "id": "private", "fields": map[string]any{"title": secret}}, nil)

@@ -50,7 +50,6 @@ func healthyPlans(t *testing.T) *rig {
 // TestCheckFindsNoProblemInHealthyPlans: runs, deletes, a reused id and a
 // share leave every plan's records consistent.
 func TestCheckFindsNoProblemInHealthyPlans(t *testing.T) {
-	t.Parallel()
 	r := healthyPlans(t)
 	if p := r.checkProblems(t); len(p) != 0 {
 		t.Fatalf("healthy plans have problems:\n%s", strings.Join(p, "\n"))
@@ -61,7 +60,6 @@ func TestCheckFindsNoProblemInHealthyPlans(t *testing.T) {
 // records, written beside the plan before it is saved whole, are not
 // problems.
 func TestCheckFindsNoProblemWhileAPlanRuns(t *testing.T) {
-	t.Parallel()
 	r := healthyPlans(t)
 	r.create("p", st("A", "task.noop", nil), st("B", "test.gate", map[string]any{"name": "g"}, "A"))
 	done := r.executeAsync("p", nil)
@@ -81,7 +79,6 @@ func TestCheckFindsNoProblemWhileAPlanRuns(t *testing.T) {
 // TestCheckFindsEachPlanInconsistency damages the healthy plans one way at
 // a time; the check names that damage, and only it.
 func TestCheckFindsEachPlanInconsistency(t *testing.T) {
-	t.Parallel()
 	progress := func(plan, sid, recordID string) func(tx *storage.Tx) error {
 		return func(tx *storage.Tx) error {
 			return tx.SetJSON(storage.Key(storage.PrefixPlan, plan, "s", sid), planner.Subtask{ID: recordID, Status: planner.Completed})

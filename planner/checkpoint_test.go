@@ -100,7 +100,6 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 // issue at most 32 KB.
 // Seed scenario 001.3R-E2E-003 (CheckpointSizeFor100Subtasks).
 func TestCheckpointOf100SubtasksIsSmall(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	var subtasks []map[string]any
 	for i := range 100 {
@@ -144,7 +143,6 @@ func TestCheckpointOf100SubtasksIsSmall(t *testing.T) {
 // the run with a CheckpointError saying where; damaged files are
 // CheckpointErrors naming the file.
 func TestCheckpointFileErrors(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("a", "noop", nil), st("b", "noop", nil, "a"))
 	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "p.ckpt")
@@ -173,7 +171,6 @@ func TestCheckpointFileErrors(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-009 (SerializationRoundTripPreservesPlan).
 func TestCheckpointRoundTripKeepsThePlan(t *testing.T) {
-	t.Parallel()
 	p := fullPlan()
 	b, err := planner.EncodeCheckpoint(p)
 	if err != nil {
@@ -201,7 +198,6 @@ func TestCheckpointRoundTripKeepsThePlan(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-010 (CheckpointEncodingIsCompact).
 func TestCheckpointIsCompact(t *testing.T) {
-	t.Parallel()
 	for _, n := range []int{10, 100} {
 		p := runPlanOf(n)
 		plain, _ := json.Marshal(p)
@@ -218,7 +214,6 @@ func TestCheckpointIsCompact(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-011 (CorruptedCheckpointIsCheckpointError).
 func TestDamagedCheckpointIsACheckpointError(t *testing.T) {
-	t.Parallel()
 	good, err := planner.EncodeCheckpoint(fullPlan())
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +269,6 @@ func TestDamagedCheckpointIsACheckpointError(t *testing.T) {
 
 // Seed scenario 001.3R-INT-014 (CheckpointSavedAfterEachCompletion).
 func TestCheckpointAfterEachCompletion(t *testing.T) {
-	t.Parallel()
 	for _, mode := range []string{"store", "file", "off"} {
 		t.Run(mode, func(t *testing.T) {
 			r := newRig(t)
@@ -328,7 +322,6 @@ func TestCheckpointAfterEachCompletion(t *testing.T) {
 
 // Seed scenario 001.3R-INT-015 (ResumeFromCheckpointStartsAtC).
 func TestResumeAfterACrashStartsAtTheInterruptedSubtask(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	r := newRigWith(t, rigOptions{dir: dir})
 	sequential4(r)
@@ -362,7 +355,6 @@ func TestResumeAfterACrashStartsAtTheInterruptedSubtask(t *testing.T) {
 
 // Seed scenario 001.3R-INT-016 (CompletedSubtasksNotReExecuted).
 func TestResumeDoesNotRerunCompletedSubtasks(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	sequential4(r)
 	interruptAtC(t, r)
@@ -455,7 +447,6 @@ func interruptAtC(t *testing.T, r *rig) result {
 // relies on (a review found the progress record skipped when the file
 // failed first).
 func TestCheckpointFileFailingMidRunKeepsTheStoresRecord(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("a", "noop", nil), st("b", "test.gate", map[string]any{"name": "g"}, "a"), st("c", "noop", nil, "b"))
 	dir := filepath.Join(t.TempDir(), "cp")

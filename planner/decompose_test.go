@@ -28,7 +28,6 @@ import (
 
 // Seed scenario 001.3R-UNIT-012 (FlatStrategyProducesLinearList).
 func TestDecomposeFlatGivesOneLevel(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, `{"subtasks": [
 		{"id": "flour", "description": "Buy flour"},
 		{"id": "eggs", "description": "Buy eggs"},
@@ -56,7 +55,6 @@ func TestDecomposeFlatGivesOneLevel(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-013 (HierarchicalRespectsMaxDepth).
 func TestDecomposeHierarchicalKeepsMaxDepth(t *testing.T) {
-	t.Parallel()
 	// Nested three levels deep; max_depth 2.
 	r := decomposeRig(t, `{"subtasks": [
 		{"id": "structure", "description": "Build the structure", "subtasks": [
@@ -116,7 +114,6 @@ func TestDecomposeHierarchicalKeepsMaxDepth(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-014 (IterativeStrategyProducesSteps).
 func TestDecomposeIterativeChainsTheSteps(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, `{"subtasks": [
 		{"id": "draft", "description": "Write a draft"},
 		{"id": "review", "description": "Review it"},
@@ -138,7 +135,6 @@ func TestDecomposeIterativeChainsTheSteps(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-015 (ModelJSONParsedIntoSubtasks).
 func TestDecomposeParsesTheModelsSubtasks(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, `{"subtasks": [
 		{"id": "1", "description": "First", "dependencies": []},
 		{"id": "2", "description": "  Second  ", "dependencies": ["1"], "action": {"name": "state.set", "args": {"key": "x", "value": 2}}},
@@ -183,7 +179,6 @@ func TestDecomposeParsesTheModelsSubtasks(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-016 (MalformedModelJSONIsParseError).
 func TestMalformedModelAnswerIsAParseError(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, "{ broken json")
 	e := r.fail(errs.Parse, "plan.decompose", `{"goal": "Test goal"}`)
 	if !strings.Contains(e.Message, "{ broken json") || e.Details["raw"] != "{ broken json" {
@@ -220,7 +215,6 @@ func TestMalformedModelAnswerIsAParseError(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-017 (CyclicModelOutputRejected).
 func TestCyclicModelAnswerIsRejected(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, `{"subtasks": [
 		{"id": "a", "description": "A", "dependencies": ["c"]},
 		{"id": "b", "description": "B", "dependencies": ["a"]},
@@ -244,7 +238,6 @@ func TestCyclicModelAnswerIsRejected(t *testing.T) {
 
 // Seed scenario 001.3R-INT-001 (DecomposeViaOllamaClient).
 func TestDecomposeThroughOllama(t *testing.T) {
-	t.Parallel()
 	srv := newModelServer(t, "/api/chat", func(int) (int, string) { return 200, ollamaChat(houseAnswer) })
 	provider, err := llm.New(llm.Config{Provider: "ollama", Model: "llama3.2", URL: srv.URL, HTTPClient: srv.Client(),
 		Timeout: 5 * time.Second, Retries: 2, Sleep: srv.sleep.Sleep})
@@ -276,7 +269,6 @@ func TestDecomposeThroughOllama(t *testing.T) {
 
 // Seed scenario 001.3R-INT-002 (DecomposeViaOpenAICompatibleClient).
 func TestDecomposeThroughAnOpenAICompatibleServer(t *testing.T) {
-	t.Parallel()
 	srv := openAIServer(t, func(int) (int, string) { return 200, chatCompletion(houseAnswer) })
 	r := newRigWith(t, rigOptions{llm: openAIProvider(t, srv, 2)})
 	p := decodePlan(t, r.do("plan.decompose", `{"goal": "Build a house", "id": "house"}`))
@@ -296,7 +288,6 @@ func TestDecomposeThroughAnOpenAICompatibleServer(t *testing.T) {
 
 // Seed scenario 001.3R-INT-003 (DecomposeHandlesModelTimeout).
 func TestDecomposeModelTimeoutIsAnLLMError(t *testing.T) {
-	t.Parallel()
 	srv := openAIServer(t, func(int) (int, string) { return 0, "" }) // never answers
 	provider, err := llm.New(llm.Config{Provider: "openai", Model: "m", URL: srv.URL + "/v1", HTTPClient: srv.Client(),
 		Timeout: 50 * time.Millisecond, Retries: 1, Sleep: srv.sleep.Sleep})
@@ -330,7 +321,6 @@ func TestDecomposeModelTimeoutIsAnLLMError(t *testing.T) {
 
 // Seed scenario 001.3R-INT-004 (DecomposeRetriesTransientErrors).
 func TestDecomposeRetriesTransientModelErrors(t *testing.T) {
-	t.Parallel()
 	srv := openAIServer(t, func(n int) (int, string) {
 		if n < 2 {
 			return 503, `{"error": {"message": "overloaded"}}`

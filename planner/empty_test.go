@@ -12,7 +12,6 @@ import (
 // A store holding a plan, and nothing else, is not empty to engine.info
 // (the console offers its tour on an empty store).
 func TestEngineInfoIsNotEmptyWithAPlan(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	empty := func() bool {
 		var info conn.Info

@@ -19,7 +19,6 @@ import (
 
 // Seed scenario 001.3R-UNIT-018 (ExecuteRespectsTopologicalOrder).
 func TestExecuteRunsInDependencyOrder(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	rec := r.record()
 	rec4 := func(id string, deps ...string) map[string]any {
@@ -50,7 +49,6 @@ func TestExecuteRunsInDependencyOrder(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-019 (ExecuteAccumulatesState).
 func TestExecuteAccumulatesState(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.do("plan.create", map[string]any{"id": "p", "goal": "Count", "state": map[string]any{"base": "kept"}, "subtasks": []any{
 		st("set", "state.set", map[string]any{"key": "n", "value": 1}),
@@ -79,7 +77,6 @@ func TestExecuteAccumulatesState(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-020 (ProgressUpdatesAfterEachSubtask).
 func TestProgressEventFollowsEachSubtask(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	ctx := t.Context()
 	ch := r.e.SubscribeBuffer(ctx, 4096)
@@ -118,7 +115,6 @@ func TestProgressEventFollowsEachSubtask(t *testing.T) {
 
 // Seed scenario 001.3R-INT-005 (ParallelExecutionOfIndependentSubtasks).
 func TestIndependentSubtasksRunInParallel(t *testing.T) {
-	t.Parallel()
 	// B and C each wait until the other has started: they complete only
 	// if they run at the same time.
 	r := newRig(t)
@@ -144,7 +140,6 @@ func TestIndependentSubtasksRunInParallel(t *testing.T) {
 
 // Seed scenario 001.3R-INT-006 (MaxConcurrentOneIsSequential).
 func TestMaxConcurrentOneRunsOneAtATime(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	rec := r.record()
 	var subtasks []map[string]any
@@ -191,7 +186,6 @@ func TestMaxConcurrentOneRunsOneAtATime(t *testing.T) {
 
 // Seed scenario 001.3R-INT-007 (StateDeepCopiedForParallelBranches).
 func TestParallelBranchesGetTheirOwnStateCopy(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "state.set", map[string]any{"key": "counter", "value": 1}),
 		st("B", "test.incr_meet", map[string]any{"me": "B", "other": "C", "key": "counter"}, "A"),
@@ -218,7 +212,6 @@ func TestParallelBranchesGetTheirOwnStateCopy(t *testing.T) {
 
 // Seed scenario 001.3R-INT-008 (ParallelResultsMergedAtConvergence).
 func TestConvergingBranchesMergeInExecutionOrder(t *testing.T) {
-	t.Parallel()
 	// B and C both write x; D, after both, reads it. The rule (state.go):
 	// the later in execution order wins — C, listed after B — whichever
 	// finished first.
@@ -260,7 +253,6 @@ func TestConvergingBranchesMergeInExecutionOrder(t *testing.T) {
 
 // Seed scenario 001.3R-INT-009 (SubtaskRunsNestedRegisteredAction).
 func TestSubtasksRunRegisteredActions(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.do("plan.create", `{"id": "p", "goal": "Mixed", "state": {"goal_id": "g-ada"}, "subtasks": [
 		{"id": "set", "action": {"name": "state.set", "args": {"key": "n", "value": 40}}},
@@ -314,7 +306,6 @@ func TestSubtasksRunRegisteredActions(t *testing.T) {
 // (even when empty), with a missing key "value": null; state.set and
 // state.incr the key and its value now.
 func TestStateActionResultShapes(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("all", "state.get", nil), st("miss", "state.get", map[string]any{"key": "nope"}, "all"),
 		st("set", "state.set", map[string]any{"key": "k", "value": "<v>"}, "miss"), st("inc", "state.incr", map[string]any{"key": "n"}, "set"))

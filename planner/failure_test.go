@@ -17,7 +17,6 @@ import (
 
 // Seed scenario 001.3R-UNIT-021 (AbortStopsOnFirstFailure).
 func TestAbortStopsAtTheFirstFailure(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p",
 		st("A", "test.record", map[string]any{"name": "A"}),
@@ -47,7 +46,6 @@ func TestAbortStopsAtTheFirstFailure(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-022 (SkipMarksSkippedAndContinues).
 func TestSkipMarksTheFailureSkippedAndGoesOn(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "fail", nil), st("B", "test.record", map[string]any{"name": "B"}), st("C", "test.record", map[string]any{"name": "C"}, "B"))
 	res := r.execute("p", map[string]any{"max_concurrent": 1, "on_subtask_failure": "skip"})
@@ -64,7 +62,6 @@ func TestSkipMarksTheFailureSkippedAndGoesOn(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-023 (SkipPropagatesToDependents).
 func TestSkipSkipsWhatDependsOnTheFailure(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	rec := r.record()
 	r.create("p", st("A", "fail", nil), st("B", "test.record", map[string]any{"name": "B"}, "A"), st("C", "test.record", map[string]any{"name": "C"}, "B"))
@@ -99,7 +96,6 @@ func TestSkipSkipsWhatDependsOnTheFailure(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-024 (RetryWithExponentialBackoff).
 func TestRetryBacksOffExponentially(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "test.flaky", map[string]any{"name": "A", "fail_times": 99}), st("B", "noop", nil, "A"))
 	res := r.execute("p", map[string]any{"on_subtask_failure": "retry", "max_retries": 3, "fallback": "skip"})
@@ -132,7 +128,6 @@ func TestRetryBacksOffExponentially(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-025 (RetryExhaustionTriggersFallback).
 func TestSpentRetriesFallBack(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		fallback, status, aStatus string
 	}{
@@ -169,7 +164,6 @@ func TestSpentRetriesFallBack(t *testing.T) {
 
 // Seed scenario 001.3R-INT-011 (PartialResultsAfterAbort).
 func TestAbortKeepsPartialResults(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "state.set", map[string]any{"key": "dough", "value": "ready"}),
 		st("A2", "state.incr", map[string]any{"key": "loaves", "by": 2}, "A"),

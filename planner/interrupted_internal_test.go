@@ -12,7 +12,6 @@ import (
 // disk), a plan stored as running reads interrupted unless this planner
 // runs it (issue 14, bug 1).
 func TestStoredRunningPlanNobodyRunsReadsInterrupted(t *testing.T) {
-	t.Parallel()
 	pl := New(&kit.Env{}, Options{})
 	left := &Plan{ID: "left", Status: PlanRunning}
 	pl.shownStatus(left)

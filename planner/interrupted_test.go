@@ -15,7 +15,6 @@ import (
 // does not run it, yet every reader said it ran. The planner marks it
 // interrupted when it opens the store, and plan.resume completes it.
 func TestPlanLeftRunningByAStoppedEngramReadsInterruptedAndResumes(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	r := newRigWith(t, rigOptions{dir: dir})
 	sequential4(r)
@@ -82,7 +81,6 @@ func TestPlanLeftRunningByAStoppedEngramReadsInterruptedAndResumes(t *testing.T)
 // A plan this planner runs reads running, stored or live; the marking
 // at open leaves plans of every other status as they were.
 func TestOnlyStoredRunningPlansAreMarkedInterrupted(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	r := newRigWith(t, rigOptions{dir: dir})
 	r.create("done", st("a", "noop", nil))

@@ -17,7 +17,6 @@ import (
 // its own it committed, the transaction, which had read what it wrote,
 // conflicted, and the subtask ran again, up to the store's retry limit.)
 func TestACheckpointedSubtaskThatGoesOnAfterAFailedUpdateWritesOnce(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.do("plan.create", map[string]any{"id": "p", "goal": "Bump once", "subtasks": []map[string]any{st("bump", "test.bump_after_conflict", nil)}})
 	res, err := r.pl.Execute(context.Background(), callOf(r), "p", planner.ExecuteRequest{Checkpoint: true})

@@ -16,7 +16,6 @@ import (
 )
 
 func TestReplanDuringExecuteWithoutModelSaysSo(t *testing.T) {
-	t.Parallel()
 	e := errs.As(needsModel(byExecute, errors.New("offline")))
 	if e.Kind != errs.LLM || !strings.HasPrefix(e.Message, "plan.execute's replan (on_subtask_failure replan) needs a language model: start engram with --llm ollama") ||
 		!strings.Contains(e.Message, "on_subtask_failure skip, retry or abort") {

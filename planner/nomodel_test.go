@@ -14,7 +14,6 @@ import (
 )
 
 func TestReplanWithoutModelNamesPlanReplan(t *testing.T) {
-	t.Parallel()
 	r := newRigWith(t, rigOptions{llm: llm.Offline{}})
 	r.create("p", st("A", "noop", nil), st("B", "fail", nil, "A"))
 	r.execute("p", nil) // aborted at B: something to replan

@@ -18,7 +18,6 @@ import (
 // aliases, devices, FIFOs, directories and oversize files are refused by
 // name, and no error quotes what the file holds.
 func TestPlanFilesAreReadSafely(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -79,7 +78,6 @@ func TestPlanFilesAreReadSafely(t *testing.T) {
 // Issue 13, item 9: a task.sleep long enough to overflow a time.Duration is
 // refused, naming the field and the limit.
 func TestSleepHasALimit(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.fail(errs.Validation, "task.sleep", map[string]any{"ms": int64(9_300_000_000_000)})
 	e := r.fail(errs.Validation, "task.sleep", map[string]any{"ms": 86_400_001})

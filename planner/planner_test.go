@@ -24,7 +24,6 @@ import (
 )
 
 func TestCreateFromYAMLFile(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	file, err := filepath.Abs("../testdata/plans/breakfast.plan.yaml")
 	if err != nil {
@@ -69,7 +68,6 @@ func TestCreateFromYAMLFile(t *testing.T) {
 }
 
 func TestValidateErrors(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	for _, tc := range []struct {
 		subtasks string
@@ -111,7 +109,6 @@ func TestValidateErrors(t *testing.T) {
 }
 
 func TestExecuteArgumentErrors(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("a", "noop", nil))
 	for args, says := range map[string]string{
@@ -148,7 +145,6 @@ func TestExecuteArgumentErrors(t *testing.T) {
 
 // TestRunningPlanConflicts: one run of a plan at a time; no replan during it.
 func TestRunningPlanConflicts(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("a", "test.gate", map[string]any{"name": "a"}))
 	done := r.executeAsync("p", nil)
@@ -198,7 +194,6 @@ func TestRunningPlanConflicts(t *testing.T) {
 }
 
 func TestCancelMidRunAndResume(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	rec := r.record()
 	r.create("p", st("a", "test.record", map[string]any{"name": "a"}),
@@ -231,7 +226,6 @@ func TestCancelMidRunAndResume(t *testing.T) {
 // TestCancelByContext: the caller's context ending interrupts the run the
 // same way (ctrl+c in batch mode).
 func TestCancelByContext(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("a", "test.gate", map[string]any{"name": "a"}), st("b", "noop", nil, "a"))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -255,7 +249,6 @@ func TestCancelByContext(t *testing.T) {
 // TestCancelDuringRetryBackoff: a subtask waiting to retry is interrupted,
 // not failed (it used to be marked Failed and the plan aborted).
 func TestCancelDuringRetryBackoff(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("a", "test.flaky", map[string]any{"name": "a", "fail_times": 1}), st("b", "noop", nil, "a"))
 	r.sleep.block.Store(true)
@@ -286,7 +279,6 @@ func chanOf(signal chan struct{}) <-chan struct{} {
 // TestResumeDoesNotHideFailures: resuming an aborted plan does not run its
 // failed subtask again, and does not call the plan completed (it did).
 func TestResumeDoesNotHideFailures(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("a", "noop", nil), st("b", "fail", nil, "a"), st("c", "noop", nil, "b"))
 	if res := r.execute("p", nil); res.Plan.Status != "aborted" {
@@ -303,7 +295,6 @@ func TestResumeDoesNotHideFailures(t *testing.T) {
 // TestWideDAGUnderRace: 8 at a time over a wide, layered DAG, with readers
 // polling the live plan meanwhile (go test -race).
 func TestWideDAGUnderRace(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	const width, depth = 24, 6
 	var subtasks []map[string]any

@@ -32,7 +32,6 @@ func proposedRig(t *testing.T) *rig {
 // plan holds one nobody approved, naming it, and changes nothing (issue 13,
 // item 1: a model's choice is shown to the person and confirmed first).
 func TestAskingRunRefusesAPlanHoldingModelChosenActions(t *testing.T) {
-	t.Parallel()
 	r := proposedRig(t)
 	before := r.do("plan.get", `{"plan_id": "tidy"}`)
 	p := decodePlan(t, before)
@@ -80,7 +79,6 @@ func TestAskingRunRefusesAPlanHoldingModelChosenActions(t *testing.T) {
 // Approving runs the actions the plan holds, and records who approved
 // each; the default (run) runs them unapproved, as before.
 func TestApprovingRunRecordsWhoApprovedAndRunsTheActions(t *testing.T) {
-	t.Parallel()
 	r := proposedRig(t)
 	r.model.Answers = append(r.model.Answers, llmtest.Text("looked"))
 	res := r.execute("tidy", map[string]any{"proposed_actions": "approve"})
@@ -110,7 +108,6 @@ func TestApprovingRunRecordsWhoApprovedAndRunsTheActions(t *testing.T) {
 // an approving run is not run; its subtask runs its description, and says
 // why.
 func TestActionsProposedDuringAnApprovedRunRunTheirDescription(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.model.Answers = []llmtest.Answer{
 		llmtest.Text(`{"subtasks": [{"id": "again", "description": "Count again", "action": {"name": "state.set", "args": {"key": "counted", "value": true}}}]}`),
@@ -134,7 +131,6 @@ func TestActionsProposedDuringAnApprovedRunRunTheirDescription(t *testing.T) {
 // Another principal's approval is its own: bob, granted write on alice's
 // plan, approves as bob.
 func TestApprovalNamesThePrincipalThatApproved(t *testing.T) {
-	t.Parallel()
 	r := proposedRig(t)
 	r.model.Answers = append(r.model.Answers, llmtest.Text("looked"))
 	r.do("plan.share", `{"plan_id": "tidy", "principal": "bob", "permissions": ["read", "write"]}`)
@@ -152,7 +148,6 @@ func TestApprovalNamesThePrincipalThatApproved(t *testing.T) {
 // model's actions between the showing and the yes, the run does not start
 // and nothing runs (a review found approve ran an action nobody saw).
 func TestApprovalOfActionsNoLongerWaitingRunsNothing(t *testing.T) {
-	t.Parallel()
 	r := proposedRig(t)
 	shown := []map[string]any{{"subtask": "note", "action": map[string]any{"name": "state.set", "args": map[string]any{"value": true, "key": "noted"}}}}
 	r.model.Answers = append(r.model.Answers,
@@ -180,7 +175,6 @@ func TestApprovalOfActionsNoLongerWaitingRunsNothing(t *testing.T) {
 // float64, which cannot tell 9007199254740993 from ...992), and an
 // approval naming an action when none waits any more is refused too.
 func TestApprovalComparesArgumentsExactly(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.model.Answers = []llmtest.Answer{llmtest.Text(`{"subtasks": [{"id": "big", "description": "x", "action": {"name": "state.set", "args": {"key": "n", "value": 9007199254740993}}}]}`)}
 	r.do("plan.decompose", `{"goal": "Count", "id": "p"}`)

@@ -18,7 +18,6 @@ import (
 
 // Seed scenario 001.3R-UNIT-026 (ReplanPreservesCompletedSubtasks).
 func TestReplanKeepsCompletedSubtasks(t *testing.T) {
-	t.Parallel()
 	r, before := replanRig(t, `{"subtasks": [
 		{"id": "B2", "description": "Buy flour elsewhere", "dependencies": ["A"], "action": {"name": "noop"}},
 		{"id": "C2", "description": "Bake", "dependencies": ["B2"], "action": {"name": "noop"}}]}`)
@@ -42,7 +41,6 @@ func TestReplanKeepsCompletedSubtasks(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-027 (ReplanRemovesFailedAndPendingSubtasks).
 func TestReplanReplacesFailedAndPendingSubtasks(t *testing.T) {
-	t.Parallel()
 	// The model reuses the ids B and C: they are new subtasks, with nothing
 	// of the old ones (clean slate), and the old ones are gone.
 	r, _ := replanRig(t, `{"subtasks": [
@@ -74,7 +72,6 @@ func TestReplanReplacesFailedAndPendingSubtasks(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-028 (MaxReplansExceeded).
 func TestReplanBeyondMaxReplansFails(t *testing.T) {
-	t.Parallel()
 	answer := `{"subtasks": [{"id": "B", "description": "Try again", "dependencies": ["A"], "action": {"name": "fail"}}]}`
 	r, _ := replanRig(t, answer, answer, answer, answer)
 	for i := 1; i <= 3; i++ {
@@ -107,7 +104,6 @@ func TestReplanBeyondMaxReplansFails(t *testing.T) {
 
 // Seed scenario 001.3R-INT-010 (ReplanPolicyInvokesReplan).
 func TestReplanPolicyReplansTheFailedWork(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, replanAnswer)
 	rec := r.record()
 	r.create("p", st("A", "test.record", map[string]any{"name": "A"}),
@@ -136,7 +132,6 @@ func TestReplanPolicyReplansTheFailedWork(t *testing.T) {
 
 // Seed scenario 001.3R-INT-012 (ReplanUsesSameProvider).
 func TestReplanAsksTheSameModel(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, `{"subtasks": [
 		{"id": "A", "description": "first", "action": {"name": "noop"}},
 		{"id": "B", "description": "second", "dependencies": ["A"], "action": {"name": "fail"}}]}`, replanAnswer)
@@ -161,7 +156,6 @@ func TestReplanAsksTheSameModel(t *testing.T) {
 
 // Seed scenario 001.3R-INT-013 (ReplanPromptIncludesFailureContext).
 func TestReplanPromptSaysWhatFailed(t *testing.T) {
-	t.Parallel()
 	r := decomposeRig(t, replanAnswer)
 	r.create("p", st("A", "state.set", map[string]any{"key": "flour", "value": "500g"}),
 		st("B", "fail", map[string]any{"message": "the shop is closed"}, "A"), st("C", "noop", nil, "B"))

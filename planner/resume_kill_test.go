@@ -52,7 +52,6 @@ type batchLine struct {
 // process must then complete the plan with each goal and each memory there
 // once.
 func TestResumeAfterKillRunsEachSubtaskOnce(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds engram and kills it")
 	}

@@ -17,7 +17,6 @@ import (
 
 // Seed scenario 001.3R-UNIT-029 (StatusCountsEachStatus).
 func TestStatusCountsEachStatus(t *testing.T) {
-	t.Parallel()
 	r, _ := liveStatusRig(t)
 	s := decodeStatus(t, r.do("plan.status", `{"plan_id": "p"}`))
 	want := planner.Counts{Completed: 2, InProgress: 1, Pending: 1, Failed: 1, Total: 5}
@@ -36,7 +35,6 @@ func TestStatusCountsEachStatus(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-030 (StatusIncludeCompletedFalseFilters).
 func TestStatusWithoutCompletedLeavesThemOut(t *testing.T) {
-	t.Parallel()
 	r, _ := liveStatusRig(t)
 	s := decodeStatus(t, r.do("plan.status", `{"plan_id": "p", "include_completed": false}`))
 	var listed []string
@@ -56,7 +54,6 @@ func TestStatusWithoutCompletedLeavesThemOut(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-031 (StatusIncludeDetailsReturnsDescriptions).
 func TestStatusWithDetailsGivesDescriptions(t *testing.T) {
-	t.Parallel()
 	r, _ := liveStatusRig(t)
 	s := decodeStatus(t, r.do("plan.status", `{"plan_id": "p", "include_details": true}`))
 	want := map[string]string{"A": "first", "B": "second", "C": "third", "D": "fourth", "E": "fifth"}
@@ -84,7 +81,6 @@ func TestStatusWithDetailsGivesDescriptions(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-032 (StatusOnEmptyPlanReturnsZeroCounts).
 func TestStatusOfAnEmptyPlanCountsZero(t *testing.T) {
-	t.Parallel()
 	if c := (&planner.Plan{}).Count(); c != (planner.Counts{}) {
 		t.Errorf("Count %+v", c)
 	}

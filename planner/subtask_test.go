@@ -48,7 +48,6 @@ func statuses(p *planner.Plan) string {
 }
 
 func TestExecutingAnAbortedPlanWithSkipSkipsTheFailure(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	abortedAtB(t, r, 0)
 	res := r.execute("p", map[string]any{"max_concurrent": 1, "on_subtask_failure": "skip"})
@@ -64,7 +63,6 @@ func TestExecutingAnAbortedPlanWithSkipSkipsTheFailure(t *testing.T) {
 }
 
 func TestExecutingAnAbortedPlanWithRetryRunsTheFailureAgain(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	abortedAtB(t, r, 1)
 	res := r.execute("p", map[string]any{"max_concurrent": 1, "on_subtask_failure": "retry"})
@@ -80,7 +78,6 @@ func TestExecutingAnAbortedPlanWithRetryRunsTheFailureAgain(t *testing.T) {
 }
 
 func TestRetrySubtaskRunsItAgainAndThePlanGoesOn(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	abortedAtB(t, r, 1)
 	rec := r.record()
@@ -98,7 +95,6 @@ func TestRetrySubtaskRunsItAgainAndThePlanGoesOn(t *testing.T) {
 }
 
 func TestRetryOfASkippedSubtaskRunsItsDependentsToo(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p",
 		st("B", "test.flaky", map[string]any{"name": "B", "fail_times": 1}),
@@ -115,7 +111,6 @@ func TestRetryOfASkippedSubtaskRunsItsDependentsToo(t *testing.T) {
 }
 
 func TestSkipSubtaskSkipsItsDependentsAndRunsTheRest(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	abortedAtB(t, r, 0)
 	res := decodeResult(t, r.do("plan.subtask_skip", map[string]any{"plan_id": "p", "subtask": "B", "note": "no oven today"}))
@@ -131,7 +126,6 @@ func TestSkipSubtaskSkipsItsDependentsAndRunsTheRest(t *testing.T) {
 }
 
 func TestMarkSubtaskDoneRecordsTheNoteAsItsResult(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	abortedAtB(t, r, 0)
 	rec := r.record()
@@ -158,7 +152,6 @@ func TestMarkSubtaskDoneRecordsTheNoteAsItsResult(t *testing.T) {
 }
 
 func TestSubtaskActionsRefuseBadRequestsAndChangeNothing(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	abortedAtB(t, r, 0)
 	before := planJSON(t, decodePlan(t, r.do("plan.get", map[string]any{"plan_id": "p"})))
@@ -188,7 +181,6 @@ func TestSubtaskActionsRefuseBadRequestsAndChangeNothing(t *testing.T) {
 }
 
 func TestSubtaskActionsOnAPlanThatNeverRanSayToExecuteIt(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "noop", nil))
 	e := r.fail(errs.Validation, "plan.subtask_skip", map[string]any{"plan_id": "p", "subtask": "A"})
@@ -198,7 +190,6 @@ func TestSubtaskActionsOnAPlanThatNeverRanSayToExecuteIt(t *testing.T) {
 }
 
 func TestFreshExecuteRunsACompletedPlanAgain(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "test.record", map[string]any{"name": "A"}))
 	r.execute("p", nil)
@@ -216,7 +207,6 @@ func TestFreshExecuteRunsACompletedPlanAgain(t *testing.T) {
 }
 
 func TestPlansFromYAMLGetAReadableID(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -246,7 +236,6 @@ func TestPlansFromYAMLGetAReadableID(t *testing.T) {
 }
 
 func TestShareAndRevokePublishPlanChanged(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("p", st("A", "noop", nil))
 	rec := r.record()
@@ -267,7 +256,6 @@ func TestShareAndRevokePublishPlanChanged(t *testing.T) {
 // subtask runs twice (before, a run could read the plan, wait for another
 // run to end, then run it again from what it had read).
 func TestRacingExecutesRunEachSubtaskOnce(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	var subtasks []map[string]any
 	for _, id := range []string{"a", "b", "c", "d"} {

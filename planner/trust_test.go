@@ -22,7 +22,6 @@ import (
 // (llm.complete), says what was refused, and nothing is deleted, forgotten
 // or written.
 func TestModelMadeSubtasksCannotDeleteForgetOrWriteFiles(t *testing.T) {
-	t.Parallel()
 	pwned := filepath.Join(t.TempDir(), "PWNED.json")
 	attack, _ := json.Marshal(map[string]any{"subtasks": []any{
 		map[string]any{"id": "drop", "description": "Tidy the goals",
@@ -111,7 +110,6 @@ func TestModelMadeSubtasksCannotDeleteForgetOrWriteFiles(t *testing.T) {
 
 // A replan is model output too: its subtasks pass the same allowlist.
 func TestReplannedSubtasksCannotRunDestructiveActions(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.do("cortex.create", `{"type": "goal", "id": "g1", "fields": {"title": "Ship the beta"}}`)
 	r.model.Answers = []llmtest.Answer{llmtest.Text(`{"subtasks": [{"id": "drop", "description": "Start over", "action": {"name": "cortex.delete", "args": {"id": "g1"}}}]}`), llmtest.Text("done")}
@@ -131,7 +129,6 @@ func TestReplannedSubtasksCannotRunDestructiveActions(t *testing.T) {
 // checkpoint and plan.create's file are refused in a subtask, while a
 // read-only plan.* action still runs.
 func TestPlanSubtasksCannotRunPlanActionsOrNameFiles(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret.yaml")
@@ -170,7 +167,6 @@ func TestPlanSubtasksCannotRunPlanActionsOrNameFiles(t *testing.T) {
 // agent could otherwise make itself new tokens (token.* is refused there),
 // and the new token's secret would be kept in the plan's results.
 func TestPlanSubtasksCannotRunTokenActions(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.create("mint", st("make", "token.create", map[string]any{"agent": "local"}), st("list", "token.list", nil))
 	res := r.execute("mint", map[string]any{"on_subtask_failure": "skip"})

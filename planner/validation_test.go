@@ -22,7 +22,6 @@ import (
 
 // Seed scenario 001.3R-UNIT-001 (PlanConstruction).
 func TestCreateKeepsThePlanAsWritten(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	p := r.create("house",
 		st("A", "noop", nil),
@@ -54,7 +53,6 @@ func TestCreateKeepsThePlanAsWritten(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-002 (PlanRejectsEmptySubtaskList).
 func TestPlanNeedsAtLeastOneSubtask(t *testing.T) {
-	t.Parallel()
 	var empty planner.Plan
 	if _, err := empty.Validate(); errs.KindOf(err) != errs.Validation || !strings.Contains(err.Error(), "at least one subtask") {
 		t.Errorf("Validate of an empty plan: %v", err)
@@ -74,7 +72,6 @@ func TestPlanNeedsAtLeastOneSubtask(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-003 (DependenciesReferenceExistingSubtasks).
 func TestDependencyOnAMissingSubtaskIsRejected(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	e := r.fail(errs.Validation, "plan.create", map[string]any{"id": "p", "goal": "g", "subtasks": []any{
 		st("A", "noop", nil), st("B", "noop", nil, "A", "Z")}})
@@ -88,7 +85,6 @@ func TestDependencyOnAMissingSubtaskIsRejected(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-004 (DirectCycleDetected).
 func TestDirectCycleIsReportedWithItsPath(t *testing.T) {
-	t.Parallel()
 	e := cycleError(t, []string{"A", "B"}, []string{"B", "A"})
 	if !strings.Contains(e.Message, "A → B → A") {
 		t.Errorf("message %q does not include the cycle path A → B → A", e.Message)
@@ -100,7 +96,6 @@ func TestDirectCycleIsReportedWithItsPath(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-005 (IndirectCycleDetected).
 func TestIndirectCycleIsReportedWithItsPath(t *testing.T) {
-	t.Parallel()
 	e := cycleError(t, []string{"A", "B"}, []string{"B", "C"}, []string{"C", "A"})
 	if !strings.Contains(e.Message, "A → B → C → A") || !reflect.DeepEqual(e.Details["cycle"], []string{"A", "B", "C", "A"}) {
 		t.Errorf("%q %v", e.Message, e.Details)
@@ -115,7 +110,6 @@ func TestIndirectCycleIsReportedWithItsPath(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-006 (SelfReferenceDetected).
 func TestSelfDependencyIsACycle(t *testing.T) {
-	t.Parallel()
 	e := cycleError(t, []string{"X"}, []string{"A", "X", "A"})
 	if !strings.Contains(e.Message, "A → A") || !reflect.DeepEqual(e.Details["cycle"], []string{"A", "A"}) {
 		t.Errorf("%q %v", e.Message, e.Details)
@@ -124,7 +118,6 @@ func TestSelfDependencyIsACycle(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-007 (TopologicalSortOrder).
 func TestOrderPutsDependenciesFirst(t *testing.T) {
-	t.Parallel()
 	p := &planner.Plan{Subtasks: []*planner.Subtask{
 		{ID: "A"}, {ID: "B", Dependencies: []string{"A"}}, {ID: "C", Dependencies: []string{"A"}}, {ID: "D", Dependencies: []string{"B", "C"}}}}
 	first, err := p.Validate()
@@ -152,7 +145,6 @@ func TestOrderPutsDependenciesFirst(t *testing.T) {
 
 // Seed scenario 001.3R-UNIT-008 (TopologicalSortHandlesMultipleValidOrderings).
 func TestOrderAmongReadySubtasksFollowsThePlan(t *testing.T) {
-	t.Parallel()
 	// The same DAG listed two ways: both orders are valid; each follows
 	// the listing among subtasks ready together.
 	diamond := func(names ...string) *planner.Plan {
@@ -203,7 +195,6 @@ func TestOrderAmongReadySubtasksFollowsThePlan(t *testing.T) {
 // ways back, the same one is reported every time (it used to depend on map
 // order).
 func TestCyclePathIsDeterministic(t *testing.T) {
-	t.Parallel()
 	p := &planner.Plan{Subtasks: []*planner.Subtask{
 		{ID: "A", Dependencies: []string{"B"}}, {ID: "B", Dependencies: []string{"C", "D"}},
 		{ID: "C", Dependencies: []string{"A"}}, {ID: "D", Dependencies: []string{"A"}}}}

@@ -129,7 +129,6 @@ func (w aliceWorld) reads() []step {
 // grant is a PermissionError, changes nothing, and is traced; the lists
 // show him none of hers. (Before issue 13 every one of them worked.)
 func TestStrangerCannotTouchAnotherAgentsThreads(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w := newAliceWorld(r)
 	before := r.snapshot(w)
@@ -176,7 +175,6 @@ func TestStrangerCannotTouchAnotherAgentsThreads(t *testing.T) {
 // TestReadGrantLetsReadNotWrite: with read on Alice's first thread, Bob
 // reads it (and its episodes), and every write is still refused.
 func TestReadGrantLetsReadNotWrite(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w := newAliceWorld(r)
 	acl := enginetest.Call[struct {
@@ -232,7 +230,6 @@ func TestReadGrantLetsReadNotWrite(t *testing.T) {
 // of her text; on an implicit channel his message neither continues nor
 // ends her thread.
 func TestBobsThreadNeverLinksToAlices(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w := newAliceWorld(r)
 	r.at("11:05")
@@ -283,7 +280,6 @@ func TestBobsThreadNeverLinksToAlices(t *testing.T) {
 // TestDefaultAgentOwnsThreadsStoredWithoutOwners: threads stored before
 // they had owners (no ACL key) are the default agent's.
 func TestDefaultAgentOwnsThreadsStoredWithoutOwners(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	id := r.send("web", "", "What's the weather in New York?").ThreadID
 	episodic.DropACL(t, r.e.Env(), id)
@@ -295,7 +291,6 @@ func TestDefaultAgentOwnsThreadsStoredWithoutOwners(t *testing.T) {
 // one of Alice's (he may read hers; she may not read his) does not show in
 // her thread.get or thread.list, not even by id; once shared, it does.
 func TestLinksToUnreadableThreadsAreHidden(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w := newAliceWorld(r)
 	r.Do(alice, "thread.share", map[string]any{"thread_id": w.second, "principal": "bob", "permissions": []string{"read"}}, nil)

@@ -36,7 +36,6 @@ func storeKeys(t testing.TB, st *storage.Store) map[string]string {
 // to do, and changes nothing stored (every key and value compared, the
 // trace and sequences aside).
 func TestBadArgumentsFailWithoutWriting(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	first := r.send("sms", "", "What's the weather in New York?")
 	r.answer("sms", first.ThreadID, "Sunny, 72°F.")

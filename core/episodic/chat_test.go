@@ -80,7 +80,6 @@ func (r *rig) chat(channel, threadID, text string) (core.ChatSendResult, episodi
 // follow-up after a gap starts a linked thread, and the answer draws on the
 // earlier one (seed 6.1).
 func TestChatFollowUpOnImplicitChannelDrawsOnEarlierThread(t *testing.T) {
-	t.Parallel()
 	model := scriptedSi()
 	r := newChatRig(t, model)
 	r.at("10:00")
@@ -135,7 +134,6 @@ func TestChatFollowUpOnImplicitChannelDrawsOnEarlierThread(t *testing.T) {
 // TestChatOnSelectedThreadKeepsItsOwnContext: chat.send on the web: each
 // selected thread answers from its own context (seed 6.2).
 func TestChatOnSelectedThreadKeepsItsOwnContext(t *testing.T) {
-	t.Parallel()
 	model := scriptedSi()
 	r := newChatRig(t, model)
 	r.at("10:00")
@@ -177,7 +175,6 @@ func TestChatOnSelectedThreadKeepsItsOwnContext(t *testing.T) {
 // TestChatContinuesAcrossImplicitChannels: chat.send: switching from sms to
 // WhatsApp continues the same thread and its context (seed 6.3).
 func TestChatContinuesAcrossImplicitChannels(t *testing.T) {
-	t.Parallel()
 	model := scriptedSi()
 	r := newChatRig(t, model)
 	r.at("10:00")

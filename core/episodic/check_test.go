@@ -97,7 +97,6 @@ func activityKey(at time.Time, id string) []byte {
 // compacting (in the background and by hand), reopening, tuning and sharing,
 // every index and counter agrees with the records.
 func TestCheckFindsNoProblemInAHealthyEpisodicStore(t *testing.T) {
-	t.Parallel()
 	c := healthyStore(t)
 	if p := c.problems(t); len(p) != 0 {
 		t.Fatalf("a healthy store has problems:\n%s", strings.Join(p, "\n"))
@@ -111,7 +110,6 @@ func TestCheckFindsNoProblemInAHealthyEpisodicStore(t *testing.T) {
 // TestCheckFindsEachEpisodicInconsistency damages a healthy store one way
 // at a time; the check names that damage, and only it.
 func TestCheckFindsEachEpisodicInconsistency(t *testing.T) {
-	t.Parallel()
 	cases := []struct {
 		name   string
 		damage func(c checked, tx *storage.Tx) error
@@ -215,7 +213,6 @@ func BenchmarkCheckEpisodic(b *testing.B) {
 // decode is named by its key, never a crash; what hangs off it (its turns,
 // episodes, index entry) then follows as records without their thread.
 func TestCheckNamesAnUnreadableThreadFirst(t *testing.T) {
-	t.Parallel()
 	c := healthyStore(t)
 	c.damage(t, func(tx *storage.Tx) error { return tx.Set(threadKey(c.big), []byte("{\"id\": 7")) })
 	got := c.problems(t)

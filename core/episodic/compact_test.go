@@ -198,7 +198,6 @@ func checkCompacted(r *rig, s compactionScene) {
 // a restart, which resumes pending compactions) completes it; compacting
 // again changes nothing.
 func TestCompactInjectedFailure(t *testing.T) {
-	t.Parallel()
 	for _, stage := range []string{"summaries", "archive", "commit"} {
 		for _, retry := range []string{"episode.compact", "reopen"} {
 			t.Run(stage+"/"+retry, func(t *testing.T) {
@@ -311,7 +310,6 @@ func waitEvent(t *testing.T, evs <-chan events.Event, name, want string) {
 // message — to the thread that just started, or to a new one — returns
 // while it is stuck, and readers that show compaction state wait for it.
 func TestCompactDoesNotBlockMessages(t *testing.T) {
-	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	hook := func(stage string) error {
@@ -431,7 +429,6 @@ func TestCompactDoesNotBlockMessages(t *testing.T) {
 // process: every acknowledged message is there, and a pending compaction
 // completes on start.
 func TestCompactKill9(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds engram")
 	}
@@ -632,7 +629,6 @@ func checkCompactedEpisode(t *testing.T, r *rig, epID, reason string, texts []st
 // episode compacted into summaries and skills, its turns archived (seed
 // 5.1).
 func TestThreadEndCompactsItsEpisode(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	t1 := sendFiveWeatherTurns(r)
 	r.at("10:45") // 37 minutes after the last turn
@@ -680,7 +676,6 @@ func TestThreadEndCompactsItsEpisode(t *testing.T) {
 // limit closes and is compacted; the thread goes on in a new episode (seed
 // 5.2).
 func TestSizeThresholdClosesAndCompactsAnEpisode(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	var t1 string
@@ -736,7 +731,6 @@ func TestSizeThresholdClosesAndCompactsAnEpisode(t *testing.T) {
 // TestCompactedTurnsStayRetrievable: after compaction, archived turns and
 // summaries are still what context and thread.get draw on (seed 5.3).
 func TestCompactedTurnsStayRetrievable(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	t1 := sendFiveWeatherTurns(r)
 	r.at("10:45")

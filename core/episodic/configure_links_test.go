@@ -16,7 +16,6 @@ import (
 // other reader get names her first thread, which is hers alone. Alice's
 // own event names it.
 func TestConfiguringASharedThreadShowsOnlyTheLinksEachReaderMayRead(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w := newAliceWorld(r)
 	r.Do(alice, "thread.share", map[string]any{"thread_id": w.second, "principal": "carol", "permissions": []string{"read", "write"}}, nil)

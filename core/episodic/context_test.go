@@ -19,7 +19,6 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files under te
 // TestExplicitChannelContextIsTheThreadAlone: on an explicit channel the
 // context is the selected thread alone (seed 4.1).
 func TestExplicitChannelContextIsTheThreadAlone(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	// An earlier thread Thread 1 continues, so that there is something an
 	// implicit channel would pull in.
@@ -90,7 +89,6 @@ func weatherFollowUp(t *testing.T, r *rig) (t1, t2 string) {
 // TestImplicitChannelContextPullsLinkedThreads: on an implicit channel the
 // context pulls in the threads linked to this one (seed 4.2).
 func TestImplicitChannelContextPullsLinkedThreads(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	t1, t2 := weatherFollowUp(t, r)
 	r.at("10:50")
@@ -127,7 +125,6 @@ func TestImplicitChannelContextPullsLinkedThreads(t *testing.T) {
 // TestContextRendersAsThePromptInjection: the context renders as the text
 // injected into the prompt, line by line (golden file) (seed 4.3).
 func TestContextRendersAsThePromptInjection(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	t1 := r.sendTitled("sms", "", "Weather in New York", "What's the weather tomorrow?").ThreadID
@@ -180,7 +177,6 @@ func TestContextRendersAsThePromptInjection(t *testing.T) {
 // keeps its case; and "Previous questions" lists the questions asked,
 // without their greeting, while what was only said is listed apart.
 func TestContextSaysWhatWasAskedInWholeSentences(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	id := r.send("web", "", "Hi, I'm planning Maria's birthday party in Lisbon.").ThreadID

@@ -42,7 +42,6 @@ func (r *rig) reopen(o *rigOptions) *rig {
 // new_thread starts another, which is then the one continued (after
 // another restart too); another conversation has a thread of its own.
 func TestChatSendOnWebContinuesTheConversationsThreadAfterARestart(t *testing.T) {
-	t.Parallel()
 	o := rigOptions{dir: t.TempDir(), history: true, idSeed: "episodic restart test"}
 	r := newRigWith(t, o)
 	first := r.chatSend(map[string]any{"channel": "web", "text": "Book flights to Paris for March 3.", "continue_thread": true})
@@ -87,7 +86,6 @@ func TestChatSendOnWebContinuesTheConversationsThreadAfterARestart(t *testing.T)
 // route in its metadata ("thread"), which is what the console shows under
 // it after a restart.
 func TestChatSendRecordsWhereEachMessageWent(t *testing.T) {
-	t.Parallel()
 	o := rigOptions{dir: t.TempDir(), history: true, idSeed: "episodic restart test"}
 	r := newRigWith(t, o)
 	first := r.chatSend(map[string]any{"channel": "web", "text": "Book flights to Paris for March 3."})
@@ -114,7 +112,6 @@ func TestChatSendRecordsWhereEachMessageWent(t *testing.T) {
 // write it; another agent's message starts a thread of its own. new_thread
 // goes only with a user's message on web or app without thread_id.
 func TestConversationThreadIsOnlyContinuedByWhoMayWriteIt(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	msg := func(who enginetest.Who, args map[string]any) string {
 		t.Helper()
@@ -149,7 +146,6 @@ func TestConversationThreadIsOnlyContinuedByWhoMayWriteIt(t *testing.T) {
 // alternating with another does not start a thread at every message (a
 // review found the conversation's thread was one for all its agents).
 func TestAgentsOfASharedConversationEachContinueTheirOwnThread(t *testing.T) {
-	t.Parallel()
 	r := newRigWith(t, rigOptions{dir: t.TempDir(), history: true, idSeed: "shared conversation test"})
 	send := func(who enginetest.Who, text string) core.ChatSendResult {
 		t.Helper()

@@ -13,7 +13,6 @@ import (
 // decision linking it to her first one (episode.decisions hides it from
 // that agent too); Alice does, and so does an agent given both.
 func TestTraceEntriesAboutADecisionNeedReadOnBothThreads(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w := newAliceWorld(r)
 	r.Do(alice, "thread.share", map[string]any{"thread_id": w.second, "principal": "carol", "permissions": []string{"read"}}, nil)

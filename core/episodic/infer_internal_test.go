@@ -6,7 +6,6 @@ import "testing"
 // for, and ordinary follow-ups (an "anyway", a new question on the same
 // subject) read as going on.
 func TestReadSignalReadsThePhraseLists(t *testing.T) {
-	t.Parallel()
 	for text, want := range map[string]string{
 		"No, that's not what I meant.":                     SignalCorrection,
 		"That is not what I was asking about":              SignalCorrection,

@@ -34,7 +34,6 @@ func (r *rig) decisionOf(thread, candidate string) *episodic.Decision {
 // the link was wrong; a back-reference after the assistant's answer
 // confirms it; a message long after says nothing.
 func TestEngineInfersSwitchesAwayFromALinkAsIncorrect(t *testing.T) {
-	t.Parallel()
 	r := newRigWith(t, rigOptions{opts: episodic.FixedScores(episodic.Options{MaxCandidates: 1}, func(string, string) float64 { return 0.75 })})
 	r.clock.Set(t0)
 	a := r.send("web", "", "Planning the trip to Lisbon").ThreadID
@@ -88,7 +87,6 @@ func TestEngineInfersSwitchesAwayFromALinkAsIncorrect(t *testing.T) {
 // three inferred outcomes, and a mark on a decision overrides what was
 // inferred about it.
 func TestTuningWeighsMarksAboveInferredOutcomes(t *testing.T) {
-	t.Parallel()
 	s := newDecisionSeries(t, nil, t0, 61*time.Minute)
 	r := s.r
 	var wrongLinks []*episodic.Decision
@@ -143,7 +141,6 @@ func TestTuningWeighsMarksAboveInferredOutcomes(t *testing.T) {
 // less than MinOutcomes marks report what they suggest, and say how much
 // more they need.
 func TestTuningWithFewInferredOutcomesOnlySuggests(t *testing.T) {
-	t.Parallel()
 	s := newDecisionSeries(t, nil, t0, 61*time.Minute)
 	r := s.r
 	for i := range 5 {
@@ -163,7 +160,6 @@ func TestTuningWithFewInferredOutcomesOnlySuggests(t *testing.T) {
 // store leaves nothing to infer, and the message it waited for goes
 // through.
 func TestMissingDecisionDoesNotFailTheNextMessage(t *testing.T) {
-	t.Parallel()
 	r := newRigWith(t, rigOptions{opts: episodic.FixedScores(episodic.Options{}, func(string, string) float64 { return 0.75 })})
 	r.clock.Set(t0)
 	r.send("web", "", "Planning the trip to Lisbon")

@@ -10,7 +10,6 @@ import (
 // TestTopicLexicon: no word stem belongs to two topics (scores would then
 // depend on which topic the lexicon was read in first).
 func TestTopicLexicon(t *testing.T) {
-	t.Parallel()
 	owner := map[string]string{}
 	for topic, words := range topics {
 		for _, w := range strings.Fields(words) {

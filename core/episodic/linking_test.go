@@ -54,7 +54,6 @@ func weatherThenTokyo(t *testing.T, r *rig) (t1 string, res episodic.MessageResu
 // Thursday?") links to the thread it continues by the algorithmic score
 // (seed 3.1).
 func TestFollowUpLinksByScoreAlone(t *testing.T) {
-	t.Parallel()
 	r := newRig(t) // no model: the algorithmic assessment alone
 	t1, res := weatherThenThursday(t, r)
 	d := res.Decision
@@ -123,7 +122,6 @@ func checkJudgeRequest(t *testing.T, m *llmtest.Scripted, earlier []string, mess
 // TestModelJudgesFollowUpRelated: the model is shown the earlier thread and
 // the follow-up, and judges them related (seed 3.1b).
 func TestModelJudgesFollowUpRelated(t *testing.T) {
-	t.Parallel()
 	m := judgeAll(true, 0.92, "Both about weather in New York", "weather", "New York", "temporal_continuation")
 	r := newRigWith(t, rigOptions{llm: m})
 	_, res := weatherThenThursday(t, r)
@@ -149,7 +147,6 @@ func TestModelJudgesFollowUpRelated(t *testing.T) {
 // TestScoreAndModelAgreeToLink: score and model, run in parallel, agree to
 // link: high confidence (seed 3.1c).
 func TestScoreAndModelAgreeToLink(t *testing.T) {
-	t.Parallel()
 	m := judgeAll(true, 0.92, "Both about weather in New York", "weather", "New York", "temporal_continuation")
 	r := newRigWith(t, rigOptions{llm: m})
 	t1, res := weatherThenThursday(t, r)
@@ -212,7 +209,6 @@ func TestScoreAndModelAgreeToLink(t *testing.T) {
 // TestNewSubjectDoesNotLinkByScore: without a model, a new subject does not
 // link to the earlier thread (seed 3.2).
 func TestNewSubjectDoesNotLinkByScore(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	t1, res := weatherThenTokyo(t, r)
 	d := res.Decision
@@ -238,7 +234,6 @@ func TestNewSubjectDoesNotLinkByScore(t *testing.T) {
 // TestModelJudgesNewSubjectUnrelated: the model judges a new subject
 // unrelated to the earlier thread (seed 3.2b).
 func TestModelJudgesNewSubjectUnrelated(t *testing.T) {
-	t.Parallel()
 	m := judgeAll(false, 0.88, "Different topics - weather vs. flight booking", "weather", "flight")
 	r := newRigWith(t, rigOptions{llm: m})
 	_, res := weatherThenTokyo(t, r)
@@ -255,7 +250,6 @@ func TestModelJudgesNewSubjectUnrelated(t *testing.T) {
 
 // TestScoreAndModelAgreeNotToLink: score and model agree not to link: high confidence (seed 3.2c).
 func TestScoreAndModelAgreeNotToLink(t *testing.T) {
-	t.Parallel()
 	m := judgeAll(false, 0.88, "Different topics - weather vs. flight booking")
 	r := newRigWith(t, rigOptions{llm: m})
 	t1, res := weatherThenTokyo(t, r)
@@ -310,7 +304,6 @@ func disagree(t *testing.T, first, second string, alg float64, related bool, con
 // TestDisagreementWhenOnlyTheScoreLinks: the score links, the model does
 // not: uncertain, a disagreement recorded (seed 3.2d).
 func TestDisagreementWhenOnlyTheScoreLinks(t *testing.T) {
-	t.Parallel()
 	r, d := disagree(t, "What's the weather in New York?", "What about the weather in Boston?", 0.72, false, 0.65)
 
 	if d.Agreement == nil || *d.Agreement || d.Confidence != episodic.ConfidenceUncertain || !d.Disagreement {
@@ -335,7 +328,6 @@ func TestDisagreementWhenOnlyTheScoreLinks(t *testing.T) {
 // TestDisagreementWhenOnlyTheModelLinks: the model links, the score does
 // not: uncertain, a disagreement recorded (seed 3.2e).
 func TestDisagreementWhenOnlyTheModelLinks(t *testing.T) {
-	t.Parallel()
 	r, d := disagree(t, "I'm planning a trip to Paris", "What's the best time to visit?", 0.68, true, 0.85)
 
 	if d.Agreement == nil || *d.Agreement || d.Confidence != episodic.ConfidenceUncertain || !d.Disagreement {
@@ -412,7 +404,6 @@ func checkLinkedToAll(t *testing.T, r *rig, t3 string, earlier ...string) {
 // following up two threads links to both, in one cross-thread episode (seed
 // 3.6).
 func TestLinkingToSeveralThreadsSharesOneCrossThreadEpisode(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	t1, t2 := weatherInTwoCities(t, r)
 
@@ -442,7 +433,6 @@ func TestLinkingToSeveralThreadsSharesOneCrossThreadEpisode(t *testing.T) {
 // earlier threads links to both, strongest first, and not to an unrelated
 // one (seed 7.2).
 func TestAmbiguousFollowUpLinksToEveryRelatedThread(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("08:00") // an unrelated, older thread
 	recipe := r.send("sms", "", "Find me a lasagna recipe").ThreadID
@@ -493,7 +483,6 @@ func TestAmbiguousFollowUpLinksToEveryRelatedThread(t *testing.T) {
 // inactivity still links to the old thread and pulls it into context (seed
 // 7.3).
 func TestWeekOldThreadIsLinkedByBackReference(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	weekAgo := t0.Add(-7 * 24 * time.Hour)
 	r.clock.Set(weekAgo)

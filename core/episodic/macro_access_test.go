@@ -14,7 +14,6 @@ import (
 // words (her PIN) through it, by episode.get, episode.list, or the
 // episode.compacted event; Alice does.
 func TestAMacroSummaryIsShownOnlyToWhoMayReadWhatItDrawsOn(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w := newAliceWorld(r)
 	r.Do(alice, "thread.share", map[string]any{"thread_id": w.second, "principal": "carol", "permissions": []string{"read"}}, nil)

@@ -17,7 +17,6 @@ import (
 // than 50 turns, and once compaction settles nothing is left pending and
 // every compacted episode's turns are archived.
 func TestConcurrentThreads(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	w1 := r.send("web", "", "Plan the offsite agenda for the platform team.")
 	w2 := r.send("web", "", "Draft the Q3 hiring plan.")

@@ -21,7 +21,6 @@ import (
 // TestFollowUpRefersToItsChannelsThread: an "Oh, and…" on sms follows up
 // the sms thread, not a web thread opened in between.
 func TestFollowUpRefersToItsChannelsThread(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	weather := r.send("sms", "", "What's the weather in New York?")
 	r.answer("sms", weather.ThreadID, "Sunny, 72°F.")
@@ -43,7 +42,6 @@ func TestFollowUpRefersToItsChannelsThread(t *testing.T) {
 // the web without thread_id is refused (it would land in whichever thread
 // was last active), and nothing is recorded.
 func TestAnswersNeedTheirThreadOnExplicitChannels(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.send("web", "", "Book me a flight to Tokyo")
 	r.send("sms", "", "What's the weather in New York?")
@@ -60,7 +58,6 @@ func TestAnswersNeedTheirThreadOnExplicitChannels(t *testing.T) {
 // TestOneActiveImplicitThread: reopening an ended sms thread by its id ends
 // the sms thread that took over from it, whose episode is then compacted.
 func TestOneActiveImplicitThread(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	first := r.send("sms", "", "What's the weather in New York?")
 	r.at("10:45")
@@ -85,7 +82,6 @@ func TestOneActiveImplicitThread(t *testing.T) {
 // the whole chain (through their cross-thread episode), and the topic is
 // the first thread's.
 func TestContextFollowsAChainOfFollowUps(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	first := r.send("sms", "", "What's the weather in New York?")
 	r.answer("sms", first.ThreadID, "Sunny, 72°F.")
@@ -114,7 +110,6 @@ func TestContextFollowsAChainOfFollowUps(t *testing.T) {
 // links, a message to another thread goes through; the judged message then
 // lands with its decision.
 func TestJudgingDoesNotHoldOtherMessages(t *testing.T) {
-	t.Parallel()
 	asked, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	model := &llmtest.Scripted{Func: func(req llm.Request) llmtest.Answer {
@@ -177,7 +172,6 @@ func TestJudgingDoesNotHoldOtherMessages(t *testing.T) {
 // TestSelectedThreadTakesTheMessage: a message on an explicit channel goes
 // to the thread the user selected, whatever it says (seed 1.1).
 func TestSelectedThreadTakesTheMessage(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	t1 := r.sendTitled("web", "", "Weather in New York", "What's the weather in New York?").ThreadID
@@ -217,7 +211,6 @@ func TestSelectedThreadTakesTheMessage(t *testing.T) {
 // TestSwitchingBetweenSelectedThreads: the user switches between threads on
 // the web; each message goes to the one selected (seed 1.2).
 func TestSwitchingBetweenSelectedThreads(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("09:00")
 	t2 := r.sendTitled("web", "", "Flight booking", "Book me a flight to Tokyo").ThreadID
@@ -255,7 +248,6 @@ func TestSwitchingBetweenSelectedThreads(t *testing.T) {
 // after the inactivity timeout starts a new thread and ends the old one
 // (seed 2.1).
 func TestInactivityTimeoutStartsANewThread(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	t1 := r.send("sms", "", "What's the weather in New York?").ThreadID
@@ -294,7 +286,6 @@ func TestInactivityTimeoutStartsANewThread(t *testing.T) {
 // TestMessageWithinTimeoutContinuesTheThread: on an implicit channel, a
 // message within the timeout continues the thread (seed 2.2).
 func TestMessageWithinTimeoutContinuesTheThread(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	t1 := r.send("sms", "", "What's the weather in New York?").ThreadID
@@ -317,7 +308,6 @@ func TestMessageWithinTimeoutContinuesTheThread(t *testing.T) {
 // TestConfiguredTimeoutDecidesContinuation: thread.configure sets a thread's
 // inactivity timeout, and routing follows it (seed 2.3).
 func TestConfiguredTimeoutDecidesContinuation(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.at("10:00")
 	t1 := r.send("sms", "", "What's the weather in New York?").ThreadID
@@ -348,7 +338,6 @@ func TestConfiguredTimeoutDecidesContinuation(t *testing.T) {
 // web threads, one at a time and all at once, keeps every turn in its thread
 // (seed 7.1).
 func TestRapidSwitchingKeepsTurnsInTheirThreads(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	firsts := []string{"What's the weather in New York?", "Book me a flight to Tokyo", "Find me a lasagna recipe"}
 	var ids []string
@@ -424,7 +413,6 @@ func TestRapidSwitchingKeepsTurnsInTheirThreads(t *testing.T) {
 // end, briefly (it was the smoke test): after 45 minutes, "Oh, and…" on sms
 // starts a new thread linked to the one it follows up.
 func TestSMSFollowUpAfterAGapStartsALinkedThread(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	first := r.send("sms", "", "What's the weather in New York?")
 	r.answer("sms", first.ThreadID, "Sunny, 72°F.")
@@ -439,7 +427,6 @@ func TestSMSFollowUpAfterAGapStartsALinkedThread(t *testing.T) {
 // new thread as its first message left it (one turn, on its channel), not
 // as it was before the turn was added; a message continuing it sends none.
 func TestThreadCreatedEventSaysWhatTheThreadIs(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

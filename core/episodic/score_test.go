@@ -397,7 +397,6 @@ func scoreCorpus(t *testing.T, pairs []linkPair) linkMetrics {
 // requires 85% accuracy on each; it logs every misclassified pair with its
 // score and signals.
 func TestScorerGeneralizes(t *testing.T) {
-	t.Parallel()
 	for _, set := range []struct {
 		name  string
 		pairs []linkPair
@@ -417,7 +416,6 @@ func TestScorerGeneralizes(t *testing.T) {
 
 // TestScorerSeedOutcomes: the seed's algorithmic outcomes.
 func TestScorerSeedOutcomes(t *testing.T) {
-	t.Parallel()
 	at := func(hhmm string) time.Time {
 		d, _ := time.Parse("15:04", hhmm)
 		return time.Date(t0.Year(), t0.Month(), t0.Day(), d.Hour(), d.Minute(), 0, 0, time.UTC)

@@ -13,7 +13,6 @@ import (
 // TestLastTurns: a thread's last n turns, live or archived alike, never a
 // neighbouring thread's, and none after the time given.
 func TestLastTurns(t *testing.T) {
-	t.Parallel()
 	st, err := storage.Open(storage.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)

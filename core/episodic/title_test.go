@@ -10,7 +10,6 @@ import (
 // content; a greeting before the content is left out of the title; a
 // title someone gave stays.
 func TestGreetingsDoNotTitleAThread(t *testing.T) {
-	t.Parallel()
 	r := newRig(t)
 	r.clock.Set(t0)
 	id := r.send("web", "", "hi").ThreadID

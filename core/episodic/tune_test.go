@@ -20,7 +20,6 @@ import (
 // TestTuningNeedsEnoughOutcomes: a few marked decisions report what they
 // suggest but do not move the threshold; enough of them do.
 func TestTuningNeedsEnoughOutcomes(t *testing.T) {
-	t.Parallel()
 	r := newRigWith(t, rigOptions{opts: episodic.FixedScores(episodic.Options{}, func(message, candidate string) float64 { return 0.75 })})
 	mark := func(n int) {
 		for i := range n {
@@ -103,7 +102,6 @@ func (s *decisionSeries) decide(message string, score float64) *episodic.Decisio
 // inferred outcome, in that message's turn; a person's mark sits beside
 // it (seed 3.3).
 func TestEngineInfersOutcomesFromWhatTheUserSaysNext(t *testing.T) {
-	t.Parallel()
 	// How the user goes on after each decision, by the seed's four cases,
 	// and the outcome the engine should read from it.
 	type behaviour struct {
@@ -269,7 +267,6 @@ func TestEngineInfersOutcomesFromWhatTheUserSaysNext(t *testing.T) {
 // threshold to the one with the fewest errors over the marked decisions
 // (seed 3.4).
 func TestTuningMovesThresholdToFewestErrors(t *testing.T) {
-	t.Parallel()
 	// 100 marked decisions, made at 0.7 without a model (so the score alone
 	// decides, and tuning replays the score alone):
 	//
@@ -375,7 +372,6 @@ func TestTuningMovesThresholdToFewestErrors(t *testing.T) {
 // the model's prompt for the follow-ups it missed, and the next prompt
 // version catches them (seed 3.5).
 func TestTuningAddsGuidanceForMissedFollowUps(t *testing.T) {
-	t.Parallel()
 	// Three kinds of new thread, in every 20: 9 follow-ups with a cue
 	// ("Oh, and…", "What about…"; algorithmic 0.72, LINK), 1 continuation
 	// without a cue (0.68), 10 fresh subjects (0.20). All turn out correct.
