@@ -29,7 +29,7 @@ type RefuseArgs struct {
 
 // ListArgs is clients.list's arguments.
 type ListArgs struct {
-	All bool `json:"all,omitempty" help:"every agent's clients, not only the caller's: only for the engine's own agent (the one who owns the data directory)"`
+	All bool `json:"all,omitempty" help:"every agent's clients, not only the caller's: only for the operator, local"`
 }
 
 // ListResult is clients.list's result.

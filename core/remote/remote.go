@@ -185,6 +185,9 @@ func (c *Conn) fetchInfo(ctx context.Context, counts, actions bool) (wire.InfoRe
 	if !actions {
 		q.Set("actions", "false")
 	}
+	if c.opts.Agent != "" {
+		q.Set("agent", c.opts.Agent) // the counts are the operator's alone
+	}
 	path := wire.PathInfo
 	if len(q) > 0 {
 		path += "?" + q.Encode()

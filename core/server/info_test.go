@@ -90,3 +90,16 @@ func TestInfoWithoutActionsLeavesOnlyTheListOut(t *testing.T) {
 		t.Errorf("without actions %+v, with them %+v", lean, full)
 	}
 }
+
+// The counts are the operator's alone over the socket too: a client that
+// names another agent is not told them, whatever the owner's --agent.
+func TestSocketInfoCountsAreTheOperatorsAlone(t *testing.T) {
+	e, _ := openEngine(t)
+	_, ts := newServer(t, e, false, server.Options{})
+	for query, want := range map[string]bool{"": true, "?agent=local": true, "?agent=bob": false} {
+		a := send(t, ts.Client(), http.MethodGet, ts.URL+wire.PathInfo+query, "")
+		if got := strings.Contains(string(a.Body), `"counts"`); got != want {
+			t.Errorf("info%s: counts %v, want %v", query, got, want)
+		}
+	}
+}

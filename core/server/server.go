@@ -484,10 +484,19 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request, p Principal, tcp bool) {
 	var info conn.Info
 	var err error
-	if a, ok := s.e.(conn.InfoAsker); ok && (r.URL.Query().Get("counts") == "false" || (tcp && p.Agent != access.LegacyOwner)) {
+	// Who asks: a token's agent over TCP; over the socket the agent the
+	// request names, else the owner's.
+	asker := r.URL.Query().Get("agent")
+	switch {
+	case tcp:
+		asker = p.Agent
+	case asker == "":
+		asker = s.e.Agent()
+	}
+	if a, ok := s.e.(conn.InfoAsker); ok && (r.URL.Query().Get("counts") == "false" || asker != access.LegacyOwner) {
 		// A client attaching needs the rest: the counts read every key
 		// (seconds, and much of the store paged in, at a million items).
-		// A token's agent is never told them: they count every agent's
+		// Only the operator is told them: they count every agent's
 		// objects (engine.info's rule).
 		no := false
 		info, err = a.InfoWith(r.Context(), conn.InfoArgs{Counts: &no})

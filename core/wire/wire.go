@@ -193,10 +193,12 @@ const (
 	DetailBusy = "busy"
 )
 
-// HeaderInstance is on every answer: the owner's Instance.
+// HeaderInstance is on every answer over the socket, and over TCP on
+// those to a valid token: the owner's Instance.
 const HeaderInstance = "Engram-Instance"
 
-// HeaderPID is on every answer: the owner's process id (InfoResponse.PID),
+// HeaderPID is on the same answers as HeaderInstance: the owner's process
+// id (InfoResponse.PID),
 // so that a client whose request reached a new owner on the same socket
 // path can say which process answered.
 const HeaderPID = "Engram-Pid"
