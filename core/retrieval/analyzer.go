@@ -17,6 +17,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/engram-console/engram/core/text"
 	"github.com/kljensen/snowball/english"
 )
 
@@ -137,30 +138,13 @@ type word struct {
 func splitWords(s string) []word {
 	var out []word
 	runes := []rune(s)
-	start := -1
-	sentence := true
-	flush := func(end int) {
-		w := string(runes[start:end])
-		first := runes[start]
-		out = append(out, word{text: w, capital: unicode.IsUpper(first), sentenceStart: sentence})
-		sentence = false
-		start = -1
-	}
-	for i, r := range runes {
-		inWord := unicode.IsLetter(r) || unicode.IsDigit(r) ||
-			(r == '\'' || r == '’') && start >= 0 && i+1 < len(runes) && unicode.IsLetter(runes[i+1])
-		switch {
-		case inWord && start < 0:
-			start = i
-		case !inWord && start >= 0:
-			flush(i)
-		}
-		if !inWord && (r == '.' || r == '!' || r == '?' || r == ':' || r == ';' || r == '\n' || r == '"' || r == '“') {
-			sentence = true
-		}
-	}
-	if start >= 0 {
-		flush(len(runes))
+	prev := 0 // where the text after the last word starts
+	for start, end := range text.WordSpans(runes) {
+		// A sentence starts with the text, and after an end mark
+		// between two words.
+		sentence := len(out) == 0 || strings.ContainsAny(string(runes[prev:start]), ".!?:;\n\"“")
+		out = append(out, word{text: string(runes[start:end]), capital: unicode.IsUpper(runes[start]), sentenceStart: sentence})
+		prev = end
 	}
 	return out
 }

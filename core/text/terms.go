@@ -5,6 +5,7 @@
 package text
 
 import (
+	"iter"
 	"strings"
 	"sync"
 	"unicode"
@@ -16,23 +17,37 @@ import (
 // (apostrophes inside a word are kept, so "don't" is one word).
 func Words(s string) []string {
 	var out []string
-	start := -1
 	runes := []rune(s)
-	for i, r := range runes {
-		inWord := unicode.IsLetter(r) || unicode.IsDigit(r) ||
-			(r == '\'' || r == '’') && start >= 0 && i+1 < len(runes) && unicode.IsLetter(runes[i+1])
-		switch {
-		case inWord && start < 0:
-			start = i
-		case !inWord && start >= 0:
-			out = append(out, strings.ToLower(string(runes[start:i])))
-			start = -1
-		}
-	}
-	if start >= 0 {
-		out = append(out, strings.ToLower(string(runes[start:])))
+	for start, end := range WordSpans(runes) {
+		out = append(out, strings.ToLower(string(runes[start:end])))
 	}
 	return out
+}
+
+// WordSpans yields where each word of runes starts and ends (runes[start:end]):
+// runs of letters and digits, an apostrophe inside a word kept. Words
+// splits by it; a reader that needs more than the lower-case word (its
+// capital, what stands between words) walks the spans itself.
+func WordSpans(runes []rune) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		start := -1
+		for i, r := range runes {
+			inWord := unicode.IsLetter(r) || unicode.IsDigit(r) ||
+				(r == '\'' || r == '’') && start >= 0 && i+1 < len(runes) && unicode.IsLetter(runes[i+1])
+			switch {
+			case inWord && start < 0:
+				start = i
+			case !inWord && start >= 0:
+				if !yield(start, i) {
+					return
+				}
+				start = -1
+			}
+		}
+		if start >= 0 {
+			yield(start, len(runes))
+		}
+	}
 }
 
 // Terms are the search terms of s: its words without English stop words,
