@@ -574,15 +574,9 @@ func about(id string) trace.Subject { return trace.Subject{Type: "plan", ID: id}
 // when the event is delivered (a deleted plan's last readers too). It is
 // asked only of subscribers, so a run that nobody watches pays nothing.
 func (pl *Planner) audience(id string) events.Audience {
-	return events.Only().Or(func(principal string) bool {
-		var ok bool
-		err := pl.env.Store.View(func(tx *storage.Tx) error {
-			var err error
-			ok, err = canRead(tx, principal, id)
-			return err
-		})
-		return err == nil && ok
-	})
+	return events.Only().Or(pl.env.Readable(func(tx *storage.Tx, principal string) (bool, error) {
+		return canRead(tx, principal, id)
+	}))
 }
 
 // canRead is the plan read check other subsystems ask through

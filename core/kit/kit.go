@@ -498,15 +498,24 @@ func (e *Env) traceAudience(entry trace.Entry, subject *trace.Subject) events.Au
 	case subject.Owner != "":
 		return events.Only(writer, subject.Owner)
 	}
-	return events.Only(writer).Or(func(viewer string) bool {
+	return events.Only(writer).Or(e.Readable(func(tx *storage.Tx, viewer string) (bool, error) {
+		return trace.Visible(tx, e.Access, viewer, entry, subject)
+	}))
+}
+
+// Readable is an events.Audience check (Audience.Or) that asks may in a
+// read transaction of the store when the event is delivered: for an object
+// whose readers only its subsystem knows. A store it cannot read says no.
+func (e *Env) Readable(may func(tx *storage.Tx, principal string) (bool, error)) func(principal string) bool {
+	return func(principal string) bool {
 		var ok bool
 		err := e.Store.View(func(tx *storage.Tx) error {
 			var err error
-			ok, err = trace.Visible(tx, e.Access, viewer, entry, subject)
+			ok, err = may(tx, principal)
 			return err
 		})
 		return err == nil && ok
-	})
+	}
 }
 
 // entry builds a trace entry for call, stamped with the engine clock.
