@@ -14,6 +14,7 @@ import (
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/retrieval"
 	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
@@ -37,6 +38,9 @@ type Hit struct {
 	// similarity of embeddings (only with a model).
 	Lexical  float64  `json:"lexical_score"`
 	Semantic *float64 `json:"semantic_score,omitempty"`
+	// Why explains the score: the matched terms by field, the lifts of
+	// neighbours, session and time, and each part's weight.
+	Why *retrieval.Why `json:"why,omitempty"`
 }
 
 const defaultSearchLimit = 10
