@@ -133,6 +133,23 @@ type docInfo struct {
 	terms map[string]uint16
 	// prior is the document's prior (LengthPrior, NamePrior).
 	prior float64
+	// names is how many names its text and caption write (at most 3),
+	// for its prior.
+	names uint8
+}
+
+// docPrior is a document's prior: LengthPrior by its words against the
+// average (avgWords), NamePrior by the names it writes.
+func docPrior(p Params, di *docInfo, avgWords float64) float64 {
+	prior := 1.0
+	if p.LengthPrior != 0 && avgWords > 0 {
+		ratio := float64(di.length[FieldText]+di.length[FieldCaption]) / avgWords
+		prior *= math.Pow(min(4, max(0.25, ratio)), p.LengthPrior)
+	}
+	if p.NamePrior != 0 {
+		prior *= 1 + p.NamePrior*float64(di.names)
+	}
+	return prior
 }
 
 // Index is a collection of documents ready to search. It is read-only
@@ -149,6 +166,13 @@ type Index struct {
 	span [2]time.Time
 	// pool keeps the scratch arrays of searches.
 	pool sync.Pool
+	// live is what Add keeps to append documents (live.go); nil until
+	// the first Add.
+	live *liveState
+	// priorMu guards bringing the priors up to date after an Add
+	// (priorsStale): the first search after it does.
+	priorMu     sync.Mutex
+	priorsStale bool
 }
 
 // Build indexes the documents with the given parameters. The analyzer
@@ -234,15 +258,8 @@ func Build(docs []Doc, p Params) *Index {
 	avgWords := ix.avg[FieldText] + ix.avg[FieldCaption]
 	for i := range ix.docs {
 		di := &ix.docs[i]
-		di.prior = 1
-		if p.LengthPrior != 0 && avgWords > 0 {
-			ratio := float64(di.length[FieldText]+di.length[FieldCaption]) / avgWords
-			di.prior *= math.Pow(min(4, max(0.25, ratio)), p.LengthPrior)
-		}
-		if p.NamePrior != 0 {
-			names := len(namesOf(fields[i][FieldText])) + len(namesOf(fields[i][FieldCaption]))
-			di.prior *= 1 + p.NamePrior*float64(min(3, names))
-		}
+		di.names = uint8(min(3, len(namesOf(fields[i][FieldText]))+len(namesOf(fields[i][FieldCaption]))))
+		di.prior = docPrior(p, di, avgWords)
 	}
 	return ix
 }

@@ -31,6 +31,10 @@ type Query struct {
 	Strict bool
 	// Limit is how many results (10 when zero).
 	Limit int
+	// Keep, when set, says which documents (by their place among those
+	// built and added) may be results; the others still lend to their
+	// neighbours and session.
+	Keep func(doc int) bool
 }
 
 // Result is one document found, and why.
@@ -121,7 +125,7 @@ type scratch struct {
 const anchorDays = 120
 
 func (ix *Index) getScratch() *scratch {
-	if sc, ok := ix.pool.Get().(*scratch); ok {
+	if sc, ok := ix.pool.Get().(*scratch); ok && len(sc.lex) >= len(ix.docs) && len(sc.best) >= len(ix.sessionDocs) {
 		return sc
 	}
 	n := len(ix.docs)
@@ -144,7 +148,7 @@ func (ix *Index) putScratch(sc *scratch) {
 
 // top are the limit best documents of the final scores, best first, the
 // earlier document first among equals.
-func (ix *Index) top(sc *scratch, limit int) []Result {
+func (ix *Index) top(sc *scratch, limit int, keepDoc func(int) bool) []Result {
 	better := func(a, b int32) bool {
 		return sc.final[a] > sc.final[b] || sc.final[a] == sc.final[b] && a < b
 	}
@@ -152,6 +156,9 @@ func (ix *Index) top(sc *scratch, limit int) []Result {
 	var keep []int32
 	for _, d := range sc.lifted {
 		if len(keep) == limit && !better(d, keep[len(keep)-1]) {
+			continue
+		}
+		if keepDoc != nil && !keepDoc(int(d)) {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(keep, d, func(x, y int32) int {
@@ -209,6 +216,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	if len(terms) > MaxQueryTerms {
 		return nil, fmt.Errorf("query: at most %d different words to look for, not %d; search for a few distinctive words", MaxQueryTerms, len(terms))
 	}
+	ix.refreshPriors()
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
 	ix.score(terms, sc.lex, &sc.touched)
@@ -274,7 +282,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 			sc.final[d] += p.Session * sc.best[ix.docs[d].session] * ix.docs[d].prior
 		}
 	}
-	ranked := ix.top(sc, limit)
+	ranked := ix.top(sc, limit, q.Keep)
 	for i := range ranked {
 		ranked[i].Why = ix.why(ranked[i].Index, terms, expansion, tq.Windows, sc)
 		ranked[i].Why.Temporal = tq.Temporal
