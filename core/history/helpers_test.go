@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/engram-console/engram/core/retrieval"
 	"sort"
 	"strings"
 	"testing"
@@ -126,6 +127,52 @@ type utt struct {
 	RelevanceScore float64  `json:"relevance_score"`
 	Lexical        float64  `json:"lexical_score"`
 	Semantic       *float64 `json:"semantic_score"`
+	// Why explains a search result (every one has it).
+	Why *retrieval.Why `json:"why"`
+}
+
+// part is a hit's why's part of that name (zero when absent).
+func (u utt) part(name string) retrieval.Part {
+	if u.Why != nil {
+		for _, p := range u.Why.Parts {
+			if p.Name == name {
+				return p
+			}
+		}
+	}
+	return retrieval.Part{}
+}
+
+// jsonOf is v as JSON.
+func jsonOf(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// matching are the hits that hold a term of the query (a lexical part,
+// or a literal or quote part for a search of stop words or a quote),
+// in order. Every other hit must be one the ranker lifted for a match
+// next to it in its session (a neighbours or session part): what the
+// hybrid ranker adds to the words.
+func matching(t testing.TB, hits []utt) []utt {
+	t.Helper()
+	var out []utt
+	for _, h := range hits {
+		if h.Why == nil {
+			t.Errorf("hit %d has no why", h.UtteranceIndex)
+			continue
+		}
+		if h.part(retrieval.PartLexical).Value > 0 || h.part(history.PartLiteral).Value > 0 || h.part(history.PartQuote).Value > 0 {
+			out = append(out, h)
+		} else if h.part(retrieval.PartNeighbour).Contribution == 0 && h.part(retrieval.PartSession).Contribution == 0 {
+			t.Errorf("hit %d %q neither matches nor is lifted: %+v", h.UtteranceIndex, h.Text, h.Why)
+		}
+	}
+	return out
 }
 
 type summaryOut struct {

@@ -127,6 +127,8 @@ type indexChange struct {
 	speaker byte
 	length  int
 	counts  map[string]int
+	// u is the utterance written (add), for the hybrid index.
+	u *Utterance
 }
 
 // lookup returns conversation c's index if it holds version v, with the

@@ -71,6 +71,9 @@ type Why struct {
 	// Temporal says the query asks about time ("when did ...") whether
 	// or not it names a window (the same for every result).
 	Temporal bool `json:"temporal,omitempty"`
+	// Fusion, when the ranking was fused with an embedding ranking
+	// (Fuse), says the vector similarity and the ranks fused.
+	Fusion *FusionWhy `json:"fusion,omitempty"`
 }
 
 // Part is one signal of a score.
