@@ -499,5 +499,12 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 	return w
 }
 
-// round keeps six decimals: enough to compare, short to print.
-func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+// round keeps six decimals: enough to compare, short to print (and no
+// negative zero, which JSON would print as -0).
+func round(x float64) float64 {
+	r := math.Round(x*1e6) / 1e6
+	if r == 0 {
+		return 0
+	}
+	return r
+}
