@@ -153,26 +153,23 @@ func jsonOf(t testing.TB, v any) string {
 	return string(b)
 }
 
-// matching are the hits that hold a term of the query (a lexical part,
-// or a literal or quote part for a search of stop words or a quote),
-// in order. Every other hit must be one the ranker lifted for a match
-// next to it in its session (a neighbours or session part): what the
-// hybrid ranker adds to the words.
+// matching are the hits, each checked to hold a term of the query (a
+// lexical part, or a literal or quote part for a search of stop words or
+// a quote) or, with a model, to be close in meaning (a vector rank): a
+// turn the ranker lifted only for a match next to it is no result.
 func matching(t testing.TB, hits []utt) []utt {
 	t.Helper()
-	var out []utt
 	for _, h := range hits {
-		if h.Why == nil {
+		switch {
+		case h.Why == nil:
 			t.Errorf("hit %d has no why", h.UtteranceIndex)
-			continue
-		}
-		if h.part(retrieval.PartLexical).Value > 0 || h.part(history.PartLiteral).Value > 0 || h.part(history.PartQuote).Value > 0 {
-			out = append(out, h)
-		} else if h.part(retrieval.PartNeighbour).Contribution == 0 && h.part(retrieval.PartSession).Contribution == 0 {
-			t.Errorf("hit %d %q neither matches nor is lifted: %+v", h.UtteranceIndex, h.Text, h.Why)
+		case h.part(retrieval.PartLexical).Value > 0, h.part(history.PartLiteral).Value > 0, h.part(history.PartQuote).Value > 0:
+		case h.Why.Fusion != nil && h.Why.Fusion.VectorRank > 0:
+		default:
+			t.Errorf("hit %d %q holds no word of the query: %+v", h.UtteranceIndex, h.Text, h.Why)
 		}
 	}
-	return out
+	return hits
 }
 
 type summaryOut struct {

@@ -274,7 +274,7 @@ func (hi *hybridIndex) ranked(req SearchRequest, now time.Time, queryVec []float
 	if queryVec != nil {
 		limit = max(limit, fusionDepth)
 	}
-	q := retrieval.Query{Text: req.Query, When: req.When, Strict: strings.TrimSpace(req.When) != "", Now: now, Limit: limit}
+	q := retrieval.Query{Text: req.Query, When: req.When, Strict: strings.TrimSpace(req.When) != "", Now: now, Limit: limit, Matched: true}
 	if code := speakerCodes[req.Speaker]; code != 0 {
 		q.Keep = func(d int) bool { return hi.speaker[d] == code }
 	}

@@ -128,9 +128,6 @@ type docInfo struct {
 	Doc
 	session int32 // index of the session, in order of first appearance
 	length  [numFields]float32
-	// terms are the document's text and caption terms with their
-	// counts, for feedback.
-	terms map[string]uint16
 	// prior is the document's prior (LengthPrior, NamePrior).
 	prior float64
 	// names is how many names its text and caption write (at most 3),
@@ -228,7 +225,6 @@ func Build(docs []Doc, p Params) *Index {
 	for i := range docs {
 		di := &ix.docs[i]
 		counts := map[string]*posting{}
-		di.terms = map[string]uint16{}
 		for f := Field(0); f < numFields; f++ {
 			di.length[f] = float32(len(fields[i][f]))
 			total[f] += float64(len(fields[i][f]))
@@ -240,9 +236,6 @@ func Build(docs []Doc, p Params) *Index {
 				}
 				if p.tf[f] < math.MaxUint16 {
 					p.tf[f]++
-				}
-				if f == FieldText || f == FieldCaption {
-					di.terms[t.Term]++
 				}
 			}
 		}
@@ -297,4 +290,20 @@ func (ix *Index) fieldTF(p posting, per *[numFields]float64) float64 {
 		}
 	}
 	return tf
+}
+
+// docTerms are document d's text and caption terms with their counts,
+// for feedback: worked out again when asked (a few documents a search)
+// rather than kept for every document, where they took most of an
+// index's memory. The analyzer reads them as it did when d was indexed
+// (Add builds anew when a name learnt would change that).
+func (ix *Index) docTerms(d int32) map[string]uint16 {
+	di := &ix.docs[d]
+	terms := map[string]uint16{}
+	for _, s := range [2]string{di.Text, di.Caption} {
+		for _, t := range ix.an.Tokens(s) {
+			terms[t.Term]++
+		}
+	}
+	return terms
 }

@@ -200,7 +200,6 @@ func (ix *Index) Add(docs ...Doc) *Index {
 		i := first + k
 		di := &ix.docs[i]
 		counts := map[string]*posting{}
-		di.terms = map[string]uint16{}
 		for f := Field(0); f < numFields; f++ {
 			di.length[f] = float32(len(fields[k][f]))
 			ls.total[f] += float64(len(fields[k][f]))
@@ -212,9 +211,6 @@ func (ix *Index) Add(docs ...Doc) *Index {
 				}
 				if p.tf[f] < 65535 {
 					p.tf[f]++
-				}
-				if f == FieldText || f == FieldCaption {
-					di.terms[t.Term]++
 				}
 			}
 		}

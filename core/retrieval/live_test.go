@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +83,11 @@ func sameRanking(t *testing.T, want, got *Index, queries []string, now time.Time
 func TestAddRanksAsBuild(t *testing.T) {
 	convs, questions := longmem(t)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	withPRF := DefaultParams
+	withPRF.PRFWeight = 0.5
 	for c, docs := range convs {
+		// Feedback on: the terms of the top hits read after an Add too.
+		sameRanking(t, Build(docs, withPRF), Build(docs[:len(docs)/3], withPRF).Add(docs[len(docs)/3:]...), questions[c], now)
 		want := Build(docs, DefaultParams)
 		half := len(docs) / 2
 		one := Build(docs[:half], DefaultParams)
@@ -164,5 +169,31 @@ func TestLiveSearchesWhileItGrows(t *testing.T) {
 	want, _ := Build(docs, DefaultParams).Search(Query{Text: docs[599].Text, Limit: 3})
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after growing: %+v, want %+v", got, want)
+	}
+}
+
+// TestMatchedLeavesOutTurnsLiftedAlone: with Matched, a turn holding none
+// of the query's words is no result, however its neighbour lifts it; the
+// others keep their scores and order.
+func TestMatchedLeavesOutTurnsLiftedAlone(t *testing.T) {
+	docs := append([]Doc{
+		{ID: "q", Session: "s1", Time: day0, Speaker: "Ana", Text: "Where did you leave the kayak?"},
+		{ID: "a", Session: "s1", Time: day0, Speaker: "Ben", Text: "Behind the shed, under the tarp."},
+		{ID: "k", Session: "s2", Time: day0, Speaker: "Ana", Text: "The kayak needs a new paddle."},
+	}, filler(4, "s3", day0)...)
+	ix := Build(docs, DefaultParams)
+	all := search(t, ix, Query{Text: "kayak"})
+	if !slices.Contains(ids(all), "a") {
+		t.Fatalf("without Matched the answer is lifted in: %v", ids(all))
+	}
+	got := search(t, ix, Query{Text: "kayak", Matched: true})
+	var want []Result
+	for _, r := range all {
+		if r.ID != "a" {
+			want = append(want, r)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Matched: %v, want %v", ids(got), ids(want))
 	}
 }

@@ -35,6 +35,11 @@ type Query struct {
 	// built and added) may be results; the others still lend to their
 	// neighbours and session.
 	Keep func(doc int) bool
+	// Matched keeps only documents holding a term of the query (or of
+	// its feedback expansion) as results: the lifts of neighbours and
+	// sessions still add to their scores, but a turn lifted alone, with
+	// none of the query's words, is left out (a search box's results).
+	Matched bool
 }
 
 // Result is one document found, and why.
@@ -285,7 +290,13 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 			sc.final[d] += p.Session * sc.best[ix.docs[d].session] * ix.docs[d].prior
 		}
 	}
-	ranked := ix.top(sc, limit, q.Keep)
+	keep := q.Keep
+	if q.Matched {
+		keep = func(d int) bool {
+			return (sc.lex[d] != 0 || sc.prf[d] != 0) && (q.Keep == nil || q.Keep(d))
+		}
+	}
+	ranked := ix.top(sc, limit, keep)
 	for i := range ranked {
 		ranked[i].Why = ix.why(ranked[i].Index, terms, expansion, tq.Windows, sc)
 		ranked[i].Why.Temporal = tq.Temporal
@@ -375,15 +386,15 @@ func (ix *Index) feedback(terms []qterm, sc *scratch) []qterm {
 	weight := map[string]float64{}
 	maxScore := sc.lex[top[0]]
 	for _, d := range top {
-		di := &ix.docs[d]
+		terms := ix.docTerms(d)
 		total := 0
-		for _, c := range di.terms {
+		for _, c := range terms {
 			total += int(c)
 		}
 		if total == 0 {
 			continue
 		}
-		for t, c := range di.terms {
+		for t, c := range terms {
 			if asked[t] {
 				continue
 			}
