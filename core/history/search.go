@@ -25,7 +25,7 @@ import (
 // SearchRequest asks for the utterances most relevant to a query.
 type SearchRequest struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
-	Query        string `json:"query" arg:"required" help:"words to look for (at most 4096 bytes, 64 different words)"`
+	Query        string `json:"query" arg:"required" help:"words to look for (at most 4096 bytes, 64 different words); wholly in double quotes, a text to find as written"`
 	Speaker      string `json:"speaker,omitempty" help:"only this speaker's utterances"`
 	Limit        int    `json:"limit,omitempty" help:"at most this many results (default 10)"`
 	When         string `json:"when,omitempty" help:"a time the utterances were said (\"last summer\", \"in May 2025\", \"3 weeks ago\", \"after the move\"): those inside it rank higher; one that names no time is refused"`
@@ -36,8 +36,10 @@ type SearchRequest struct {
 type Hit struct {
 	*Utterance
 	RelevanceScore float64 `json:"relevance_score"`
-	// Lexical and Semantic are the parts of the score: BM25, and the cosine
-	// similarity of embeddings (only with a model).
+	// Lexical is the hybrid ranker's score (RelevanceScore without a
+	// model; 0 for a hit found by its embedding alone); Semantic is the
+	// cosine similarity of the embeddings (only with a model, whose
+	// fused score is RelevanceScore).
 	Lexical  float64  `json:"lexical_score"`
 	Semantic *float64 `json:"semantic_score,omitempty"`
 	// Why explains the score: the matched terms by field, the lifts of
