@@ -249,6 +249,7 @@ func (h *History) buildHybrid(c string) error {
 			return err
 		}
 		hi.ix = retrieval.Build(docs, retrieval.DefaultParams)
+		hi.ix.Compact()
 		h.hybrid.install(c, hi)
 		return nil
 	})

@@ -1,6 +1,9 @@
 package retrieval
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // An index grows by Add: a conversation appends a turn at a time, and
 // building the whole index again for each would cost what a search of a
@@ -284,4 +287,16 @@ func (l *Live) Read(fn func(ix *Index)) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	fn(l.ix)
+}
+
+// Compact trims the posting lists that appending left with room to
+// spare (up to twice what they hold): an index kept for long, as
+// history's are, holds only what it needs. Add grows them again.
+func (ix *Index) Compact() {
+	for term, list := range ix.postings {
+		if cap(list) > len(list)+len(list)/8 {
+			ix.postings[term] = slices.Clip(slices.Clone(list))
+		}
+	}
+	ix.sessionDocs = slices.Clip(ix.sessionDocs)
 }
