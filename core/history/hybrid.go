@@ -281,7 +281,7 @@ func (hi *hybridIndex) ranked(req SearchRequest, now time.Time, queryVec []float
 	}
 	res, err := hi.ix.Search(q)
 	if err != nil {
-		return nil, searchError(err)
+		return nil, searchError(err, req.When)
 	}
 	out := make([]found, len(res))
 	for i, r := range res {
@@ -292,11 +292,17 @@ func (hi *hybridIndex) ranked(req SearchRequest, now time.Time, queryVec []float
 }
 
 // searchError is a ranker's refusal as a validation error naming the
-// field ("when" or "query").
-func searchError(err error) error {
+// field ("when" or "query"): an event of when's that no utterance
+// matches is when's.
+func searchError(err error, when string) error {
 	msg := err.Error()
 	for _, field := range []string{"when", "query"} {
 		if rest, ok := strings.CutPrefix(msg, field+": "); ok {
+			if before, after, ok := strings.Cut(rest, `"`); ok && when != "" && strings.Contains(before, "event") {
+				if expr, _, ok := strings.Cut(after, `"`); ok && strings.Contains(strings.ToLower(when), strings.ToLower(expr)) {
+					field = "when"
+				}
+			}
 			return kit.Validation(field, "%s", rest)
 		}
 	}

@@ -195,3 +195,16 @@ func TestSearchQueriesOfTenThousandWordsChangeNothing(t *testing.T) {
 		t.Errorf("a refused query built the index")
 	}
 }
+
+// TestSearchWhenAfterAnEventNoUtteranceMatchesNamesWhen: "after the
+// move" when nothing was said of a move places nothing: a validation
+// error naming when.
+func TestSearchWhenAfterAnEventNoUtteranceMatchesNamesWhen(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.write("", "user", "We booked the flight to Lisbon.")
+	_, err := r.h.Search(context.Background(), r.call(), history.SearchRequest{Query: "flight", When: "after the move"})
+	if err == nil || !strings.HasPrefix(err.Error(), "when: ") || !strings.Contains(err.Error(), "move") {
+		t.Fatalf("err = %v", err)
+	}
+}
