@@ -54,7 +54,7 @@ func TestHybridMeetsIssue18sTargetsOnEngramsSet(t *testing.T) {
 
 // BenchmarkHybridAblation measures what each part of the hybrid ranker
 // adds on engram's set: DefaultParams, then one part taken away (or, for
-// the length and name priors tuned off, put back) at a time, each reporting recall@10 and MRR on the dev and held-out splits
+// the parts tuned off, put back) at a time, each reporting recall@10 and MRR on the dev and held-out splits
 // (docs/eval.md's ablation table). The data: testdata/eval/
 // engram-longmem.json, 4 conversations of 319–335 turns, 208 questions.
 func BenchmarkHybridAblation(b *testing.B) {
@@ -73,9 +73,10 @@ func BenchmarkHybridAblation(b *testing.B) {
 		{"no-coord", func(p *rank.Params) { p.Coord = 0 }},
 		{"no-speaker", func(p *rank.Params) { p.Weight[rank.FieldSpeaker] = 0 }},
 		{"no-time", func(p *rank.Params) { p.Time = 0 }},
-		{"no-neighbours", func(p *rank.Params) { p.Neighbour = [2]float64{} }},
+		{"neighbours-0.05", func(p *rank.Params) { p.Neighbour = [2]float64{0.05, 0.05 / 3} }},
 		{"no-session", func(p *rank.Params) { p.Session = 0 }},
-		{"no-entities", func(p *rank.Params) { p.Weight[rank.FieldEntity] = 0 }},
+		{"entities-1", func(p *rank.Params) { p.Weight[rank.FieldEntity] = 1 }},
+		{"text-b-0.75", func(p *rank.Params) { p.B[rank.FieldText] = 0.75 }},
 		{"feedback-0.2", func(p *rank.Params) { p.PRFWeight = 0.2 }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -48,7 +48,8 @@ type Why struct {
 	// Score is the final score: the sum of the parts' contributions.
 	Score float64 `json:"score"`
 	// Parts are the signals, each with its raw value, its weight and
-	// its contribution: lexical (BM25F), feedback (the expansion
+	// its contribution: lexical (BM25F, times the share of the query
+	// the document holds to the power Params.Coord), feedback (the expansion
 	// terms' BM25F), prior (what the turn's length and names add),
 	// time (a window's boost), neighbours (what nearby hits lend),
 	// session (its session's best hit).
@@ -382,6 +383,19 @@ func (ix *Index) coord(terms []qterm, sc *scratch) {
 	}
 }
 
+// coordFactor is what coord multiplied a document's lexical score by.
+func (ix *Index) coordFactor(d int, terms []qterm, sc *scratch) float64 {
+	c := ix.params.Coord
+	total := 0.0
+	for _, t := range terms {
+		total += t.weight
+	}
+	if c == 0 || total == 0 {
+		return 1
+	}
+	return math.Pow(sc.matched[d]/total, c)
+}
+
 // anchorTime is the time of the document that best matches an event's
 // words (the earliest among equals).
 func (ix *Index) anchorTime(text string, _ *scratch) (time.Time, bool) {
@@ -496,6 +510,9 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 	di := &ix.docs[d]
 	var w Why
 	k1 := p.K1
+	// The query's own terms are weighed by the coordination factor, as
+	// the lexical score is; feedback terms are not.
+	factor := ix.coordFactor(d, terms, sc)
 	matches := func(ts []qterm) {
 		for _, t := range ts {
 			list := ix.postings[t.term]
@@ -510,6 +527,9 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 				continue
 			}
 			total := ix.idf(len(list)) * t.weight * tf * (k1 + 1) / (k1 + tf)
+			if !t.prf {
+				total *= factor
+			}
 			for f := Field(0); f < numFields; f++ {
 				if post.tf[f] > 0 {
 					w.Terms = append(w.Terms, TermMatch{Term: t.term, Field: f.String(), Count: int(post.tf[f]), Score: round(total * per[f] / tf), Expansion: t.prf})

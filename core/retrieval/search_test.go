@@ -432,3 +432,24 @@ func TestCoordFavoursTheTurnHoldingMoreOfTheQuery(t *testing.T) {
 		t.Errorf("with Coord, %s first, want both", rs[0].ID)
 	}
 }
+
+// TestWhysTermsAddUpToTheLexicalScoreWithCoord: the terms' scores in Why
+// sum to the lexical part, the coordination factor included.
+func TestWhysTermsAddUpToTheLexicalScoreWithCoord(t *testing.T) {
+	docs := []Doc{
+		{ID: "both", Session: "s1", Speaker: "Ana", Text: "a blue bowl"},
+		{ID: "one", Session: "s1", Speaker: "Ana", Text: "a blue sky"},
+	}
+	docs = append(docs, filler(6, "s2", day0)...)
+	p := plain()
+	p.Coord = 1
+	for _, r := range search(t, Build(docs, p), Query{Text: "blue bowl"}) {
+		sum := 0.0
+		for _, m := range r.Why.Terms {
+			sum += m.Score
+		}
+		if lex := part(r.Why, PartLexical).Value; math.Abs(sum-lex) > 1e-5 {
+			t.Errorf("%s: terms add to %v, lexical is %v", r.ID, sum, lex)
+		}
+	}
+}
