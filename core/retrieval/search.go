@@ -48,7 +48,8 @@ type Why struct {
 	// Score is the final score: the sum of the parts' contributions.
 	Score float64 `json:"score"`
 	// Parts are the signals, each with its raw value, its weight and
-	// its contribution: lexical (BM25F), feedback (the expansion
+	// its contribution: lexical (BM25F, times the share of the query
+	// the document holds to the power Params.Coord), feedback (the expansion
 	// terms' BM25F), prior (what the turn's length and names add),
 	// time (a window's boost), neighbours (what nearby hits lend),
 	// session (its session's best hit).
@@ -113,8 +114,10 @@ type qterm struct {
 // and the documents (sessions) written, so that it is cleared cheaply.
 type scratch struct {
 	lex, prf, base, final []float64
-	best                  []float64
-	touched, lifted       []int32
+	// matched is the query weight each document holds (for Coord).
+	matched         []float64
+	best            []float64
+	touched, lifted []int32
 }
 
 // anchorDays is how far before or after an event its window reaches.
@@ -125,14 +128,14 @@ func (ix *Index) getScratch() *scratch {
 		return sc
 	}
 	n := len(ix.docs)
-	return &scratch{lex: make([]float64, n), prf: make([]float64, n), base: make([]float64, n), final: make([]float64, n), best: make([]float64, len(ix.sessionDocs))}
+	return &scratch{lex: make([]float64, n), matched: make([]float64, n), prf: make([]float64, n), base: make([]float64, n), final: make([]float64, n), best: make([]float64, len(ix.sessionDocs))}
 }
 
 // putScratch clears what the search wrote and keeps the scratch for the
 // next one.
 func (ix *Index) putScratch(sc *scratch) {
 	for _, d := range sc.touched {
-		sc.lex[d], sc.prf[d], sc.base[d] = 0, 0, 0
+		sc.lex[d], sc.prf[d], sc.base[d], sc.matched[d] = 0, 0, 0, 0
 		sc.best[ix.docs[d].session] = 0
 	}
 	for _, d := range sc.lifted {
@@ -211,7 +214,8 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	}
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
-	ix.score(terms, sc.lex, &sc.touched)
+	ix.score(terms, sc.lex, &sc.touched, sc.matched)
+	ix.coord(terms, sc)
 	// Events the query places its answer before or after: the time of
 	// the document that best matches each.
 	for _, a := range tq.Anchors {
@@ -299,8 +303,8 @@ func (ix *Index) queryTerms(text string) []qterm {
 }
 
 // score adds each term's BM25F score to scores, noting the documents
-// touched.
-func (ix *Index) score(terms []qterm, scores []float64, touched *[]int32) {
+// touched and (when matched is not nil) the query weight each holds.
+func (ix *Index) score(terms []qterm, scores []float64, touched *[]int32, matched []float64) {
 	k1 := ix.params.K1
 	for _, t := range terms {
 		list := ix.postings[t.term]
@@ -308,14 +312,88 @@ func (ix *Index) score(terms []qterm, scores []float64, touched *[]int32) {
 			continue
 		}
 		idf := ix.idf(len(list)) * t.weight
+		speaker := ix.isSpeaker(list)
 		for _, p := range list {
-			tf := ix.fieldTF(p, nil)
+			tf := ix.termTF(p, speaker, nil)
+			if tf == 0 {
+				continue
+			}
 			if scores[p.doc] == 0 && touched != nil {
 				*touched = append(*touched, p.doc)
 			}
 			scores[p.doc] += idf * tf * (k1 + 1) / (k1 + tf)
+			if matched != nil {
+				matched[p.doc] += t.weight
+			}
 		}
 	}
+}
+
+// isSpeaker says whether a term (its postings) is a speaker's name: some
+// document has it in its speaker field.
+func (ix *Index) isSpeaker(list []posting) bool {
+	if ix.params.Address == 1 {
+		return false
+	}
+	for _, p := range list {
+		if p.tf[FieldSpeaker] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// termTF is fieldTF with a speaker's name written in a turn weighed by
+// Address (speaker says the term is a speaker's name).
+func (ix *Index) termTF(p posting, speaker bool, per *[numFields]float64) float64 {
+	if !speaker {
+		return ix.fieldTF(p, per)
+	}
+	var parts [numFields]float64
+	ix.fieldTF(p, &parts)
+	tf := 0.0
+	for f := range parts {
+		if Field(f) != FieldSpeaker {
+			parts[f] *= ix.params.Address
+		}
+		tf += parts[f]
+	}
+	if per != nil {
+		*per = parts
+	}
+	return tf
+}
+
+// coord weighs each document's lexical score by the share of the query
+// it holds (Params.Coord).
+func (ix *Index) coord(terms []qterm, sc *scratch) {
+	c := ix.params.Coord
+	if c == 0 {
+		return
+	}
+	total := 0.0
+	for _, t := range terms {
+		total += t.weight
+	}
+	if total == 0 {
+		return
+	}
+	for _, d := range sc.touched {
+		sc.lex[d] *= math.Pow(sc.matched[d]/total, c)
+	}
+}
+
+// coordFactor is what coord multiplied a document's lexical score by.
+func (ix *Index) coordFactor(d int, terms []qterm, sc *scratch) float64 {
+	c := ix.params.Coord
+	total := 0.0
+	for _, t := range terms {
+		total += t.weight
+	}
+	if c == 0 || total == 0 {
+		return 1
+	}
+	return math.Pow(sc.matched[d]/total, c)
 }
 
 // anchorTime is the time of the document that best matches an event's
@@ -324,7 +402,7 @@ func (ix *Index) anchorTime(text string, _ *scratch) (time.Time, bool) {
 	terms := ix.queryTerms(text)
 	scores := make([]float64, len(ix.docs))
 	var touched []int32
-	ix.score(terms, scores, &touched)
+	ix.score(terms, scores, &touched, nil)
 	bestDoc, bestScore := -1, 0.0
 	for _, d := range touched {
 		if s := scores[d]; s > bestScore || s == bestScore && int(d) < bestDoc {
@@ -403,7 +481,7 @@ func (ix *Index) feedback(terms []qterm, sc *scratch) []qterm {
 		exp[i].weight = p.PRFWeight * exp[i].weight / top1
 	}
 	before := len(sc.touched)
-	ix.score(exp, sc.prf, &sc.touched)
+	ix.score(exp, sc.prf, &sc.touched, nil)
 	// score notes a document when its prf score was zero; keep only
 	// those not already touched lexically.
 	kept := sc.touched[:before]
@@ -432,6 +510,9 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 	di := &ix.docs[d]
 	var w Why
 	k1 := p.K1
+	// The query's own terms are weighed by the coordination factor, as
+	// the lexical score is; feedback terms are not.
+	factor := ix.coordFactor(d, terms, sc)
 	matches := func(ts []qterm) {
 		for _, t := range ts {
 			list := ix.postings[t.term]
@@ -441,8 +522,14 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 			}
 			post := list[i]
 			var per [numFields]float64
-			tf := ix.fieldTF(post, &per)
+			tf := ix.termTF(post, ix.isSpeaker(list), &per)
+			if tf == 0 {
+				continue
+			}
 			total := ix.idf(len(list)) * t.weight * tf * (k1 + 1) / (k1 + tf)
+			if !t.prf {
+				total *= factor
+			}
 			for f := Field(0); f < numFields; f++ {
 				if post.tf[f] > 0 {
 					w.Terms = append(w.Terms, TermMatch{Term: t.term, Field: f.String(), Count: int(post.tf[f]), Score: round(total * per[f] / tf), Expansion: t.prf})
