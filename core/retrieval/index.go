@@ -106,6 +106,12 @@ type Params struct {
 	// lexical score is multiplied by (the query weight matched / the
 	// query weight)^Coord (0 turns it off).
 	Coord float64
+	// Synonyms, Hypernyms, Hyponyms and Derived expand the query from a
+	// general English thesaurus (WordNet's, thesaurus.go): each query
+	// word also looks for its synonyms, broader words, narrower words
+	// and derived words, each at this share of its own weight (0 turns
+	// a relation off).
+	Synonyms, Hypernyms, Hyponyms, Derived float64
 }
 
 // DefaultParams are the weights engram uses.
@@ -139,6 +145,10 @@ var DefaultParams = Params{
 	NamePrior:   0,
 	Address:     0,
 	Coord:       1,
+	Synonyms:    0,
+	Hypernyms:   0,
+	Hyponyms:    0,
+	Derived:     0.8,
 }
 
 // posting is one document holding a term, and how often in each field.
