@@ -119,7 +119,7 @@ func benchSearch(b *testing.B, ix *Index, benchWords []string) {
 	}
 	var took []time.Duration
 	expanded := 0 // thesaurus terms, over the searches
-	runtime.GC() // the index's garbage is not the searches'
+	runtime.GC()  // the index's garbage is not the searches'
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()

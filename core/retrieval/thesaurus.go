@@ -164,4 +164,3 @@ func (ix *Index) synonyms(terms []qterm) []qterm {
 	}
 	return out
 }
-
