@@ -191,7 +191,9 @@ func run(dir, out string, senses, maxSyn, maxHyp, maxHypo int) error {
 	bw := bufio.NewWriter(zw)
 	for _, st := range stems {
 		l := table[st]
-		fmt.Fprintf(bw, "%s\t%s\t%s\t%s\t%s\n", st, strings.Join(l.syn, " "), strings.Join(l.hyp, " "), strings.Join(l.hypo, " "), strings.Join(l.der, " "))
+		if _, err := fmt.Fprintf(bw, "%s\t%s\t%s\t%s\t%s\n", st, strings.Join(l.syn, " "), strings.Join(l.hyp, " "), strings.Join(l.hypo, " "), strings.Join(l.der, " ")); err != nil {
+			return err
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return err
@@ -213,7 +215,7 @@ func readIndex(path, pos string) ([]entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var out []entry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -249,7 +251,7 @@ func readData(path, pos string, into map[string]*synset) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
