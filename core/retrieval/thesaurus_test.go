@@ -126,7 +126,7 @@ func TestThesaurusExpansionIsBounded(t *testing.T) {
 	// MaxQueryTerms and no further.
 	var words []string
 	for _, st := range slices.Sorted(maps.Keys(thesaurus())) {
-		if r := thesaurus()[st]; len(r.synonyms) > 2 && len(st) > 4 && stem(st) == st {
+		if r, _ := lookup(st); len(r.synonyms) > 2 && len(st) > 4 && stem(st) == st {
 			words = append(words, st)
 		}
 		if len(words) == 60 {
@@ -135,7 +135,7 @@ func TestThesaurusExpansionIsBounded(t *testing.T) {
 	}
 	var docs []Doc
 	for _, w := range words {
-		r := thesaurus()[w]
+		r, _ := lookup(w)
 		docs = append(docs, Doc{ID: w, Session: "s1", Speaker: "Ana", Text: w + " " + strings.Join(r.synonyms, " ")})
 	}
 	p := plain()
