@@ -68,6 +68,27 @@ func TestTuneDev(t *testing.T) {
 	}
 	r, m, cat := devScore(t, set, p)
 	t.Logf("default: dev R@10 %.3f MRR %.3f %v", r, m, cat)
+	if os.Getenv("GRID") != "" {
+		// A grid over the thesaurus weights alone, the rest as shipped.
+		for _, rel := range []struct {
+			name string
+			set  func(p *rank.Params, v float64)
+		}{
+			{"synonyms", func(p *rank.Params, v float64) { p.Synonyms = v }},
+			{"hypernyms", func(p *rank.Params, v float64) { p.Hypernyms = v }},
+			{"hyponyms", func(p *rank.Params, v float64) { p.Hyponyms = v }},
+			{"derived", func(p *rank.Params, v float64) { p.Derived = v }},
+			{"derived-hi", func(p *rank.Params, v float64) { p.Derived = v + 0.5 }},
+			{"all", func(p *rank.Params, v float64) { p.Synonyms, p.Hypernyms, p.Hyponyms, p.Derived = v, v/2, v/2, v }},
+		} {
+			for _, v := range []float64{0.05, 0.1, 0.2, 0.3, 0.5, 0.7} {
+				q := p
+				rel.set(&q, v)
+				r, m, cat := devScore(t, set, q)
+				t.Logf("%s %.2f: dev R@10 %.3f MRR %.3f obj %.4f %v", rel.name, v, r, m, obj(q), cat)
+			}
+		}
+	}
 	if os.Getenv("TUNE") == "" {
 		return
 	}
@@ -86,6 +107,10 @@ func TestTuneDev(t *testing.T) {
 	knobs = append(knobs,
 		knob{"Address", []float64{0, 0.25, 0.5, 1}, func(p *rank.Params, v float64) { p.Address = v }},
 		knob{"Coord", []float64{0, 0.5, 1, 2, 3}, func(p *rank.Params, v float64) { p.Coord = v }},
+		knob{"Synonyms", []float64{0, 0.1, 0.2, 0.3, 0.5, 0.7, 1}, func(p *rank.Params, v float64) { p.Synonyms = v }},
+		knob{"Hypernyms", []float64{0, 0.05, 0.1, 0.2, 0.3, 0.5}, func(p *rank.Params, v float64) { p.Hypernyms = v }},
+		knob{"Hyponyms", []float64{0, 0.05, 0.1, 0.2, 0.3, 0.5}, func(p *rank.Params, v float64) { p.Hyponyms = v }},
+		knob{"Derived", []float64{0, 0.1, 0.2, 0.3, 0.5, 0.7}, func(p *rank.Params, v float64) { p.Derived = v }},
 	)
 	best := obj(p)
 	for round := 0; round < 3; round++ {
