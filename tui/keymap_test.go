@@ -69,6 +69,13 @@ var keyStates = []keyState{
 			keys(tm, tea.KeyEnter)
 			waitFor(t, tm, `search "budget"`)
 		}},
+	{name: "chat search results with why", tab: tabChat, seed: func(t *testing.T) conn.Conn { return scriptedWhy{offsiteEngine(t)} },
+		enter: func(t *testing.T, tm *teatest.TestModel) {
+			waitFor(t, tm, "#9 assistant")
+			tm.Type("/budget")
+			keys(tm, tea.KeyEnter)
+			waitFor(t, tm, `search "budget"`, "why budget")
+		}},
 	{name: "threads list", tab: tabThreads, seed: threadsEngine,
 		enter: func(t *testing.T, tm *teatest.TestModel) {
 			waitFor(t, tm, "3 threads", "Two seats on the 8:05")
