@@ -132,6 +132,13 @@ var keyStates = []keyState{
 			tm.Type("/")
 			waitFor(t, tm, "Enter remember")
 		}},
+	{name: "memory remember results", tab: tabMemory, seed: memoryEngine,
+		enter: func(t *testing.T, tm *teatest.TestModel) {
+			waitFor(t, tm, "6/8", "Draft: maybe a boat trip")
+			tm.Type("/offsite budget")
+			keys(tm, tea.KeyEnter)
+			waitFor(t, tm, "3 hits", "why matched")
+		}},
 	{name: "memory forget", tab: tabMemory, seed: memoryEngine,
 		enter: func(t *testing.T, tm *teatest.TestModel) {
 			waitFor(t, tm, "6/8", "Draft: maybe a boat trip")

@@ -134,17 +134,17 @@ func memoryWhyGroups(w *memory.Why) [][]string {
 		return nil
 	}
 	var groups [][]string
-	if len(w.Terms) > 0 {
-		terms := make([]string, len(w.Terms))
-		for i, t := range w.Terms {
-			terms[i] = oneLine(t)
-		}
-		if w.Literal {
-			terms[len(terms)-1] += " (as written)"
-		}
-		groups = append(groups, terms)
-	} else {
+	terms := make([]string, len(w.Terms))
+	for i, t := range w.Terms {
+		terms[i] = oneLine(t)
+	}
+	switch {
+	case len(terms) == 0:
 		groups = append(groups, []string{"no word of the prompt"})
+	case w.Literal:
+		groups = append(groups, []string{"holds " + strings.Join(terms, ", ") + " as written"})
+	default:
+		groups = append(groups, []string{"matched " + strings.Join(terms, ", ")})
 	}
 	figures := []string{fmt.Sprintf("lexical %.2f", w.Lexical)}
 	if w.Vector != nil {
