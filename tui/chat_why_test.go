@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -134,15 +135,22 @@ func TestChatSearchWithoutWhySaysNothingOfIt(t *testing.T) {
 	}
 }
 
-// TestChatWhyKeepsTheSelectedHitInView: the why lines under the last
-// hit are in view once it is selected, at 80x24 too.
+// TestChatWhyKeepsTheSelectedHitInView: at 80x24, as ↑ goes back
+// through the hits from the last, the selected one and the whole of its
+// why are in view (the why moves with the selection before the view
+// scrolls to it).
 func TestChatWhyKeepsTheSelectedHitInView(t *testing.T) {
 	t.Parallel()
 	m := finish(t, searchWhy(t, 80, 24))
 	p := chatOf(m)
 	press(m, "G")
-	if p.find.sel != len(p.find.hits)-1 || !strings.Contains(m.View(), "why budget · +venue") {
-		t.Errorf("G: hit %d selected; want the last, its why in view:\n%s", p.find.sel+1, m.View())
+	for i := len(p.find.hits) - 1; i >= 1; i-- {
+		view := m.View()
+		if p.find.sel != i || !strings.Contains(view, fmt.Sprintf("▸%2d ", i+1)) || !strings.Contains(view, "why budget · +venue") ||
+			!strings.Contains(view, "query expanded with venue") {
+			t.Fatalf("hit %d selected: it or its why is out of view:\n%s", i+1, view)
+		}
+		press(m, "up")
 	}
 }
 
