@@ -45,7 +45,7 @@ func whyOfRank(i int) *retrieval.Why {
 				{Name: retrieval.PartFeedback, Value: 0.1, Weight: 1, Contribution: 0.1},
 				{Name: retrieval.PartTime, Value: 0.9, Weight: 0, Contribution: 0}}}
 	}
-	return &retrieval.Why{Score: 1.75, Expansion: []string{"venue"}, Windows: []string{"in March"}, Neighbours: []string{"#5", "#7"},
+	return &retrieval.Why{Score: 1.75, Expansion: []string{"venue"}, Windows: []string{"in March"}, Neighbours: []string{"5", "7"},
 		Terms: []retrieval.TermMatch{{Term: "user", Field: "speaker", Count: 1, Score: 0.15}, {Term: "budget", Field: "text", Count: 2, Score: 1.05}},
 		Parts: []retrieval.Part{{Name: retrieval.PartLexical, Value: 1.2, Weight: 1, Contribution: 1.2},
 			{Name: retrieval.PartTime, Value: 1.2, Weight: 0.25, Contribution: 0.3},

@@ -38,7 +38,12 @@ func hitWhyGroups(h *history.Hit) [][]string {
 		groups = append(groups, terms)
 	}
 	windows := quoted(w.Windows, len(w.Windows))
-	neighbours := listSome(w.Neighbours, 3)
+	// The neighbours are utterances, by index: "#4" as the hits say.
+	nbs := make([]string, len(w.Neighbours))
+	for i, id := range w.Neighbours {
+		nbs[i] = utteranceRef(id)
+	}
+	neighbours := listSome(nbs, 3)
 	ps := slices.Clone(w.Parts)
 	slices.SortStableFunc(ps, func(a, b retrieval.Part) int { return cmp.Compare(b.Contribution, a.Contribution) })
 	var parts []string
@@ -82,6 +87,15 @@ func hitWhyGroups(h *history.Hit) [][]string {
 		groups = append(groups, ctx)
 	}
 	return groups
+}
+
+// utteranceRef is "#4" for the document ID "4" (history's documents are
+// its utterances, by index); any other ID as it is.
+func utteranceRef(id string) string {
+	if id != "" && strings.Trim(id, "0123456789") == "" {
+		return "#" + id
+	}
+	return id
 }
 
 // quoted is the first n of ss, each quoted, joined by commas.
