@@ -74,7 +74,7 @@ var keyStates = []keyState{
 			waitFor(t, tm, "#9 assistant")
 			tm.Type("/budget")
 			keys(tm, tea.KeyEnter)
-			waitFor(t, tm, `search "budget"`, "why budget")
+			waitFor(t, tm, `search "budget"`, "hits, best first", "why budget")
 		}},
 	{name: "threads list", tab: tabThreads, seed: threadsEngine,
 		enter: func(t *testing.T, tm *teatest.TestModel) {
