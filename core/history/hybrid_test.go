@@ -153,7 +153,7 @@ func TestSearchReadsSpeakerSessionCaptionAndTagsFromMetadata(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	day := time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC)
-	r.writeAt(day, "user", "Look at this!", map[string]any{"speaker": "Maria", "image_caption": "a tram in Lisbon"})              // 0
+	r.writeAt(day, "user", "Look at this tram!", map[string]any{"speaker": "Maria", "image_caption": "a tram in Lisbon"})         // 0
 	r.writeAt(day.Add(time.Minute), "assistant", "Lovely colours.", map[string]any{"speaker": "Tom"})                             // 1
 	r.writeAt(day.Add(5*time.Hour), "assistant", "Good night.", map[string]any{"speaker": "Tom"})                                 // 2: a new session
 	r.writeAt(day.Add(6*time.Hour), "user", "The plan is settled.", map[string]any{"speaker": "Maria", "tags": []string{"trip"}}) // 3
@@ -162,13 +162,15 @@ func TestSearchReadsSpeakerSessionCaptionAndTagsFromMetadata(t *testing.T) {
 	if len(tram) == 0 || tram[0].UtteranceIndex != 0 || !slices.ContainsFunc(tram[0].Why.Terms, func(m retrieval.TermMatch) bool { return m.Field == "caption" }) {
 		t.Fatalf("tram: %+v", tram)
 	}
-	// 1 is 0's neighbour; 2, said five hours after 1, is not 1's.
+	// 1 is in 0's session, which 0's match lifts; 2, said five hours
+	// after 1, is in a session of its own.
 	byIndex := map[int]utt{}
-	for _, h := range matching(t, r.search(map[string]any{"query": "tram colours night"})) {
+	for _, h := range matching(t, r.search(map[string]any{"query": "tram Lisbon colours night"})) {
 		byIndex[h.UtteranceIndex] = h
 	}
-	if !slices.Contains(byIndex[1].Why.Neighbours, "0") || slices.Contains(byIndex[2].Why.Neighbours, "1") || len(byIndex) != 3 {
-		t.Errorf("tram colours night: %+v", byIndex)
+	lex := func(i int) float64 { return byIndex[i].part(retrieval.PartLexical).Value }
+	if len(byIndex) != 3 || lex(0) <= lex(1) || byIndex[1].part(retrieval.PartSession).Value != lex(0) || byIndex[2].part(retrieval.PartSession).Value != lex(2) {
+		t.Errorf("tram Lisbon colours night: session parts %+v %+v %+v", byIndex[0].Why, byIndex[1].Why, byIndex[2].Why)
 	}
 	if got := matching(t, r.search(map[string]any{"query": "Maria"})); !slices.Equal(indexes(got), []int{3, 0}) && !slices.Equal(indexes(got), []int{0, 3}) {
 		t.Errorf("Maria: %v", indexes(got))

@@ -181,7 +181,9 @@ func TestMatchedLeavesOutTurnsLiftedAlone(t *testing.T) {
 		{ID: "a", Session: "s1", Time: day0, Speaker: "Ben", Text: "Behind the shed, under the tarp."},
 		{ID: "k", Session: "s2", Time: day0, Speaker: "Ana", Text: "The kayak needs a new paddle."},
 	}, filler(4, "s3", day0)...)
-	ix := Build(docs, DefaultParams)
+	p := DefaultParams
+	p.Neighbour = [2]float64{0.1, 0.05}
+	ix := Build(docs, p)
 	all := search(t, ix, Query{Text: "kayak"})
 	if !slices.Contains(ids(all), "a") {
 		t.Fatalf("without Matched the answer is lifted in: %v", ids(all))
