@@ -210,3 +210,20 @@ func TestSearchWhenAfterAnEventNoUtteranceMatchesNamesWhen(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestWritesKeepOnlyTheHybridIndexInMemory: a conversation created and
+// grown by writes keeps its hybrid index in memory, not the BM25
+// postings as well, which no search reads any more.
+func TestWritesKeepOnlyTheHybridIndexInMemory(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	for i := range 5 {
+		r.write("fresh", speakerOf(i), "a line about the budget")
+	}
+	if _, ok := history.CachedIndexVersion(r.h, "fresh"); ok {
+		t.Errorf("the BM25 postings of a written conversation are kept in memory")
+	}
+	if n := history.HybridLen(r.h, "fresh"); n != 5 {
+		t.Errorf("the hybrid index holds %d utterances, want 5", n)
+	}
+}
