@@ -171,11 +171,25 @@ type docInfo struct {
 	Doc
 	session int32 // index of the session, in order of first appearance
 	length  [numFields]float32
-	// terms are the document's text and caption terms with their
-	// counts, for feedback.
-	terms map[string]uint16
 	// prior is the document's prior (LengthPrior, NamePrior).
 	prior float64
+	// names is how many names its text and caption write (at most 3),
+	// for its prior.
+	names uint8
+}
+
+// docPrior is a document's prior: LengthPrior by its words against the
+// average (avgWords), NamePrior by the names it writes.
+func docPrior(p Params, di *docInfo, avgWords float64) float64 {
+	prior := 1.0
+	if p.LengthPrior != 0 && avgWords > 0 {
+		ratio := float64(di.length[FieldText]+di.length[FieldCaption]) / avgWords
+		prior *= math.Pow(min(4, max(0.25, ratio)), p.LengthPrior)
+	}
+	if p.NamePrior != 0 {
+		prior *= 1 + p.NamePrior*float64(di.names)
+	}
+	return prior
 }
 
 // Index is a collection of documents ready to search. It is read-only
@@ -192,6 +206,13 @@ type Index struct {
 	span [2]time.Time
 	// pool keeps the scratch arrays of searches.
 	pool sync.Pool
+	// live is what Add keeps to append documents (live.go); nil until
+	// the first Add.
+	live *liveState
+	// priorMu guards bringing the priors up to date after an Add
+	// (priorsStale): the first search after it does.
+	priorMu     sync.Mutex
+	priorsStale bool
 }
 
 // Build indexes the documents with the given parameters. The analyzer
@@ -247,7 +268,6 @@ func Build(docs []Doc, p Params) *Index {
 	for i := range docs {
 		di := &ix.docs[i]
 		counts := map[string]*posting{}
-		di.terms = map[string]uint16{}
 		for f := Field(0); f < numFields; f++ {
 			di.length[f] = float32(len(fields[i][f]))
 			total[f] += float64(len(fields[i][f]))
@@ -259,9 +279,6 @@ func Build(docs []Doc, p Params) *Index {
 				}
 				if p.tf[f] < math.MaxUint16 {
 					p.tf[f]++
-				}
-				if f == FieldText || f == FieldCaption {
-					di.terms[t.Term]++
 				}
 			}
 		}
@@ -277,15 +294,8 @@ func Build(docs []Doc, p Params) *Index {
 	avgWords := ix.avg[FieldText] + ix.avg[FieldCaption]
 	for i := range ix.docs {
 		di := &ix.docs[i]
-		di.prior = 1
-		if p.LengthPrior != 0 && avgWords > 0 {
-			ratio := float64(di.length[FieldText]+di.length[FieldCaption]) / avgWords
-			di.prior *= math.Pow(min(4, max(0.25, ratio)), p.LengthPrior)
-		}
-		if p.NamePrior != 0 {
-			names := len(namesOf(fields[i][FieldText])) + len(namesOf(fields[i][FieldCaption]))
-			di.prior *= 1 + p.NamePrior*float64(min(3, names))
-		}
+		di.names = uint8(min(3, len(namesOf(fields[i][FieldText]))+len(namesOf(fields[i][FieldCaption]))))
+		di.prior = docPrior(p, di, avgWords)
 	}
 	return ix
 }
@@ -323,4 +333,20 @@ func (ix *Index) fieldTF(p posting, per *[numFields]float64) float64 {
 		}
 	}
 	return tf
+}
+
+// docTerms are document d's text and caption terms with their counts,
+// for feedback: worked out again when asked (a few documents a search)
+// rather than kept for every document, where they took most of an
+// index's memory. The analyzer reads them as it did when d was indexed
+// (Add builds anew when a name learnt would change that).
+func (ix *Index) docTerms(d int32) map[string]uint16 {
+	di := &ix.docs[d]
+	terms := map[string]uint16{}
+	for _, s := range [2]string{di.Text, di.Caption} {
+		for _, t := range ix.an.Tokens(s) {
+			terms[t.Term]++
+		}
+	}
+	return terms
 }

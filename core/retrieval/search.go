@@ -31,6 +31,15 @@ type Query struct {
 	Strict bool
 	// Limit is how many results (10 when zero).
 	Limit int
+	// Keep, when set, says which documents (by their place among those
+	// built and added) may be results; the others still lend to their
+	// neighbours and session.
+	Keep func(doc int) bool
+	// Matched keeps only documents holding a term of the query (or of
+	// its feedback expansion) as results: the lifts of neighbours and
+	// sessions still add to their scores, but a turn lifted alone, with
+	// none of the query's words, is left out (a search box's results).
+	Matched bool
 }
 
 // Result is one document found, and why.
@@ -72,6 +81,9 @@ type Why struct {
 	// Temporal says the query asks about time ("when did ...") whether
 	// or not it names a window (the same for every result).
 	Temporal bool `json:"temporal,omitempty"`
+	// Fusion, when the ranking was fused with an embedding ranking
+	// (Fuse), says the vector similarity and the ranks fused.
+	Fusion *FusionWhy `json:"fusion,omitempty"`
 }
 
 // Part is one signal of a score.
@@ -138,7 +150,7 @@ type scratch struct {
 const anchorDays = 120
 
 func (ix *Index) getScratch() *scratch {
-	if sc, ok := ix.pool.Get().(*scratch); ok {
+	if sc, ok := ix.pool.Get().(*scratch); ok && len(sc.lex) >= len(ix.docs) && len(sc.best) >= len(ix.sessionDocs) {
 		return sc
 	}
 	n := len(ix.docs)
@@ -161,7 +173,7 @@ func (ix *Index) putScratch(sc *scratch) {
 
 // top are the limit best documents of the final scores, best first, the
 // earlier document first among equals.
-func (ix *Index) top(sc *scratch, limit int) []Result {
+func (ix *Index) top(sc *scratch, limit int, keepDoc func(int) bool) []Result {
 	better := func(a, b int32) bool {
 		return sc.final[a] > sc.final[b] || sc.final[a] == sc.final[b] && a < b
 	}
@@ -169,6 +181,9 @@ func (ix *Index) top(sc *scratch, limit int) []Result {
 	var keep []int32
 	for _, d := range sc.lifted {
 		if len(keep) == limit && !better(d, keep[len(keep)-1]) {
+			continue
+		}
+		if keepDoc != nil && !keepDoc(int(d)) {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(keep, d, func(x, y int32) int {
@@ -226,6 +241,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	if len(terms) > MaxQueryTerms {
 		return nil, fmt.Errorf("query: at most %d different words to look for, not %d; search for a few distinctive words", MaxQueryTerms, len(terms))
 	}
+	ix.refreshPriors()
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
 	ix.score(terms, sc.lex, &sc.touched, sc.matched)
@@ -294,7 +310,13 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 			sc.final[d] += p.Session * sc.best[ix.docs[d].session] * ix.docs[d].prior
 		}
 	}
-	ranked := ix.top(sc, limit)
+	keep := q.Keep
+	if q.Matched {
+		keep = func(d int) bool {
+			return (sc.lex[d] != 0 || sc.prf[d] != 0) && (q.Keep == nil || q.Keep(d))
+		}
+	}
+	ranked := ix.top(sc, limit, keep)
 	for i := range ranked {
 		ranked[i].Why = ix.why(ranked[i].Index, terms, syns, expansion, tq.Windows, sc)
 		ranked[i].Why.Temporal = tq.Temporal
@@ -473,15 +495,15 @@ func (ix *Index) feedback(terms []qterm, sc *scratch) []qterm {
 	weight := map[string]float64{}
 	maxScore := sc.lex[top[0]]
 	for _, d := range top {
-		di := &ix.docs[d]
+		terms := ix.docTerms(d)
 		total := 0
-		for _, c := range di.terms {
+		for _, c := range terms {
 			total += int(c)
 		}
 		if total == 0 {
 			continue
 		}
-		for t, c := range di.terms {
+		for t, c := range terms {
 			if asked[t] {
 				continue
 			}
@@ -612,5 +634,12 @@ func (ix *Index) why(d int, terms, syns, expansion []qterm, ws []Window, sc *scr
 	return w
 }
 
-// round keeps six decimals: enough to compare, short to print.
-func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+// round keeps six decimals: enough to compare, short to print (and no
+// negative zero, which JSON would print as -0).
+func round(x float64) float64 {
+	r := math.Round(x*1e6) / 1e6
+	if r == 0 {
+		return 0
+	}
+	return r
+}
