@@ -64,7 +64,8 @@ const (
 // configured (fuse). A query wholly in double quotes finds the utterances
 // holding that text as written, newest first (quoted). A query made only
 // of stop words ("what is it") falls back to finding the words as
-// written. Every hit carries its why.
+// written. A conversation of more than HybridMaxUtterances is ranked by
+// plain BM25 instead (searchPlain). Every hit carries its why.
 func (h *History) Search(ctx context.Context, call action.Call, req SearchRequest) ([]Hit, error) {
 	return h.search(ctx, call, req, true)
 }
@@ -93,10 +94,13 @@ func (h *History) search(ctx context.Context, call action.Call, req SearchReques
 	}
 	var hits []Hit
 	for attempt := 0; ; attempt++ {
-		build := false
+		build, plain := false, false
 		err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
 			hits = []Hit{}
 			if conv == nil {
+				return nil
+			}
+			if plain = h.plain(conv); plain {
 				return nil
 			}
 			hi, done := h.hybrid.lookup(c, conv.IndexVersion)
@@ -152,6 +156,9 @@ func (h *History) search(ctx context.Context, call action.Call, req SearchReques
 			}
 			return nil
 		})
+		if err == nil && plain {
+			return h.searchPlain(call, c, req, queryVec)
+		}
 		if err != nil || !build {
 			return hits, err
 		}

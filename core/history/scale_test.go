@@ -1,0 +1,167 @@
+package history_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/engram-console/engram/core/history"
+	"github.com/engram-console/engram/core/retrieval"
+)
+
+// TestSearchOfALargeConversationRanksByPlainBM25: a conversation of more
+// than HybridMaxUtterances (lowered here to 6) is searched by plain BM25
+// over its postings — the same hits and scores as the postings' BM25 —
+// with no hybrid index built, and each hit's why still names its
+// matched terms, its lexical part and the plain ranker with the count
+// that chose it. A smaller conversation keeps the hybrid ranker.
+func TestSearchOfALargeConversationRanksByPlainBM25(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	history.SetHybridBounds(r.h, 6, 0, 0)
+	lines := []string{
+		"The budget review is on Thursday.",
+		"Flights to Lisbon are booked.",
+		"The budget stays at forty thousand.",
+		"We cut the budget for the budget meeting.",
+		"Lisbon in May, then Oslo.",
+		"Nothing about money here.",
+		"The review of the budget went well.",
+		"Another line on the flight budget.",
+	}
+	for i, s := range lines {
+		r.clock.Set(t0.Add(time.Duration(i) * time.Hour))
+		r.write("big", speakerOf(i), s)
+		if i < 6 {
+			r.write("small", speakerOf(i), s)
+		}
+	}
+	history.ForgetHybrid(r.h, "big")
+	hits := r.search(map[string]any{"conversation": "big", "query": "budget review"})
+	want, err := history.SearchPostings(r.h, context.Background(), r.call(), history.SearchRequest{Conversation: "big", Query: "budget review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || len(hits) != len(want) {
+		t.Fatalf("plain search: %v, want %d hits", indexes(hits), len(want))
+	}
+	for i, h := range hits {
+		if h.UtteranceIndex != want[i].UtteranceIndex || h.RelevanceScore != want[i].RelevanceScore {
+			t.Errorf("hit %d: %d (%v), want %d (%v)", i, h.UtteranceIndex, h.RelevanceScore, want[i].UtteranceIndex, want[i].RelevanceScore)
+		}
+		if p := h.part(history.PartPlainBM25); p.Name == "" || p.Value != 8 || p.Contribution != 0 {
+			t.Errorf("hit %d: why %+v, want a %s part of 8 utterances", i, h.Why, history.PartPlainBM25)
+		}
+		if p := h.part(retrieval.PartLexical); p.Contribution != h.RelevanceScore || p.Value != h.Lexical {
+			t.Errorf("hit %d: lexical part %+v, score %v", i, p, h.RelevanceScore)
+		}
+		var terms []string
+		sum := 0.0
+		for _, m := range h.Why.Terms {
+			terms = append(terms, m.Term)
+			sum += m.Score
+		}
+		if len(terms) == 0 || sum < h.Lexical-1e-5 || sum > h.Lexical+1e-5 {
+			t.Errorf("hit %d (%q): terms %+v do not add up to %v", i, h.Text, h.Why.Terms, h.Lexical)
+		}
+	}
+	if n := history.HybridLen(r.h, "big"); n != -1 {
+		t.Errorf("a hybrid index of %d utterances was built for the large conversation", n)
+	}
+	// Quoted, and a when whose window a hit is inside.
+	quoted := r.search(map[string]any{"conversation": "big", "query": `"the budget stays"`})
+	if got := indexes(quoted); !slices.Equal(got, []int{2}) || quoted[0].part(history.PartQuote).Contribution != 1 || quoted[0].part(history.PartPlainBM25).Name == "" {
+		t.Errorf("quoted: %v %+v, want [2] with a quote and a plain-bm25 part", got, quoted)
+	}
+	r.clock.Set(t0.Add(30 * 24 * time.Hour))
+	when := r.search(map[string]any{"conversation": "big", "query": "Lisbon", "when": "a month ago"})
+	if len(when) != 2 || !slices.Contains(when[0].Why.Windows, "a month ago") {
+		t.Errorf("when: %v %+v, want 2 hits inside \"a month ago\"", indexes(when), when)
+	}
+	small := r.search(map[string]any{"conversation": "small", "query": "budget review"})
+	if len(small) == 0 || small[0].part(history.PartPlainBM25).Name != "" || history.HybridLen(r.h, "small") != 6 {
+		t.Errorf("small conversation: %+v, want the hybrid ranker", small)
+	}
+}
+
+// TestHybridIndexesStayWithinTheirDocumentBound: past HybridMaxDocs
+// (lowered here to 10) together, the index least recently searched or
+// written is thrown away, and its conversation's next search builds it
+// again.
+func TestHybridIndexesStayWithinTheirDocumentBound(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	history.SetHybridBounds(r.h, 0, 10, 0)
+	for _, c := range []string{"a", "b", "c"} {
+		for i := range 4 {
+			r.write(c, speakerOf(i), "a line about the budget in "+c)
+		}
+		history.ForgetHybrid(r.h, c)
+	}
+	search := func(c string) {
+		t.Helper()
+		if hits := r.search(map[string]any{"conversation": c, "query": "budget"}); len(hits) != 4 {
+			t.Fatalf("search %s: %d hits", c, len(hits))
+		}
+	}
+	held := func() (out []string) {
+		for _, c := range []string{"a", "b", "c"} {
+			if history.HybridLen(r.h, c) >= 0 {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	search("a")
+	search("b")
+	r.write("a", "user", "one more line about the budget") // a used after b
+	if got := held(); !slices.Equal(got, []string{"a", "b"}) || history.HybridDocs(r.h) != 9 {
+		t.Fatalf("held %v (%d utterances), want a and b (9)", got, history.HybridDocs(r.h))
+	}
+	search("c")
+	if got := held(); !slices.Equal(got, []string{"a", "c"}) || history.HybridDocs(r.h) != 9 {
+		t.Errorf("after searching c: held %v (%d utterances), want a and c: b least recently used", got, history.HybridDocs(r.h))
+	}
+	builds := history.HybridBuilds(r.h)
+	if hits := r.search(map[string]any{"conversation": "b", "query": "budget"}); len(hits) != 4 {
+		t.Fatalf("search b again: %d hits", len(hits))
+	}
+	if history.HybridBuilds(r.h) != builds+1 {
+		t.Errorf("searching the evicted b did not build its index again")
+	}
+	if got := held(); !slices.Equal(got, []string{"b", "c"}) || history.HybridEvictions(r.h) != 2 {
+		t.Errorf("after searching b: held %v (%d evictions), want b and c", got, history.HybridEvictions(r.h))
+	}
+}
+
+// TestWriteToALargeIndexAppendsWithoutRebuilding: a write whose turn
+// makes earlier turns read differently (a new name one opened a sentence
+// with) builds a small index again, but is appended to one of more than
+// HybridRebuildMax utterances (lowered here to 3) without building it,
+// and a search finds it.
+func TestWriteToALargeIndexAppendsWithoutRebuilding(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		rebuildMax int
+		rebuilds   int64
+	}{{"small index", 100, 1}, {"large index", 3, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			history.SetHybridBounds(r.h, 0, 0, tc.rebuildMax)
+			for i, s := range []string{"Pepper ran off again this morning.", "The gate was open.", "We looked by the river.", "Still no sign of her."} {
+				r.write("", speakerOf(i), s)
+			}
+			builds := history.HybridBuilds(r.h)
+			r.write("", "user", "I found Pepper under the porch.")
+			if got := history.HybridRebuilds(r.h); got != tc.rebuilds {
+				t.Errorf("the write built the index again %d times, want %d", got, tc.rebuilds)
+			}
+			hits := r.search(map[string]any{"query": "porch"})
+			if len(hits) != 1 || hits[0].UtteranceIndex != 4 || history.HybridBuilds(r.h) != builds || history.HybridLen(r.h, "default") != 5 {
+				t.Errorf("porch: %v, index of %d, %d builds from the store; want [4] from the index grown by the write", indexes(hits), history.HybridLen(r.h, "default"), history.HybridBuilds(r.h)-builds)
+			}
+		})
+	}
+}
