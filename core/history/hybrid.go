@@ -373,6 +373,8 @@ func (h *History) buildHybrid(c string) error {
 		}
 		hi.ix = retrieval.Build(docs, retrieval.DefaultParams)
 		hi.ix.Compact()
+		// Here, not in the first write's commit: a second at 100,000.
+		hi.ix.PrepareAdd()
 		h.hybrid.install(c, hi)
 		return nil
 	})

@@ -90,8 +90,16 @@ func (ls *liveState) note(an *Analyzer, d *Doc, ws []word, names []string) {
 	}
 }
 
-// prepareAdd works out the liveState of the documents built.
-func (ix *Index) prepareAdd() {
+// PrepareAdd works out what Add and Append keep beyond what Build does
+// (liveState) from every document built, unless that is done. The first
+// Add or Append does it otherwise, and it reads every document (about a
+// second at 100,000): an index built to grow while writers wait calls
+// it once after Build, before any writer adds to it. It must not run
+// concurrently with anything else on ix.
+func (ix *Index) PrepareAdd() {
+	if ix.live != nil {
+		return
+	}
 	ls := &liveState{ambiguous: map[string]bool{}, entities: newEntityState(), says: map[string]map[string]bool{},
 		named: map[string]bool{}, speakers: map[string]bool{}}
 	for i := range ix.docs {
@@ -134,9 +142,7 @@ func (ix *Index) add(docs []Doc, mayRebuild bool) *Index {
 	if len(docs) == 0 {
 		return ix
 	}
-	if ix.live == nil {
-		ix.prepareAdd()
-	}
+	ix.PrepareAdd()
 	ls, an := ix.live, ix.an
 	rebuild := false
 	// Names, learnt from all the documents before any is analysed, as

@@ -244,3 +244,26 @@ func TestAppendNeverRebuildsAndRanksTheNewTurns(t *testing.T) {
 		})
 	}
 }
+
+// TestPrepareAddReadiesTheIndexForAdd: PrepareAdd works out the state
+// Add keeps (which the first Add would, reading every document), and an
+// index grown after it ranks as one built from all the documents.
+func TestPrepareAddReadiesTheIndexForAdd(t *testing.T) {
+	convs, questions := longmem(t)
+	docs := convs[0]
+	half := len(docs) / 2
+	ix := Build(docs[:half], DefaultParams)
+	ix.PrepareAdd()
+	if ix.live == nil {
+		t.Fatal("PrepareAdd left no state for Add")
+	}
+	live := ix.live
+	ix.PrepareAdd()
+	if ix.live != live {
+		t.Error("a second PrepareAdd worked it out again")
+	}
+	for _, d := range docs[half:] {
+		ix = ix.Add(d)
+	}
+	sameRanking(t, Build(docs, DefaultParams), ix, questions[0], time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+}
