@@ -28,6 +28,11 @@ import (
 // contribution 0.
 const PartPlainBM25 = "plain-bm25"
 
+// PartSemantic is the part of a plain ranker's why that the embedding
+// similarity adds with a model configured: half the cosine similarity
+// (the lexical part is the other half, BM25 over the best BM25).
+const PartSemantic = "semantic"
+
 // plain says whether conv is too large for a hybrid index.
 func (h *History) plain(conv *Conversation) bool {
 	h.hybrid.mu.Lock()
@@ -217,7 +222,7 @@ func plainWhy(conv *Conversation, ix *convIndex, terms []string, req SearchReque
 		why.Parts = append(why.Parts, retrieval.Part{Name: retrieval.PartLexical, Value: lex, Weight: round(c / lex), Contribution: c})
 	}
 	if hit.Semantic != nil {
-		why.Parts = append(why.Parts, retrieval.Part{Name: "semantic", Value: *hit.Semantic, Weight: 0.5, Contribution: semContribution})
+		why.Parts = append(why.Parts, retrieval.Part{Name: PartSemantic, Value: *hit.Semantic, Weight: 0.5, Contribution: semContribution})
 	}
 	why.Parts = append(why.Parts, plainPart)
 	if ix != nil && hit.UtteranceIndex < len(ix.length) {

@@ -2,12 +2,15 @@ package history_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/retrieval"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/llm/llmtest"
 )
 
 // TestSearchOfALargeConversationRanksByPlainBM25: a conversation of more
@@ -163,5 +166,33 @@ func TestWriteToALargeIndexAppendsWithoutRebuilding(t *testing.T) {
 				t.Errorf("porch: %v, index of %d, %d builds from the store; want [4] from the index grown by the write", indexes(hits), history.HybridLen(r.h, "default"), history.HybridBuilds(r.h)-builds)
 			}
 		})
+	}
+}
+
+// TestPlainSearchWithAModelBlendsSimilarity: with an embedding model, the
+// plain ranker blends BM25 with the similarity (as history.search did
+// before the hybrid ranker): an utterance close in meaning is found with
+// no word of the query, and each hit's why adds up to its score.
+func TestPlainSearchWithAModelBlendsSimilarity(t *testing.T) {
+	t.Parallel()
+	emb := embedder{concepts: map[string]string{"automobile": "car", "vehicle": "car", "car": "car"}}
+	model := &llmtest.Scripted{EmbedFunc: emb.fn, Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") }}
+	r := newRigWith(t, rigOptions{llm: model})
+	history.SetHybridBounds(r.h, 3, 0, 0)
+	for i, s := range []string{"an automobile", "vehicle repair", "the car is blue", "lunch with Maria on Tuesday"} {
+		r.write("", speakerOf(i), s)
+	}
+	hits := r.search(map[string]any{"query": "car"})
+	if got := indexes(hits); len(got) < 2 || got[0] != 2 || !slices.Contains(got, 0) {
+		t.Fatalf("car: %v, want 2 first and the automobile's 0", got)
+	}
+	for _, h := range hits {
+		sum := 0.0
+		for _, p := range h.Why.Parts {
+			sum += p.Contribution
+		}
+		if h.part(history.PartPlainBM25).Value != 4 || h.part(history.PartSemantic).Value != *h.Semantic || math.Abs(sum-h.RelevanceScore) > 2e-6 {
+			t.Errorf("%q: why %+v does not add up to %v", h.Text, h.Why, h.RelevanceScore)
+		}
 	}
 }
