@@ -41,7 +41,7 @@ const SessionGap = 4 * time.Hour
 const (
 	// HybridMaxUtterances is the most utterances a conversation holds
 	// for history.search to rank it with the hybrid ranker (its first
-	// search builds the index: ~5 s, ~90 MB at this size). A larger one
+	// search builds the index: ~6 s, ~90 MB at this size). A larger one
 	// is searched by plain BM25 over its persisted postings
 	// (searchPlain: p50 2.2 ms at 1M utterances, 140 MB of postings in
 	// memory), its hits' why saying so (PartPlainBM25).
