@@ -166,12 +166,13 @@ func (p *hybridIndexes) trim(keep string) []*hybridIndex {
 	for p.docs > p.maxDocs {
 		var oldest string
 		var at uint64
+		found := false
 		for c, hi := range p.convs {
-			if c != keep && (oldest == "" || hi.used < at) {
-				oldest, at = c, hi.used
+			if c != keep && (!found || hi.used < at) {
+				oldest, at, found = c, hi.used, true
 			}
 		}
-		if oldest == "" {
+		if !found {
 			break
 		}
 		hi := p.convs[oldest]
