@@ -221,7 +221,9 @@ func (h *History) checkSearch(req *SearchRequest) (string, error) {
 
 // searchBM25 is how history.search ranked before the hybrid ranker:
 // BM25 over the persisted postings (in memory when cached), blended with
-// embedding similarity. Only tests use it now (the postings' reference).
+// embedding similarity. history.search ranks a conversation too large
+// for a hybrid index the same way (searchPlain); the postings tests hold
+// it as their reference.
 func (h *History) searchBM25(ctx context.Context, call action.Call, req SearchRequest, cached bool) ([]Hit, error) {
 	c, err := h.checkSearch(&req)
 	if err != nil {
