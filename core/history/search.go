@@ -36,7 +36,8 @@ type SearchRequest struct {
 type Hit struct {
 	*Utterance
 	RelevanceScore float64 `json:"relevance_score"`
-	// Lexical is the hybrid ranker's score (RelevanceScore without a
+	// Lexical is the hybrid ranker's score, or plain BM25's in a
+	// conversation past HybridMaxUtterances (RelevanceScore without a
 	// model; 0 for a hit found by its embedding alone); Semantic is the
 	// cosine similarity of the embeddings (only with a model, whose
 	// fused score is RelevanceScore).
