@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,5 +195,54 @@ func TestPlainSearchWithAModelBlendsSimilarity(t *testing.T) {
 		if h.part(history.PartPlainBM25).Value != 4 || h.part(history.PartSemantic).Value != *h.Semantic || math.Abs(sum-h.RelevanceScore) > 2e-6 {
 			t.Errorf("%q: why %+v does not add up to %v", h.Text, h.Why, h.RelevanceScore)
 		}
+	}
+}
+
+// TestHybridIndexesEvictedWhileSearchedStayRight: conversations searched
+// and written at once, their indexes evicted from under each other (the
+// bound lowered to 6 utterances), always answer with what they hold (go
+// test -race watches the locks).
+func TestHybridIndexesEvictedWhileSearchedStayRight(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	history.SetHybridBounds(r.h, 0, 6, 2)
+	convs := []string{"a", "b", "c"}
+	for _, c := range convs {
+		for i := range 4 {
+			r.write(c, speakerOf(i), "a line about the budget in "+c)
+		}
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for _, c := range convs {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				hits, err := r.h.Search(ctx, r.call(), history.SearchRequest{Conversation: c, Query: "budget", Limit: 50})
+				if err != nil || len(hits) < 4 {
+					t.Errorf("search %s: %d hits, %v", c, len(hits), err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if _, err := r.h.Write(ctx, r.call(), history.WriteRequest{Conversation: c, Speaker: "user", Text: "more on the budget"}); err != nil {
+					t.Errorf("write %s: %v", c, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, c := range convs {
+		if hits, err := r.h.Search(ctx, r.call(), history.SearchRequest{Conversation: c, Query: "budget", Limit: 50}); err != nil || len(hits) != 9 {
+			t.Errorf("search %s after: %d hits, %v; want 9", c, len(hits), err)
+		}
+	}
+	if history.HybridEvictions(r.h) == 0 || history.HybridDocs(r.h) > 9 {
+		t.Errorf("%d evictions, %d utterances held; want evictions and at most 9 (6, or the one index searched)", history.HybridEvictions(r.h), history.HybridDocs(r.h))
 	}
 }
