@@ -119,21 +119,22 @@ func searchTimes(b *testing.B, search func(q string) int) []time.Duration {
 	return times
 }
 
-// BenchmarkHistorySearch1M: history.search (the Go API, default limit 10,
-// the hybrid ranker) over one conversation of 1,000,000 ~30-word
-// utterances (newCorpus; user and assistant alternating, all at one time:
-// one session) in a durable store on disk, for the 2-3 word queries of
-// searchBenchQueries in turn. It reports the load's time, the first
-// search's (which builds the hybrid index from the utterances stored, as
-// the first after a start does), and p50/p90/p99 of the searches after
-// it. (Its postings-MB is the BM25 postings' memory, which no search
-// reads any more: 0.)
+// BenchmarkHistorySearch1M: history.search (the Go API, default limit 10)
+// over one conversation of 1,000,000 ~30-word utterances (newCorpus; user
+// and assistant alternating, all at one time: one session) in a durable
+// store on disk, for the 2-3 word queries of searchBenchQueries in turn.
+// The conversation holds more than HybridMaxUtterances: it is ranked by
+// plain BM25 over its postings (searchPlain). It reports the load's
+// time, the first search's (which reads the postings into memory, as the
+// first after a start does), p50/p90/p99 of the searches after it, and
+// the postings' memory.
 //
 //	go test ./core/history -run '^$' -bench 'BenchmarkHistorySearch1M$' -benchtime 200x -timeout 30m
 func BenchmarkHistorySearch1M(b *testing.B) {
 	r, loadS := loadSearchBench(b, searchBenchSize(b))
 	ctx := context.Background()
 	history.ForgetHybrid(r.h, "default")
+	history.ForgetPostings(r.h, "default")
 	start := time.Now()
 	if _, err := r.h.Search(ctx, r.call(), history.SearchRequest{Query: searchBenchQueries[0]}); err != nil {
 		b.Fatal(err)

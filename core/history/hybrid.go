@@ -32,16 +32,58 @@ import (
 // turns of a hit's session.
 const SessionGap = 4 * time.Hour
 
+// The hybrid indexes' bounds, from BenchmarkHistorySearch100k (~30-word
+// utterances in daily sessions): an index of 100,000 utterances takes
+// 88 MB and 4.6 s to build, p50 2.2 ms a search; of 200,000, 173 MB and
+// 13.6 s, p50 6.1 ms, p99 12 ms (load 3 on 2 cores). The README's 600 MB
+// for a store of 1M items and 1M utterances leaves little beside the
+// postings of the 1M-utterance conversation (140 MB).
+const (
+	// HybridMaxUtterances is the most utterances a conversation holds
+	// for history.search to rank it with the hybrid ranker (its first
+	// search builds the index: ~6 s, ~90 MB at this size). A larger one
+	// is searched by plain BM25 over its persisted postings
+	// (searchPlain: p50 2.2 ms at 1M utterances, 140 MB of postings in
+	// memory), its hits' why saying so (PartPlainBM25).
+	HybridMaxUtterances = 100_000
+	// HybridMaxDocs bounds the utterances the hybrid indexes of all
+	// conversations hold together (~175 MB; two of the largest): past
+	// it, the index least recently searched or written is thrown away,
+	// and its conversation's next search builds it again.
+	HybridMaxDocs = 200_000
+	// HybridRebuildMax is the most utterances an index holds for a write
+	// to build it again when the turn written changes how earlier turns
+	// read (retrieval.Index.Add: a new name, alias or relation; ~0.5 s
+	// at this size). A larger index has the turn appended without
+	// building (retrieval.Index.Append): the earlier turns keep how they
+	// read until the index is next built from the store, and no write
+	// waits seconds for a build of a long conversation.
+	HybridRebuildMax = 10_000
+)
+
 // hybridIndexes holds the conversations' hybrid indexes by name.
 type hybridIndexes struct {
 	mu    sync.Mutex
 	convs map[string]*hybridIndex
+	// docs is the utterances the indexes hold together; tick numbers
+	// the uses (searches and writes), for throwing the least recently
+	// used away first. Both under mu.
+	docs int
+	tick uint64
+	// The bounds (HybridMaxUtterances, HybridMaxDocs, HybridRebuildMax),
+	// which tests lower.
+	maxUtterances, maxDocs, rebuildMax int
 	// builds counts the indexes built from the store (for tests: a write
-	// is appended, not rebuilt).
-	builds atomic.Int64
+	// is appended, not rebuilt); rebuilds counts the indexes a write
+	// built again (retrieval.Index.Add); evictions counts those thrown
+	// away to stay within maxDocs.
+	builds, rebuilds, evictions atomic.Int64
 }
 
-func newHybridIndexes() *hybridIndexes { return &hybridIndexes{convs: map[string]*hybridIndex{}} }
+func newHybridIndexes() *hybridIndexes {
+	return &hybridIndexes{convs: map[string]*hybridIndex{},
+		maxUtterances: HybridMaxUtterances, maxDocs: HybridMaxDocs, rebuildMax: HybridRebuildMax}
+}
 
 // hybridIndex is one conversation's index at one version. Its lock keeps
 // searches (read) and appends (write) apart.
@@ -58,6 +100,10 @@ type hybridIndex struct {
 	// last and gaps number the sessions SessionGap makes.
 	last time.Time
 	gaps int
+	// docs and used are the utterances it holds and its last use (a
+	// hybridIndexes.tick), under hybridIndexes.mu.
+	docs int
+	used uint64
 }
 
 // lookup returns conversation c's index if it holds version v, with its
@@ -65,6 +111,10 @@ type hybridIndex struct {
 func (p *hybridIndexes) lookup(c string, v uint64) (hi *hybridIndex, done func()) {
 	p.mu.Lock()
 	hi = p.convs[c]
+	if hi != nil {
+		p.tick++
+		hi.used = p.tick
+	}
 	p.mu.Unlock()
 	if hi == nil {
 		return nil, nil
@@ -86,15 +136,57 @@ func (p *hybridIndexes) has(c string, v uint64) bool {
 	return hi != nil
 }
 
-// install keeps hi as conversation c's index.
+// install keeps hi as conversation c's index, throwing away the least
+// recently used others while they all hold more than maxDocs.
 func (p *hybridIndexes) install(c string, hi *hybridIndex) {
 	p.builds.Add(1)
 	p.mu.Lock()
 	old := p.convs[c]
+	if old != nil {
+		p.docs -= old.docs
+	}
+	hi.docs = hi.ix.Len()
+	p.docs += hi.docs
+	p.tick++
+	hi.used = p.tick
 	p.convs[c] = hi
+	victims := p.trim(c)
 	p.mu.Unlock()
 	if old != nil {
 		old.kill()
+	}
+	killAll(victims)
+}
+
+// trim takes the least recently used indexes but conversation keep's
+// out while they all hold more than maxDocs, and returns them (for the
+// caller to kill once it has let go of p.mu: one may be being searched).
+func (p *hybridIndexes) trim(keep string) []*hybridIndex {
+	var victims []*hybridIndex
+	for p.docs > p.maxDocs {
+		var oldest string
+		var at uint64
+		found := false
+		for c, hi := range p.convs {
+			if c != keep && (!found || hi.used < at) {
+				oldest, at, found = c, hi.used, true
+			}
+		}
+		if !found {
+			break
+		}
+		hi := p.convs[oldest]
+		delete(p.convs, oldest)
+		p.docs -= hi.docs
+		p.evictions.Add(1)
+		victims = append(victims, hi)
+	}
+	return victims
+}
+
+func killAll(his []*hybridIndex) {
+	for _, hi := range his {
+		hi.kill()
 	}
 }
 
@@ -108,7 +200,10 @@ func (hi *hybridIndex) kill() {
 func (p *hybridIndexes) forget(c string) {
 	p.mu.Lock()
 	hi := p.convs[c]
-	delete(p.convs, c)
+	if hi != nil {
+		delete(p.convs, c)
+		p.docs -= hi.docs
+	}
 	p.mu.Unlock()
 	if hi != nil {
 		hi.kill()
@@ -119,7 +214,9 @@ func (p *hybridIndexes) forget(c string) {
 // with a committed change: an utterance written is appended; anything
 // else throws the index away. A conversation the commit created (fresh)
 // starts an empty index. Changes to one conversation come one at a time
-// (under its lock).
+// (under its lock). An index grown past maxUtterances is thrown away
+// (its conversation is searched by plain BM25 now), and the least
+// recently used others while all hold more than maxDocs.
 func (p *hybridIndexes) apply(c string, from, to uint64, fresh bool, ch indexChange) {
 	p.mu.Lock()
 	hi := p.convs[c]
@@ -127,6 +224,7 @@ func (p *hybridIndexes) apply(c string, from, to uint64, fresh bool, ch indexCha
 		hi = &hybridIndex{version: from, ix: retrieval.Build(nil, retrieval.DefaultParams)}
 		p.convs[c] = hi
 	}
+	rebuildMax := p.rebuildMax
 	p.mu.Unlock()
 	if hi == nil {
 		return
@@ -134,30 +232,56 @@ func (p *hybridIndexes) apply(c string, from, to uint64, fresh bool, ch indexCha
 	hi.mu.Lock()
 	ok := !hi.dead && hi.version == from && ch.add && ch.u != nil
 	if ok {
-		hi.add(ch.u)
+		if hi.add(rebuildMax, ch.u) {
+			p.rebuilds.Add(1)
+		}
 		hi.version = to
 	}
+	n := hi.ix.Len()
 	hi.mu.Unlock()
-	if !ok {
-		p.mu.Lock()
-		if p.convs[c] == hi {
-			delete(p.convs, c)
-		}
-		p.mu.Unlock()
+	p.mu.Lock()
+	var victims []*hybridIndex
+	drop := !ok || n > p.maxUtterances
+	switch {
+	case p.convs[c] != hi:
+	case drop:
+		delete(p.convs, c)
+		p.docs -= hi.docs
+	default:
+		p.docs += n - hi.docs
+		hi.docs = n
+		p.tick++
+		hi.used = p.tick
+		victims = p.trim(c)
+	}
+	p.mu.Unlock()
+	if drop {
 		hi.kill()
 	}
+	killAll(victims)
 }
 
 // add appends utterances (in the order of their indexes, after those
-// held) to the index.
-func (hi *hybridIndex) add(us ...*Utterance) {
+// held) to the index, and says whether that built it again: only an
+// index of at most rebuildMax documents is built again
+// (retrieval.Index.Add); a larger one has them appended
+// (retrieval.Index.Append), so that no write waits for a build of a long
+// conversation.
+func (hi *hybridIndex) add(rebuildMax int, us ...*Utterance) (rebuilt bool) {
 	docs := make([]retrieval.Doc, len(us))
 	for i, u := range us {
 		docs[i] = hi.doc(u)
 		hi.utt = append(hi.utt, u.UtteranceIndex)
 		hi.speaker = append(hi.speaker, speakerCodes[u.Speaker])
 	}
-	hi.ix = hi.ix.Add(docs...)
+	if hi.ix.Len() > rebuildMax {
+		hi.ix.Append(docs...)
+		return false
+	}
+	ix := hi.ix.Add(docs...)
+	rebuilt = ix != hi.ix
+	hi.ix = ix
+	return rebuilt
 }
 
 // uttMeta are the utterance metadata the index reads.
@@ -230,7 +354,7 @@ func (h *History) buildHybrid(c string) error {
 	}
 	return st.View(func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, c)
-		if err != nil || conv == nil || h.hybrid.has(c, conv.IndexVersion) {
+		if err != nil || conv == nil || h.hybrid.has(c, conv.IndexVersion) || h.plain(conv) {
 			return err
 		}
 		hi := &hybridIndex{version: conv.IndexVersion}
@@ -250,6 +374,8 @@ func (h *History) buildHybrid(c string) error {
 		}
 		hi.ix = retrieval.Build(docs, retrieval.DefaultParams)
 		hi.ix.Compact()
+		// Here, not in the first write's commit: a second at 100,000.
+		hi.ix.PrepareAdd()
 		h.hybrid.install(c, hi)
 		return nil
 	})

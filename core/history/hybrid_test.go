@@ -213,7 +213,8 @@ func TestSearchWhenAfterAnEventNoUtteranceMatchesNamesWhen(t *testing.T) {
 
 // TestWritesKeepOnlyTheHybridIndexInMemory: a conversation created and
 // grown by writes keeps its hybrid index in memory, not the BM25
-// postings as well, which no search reads any more.
+// postings as well, which only the search of a conversation too large
+// for a hybrid index reads.
 func TestWritesKeepOnlyTheHybridIndexInMemory(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

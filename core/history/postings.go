@@ -171,10 +171,10 @@ func (p *postingIndex) forget(c string) {
 
 // apply brings conversation c's index from version from to version to
 // with the changes a commit made. An index at another version is thrown
-// away (the next search rebuilds it). No search reads these postings
-// since history.search ranks with the hybrid index (hybrid.go): a
-// conversation created by the commit (fresh) no longer starts one, so
-// only the tests that ask for them (searchBM25) keep them in memory.
+// away (the next search rebuilds it). Only the search of a conversation
+// too large for a hybrid index (searchPlain) reads these postings, so a
+// conversation created by the commit (fresh) starts none: a
+// conversation's first plain search reads them from the store.
 func (p *postingIndex) apply(c string, from, to uint64, _ bool, changes []indexChange) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -36,7 +36,8 @@ type SearchRequest struct {
 type Hit struct {
 	*Utterance
 	RelevanceScore float64 `json:"relevance_score"`
-	// Lexical is the hybrid ranker's score (RelevanceScore without a
+	// Lexical is the hybrid ranker's score, or plain BM25's in a
+	// conversation past HybridMaxUtterances (RelevanceScore without a
 	// model; 0 for a hit found by its embedding alone); Semantic is the
 	// cosine similarity of the embeddings (only with a model, whose
 	// fused score is RelevanceScore).
@@ -64,7 +65,8 @@ const (
 // configured (fuse). A query wholly in double quotes finds the utterances
 // holding that text as written, newest first (quoted). A query made only
 // of stop words ("what is it") falls back to finding the words as
-// written. Every hit carries its why.
+// written. A conversation of more than HybridMaxUtterances is ranked by
+// plain BM25 instead (searchPlain). Every hit carries its why.
 func (h *History) Search(ctx context.Context, call action.Call, req SearchRequest) ([]Hit, error) {
 	return h.search(ctx, call, req, true)
 }
@@ -93,10 +95,13 @@ func (h *History) search(ctx context.Context, call action.Call, req SearchReques
 	}
 	var hits []Hit
 	for attempt := 0; ; attempt++ {
-		build := false
+		build, plain := false, false
 		err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
 			hits = []Hit{}
 			if conv == nil {
+				return nil
+			}
+			if plain = h.plain(conv); plain {
 				return nil
 			}
 			hi, done := h.hybrid.lookup(c, conv.IndexVersion)
@@ -152,6 +157,9 @@ func (h *History) search(ctx context.Context, call action.Call, req SearchReques
 			}
 			return nil
 		})
+		if err == nil && plain {
+			return h.searchPlain(call, c, req, queryVec)
+		}
 		if err != nil || !build {
 			return hits, err
 		}
@@ -214,7 +222,9 @@ func (h *History) checkSearch(req *SearchRequest) (string, error) {
 
 // searchBM25 is how history.search ranked before the hybrid ranker:
 // BM25 over the persisted postings (in memory when cached), blended with
-// embedding similarity. Only tests use it now (the postings' reference).
+// embedding similarity. history.search ranks a conversation too large
+// for a hybrid index the same way (searchPlain); the postings tests hold
+// it as their reference.
 func (h *History) searchBM25(ctx context.Context, call action.Call, req SearchRequest, cached bool) ([]Hit, error) {
 	c, err := h.checkSearch(&req)
 	if err != nil {

@@ -3,6 +3,7 @@ package retrieval
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // An index grows by Add: a conversation appends a turn at a time, and
@@ -89,8 +90,16 @@ func (ls *liveState) note(an *Analyzer, d *Doc, ws []word, names []string) {
 	}
 }
 
-// prepareAdd works out the liveState of the documents built.
-func (ix *Index) prepareAdd() {
+// PrepareAdd works out what Add and Append keep beyond what Build does
+// (liveState) from every document built, unless that is done. The first
+// Add or Append does it otherwise, and it reads every document (about a
+// second at 100,000): an index built to grow while writers wait calls
+// it once after Build, before any writer adds to it. It must not run
+// concurrently with anything else on ix.
+func (ix *Index) PrepareAdd() {
+	if ix.live != nil {
+		return
+	}
 	ls := &liveState{ambiguous: map[string]bool{}, entities: newEntityState(), says: map[string]map[string]bool{},
 		named: map[string]bool{}, speakers: map[string]bool{}}
 	for i := range ix.docs {
@@ -112,13 +121,28 @@ func (ix *Index) prepareAdd() {
 // change how earlier ones read (see liveState), a new index built from
 // all of them; use the one returned, never ix again. Add must not run
 // concurrently with anything else on ix (Live serialises them).
-func (ix *Index) Add(docs ...Doc) *Index {
+func (ix *Index) Add(docs ...Doc) *Index { return ix.add(docs, true) }
+
+// Append appends documents to the index as Add does, but never builds it
+// again: when an added document would change how earlier ones read (a
+// new name one of them opens a sentence with, an alias or relation
+// learnt), the earlier documents keep how they read when they were
+// added, and only the documents appended read with what was learnt. The
+// ranking is then not quite Build's of all of them (a build from the
+// same documents reads them all alike), but an append costs what the
+// documents appended cost, however large the index: for an index too
+// large to build again while a writer waits. After an Append that left
+// earlier documents reading the old way, Add no longer ranks exactly as
+// Build would either. Append must not run concurrently with anything
+// else on ix.
+func (ix *Index) Append(docs ...Doc) { ix.add(docs, false) }
+
+// add is Add, building the index again only when mayRebuild.
+func (ix *Index) add(docs []Doc, mayRebuild bool) *Index {
 	if len(docs) == 0 {
 		return ix
 	}
-	if ix.live == nil {
-		ix.prepareAdd()
-	}
+	ix.PrepareAdd()
 	ls, an := ix.live, ix.an
 	rebuild := false
 	// Names, learnt from all the documents before any is analysed, as
@@ -145,7 +169,7 @@ func (ix *Index) Add(docs ...Doc) *Index {
 			}
 		}
 	}
-	if rebuild {
+	if rebuild && mayRebuild {
 		return ix.rebuilt(docs)
 	}
 	an.stems = map[string]string{}
@@ -186,7 +210,7 @@ func (ix *Index) Add(docs ...Doc) *Index {
 		es.learn(d.Speaker, words[k], namesOf(fields[k][FieldText]))
 	}
 	es.onAlias, es.onRel = nil, nil
-	if rebuild {
+	if rebuild && mayRebuild {
 		ix.docs = ix.docs[:first]
 		return ix.rebuilt(docs)
 	}
@@ -233,8 +257,13 @@ func (ix *Index) Add(docs ...Doc) *Index {
 	return ix
 }
 
+// rebuilds counts the indexes Add built again (for tests: Append never
+// does).
+var rebuilds atomic.Int64
+
 // rebuilt is a new index of ix's documents and docs.
 func (ix *Index) rebuilt(docs []Doc) *Index {
+	rebuilds.Add(1)
 	all := make([]Doc, 0, len(ix.docs)+len(docs))
 	for i := range ix.docs {
 		all = append(all, ix.docs[i].Doc)

@@ -199,3 +199,71 @@ func TestMatchedLeavesOutTurnsLiftedAlone(t *testing.T) {
 		t.Errorf("Matched: %v, want %v", ids(got), ids(want))
 	}
 }
+
+// TestAppendNeverRebuildsAndRanksTheNewTurns: the turns that make Add
+// build the index again (a new name, an alias, a relation) are appended
+// by Append without building anything, and a search finds them. (No
+// test here runs in parallel: rebuilds counts for the package.)
+func TestAppendNeverRebuildsAndRanksTheNewTurns(t *testing.T) {
+	day := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
+	base := []Doc{
+		{ID: "a", Session: "s1", Time: day, Speaker: "Ana", Text: "Pepper ran off again this morning."},
+		{ID: "b", Session: "s1", Time: day, Speaker: "Ben", Text: "my brother called about the boat."},
+		{ID: "c", Session: "s1", Time: day, Speaker: "Ana", Text: "We met Kenji at the harbour."},
+		{ID: "d", Session: "s1", Time: day, Speaker: "Ben", Text: "He sails every weekend."},
+	}
+	later := day.AddDate(0, 1, 0)
+	for _, tc := range []struct {
+		name, query string
+		add         Doc
+	}{
+		{"new name", "porch", Doc{ID: "e", Session: "s2", Time: later, Speaker: "Ana", Text: "I found Pepper under the porch."}},
+		{"alias", "Luis visits", Doc{ID: "e", Session: "s2", Time: later, Speaker: "Ben", Text: "Tomorrow my brother Luis visits."}},
+		{"relation", "cousin", Doc{ID: "e", Session: "s2", Time: later, Speaker: "Ana", Text: "Tomorrow my cousin Kenji comes."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := rebuilds.Load()
+			if Build(base, DefaultParams).Add(tc.add); rebuilds.Load() == before {
+				t.Fatalf("Add does not build the index again for this turn")
+			}
+			ix := Build(base, DefaultParams)
+			before = rebuilds.Load()
+			ix.Append(tc.add, Doc{ID: "f", Session: "s2", Time: later, Speaker: "Ben", Text: "The harbour was windy."})
+			if n := rebuilds.Load() - before; n != 0 {
+				t.Errorf("Append built the index again %d times", n)
+			}
+			if ix.Len() != 6 {
+				t.Fatalf("Len = %d, want 6", ix.Len())
+			}
+			if got := ids(search(t, ix, Query{Text: tc.query})); len(got) == 0 || got[0] != "e" {
+				t.Errorf("%q: %v, want e first", tc.query, got)
+			}
+			if got := ids(search(t, ix, Query{Text: "windy harbour"})); len(got) == 0 || got[0] != "f" {
+				t.Errorf("windy harbour: %v, want f first", got)
+			}
+		})
+	}
+}
+
+// TestPrepareAddReadiesTheIndexForAdd: PrepareAdd works out the state
+// Add keeps (which the first Add would, reading every document), and an
+// index grown after it ranks as one built from all the documents.
+func TestPrepareAddReadiesTheIndexForAdd(t *testing.T) {
+	convs, questions := longmem(t)
+	docs := convs[0]
+	half := len(docs) / 2
+	ix := Build(docs[:half], DefaultParams)
+	ix.PrepareAdd()
+	if ix.live == nil {
+		t.Fatal("PrepareAdd left no state for Add")
+	}
+	live := ix.live
+	ix.PrepareAdd()
+	if ix.live != live {
+		t.Error("a second PrepareAdd worked it out again")
+	}
+	for _, d := range docs[half:] {
+		ix = ix.Add(d)
+	}
+	sameRanking(t, Build(docs, DefaultParams), ix, questions[0], time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+}
