@@ -36,7 +36,7 @@ type Query struct {
 	// neighbours and session.
 	Keep func(doc int) bool
 	// Matched keeps only documents holding a term of the query (or of
-	// its feedback expansion) as results: the lifts of neighbours and
+	// its thesaurus or feedback expansion) as results: the lifts of neighbours and
 	// sessions still add to their scores, but a turn lifted alone, with
 	// none of the query's words, is left out (a search box's results).
 	Matched bool
@@ -153,8 +153,10 @@ func (ix *Index) getScratch() *scratch {
 	if sc, ok := ix.pool.Get().(*scratch); ok && len(sc.lex) >= len(ix.docs) && len(sc.best) >= len(ix.sessionDocs) {
 		return sc
 	}
-	n := len(ix.docs)
-	return &scratch{lex: make([]float64, n), syn: make([]float64, n), matched: make([]float64, n), prf: make([]float64, n), base: make([]float64, n), final: make([]float64, n), best: make([]float64, len(ix.sessionDocs))}
+	// Room to grow: an index that documents are added to would otherwise
+	// throw its scratch away at the first search after each Add.
+	n, ns := len(ix.docs)+len(ix.docs)/4+16, len(ix.sessionDocs)+len(ix.sessionDocs)/4+16
+	return &scratch{lex: make([]float64, n), syn: make([]float64, n), matched: make([]float64, n), prf: make([]float64, n), base: make([]float64, n), final: make([]float64, n), best: make([]float64, ns)}
 }
 
 // putScratch clears what the search wrote and keeps the scratch for the
@@ -226,7 +228,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	tq := ParseTime(q.Text, now)
 	if q.When != "" {
 		wq := ParseTime(q.When, now)
-		if q.Strict && len(wq.Windows) == 0 && len(wq.Anchors) == 0 {
+		if q.Strict && (len(wq.Windows) == 0 && len(wq.Anchors) == 0 || len(wq.Unparsed) > 0) {
 			return nil, fmt.Errorf("when: %q names no time engram can place; use a month (\"in May 2024\"), a season (\"last summer\"), a span (\"3 weeks ago\") or \"before/after\" an event", q.When)
 		}
 		tq.Windows = append(tq.Windows, wq.Windows...)
@@ -313,7 +315,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	keep := q.Keep
 	if q.Matched {
 		keep = func(d int) bool {
-			return (sc.lex[d] != 0 || sc.prf[d] != 0) && (q.Keep == nil || q.Keep(d))
+			return (sc.lex[d] != 0 || sc.syn[d] != 0 || sc.prf[d] != 0) && (q.Keep == nil || q.Keep(d))
 		}
 	}
 	ranked := ix.top(sc, limit, keep)
@@ -536,10 +538,10 @@ func (ix *Index) feedback(terms []qterm, sc *scratch) []qterm {
 	before := len(sc.touched)
 	ix.score(exp, sc.prf, &sc.touched, nil)
 	// score notes a document when its prf score was zero; keep only
-	// those not already touched lexically.
+	// those not already touched by the query's terms or its synonyms.
 	kept := sc.touched[:before]
 	for _, d := range sc.touched[before:] {
-		if sc.lex[d] == 0 {
+		if sc.lex[d] == 0 && sc.syn[d] == 0 {
 			kept = append(kept, d)
 		}
 	}

@@ -453,3 +453,39 @@ func TestWhysTermsAddUpToTheLexicalScoreWithCoord(t *testing.T) {
 		}
 	}
 }
+
+// A turn reached only through a thesaurus word is a result of a search
+// box's query (Matched), and feedback does not count it a second time.
+func TestATurnFoundOnlyByAThesaurusWordIsMatchedAndCountedOnce(t *testing.T) {
+	docs := append([]Doc{
+		{ID: "applied", Session: "s1", Speaker: "Ana", Text: "I sent my application this morning."},
+		{ID: "shipping", Session: "s2", Speaker: "Ben", Text: "The shipping crates came this morning."},
+	}, filler(30, "s3", day0)...)
+	p := thesaurusOnly(RelDerived, 0.5)
+	p.PRFWeight, p.PRFDocs, p.PRFTerms = 0.5, 1, 4
+	ix := Build(docs, p)
+	if rs := search(t, Build(docs, thesaurusOnly(RelDerived, 0.5)), Query{Text: "apply", Matched: true}); !slices.Contains(ids(rs), "applied") {
+		t.Errorf("Matched left out the turn holding the derived word: %v", ids(rs))
+	}
+	rs := search(t, ix, Query{Text: "apply shipping", Matched: true})
+	for _, r := range rs {
+		sum := 0.0
+		for _, part := range r.Why.Parts {
+			sum += part.Contribution
+		}
+		if !near(sum, r.Score) {
+			t.Errorf("%s: parts %+v add up to %v, score %v", r.ID, r.Why.Parts, sum, r.Score)
+		}
+	}
+}
+
+// A when that places something but also says something that looks like
+// a time and places nothing is refused, naming when (not the query).
+func TestAPartlyUnplaceableWhenIsRefusedNamingWhen(t *testing.T) {
+	docs := append([]Doc{{ID: "d", Session: "s1", Time: day0, Speaker: "Ana", Text: "the knee hurts"}}, filler(4, "s1", day0)...)
+	ix := Build(docs, plain())
+	_, err := ix.Search(Query{Text: "knee", When: "in May 2024, three blorfs ago", Strict: true, Now: day0.AddDate(1, 0, 0)})
+	if err == nil || !strings.HasPrefix(err.Error(), "when: ") {
+		t.Errorf("got %v, want an error about when", err)
+	}
+}
