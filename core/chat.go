@@ -229,6 +229,12 @@ func chatPrompt(wc WorkingContext) (llm.Request, error) {
 	if hist.Summary.Text != "" {
 		fmt.Fprintf(&sys, "\n\nSummary of the earlier conversation:\n%s", hist.Summary.Text)
 	}
+	if len(hist.Recalled) > 0 {
+		sys.WriteString("\n\nEarlier in the conversation, what best answers this message:")
+		for _, h := range hist.Recalled {
+			fmt.Fprintf(&sys, "\n- %s, %s: %s", h.Timestamp.Format("2006-01-02"), h.Speaker, h.Text)
+		}
+	}
 	for _, u := range hist.Utterances {
 		if u.Speaker == "system" {
 			fmt.Fprintf(&sys, "\n\nNote: %s", u.Text)

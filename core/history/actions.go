@@ -539,11 +539,13 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 
 // recall finds the evicted utterances that best answer a turn's input
 // (at most ContextRecallLimit), when the conversation has evicted some.
-// An input history.search refuses (all stop words, say) recalls nothing;
-// a long one is searched by its first words (queryWithin).
+// An input of stop words only ("what is it?") recalls nothing: search
+// would look for its words as written, reading every utterance, and they
+// say nothing of what the turn is about. A long input is searched by its
+// first words (queryWithin).
 func (p *provider) recall(ctx context.Context, call action.Call, c, input string, evicted bool) ([]Hit, error) {
 	q := queryWithin(input)
-	if !evicted || q == "" {
+	if !evicted || len(text.Terms(q)) == 0 {
 		return nil, nil
 	}
 	hits, err := p.h.Search(ctx, call, SearchRequest{Conversation: c, Query: q, Limit: 4 * ContextRecallLimit})

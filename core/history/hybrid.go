@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/retrieval"
+	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -457,8 +458,19 @@ func (hi *hybridIndex) fuse(lexical []found, sims map[int]float64, req SearchReq
 		index int
 		sim   float64
 	}
+	lexIDs := make([]string, len(lexical))
+	byID := map[string]found{}
+	for i, f := range lexical {
+		lexIDs[i] = strconv.Itoa(f.index)
+		byID[lexIDs[i]] = f
+	}
 	var vs []vec
 	for i, s := range sims {
+		if _, lex := byID[strconv.Itoa(i)]; !lex && s < search.SemanticThreshold {
+			// Close in meaning only: it must be close indeed, or every
+			// search would return the whole conversation.
+			continue
+		}
 		if code != 0 {
 			if d, ok := slices.BinarySearch(hi.utt, i); !ok || hi.speaker[d] != code {
 				continue
@@ -473,12 +485,6 @@ func (hi *hybridIndex) fuse(lexical []found, sims map[int]float64, req SearchReq
 		return b.index - a.index
 	})
 	vs = vs[:min(len(vs), max(req.Limit, fusionDepth))]
-	lexIDs := make([]string, len(lexical))
-	byID := map[string]found{}
-	for i, f := range lexical {
-		lexIDs[i] = strconv.Itoa(f.index)
-		byID[lexIDs[i]] = f
-	}
 	vecIDs := make([]string, len(vs))
 	for i, v := range vs {
 		vecIDs[i] = strconv.Itoa(v.index)
@@ -498,9 +504,10 @@ func (hi *hybridIndex) fuse(lexical []found, sims map[int]float64, req SearchReq
 			r := round(s)
 			fw.Similarity = &r
 		}
+		// The why's score stays the sum of its parts (the hybrid
+		// ranker's); the fused score, the hit's, is the fusion's.
 		why := *f.why
 		why.Fusion = fw
-		why.Score = round(fu.Score)
 		f.why = &why
 		out = append(out, f)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/retrieval"
+	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
@@ -340,6 +341,24 @@ func TestSearchSemantic(t *testing.T) {
 	// The embeddings were asked for: one per utterance, one per query.
 	if n := len(model.EmbedRequests()); n != len(lines)+1 {
 		t.Errorf("%d embed requests, want %d", n, len(lines)+1)
+	}
+	// Close in meaning only is a hit only when close indeed
+	// (search.SemanticThreshold): "vehicle repair" (~0.7) is not one for
+	// "car", nor is anything for a query about nothing said.
+	for _, h := range hits {
+		if h.Lexical == 0 && *h.Semantic < search.SemanticThreshold {
+			t.Errorf("%q: found on a similarity of %v alone", h.Text, *h.Semantic)
+		}
+		sum := 0.0
+		for _, p := range h.Why.Parts {
+			sum += p.Contribution
+		}
+		if math.Abs(sum-h.Why.Score) > 1e-4 {
+			t.Errorf("%q: why's parts add up to %v, its score is %v", h.Text, sum, h.Why.Score)
+		}
+	}
+	if hits := r.search(map[string]any{"query": "which planet has the most moons"}); len(hits) != 0 {
+		t.Errorf("a query about nothing said found %v", texts(hits))
 	}
 
 	// A failing embedder leaves search lexical.

@@ -86,9 +86,35 @@ func TestTurnContextRecallsNothingUnlessSomethingEvictedAnswers(t *testing.T) {
 	if got := r.startTurn("turn-2", "c1", "which dentist do we see?"); len(got.Context.Sections.History.Recalled) != 0 {
 		t.Errorf("no evicted utterance answers, yet recalled %s", jsonOf(t, got.Context.Sections.History.Recalled))
 	}
+	if got := r.startTurn("turn-stop", "c1", "what is it?"); len(got.Context.Sections.History.Recalled) != 0 {
+		t.Errorf("an input of stop words recalled %s", jsonOf(t, got.Context.Sections.History.Recalled))
+	}
+	r.write("c1", "user", "What is it?")
+	r.write("c1", "assistant", "Nothing.")
+	r.write("c1", "user", "Ok.")
+	if got := r.startTurn("turn-stop2", "c1", "what is it?"); len(got.Context.Sections.History.Recalled) != 0 {
+		t.Errorf("an input of stop words recalled %s", jsonOf(t, got.Context.Sections.History.Recalled))
+	}
 	long := "rent " + strings.Repeat("filler words everywhere ", 3000)
 	got := r.startTurn("turn-3", "c1", long)
 	if rec := got.Context.Sections.History.Recalled; len(rec) != 1 || rec[0].UtteranceIndex != 0 {
 		t.Errorf("a long input recalled %s, want utterance 0 (found by its first words)", jsonOf(t, rec))
+	}
+}
+
+// chat.send's prompt carries what the turn recalled, so that a model can
+// answer about what left the buffer long ago.
+func TestChatSendsPromptCarriesTheRecalledUtterances(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.configure(map[string]any{"buffer_size": 2})
+	for i, s := range []string{"The gate code for the Fulton Street flat is 4471.", "Thanks.", "Pizza tonight?", "Sure."} {
+		r.write("", speakerOf(i), s)
+	}
+	var res chatResult
+	r.do("chat.send", `{"text": "What was the gate code for the flat?"}`, &res)
+	if !strings.Contains(res.Prompt.System, "Earlier in the conversation, what best answers this message:") ||
+		!strings.Contains(res.Prompt.System, "user: The gate code for the Fulton Street flat is 4471.") {
+		t.Errorf("system prompt:\n%s", res.Prompt.System)
 	}
 }
