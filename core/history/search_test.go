@@ -503,3 +503,20 @@ func TestSearchAndReadFilterBySpeaker(t *testing.T) {
 	r.query("Search for budget", map[string]any{"speaker": "user"}, &qs)
 	check("query search", qs.Results, 3)
 }
+
+// A search for a speaker's name finds what they said first, and then the
+// turns that mention them (a search box is asked for both).
+func TestSearchForASpeakersNameFindsTheirTurnsThenMentions(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	for _, w := range []struct{ speaker, text string }{
+		{"Maria", "I finally booked the flights."},
+		{"Tom", "My cousin says Maria is moving to Lisbon next year."},
+		{"Tom", "The weather is grey again."},
+	} {
+		r.do("history.write", map[string]any{"speaker": "user", "text": w.text, "metadata": map[string]any{"speaker": w.speaker}}, nil)
+	}
+	if got := indexes(matching(t, r.search(map[string]any{"query": "Maria"}))); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("search for Maria: %v, want her turn 0, then 1 that mentions her", got)
+	}
+}
