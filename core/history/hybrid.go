@@ -437,13 +437,19 @@ func searchError(err error, when string) error {
 }
 
 // checkWhen refuses a time expression that places nothing.
-func checkWhen(when string, now time.Time) error {
+// A quoted search is not ranked, so it cannot place an event ("after the
+// move": the turn that best matches "move"): its when must be a window.
+func checkWhen(when string, quoted bool, now time.Time) error {
 	w := strings.TrimSpace(when)
 	if w == "" {
 		return nil
 	}
-	if tq := retrieval.ParseTime(w, now); len(tq.Windows) == 0 && len(tq.Anchors) == 0 {
+	tq := retrieval.ParseTime(w, now)
+	if len(tq.Windows) == 0 && len(tq.Anchors) == 0 || len(tq.Unparsed) > 0 {
 		return kit.Validation("when", "%q names no time engram can place; use a month (\"in May 2025\"), a season (\"last summer\"), a span (\"3 weeks ago\") or \"before\"/\"after\" an event", w)
+	}
+	if quoted && len(tq.Anchors) > 0 {
+		return kit.Validation("when", "a quoted search takes a time window (\"in May 2025\", \"last summer\"), not %q: leave out the quotes to search before or after an event", w)
 	}
 	return nil
 }
@@ -549,7 +555,7 @@ func (hi *hybridIndex) quoted(quote string, req SearchRequest, now time.Time) []
 			continue
 		}
 		doc := hi.ix.Doc(d)
-		if !containsFold(doc.Text, lq) && !containsFold(doc.Caption, lq) {
+		if !containsFold(doc.Text, lq) && !containsFold(doc.Caption, lq) && (doc.Caption == "" || !containsFold(asWritten(doc), lq)) {
 			continue
 		}
 		if len(windows) > 0 && !slices.ContainsFunc(windows, func(w retrieval.Window) bool { return w.Contains(doc.Time) }) {
@@ -562,9 +568,8 @@ func (hi *hybridIndex) quoted(quote string, req SearchRequest, now time.Time) []
 }
 
 // containsFold says whether s holds the lower-case text lq, ignoring case.
-func containsFold(s, lq string) bool {
-	if len(s) < len(lq) {
-		return false
-	}
-	return strings.Contains(strings.ToLower(s), lq)
-}
+func containsFold(s, lq string) bool { return strings.Contains(strings.ToLower(s), lq) }
+
+// asWritten is a captioned document's text as the utterance holds it: doc
+// left its "[image: CAPTION]" end out of the text it indexes.
+func asWritten(d retrieval.Doc) string { return d.Text + " [image: " + d.Caption + "]" }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/retrieval"
 )
@@ -91,6 +92,24 @@ func TestSearchQuoteFindsTheTextAsWritten(t *testing.T) {
 	if got := r.search(map[string]any{"query": `"code is 4417"`}); len(got) != 0 {
 		t.Errorf(`"code is 4417": %v`, indexes(got))
 	}
+}
+
+// A quote of a captioned utterance as it was written — its text and the
+// "[image: ...]" end the caption is indexed apart from — finds it; a
+// quoted search's when must be a window (it places no event); and a when
+// partly made of nothing placeable is refused naming when.
+func TestSearchQuoteOfACaptionedUtteranceAndItsWhen(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.do("history.write", map[string]any{"speaker": "user", "text": "Look at this [image: a red kayak on the shore]",
+		"metadata": map[string]any{"image_caption": "a red kayak on the shore"}}, nil)
+	for _, q := range []string{`"Look at this [image: a red kayak on the shore]"`, `"this [image: a red"`, `"red kayak"`} {
+		if got := indexes(r.search(map[string]any{"query": q})); !slices.Equal(got, []int{0}) {
+			t.Errorf("%s: %v, want [0]", q, got)
+		}
+	}
+	r.fail("history.search", map[string]any{"query": `"red kayak"`, "when": "after the move"}, errs.Validation, "when", "time window")
+	r.fail("history.search", map[string]any{"query": "kayak", "when": "in May 2025, three blorfs ago"}, errs.Validation, "when")
 }
 
 // TestSearchIndexFollowsWritesAndForgetsDeletes: the first search builds

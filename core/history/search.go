@@ -84,7 +84,7 @@ func (h *History) search(ctx context.Context, call action.Call, req SearchReques
 		return nil, err
 	}
 	quote, quoted := quotedText(req.Query)
-	if err := checkWhen(req.When, call.Clock.Now()); err != nil {
+	if err := checkWhen(req.When, quoted, call.Clock.Now()); err != nil {
 		return nil, err
 	}
 	var queryVec []float32
