@@ -263,9 +263,13 @@ func Build(docs []Doc, p Params) *Index {
 			}
 		}
 	}
-	links := linkEntities(ix.docs, fields)
-	for i := range docs {
-		fields[i][FieldEntity] = links[i]
+	// Entity links weighed 0 would still count in the terms' document
+	// frequencies: with no weight they are not indexed at all.
+	if p.Weight[FieldEntity] != 0 {
+		links := linkEntities(ix.docs, fields)
+		for i := range docs {
+			fields[i][FieldEntity] = links[i]
+		}
 	}
 	var total [numFields]float64
 	for i := range docs {

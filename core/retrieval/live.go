@@ -202,26 +202,29 @@ func (ix *Index) add(docs []Doc, mayRebuild bool) *Index {
 		words[k] = splitWords(d.Text)
 	}
 	// Aliases and relations: one that an earlier document would carry
-	// changes it.
-	es := ls.entities
-	es.onAlias = func(speaker, rel, _ string) { rebuild = rebuild || ls.says[speaker][rel] }
-	es.onRel = func(name, _ string) { rebuild = rebuild || ls.named[name] }
-	for k, d := range docs {
-		es.learn(d.Speaker, words[k], namesOf(fields[k][FieldText]))
-	}
-	es.onAlias, es.onRel = nil, nil
-	if rebuild && mayRebuild {
-		ix.docs = ix.docs[:first]
-		return ix.rebuilt(docs)
-	}
-	namesAt := func(j int) []string {
-		if j >= first {
-			return namesOf(fields[j-first][FieldText])
+	// changes it. Without a weight entity links are not indexed (Build),
+	// and what they would carry changes nothing.
+	if ix.params.Weight[FieldEntity] != 0 {
+		es := ls.entities
+		es.onAlias = func(speaker, rel, _ string) { rebuild = rebuild || ls.says[speaker][rel] }
+		es.onRel = func(name, _ string) { rebuild = rebuild || ls.named[name] }
+		for k, d := range docs {
+			es.learn(d.Speaker, words[k], namesOf(fields[k][FieldText]))
 		}
-		return namesOf(an.nameTokens(ix.docs[j].Text))
-	}
-	for k := range docs {
-		fields[k][FieldEntity] = es.link(ix.docs, first+k, words[k], namesAt)
+		es.onAlias, es.onRel = nil, nil
+		if rebuild && mayRebuild {
+			ix.docs = ix.docs[:first]
+			return ix.rebuilt(docs)
+		}
+		namesAt := func(j int) []string {
+			if j >= first {
+				return namesOf(fields[j-first][FieldText])
+			}
+			return namesOf(an.nameTokens(ix.docs[j].Text))
+		}
+		for k := range docs {
+			fields[k][FieldEntity] = es.link(ix.docs, first+k, words[k], namesAt)
+		}
 	}
 	for k := range docs {
 		i := first + k
@@ -251,9 +254,19 @@ func (ix *Index) add(docs []Doc, mayRebuild bool) *Index {
 	for f := range ls.total {
 		ix.avg[f] = ls.total[f] / n
 	}
-	ix.priorMu.Lock()
-	ix.priorsStale = true
-	ix.priorMu.Unlock()
+	// Only the length prior weighs a document against the averages Add
+	// has just moved: without it every prior stands, and the added
+	// documents' are worked out here (not by the next search, which
+	// would go through every document).
+	avgWords := ix.avg[FieldText] + ix.avg[FieldCaption]
+	for i := first; i < len(ix.docs); i++ {
+		ix.docs[i].prior = docPrior(ix.params, &ix.docs[i], avgWords)
+	}
+	if ix.params.LengthPrior != 0 {
+		ix.priorMu.Lock()
+		ix.priorsStale = true
+		ix.priorMu.Unlock()
+	}
 	return ix
 }
 

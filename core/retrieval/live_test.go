@@ -120,24 +120,34 @@ func TestAddKeepsTheIndexUnlessEarlierTurnsReadDifferently(t *testing.T) {
 		{ID: "d", Session: "s1", Time: day, Speaker: "Ben", Text: "He sails every weekend."},
 	}
 	queries := []string{"Pepper", "pepper run", "Ben's brother", "Kenji boat", "who sails", "brother Kenji"}
+	// Entity links count only with a weight: without one an alias or a
+	// relation changes nothing and the index is kept.
+	entities := DefaultParams
+	entities.Weight[FieldEntity] = 1
+	noEntities := DefaultParams
+	noEntities.Weight[FieldEntity] = 0
 	for _, tc := range []struct {
 		name string
+		p    Params
 		add  Doc
 		kept bool
 	}{
-		{"plain", Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "The harbour was windy."}, true},
-		{"new name", Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "I found Pepper under the porch."}, false},
-		{"alias", Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ben", Text: "Tomorrow my brother Luis visits."}, false},
-		{"relation", Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "Tomorrow my cousin Kenji comes."}, false},
-		{"same session", Doc{ID: "e", Session: "s1", Time: day, Speaker: "Ana", Text: "She sails too, with Kenji."}, true},
+		{"plain", entities, Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "The harbour was windy."}, true},
+		{"new name", entities, Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "I found Pepper under the porch."}, false},
+		{"alias", entities, Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ben", Text: "Tomorrow my brother Luis visits."}, false},
+		{"relation", entities, Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "Tomorrow my cousin Kenji comes."}, false},
+		{"same session", entities, Doc{ID: "e", Session: "s1", Time: day, Speaker: "Ana", Text: "She sails too, with Kenji."}, true},
+		{"alias, no entity weight", noEntities, Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ben", Text: "Tomorrow my brother Luis visits."}, true},
+		{"relation, no entity weight", noEntities, Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "Tomorrow my cousin Kenji comes."}, true},
+		{"new name, no entity weight", noEntities, Doc{ID: "e", Session: "s2", Time: day.AddDate(0, 1, 0), Speaker: "Ana", Text: "I found Pepper under the porch."}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ix := Build(base, DefaultParams)
+			ix := Build(base, tc.p)
 			got := ix.Add(tc.add)
 			if (got == ix) != tc.kept {
 				t.Errorf("Add kept the index: %v, want %v", got == ix, tc.kept)
 			}
-			sameRanking(t, Build(append(append([]Doc{}, base...), tc.add), DefaultParams), got, queries, time.Time{})
+			sameRanking(t, Build(append(append([]Doc{}, base...), tc.add), tc.p), got, queries, time.Time{})
 		})
 	}
 }
@@ -222,11 +232,13 @@ func TestAppendNeverRebuildsAndRanksTheNewTurns(t *testing.T) {
 		{"relation", "cousin", Doc{ID: "e", Session: "s2", Time: later, Speaker: "Ana", Text: "Tomorrow my cousin Kenji comes."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultParams
+			p.Weight[FieldEntity] = 1 // aliases and relations count
 			before := rebuilds.Load()
-			if Build(base, DefaultParams).Add(tc.add); rebuilds.Load() == before {
+			if Build(base, p).Add(tc.add); rebuilds.Load() == before {
 				t.Fatalf("Add does not build the index again for this turn")
 			}
-			ix := Build(base, DefaultParams)
+			ix := Build(base, p)
 			before = rebuilds.Load()
 			ix.Append(tc.add, Doc{ID: "f", Session: "s2", Time: later, Speaker: "Ben", Text: "The harbour was windy."})
 			if n := rebuilds.Load() - before; n != 0 {
@@ -266,4 +278,24 @@ func TestPrepareAddReadiesTheIndexForAdd(t *testing.T) {
 		ix = ix.Add(d)
 	}
 	sameRanking(t, Build(docs, DefaultParams), ix, questions[0], time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// TestAddWorksOutTheAddedTurnsPriors: with a name prior and no length
+// prior nothing marks the priors stale, so Add itself must give the added
+// turns theirs; with a length prior every prior moves with the averages.
+func TestAddWorksOutTheAddedTurnsPriors(t *testing.T) {
+	day := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
+	docs := []Doc{
+		{ID: "a", Session: "s1", Time: day, Speaker: "Ana", Text: "Pepper ran off again this morning, Kenji found her."},
+		{ID: "b", Session: "s1", Time: day, Speaker: "Ben", Text: "the boat needs paint."},
+		{ID: "c", Session: "s2", Time: day, Speaker: "Ana", Text: "We met Kenji and Luis at the harbour by the boat."},
+		{ID: "d", Session: "s2", Time: day, Speaker: "Ben", Text: "boat boat."},
+	}
+	queries := []string{"boat", "Kenji", "harbour boat"}
+	for _, p := range []Params{
+		func() Params { p := DefaultParams; p.NamePrior = 1; return p }(),
+		func() Params { p := DefaultParams; p.LengthPrior = 1; return p }(),
+	} {
+		sameRanking(t, Build(docs, p), Build(docs[:1], p).Add(docs[1:]...), queries, time.Time{})
+	}
 }
