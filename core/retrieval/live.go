@@ -2,7 +2,6 @@ package retrieval
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 )
 
@@ -297,38 +296,6 @@ func (ix *Index) refreshPriors() {
 		ix.docs[i].prior = docPrior(ix.params, &ix.docs[i], avgWords)
 	}
 	ix.priorsStale = false
-}
-
-// Live is an Index that grows while it is searched: Add and Search may be
-// called from any goroutine (Add waits for the searches running).
-type Live struct {
-	mu sync.RWMutex
-	ix *Index
-}
-
-// NewLive makes ix a Live index.
-func NewLive(ix *Index) *Live { return &Live{ix: ix} }
-
-// Add appends documents (Index.Add).
-func (l *Live) Add(docs ...Doc) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.ix = l.ix.Add(docs...)
-}
-
-// Search searches the documents built and added so far.
-func (l *Live) Search(q Query) ([]Result, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.ix.Search(q)
-}
-
-// Read calls fn with the index, no Add running meanwhile: to search it
-// and read its documents (Index.Doc) at once.
-func (l *Live) Read(fn func(ix *Index)) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	fn(l.ix)
 }
 
 // Compact trims the posting lists that appending left with room to

@@ -5,7 +5,6 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -149,36 +148,6 @@ func TestAddKeepsTheIndexUnlessEarlierTurnsReadDifferently(t *testing.T) {
 			}
 			sameRanking(t, Build(append(append([]Doc{}, base...), tc.add), tc.p), got, queries, time.Time{})
 		})
-	}
-}
-
-// TestLiveSearchesWhileItGrows: searches run while turns are added (go
-// test -race watches them), and then find what was added.
-func TestLiveSearchesWhileItGrows(t *testing.T) {
-	docs := benchDocs(600)
-	live := NewLive(Build(docs[:100], DefaultParams))
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for _, d := range docs[100:] {
-			live.Add(d)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for range 50 {
-			if _, err := live.Search(Query{Text: benchWords[3] + " " + benchWords[40]}); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	wg.Wait()
-	got, _ := live.Search(Query{Text: docs[599].Text, Limit: 3})
-	want, _ := Build(docs, DefaultParams).Search(Query{Text: docs[599].Text, Limit: 3})
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("after growing: %+v, want %+v", got, want)
 	}
 }
 
