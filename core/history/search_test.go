@@ -334,9 +334,14 @@ func TestSearchSemantic(t *testing.T) {
 			t.Errorf("%q is neither a keyword nor a semantic match", h.Text)
 		}
 	}
-	// The embeddings were asked for: one per utterance, one per query.
-	if n := len(model.EmbedRequests()); n != len(lines)+1 {
-		t.Errorf("%d embed requests, want %d", n, len(lines)+1)
+	// The embeddings were asked for: one per utterance (in batches),
+	// one per query.
+	n := 0
+	for _, req := range model.EmbedRequests() {
+		n += len(req.Texts)
+	}
+	if n != len(lines)+1 {
+		t.Errorf("%d texts embedded, want %d", n, len(lines)+1)
 	}
 
 	// A failing embedder leaves search lexical.
@@ -358,8 +363,10 @@ func TestSearchMissingEmbedding(t *testing.T) {
 	emb := embedder{}
 	model := &llmtest.Scripted{Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
 		EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
-			if strings.Contains(req.Texts[0], "unembeddable") {
-				return nil, errors.New("embedding failed")
+			for _, text := range req.Texts {
+				if strings.Contains(text, "unembeddable") {
+					return nil, errors.New("embedding failed") // the whole batch, as a model's refusal does
+				}
 			}
 			return emb.fn(req)
 		}}

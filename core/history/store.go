@@ -33,6 +33,12 @@ func vecKey(c string, i int) []byte {
 	return storage.Key(storage.PrefixHistory, "vec", c, storage.Uint64(uint64(i)))
 }
 func vecPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "vec", c) }
+
+// embqKey marks utterance i as waiting for its vector (package embed).
+func embqKey(c string, i int) []byte {
+	return storage.Key(storage.PrefixHistory, "embq", c, storage.Uint64(uint64(i)))
+}
+func embqPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "embq", c) }
 func postingPrefix(c, term string) []byte {
 	return storage.PrefixKey(storage.PrefixIndex, "history", "t", c, term)
 }
@@ -72,7 +78,7 @@ func scanConversation(tx *storage.Tx, c string, values bool, fn func(k, v []byte
 			return ignoreStop(err)
 		}
 	}
-	for _, p := range [][]byte{uttPrefix(c), vecPrefix(c), foldPrefix(c), storage.PrefixKey(storage.PrefixIndex, "history", "t", c)} {
+	for _, p := range [][]byte{uttPrefix(c), vecPrefix(c), embqPrefix(c), foldPrefix(c), storage.PrefixKey(storage.PrefixIndex, "history", "t", c)} {
 		var err error
 		if values {
 			err = tx.Scan(storage.Prefix(p), visit)
@@ -129,6 +135,18 @@ func (s *stores) get(backend string) (*storage.Store, error) {
 	}
 	return nil, errs.New(errs.Validation, "backend: unknown backend %q; use %s or %s", backend, BackendInMemory, BackendDurable).
 		With("field", "backend")
+}
+
+// open lists the stores opened so far: the engine's, and the in-memory
+// one once used.
+func (s *stores) open() []*storage.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []*storage.Store{s.env.Store}
+	if s.memory != nil {
+		out = append(out, s.memory)
+	}
+	return out
 }
 
 func (s *stores) close() error {
