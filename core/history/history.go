@@ -612,9 +612,13 @@ func (h *History) Last(call action.Call, c string, n int) ([]*Utterance, error) 
 }
 
 // Settle waits until every eviction so far is folded into the summary
-// (and, with a model, its summary asked for): reads of the summary settle
+// (and, with a model, its summary asked for) and the queue has embedded
+// what it can now: reads of the summary settle
 // by themselves; tests of what is stored call it.
-func (h *History) Settle() { h.folder.Settle(context.Background()) }
+func (h *History) Settle() {
+	h.folder.Settle(context.Background())
+	h.env.Embeddings().Settle(context.Background())
+}
 
 // ReadSummary returns the running summary within tokenLimit tokens (0: the
 // conversation's summary_token_limit): call's principal needs read.
