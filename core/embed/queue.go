@@ -323,6 +323,7 @@ func (q *Queue) Stop() {
 	registry.Range(func(k, v any) bool {
 		if v == q {
 			registry.Delete(k)
+			forgetStore(k.(*storage.Store))
 		}
 		return true
 	})
@@ -538,6 +539,9 @@ func (q *Queue) process(batch []job) {
 				}
 				rec := Encode(Vector{Model: model, Values: w.vec})
 				if err := tx.Set(w.m.Vector, rec); err != nil {
+					return err
+				}
+				if err := Touch(tx, Parent(w.m.Vector)); err != nil {
 					return err
 				}
 				if w.cached {

@@ -384,3 +384,78 @@ func TestReembedQueuesOtherModelsVectors(t *testing.T) {
 		t.Errorf("second reembed: %+v %v", res, err)
 	}
 }
+
+// TestSearchSeesWhatChangedSinceItsSnapshot: the vectors kept in memory
+// are read afresh once a vector is stored or deleted (Touch), so a search
+// never answers from a stale copy.
+func TestSearchSeesWhatChangedSinceItsSnapshot(t *testing.T) {
+	r := newRig(t, &model{name: "m1", dim: 3})
+	prefix := storage.PrefixKey("t/", "vec")
+	count := func() int {
+		n := 0
+		err := r.st.View(func(tx *storage.Tx) error {
+			_, err := Similarities(tx, prefix, []float32{1, 1, 1}, func([]byte, float64) { n++ })
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	r.write(map[string]string{"a": "one"})
+	r.settle()
+	if n := count(); n != 1 {
+		t.Fatalf("%d vectors, want 1", n)
+	}
+	r.write(map[string]string{"b": "two two"})
+	r.settle()
+	if n := count(); n != 2 {
+		t.Errorf("%d vectors after the queue stored one more, want 2", n)
+	}
+	err := r.st.Update(context.Background(), func(tx *storage.Tx) error {
+		if err := tx.Delete(storage.Key("t/", "vec", "a")); err != nil {
+			return err
+		}
+		return Touch(tx, prefix)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("%d vectors after a deletion, want 1", n)
+	}
+}
+
+// TestNearestIsTheMostSimilarFirst: the n most similar by cosine, ties in
+// key order, other dimensions skipped and counted.
+func TestNearestIsTheMostSimilarFirst(t *testing.T) {
+	r := newRig(t, &model{name: "m1", dim: 2})
+	err := r.st.Update(context.Background(), func(tx *storage.Tx) error {
+		for id, v := range map[string][]float32{"a": {1, 0}, "b": {0, 1}, "c": {1, 1}, "d": {2, 0}, "e": {1, 0, 0}} {
+			if err := tx.Set(storage.Key("t/", "vec", id), Encode(Vector{Model: "m1", Values: v})); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.st.View(func(tx *storage.Tx) error {
+		got, m, err := Nearest(tx, storage.PrefixKey("t/", "vec"), []float32{1, 0}, 3)
+		if err != nil {
+			return err
+		}
+		var keys []string
+		for _, g := range got {
+			keys = append(keys, storage.LastPart(g.Key))
+		}
+		if strings.Join(keys, ",") != "a,d,c" || got[0].Cosine < 0.9999 || m.Skipped != 1 {
+			t.Errorf("nearest %v (%+v), mismatch %+v", keys, got, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

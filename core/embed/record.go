@@ -111,19 +111,13 @@ type Mismatch struct {
 // model) is skipped, never compared, and told of in the Mismatch: a
 // reembed brings it to the configured model.
 func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte, cos float64)) (Mismatch, error) {
-	m := Mismatch{QueryDim: len(q)}
-	err := tx.Scan(storage.Prefix(prefix), func(k, v []byte) error {
-		vec := Decode(v)
-		if vec.Dim() != len(q) {
-			m.Skipped++
-			m.Dim, m.Model = vec.Dim(), vec.Model
-			return nil
-		}
-		fn(k, search.Cosine(q, vec.Values))
-		return nil
-	})
+	s, err := load(tx, prefix)
+	if err != nil {
+		return Mismatch{}, err
+	}
+	m := s.scan(q, func(i int, cos float32) { fn(s.keys[i], float64(cos)) })
 	if m.Skipped > 0 {
 		noteMismatch(tx, prefix, m)
 	}
-	return m, err
+	return m, nil
 }

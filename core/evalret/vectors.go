@@ -1,11 +1,8 @@
 package evalret
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/engram-console/engram/core/embed"
 	rank "github.com/engram-console/engram/core/retrieval"
@@ -40,10 +37,24 @@ type Fusion struct {
 
 // Vectors are a conversation's turn vectors, for a brute-force ranking.
 type Vectors struct {
-	IDs    []string
-	Values [][]float32
-	// inv are the vectors' inverse lengths (prepare).
-	inv []float32
+	ix embed.Index
+}
+
+// Add appends a turn's vector.
+func (vs *Vectors) Add(id string, v []float32) { vs.ix.Add([]byte(id), embed.Vector{Values: v}) }
+
+// Pack readies the vectors for ranking (after the last Add).
+func (vs *Vectors) Pack() { vs.ix.Pack() }
+
+// Rank is the ids of the n turns most similar to q (by cosine), best
+// first; vectors of another dimension are skipped.
+func (vs *Vectors) Rank(q []float32, n int) []string {
+	near, _ := vs.ix.Nearest(q, n)
+	out := make([]string, len(near))
+	for i, h := range near {
+		out[i] = string(h.Key)
+	}
+	return out
 }
 
 // NewFusion embeds every turn of the set with model (in batches of
@@ -52,10 +63,10 @@ func NewFusion(ctx context.Context, set *Set, model llm.Provider) (*Fusion, erro
 	f := &Fusion{hybrid: NewHybrid(set, rank.DefaultParams), model: model, vecs: map[string]*Vectors{}}
 	for _, c := range set.Conversations {
 		vs := &Vectors{}
-		var texts []string
+		var texts, ids []string
 		for _, s := range c.Sessions {
 			for _, t := range s.Turns {
-				vs.IDs = append(vs.IDs, t.ID)
+				ids = append(ids, t.ID)
 				text := t.Speaker + ": " + t.Text
 				if t.ImageCaption != "" {
 					text += " [image: " + t.ImageCaption + "]"
@@ -72,8 +83,11 @@ func NewFusion(ctx context.Context, set *Set, model llm.Provider) (*Fusion, erro
 			if len(resp.Vectors) != len(batch) {
 				return nil, fmt.Errorf("embedding conversation %s: %d vectors for %d texts", c.ID, len(resp.Vectors), len(batch))
 			}
-			vs.Values = append(vs.Values, resp.Vectors...)
+			for i, v := range resp.Vectors {
+				vs.Add(ids[start+i], v)
+			}
 		}
+		vs.Pack()
 		f.vecs[c.ID] = vs
 	}
 	return f, nil
@@ -117,72 +131,6 @@ func (f *Fusion) Search(ctx context.Context, conversation, query string, k int) 
 		return lexical[:min(k, len(lexical))], nil // the model failed: lexical alone, as the product does
 	}
 	return FuseRankings(lexical, vs.Rank(resp.Vectors[0], FusionDepth), k), nil
-}
-
-// Rank is the ids of the n turns most similar to q (by cosine), best
-// first; vectors of another dimension are skipped.
-func (vs *Vectors) Rank(q []float32, n int) []string {
-	vs.prepare()
-	type hit struct {
-		i   int
-		cos float32
-	}
-	hits := make([]hit, 0, n+1)
-	qn := norm(q)
-	if qn == 0 || n <= 0 {
-		return nil
-	}
-	for i, v := range vs.Values {
-		if len(v) != len(q) {
-			continue
-		}
-		c := dot(q, v) * vs.inv[i]
-		if len(hits) == n && c <= hits[n-1].cos {
-			continue
-		}
-		at, _ := slices.BinarySearchFunc(hits, c, func(h hit, c float32) int { return cmp.Compare(c, h.cos) })
-		hits = slices.Insert(hits, at, hit{i, c})
-		if len(hits) > n {
-			hits = hits[:n]
-		}
-	}
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = vs.IDs[h.i]
-	}
-	return out
-}
-
-// prepare computes each vector's inverse length, once.
-func (vs *Vectors) prepare() {
-	if len(vs.inv) == len(vs.Values) {
-		return
-	}
-	vs.inv = make([]float32, len(vs.Values))
-	for i, v := range vs.Values {
-		if n := norm(v); n > 0 {
-			vs.inv[i] = 1 / n
-		}
-	}
-}
-
-func norm(v []float32) float32 { return float32(math.Sqrt(float64(dot(v, v)))) }
-
-// dot is the dot product of two vectors of the same length, unrolled.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
 }
 
 // FuseRankings is the first k ids of the lexical and vector rankings

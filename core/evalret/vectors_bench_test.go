@@ -17,16 +17,16 @@ import (
 // at most 5 ms).
 func BenchmarkFusionAt100kTurns(b *testing.B) {
 	const turns = 100_000
-	vs := &Vectors{IDs: make([]string, turns), Values: make([][]float32, turns)}
+	vs := &Vectors{}
 	word := func(i int) string { return fmt.Sprintf("w%d", (i*7919)%5000) }
 	for i := range turns {
-		vs.IDs[i] = fmt.Sprintf("t%d", i)
 		text := ""
 		for j := range 8 {
 			text += word(i*8+j) + " "
 		}
-		vs.Values[i] = llmtest.HashedVector(text)
+		vs.Add(fmt.Sprintf("t%d", i), llmtest.HashedVector(text))
 	}
+	vs.Pack()
 	q := llmtest.HashedVector(word(1) + " " + word(2) + " " + word(3) + " " + word(4))
 	lexical := make([]string, FusionDepth)
 	for i := range lexical {

@@ -37,7 +37,11 @@ func TestFuseRankingsKeepsWhatBothRankFirst(t *testing.T) {
 // TestVectorsRankSkipsOtherDimensions: the most similar first; a vector
 // of another dimension is never ranked.
 func TestVectorsRankSkipsOtherDimensions(t *testing.T) {
-	vs := &Vectors{IDs: []string{"x", "y", "z", "w"}, Values: [][]float32{{1, 0}, {0, 1}, {1, 1}, {1, 0, 0}}}
+	vs := &Vectors{}
+	for i, v := range [][]float32{{1, 0}, {0, 1}, {1, 1}, {1, 0, 0}} {
+		vs.Add([]string{"x", "y", "z", "w"}[i], v)
+	}
+	vs.Pack()
 	if got := vs.Rank([]float32{1, 0.1}, 10); !slices.Equal(got, []string{"x", "z", "y"}) {
 		t.Errorf("ranked %v", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/errs"
+	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/storage"
@@ -177,4 +178,25 @@ func TestReembedIsTheOperators(t *testing.T) {
 	r.fail("embeddings.reembed", map[string]any{"source": "planner"}, errs.Validation, "source", "history")
 	offline := newRig(t)
 	offline.fail("embeddings.reembed", map[string]any{}, errs.LLM, "no embedding model")
+}
+
+// TestNearestUtterancesFollowDeletes: the vector ranking a fusion by rank
+// reads is the most similar first, and a deleted utterance leaves it at
+// once (the vectors in memory are read afresh).
+func TestNearestUtterancesFollowDeletes(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	r := newRigWith(t, rigOptions{llm: flaky(&down)}) // vector: {len(text), 1, 2}
+	for _, s := range []string{"aaaa", "aaaaaaaaaaaaaaaaaaaa", "a"} {
+		r.write("c", "user", s)
+	}
+	q := []float32{20, 1, 2}
+	order, cos, err := history.Nearest(r.h, "c", q, 2)
+	if err != nil || len(order) != 2 || order[0] != 1 || order[1] != 0 || cos[1] < 0.9999 {
+		t.Fatalf("nearest %v %v %v", order, cos, err)
+	}
+	r.do("history.delete", map[string]any{"conversation": "c", "utterance_index": 1}, nil)
+	if order, _, _ := history.Nearest(r.h, "c", q, 2); len(order) != 2 || order[0] != 0 || order[1] != 2 {
+		t.Errorf("after deleting utterance 1: %v", order)
+	}
 }

@@ -346,6 +346,9 @@ func unindexUtterance(tx *storage.Tx, u *Utterance) (map[string]int, int, error)
 	if err := tx.Delete(embqKey(u.Conversation, u.UtteranceIndex)); err != nil {
 		return nil, 0, err
 	}
+	if err := embed.Touch(tx, vecPrefix(u.Conversation)); err != nil {
+		return nil, 0, err
+	}
 	return counts, dl, tx.Delete(vecKey(u.Conversation, u.UtteranceIndex))
 }
 
@@ -762,6 +765,9 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 					return err
 				}
 			}
+			if err := embed.Touch(tx.Tx, vecPrefix(c)); err != nil {
+				return err
+			}
 			return finish(tx)
 		})
 	}
@@ -968,6 +974,10 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 	for start := 0; start < len(pairs); start += moveChunk {
 		chunk := pairs[start:min(start+moveChunk, len(pairs))]
 		err := target.Update(ctx, func(tx *storage.Tx) error {
+			// The vectors in memory are read afresh (package embed).
+			if err := embed.Touch(tx, vecPrefix(c)); err != nil {
+				return err
+			}
 			for _, kv := range chunk {
 				k, v := kv[0], kv[1]
 				if string(k) == string(convKey(c)) {
@@ -1036,7 +1046,7 @@ func clearConversation(ctx context.Context, st *storage.Store, c string) error {
 					return err
 				}
 			}
-			return nil
+			return embed.Touch(tx, vecPrefix(c))
 		}); err != nil {
 			return err
 		}

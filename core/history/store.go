@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
@@ -33,6 +34,29 @@ func vecKey(c string, i int) []byte {
 	return storage.Key(storage.PrefixHistory, "vec", c, storage.Uint64(uint64(i)))
 }
 func vecPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "vec", c) }
+
+// nearest is the n utterances of conversation c whose vectors are the
+// most similar to q, best first, and their cosines: the vector ranking a
+// fusion by rank needs (reading n keys, not a score for every vector, as
+// similarities does). Vectors of another dimension than q's are skipped
+// and told of in engine.info.
+func nearest(tx *storage.Tx, c string, q []float32, n int) ([]int, map[int]float64, error) {
+	near, _, err := embed.Nearest(tx, vecPrefix(c), q, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	order := make([]int, 0, len(near))
+	cos := make(map[int]float64, len(near))
+	for _, h := range near {
+		i, err := storage.ParseUint64(storage.LastPart(h.Key))
+		if err != nil {
+			continue // not an utterance's vector
+		}
+		order = append(order, int(i))
+		cos[int(i)] = h.Cosine
+	}
+	return order, cos, nil
+}
 
 // embqKey marks utterance i as waiting for its vector (package embed).
 func embqKey(c string, i int) []byte {

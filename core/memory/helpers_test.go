@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
