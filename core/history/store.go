@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/access"
-	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
