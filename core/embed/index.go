@@ -52,13 +52,90 @@ func Parent(key []byte) []byte {
 }
 
 // Touch records in tx that the vectors under prefix changed: whoever
-// stores or deletes one calls it (a blind write: concurrent writers do not
-// conflict over it).
+// deletes one calls it (a blind write: concurrent writers do not conflict
+// over it). The vectors in memory are read afresh at the next search.
 func Touch(tx *storage.Tx, prefix []byte) error {
+	return tx.Set(stampKey(prefix), newStamp())
+}
+
+func newStamp() []byte {
 	stamp := make([]byte, 16)
 	copy(stamp, stampNonce[:])
 	binary.BigEndian.PutUint64(stamp[8:], stampCounter.Add(1))
-	return tx.Set(stampKey(prefix), stamp)
+	return stamp
+}
+
+// Stored stores v under key in tx and stamps its prefix; once tx
+// commits, v is added to the prefix's vectors in memory when they are the
+// ones tx started from (a new utterance's vector does not make the next
+// search read 100,000 vectors again), and they are dropped otherwise.
+func Stored(tx *storage.Tx, key []byte, v Vector) error {
+	prefix := Parent(key)
+	old, err := tx.Get(stampKey(prefix))
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	stamp := newStamp()
+	if err := tx.Set(key, Encode(v)); err != nil {
+		return err
+	}
+	if err := tx.Set(stampKey(prefix), stamp); err != nil {
+		return err
+	}
+	h := tx.Hook(storedHookKey{string(prefix)}, func() storage.CommitHook {
+		return &storedHook{store: tx.Store(), prefix: string(prefix), from: string(old)}
+	}).(*storedHook)
+	h.to = string(stamp)
+	h.keys = append(h.keys, slices.Clone(key))
+	h.vecs = append(h.vecs, v)
+	return nil
+}
+
+type storedHookKey struct{ prefix string }
+
+// storedHook brings the vectors in memory along with a transaction's
+// stored vectors.
+type storedHook struct {
+	store    *storage.Store
+	prefix   string
+	from, to string
+	keys     [][]byte
+	vecs     []Vector
+}
+
+func (h *storedHook) BeforeCommit() {}
+
+func (h *storedHook) AfterCommit(committed bool) {
+	if !committed {
+		return
+	}
+	k := snapKey{h.store, h.prefix}
+	snapshots.Lock()
+	defer snapshots.Unlock()
+	s := snapshots.m[k]
+	if s == nil {
+		return
+	}
+	drop := s.stamp != h.from
+	for _, key := range h.keys {
+		if _, ok := s.pos[string(key)]; ok {
+			drop = true // replaced: the old one is in the slab
+		}
+	}
+	if drop {
+		snapshots.floats -= s.floats
+		delete(snapshots.m, k)
+		return
+	}
+	// Readers of s see its first len entries only: appending past them
+	// (into spare capacity they share) leaves what they read alone.
+	next := *s
+	for i, key := range h.keys {
+		next.Add(key, h.vecs[i])
+	}
+	next.stamp = h.to
+	snapshots.floats += next.floats - s.floats
+	snapshots.m[k] = &next
 }
 
 // Index is vectors held in memory for a brute-force nearest-neighbour
@@ -71,6 +148,8 @@ type Index struct {
 	vecs   [][]float32
 	inv    []float32 // each vector's inverse length (0 for a zero vector)
 	floats int
+	// pos finds a key's entry (for the writer, under the snapshots' lock).
+	pos map[string]int
 	// stamp and used are a search snapshot's: the stamp it was read at,
 	// and when it was last used (for the budget).
 	stamp string
@@ -79,6 +158,10 @@ type Index struct {
 
 // Add appends a vector under key.
 func (s *Index) Add(key []byte, v Vector) {
+	if s.pos == nil {
+		s.pos = map[string]int{}
+	}
+	s.pos[string(key)] = len(s.keys)
 	s.keys = append(s.keys, key)
 	s.models = append(s.models, v.Model)
 	s.vecs = append(s.vecs, v.Values)

@@ -537,16 +537,13 @@ func (q *Queue) process(batch []job) {
 				} else if !ok {
 					continue // deleted meanwhile
 				}
-				rec := Encode(Vector{Model: model, Values: w.vec})
-				if err := tx.Set(w.m.Vector, rec); err != nil {
-					return err
-				}
-				if err := Touch(tx, Parent(w.m.Vector)); err != nil {
+				vec := Vector{Model: model, Values: w.vec}
+				if err := Stored(tx, w.m.Vector, vec); err != nil {
 					return err
 				}
 				if w.cached {
 					cached++
-				} else if err := tx.Set(CacheKey(model, w.m.Text), rec); err != nil {
+				} else if err := tx.Set(CacheKey(model, w.m.Text), Encode(vec)); err != nil {
 					return err
 				}
 				stored++

@@ -409,6 +409,14 @@ func TestSearchSeesWhatChangedSinceItsSnapshot(t *testing.T) {
 	}
 	r.write(map[string]string{"b": "two two"})
 	r.settle()
+	// The new vector joined the copy in memory: no search reads them all
+	// again for it.
+	snapshots.Lock()
+	kept := snapshots.m[snapKey{r.st, string(prefix)}]
+	snapshots.Unlock()
+	if kept == nil || kept.Len() != 2 {
+		t.Errorf("the vectors in memory after one more was stored: %v", kept)
+	}
 	if n := count(); n != 2 {
 		t.Errorf("%d vectors after the queue stored one more, want 2", n)
 	}
