@@ -310,9 +310,7 @@ func (h *History) update(ctx context.Context, call action.Call, c, op string, fn
 	if err != nil {
 		return err
 	}
-	var committed *Conversation
 	err = h.env.UpdateOn(ctx, st, func(tx *kit.Txn) error {
-		committed = nil
 		conv, err := loadConversation(tx.Tx, c)
 		if err != nil {
 			return err
@@ -327,7 +325,6 @@ func (h *History) update(ctx context.Context, call action.Call, c, op string, fn
 			return err
 		}
 		conv.UpdatedAt = h.env.Clock.Now()
-		committed = conv
 		if recorded != backend && st == h.env.Store {
 			// Where it lives, the first time, with it: a kill between two
 			// transactions would leave a conversation no where record
@@ -350,9 +347,6 @@ func (h *History) update(ctx context.Context, call action.Call, c, op string, fn
 	}
 	unlock()
 	locked = false
-	for _, fn := range committed.deferred {
-		fn(ctx)
-	}
 	return err
 }
 
