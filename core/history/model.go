@@ -117,7 +117,6 @@ func object(c string) access.Object {
 	return access.Object{Type: ObjectType, ID: c, ShareAction: "history.share"}
 }
 
-
 // Eviction says which utterances left the buffer, when, and why.
 type Eviction struct {
 	Indexes []int     `json:"indexes"`
