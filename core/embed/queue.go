@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -447,6 +448,9 @@ type work struct {
 
 func (q *Queue) process(batch []job) {
 	model := q.Model()
+	q.mu.Lock()
+	dim := q.stats.Dimension
+	q.mu.Unlock()
 	var works []*work
 	var gone []job
 	for _, j := range batch {
@@ -455,8 +459,10 @@ func (q *Queue) process(batch []job) {
 			if err := tx.GetJSON([]byte(j.marker), &w.m); err != nil {
 				return err
 			}
+			// A cached vector of another dimension than the model's now
+			// is stale (the model changed under the same name).
 			if v, err := tx.Get(CacheKey(model, w.m.Text)); err == nil {
-				if vec := Decode(v); vec.Dim() > 0 {
+				if vec := Decode(v); vec.Dim() > 0 && (dim == 0 || vec.Dim() == dim) {
 					w.vec, w.cached = vec.Values, true
 				}
 			}
@@ -497,6 +503,38 @@ func (q *Queue) process(batch []job) {
 		}
 		byText := make(map[string][]float32, len(texts))
 		for i, t := range texts {
+			byText[t] = vecs[i]
+		}
+		for _, w := range works {
+			if w.vec == nil {
+				w.vec = byText[w.m.Text]
+			}
+		}
+	}
+	// A vector the cache gave before this run knew the model's dimension
+	// may be another dimension's: those texts are asked again.
+	q.mu.Lock()
+	dim = q.stats.Dimension
+	q.mu.Unlock()
+	var stale []string
+	for _, w := range works {
+		if w.cached && dim > 0 && len(w.vec) != dim {
+			w.vec, w.cached = nil, false
+			stale = append(stale, w.m.Text)
+		}
+	}
+	if len(stale) > 0 {
+		vecs, err := q.call(slices.Compact(slices.Sorted(slices.Values(stale))))
+		if err != nil {
+			jobs := make([]job, len(works))
+			for i, w := range works {
+				jobs[i] = w.job
+			}
+			q.fail(jobs, err)
+			return
+		}
+		byText := map[string][]float32{}
+		for i, t := range slices.Compact(slices.Sorted(slices.Values(stale))) {
 			byText[t] = vecs[i]
 		}
 		for _, w := range works {

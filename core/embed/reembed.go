@@ -42,8 +42,8 @@ const markChunk = 256
 
 // Reembed queues every item of the sources (all when only is empty) whose
 // vector is missing, or was made by another model than the configured
-// one, or has another dimension than its vectors (asked of the model once
-// when no vector was made yet). Items already waiting are left alone, so
+// one, or has another dimension than the model's vectors now (asked of the
+// model with one short text). Items already waiting are left alone, so
 // it is idempotent: running it again queues nothing new.
 func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error) {
 	if !q.Enabled() {
@@ -54,10 +54,10 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 	dim := q.stats.Dimension
 	sources := append([]Source(nil), q.sources...)
 	q.mu.Unlock()
-	if dim == 0 {
-		if vecs, err := q.call([]string{"dimension probe"}); err == nil {
-			dim = len(vecs[0])
-		}
+	// The model's dimension now (it may have changed under the same
+	// name); the last one seen if it cannot be asked.
+	if vecs, err := q.call([]string{"dimension probe"}); err == nil {
+		dim = len(vecs[0])
 	}
 	res := ReembedResult{Model: model, Dimension: dim, Sources: []ReembedCount{}}
 	found := false
