@@ -82,6 +82,42 @@ type Stats struct {
 type retry struct {
 	failures int
 	at       time.Time
+	// scripted: at was read from a pinned clock (a batch step's at), so
+	// only a pinned clock may say it has come; between steps the clock
+	// reads the wall's time, and a retry then would not repeat.
+	scripted bool
+}
+
+// pinner is the engine clock's view of whether a batch step pinned it.
+type pinner interface {
+	State() (at time.Time, pinned bool)
+}
+
+// pinned says whether the clock is pinned to a step's time.
+func (q *Queue) pinned() bool {
+	p, ok := q.clock.(pinner)
+	if !ok {
+		return false
+	}
+	_, pinned := p.State()
+	return pinned
+}
+
+// scriptedDue says whether a retry timed by a pinned clock may go now:
+// only while a Settle waits under a pinned clock (the end of a batch
+// step, at its time), never on the worker's own, so that a script's
+// output repeats (under mu).
+func (q *Queue) scriptedDue() bool { return q.settling > 0 && q.pinned() }
+
+// due says whether a retry at at (scripted as said) may go at now.
+func due(at time.Time, scripted bool, now time.Time, pinned bool) bool {
+	if at.IsZero() {
+		return true
+	}
+	if scripted && !pinned {
+		return false
+	}
+	return !now.Before(at)
 }
 
 type job struct {
@@ -109,6 +145,10 @@ type Queue struct {
 	started   bool
 	stopped   bool
 	notBefore time.Time
+	// notBeforeScripted: notBefore was read from a pinned clock (retry).
+	notBeforeScripted bool
+	// settling counts the Settles waiting.
+	settling int
 	stats     Stats
 	sources   []Source
 	kick      chan struct{}
@@ -255,24 +295,33 @@ func (q *Queue) ready() bool {
 }
 
 // readyAt says whether a job can be sent now, or else when the first one
-// can (zero if none is waiting).
+// can (zero: when a step pinning the clock says so, or nothing waits).
 func (q *Queue) readyAt() (time.Time, bool) {
 	if len(q.jobs) == 0 {
 		return time.Time{}, false
 	}
-	now := q.clock.Now()
-	if now.Before(q.notBefore) {
+	now, pinned := q.clock.Now(), q.scriptedDue()
+	if !due(q.notBefore, q.notBeforeScripted, now, pinned) {
+		if q.notBeforeScripted {
+			return time.Time{}, false
+		}
 		return q.notBefore, false
 	}
 	var first time.Time
+	kickOnly := false
 	for _, j := range q.jobs {
 		r, failed := q.failed[j]
-		if !failed || !now.Before(r.at) {
+		if !failed || due(r.at, r.scripted, now, pinned) {
 			return now, true
 		}
-		if first.IsZero() || r.at.Before(first) {
+		if r.scripted {
+			kickOnly = true
+		} else if first.IsZero() || r.at.Before(first) {
 			first = r.at
 		}
+	}
+	if kickOnly && first.IsZero() {
+		return time.Time{}, false
 	}
 	return first, false
 }
@@ -283,6 +332,14 @@ func (q *Queue) Settle(ctx context.Context) {
 	if q == nil {
 		return
 	}
+	q.mu.Lock()
+	q.settling++
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.settling--
+		q.mu.Unlock()
+	}()
 	q.Kick()
 	done := make(chan struct{})
 	go func() {
@@ -341,8 +398,15 @@ func (q *Queue) Stats() Stats {
 		s.Pending += q.inflight
 	}
 	s.Failed = len(q.failed)
-	if at, ok := q.readyAt(); !ok && len(q.failed) > 0 {
-		s.NextRetry = at
+	if _, ok := q.readyAt(); !ok && len(q.failed) > 0 {
+		for _, r := range q.failed {
+			if s.NextRetry.IsZero() || r.at.Before(s.NextRetry) {
+				s.NextRetry = r.at
+			}
+		}
+		if q.notBefore.After(s.NextRetry) {
+			s.NextRetry = q.notBefore
+		}
 	}
 	return s
 }
@@ -393,14 +457,14 @@ func (q *Queue) next() ([]job, time.Duration, bool) {
 	if !ok {
 		q.busy = false
 		q.idle.Broadcast()
-		if len(q.jobs) == 0 {
+		if len(q.jobs) == 0 || at.IsZero() {
 			return nil, 0, false
 		}
 		return nil, max(at.Sub(q.clock.Now()), time.Millisecond), false
 	}
 	// The jobs that can go now, in order: a solo job goes alone. Failed
 	// jobs wait at the back, so the first ones usually all go.
-	now := q.clock.Now()
+	now, pinned := q.clock.Now(), q.scriptedDue()
 	var batch []job
 	rest := q.jobs[:0:0]
 	fast := min(len(q.jobs), BatchSize)
@@ -419,7 +483,7 @@ func (q *Queue) next() ([]job, time.Duration, bool) {
 		}
 		r, failed := q.failed[j]
 		switch {
-		case len(batch) == BatchSize || failed && now.Before(r.at),
+		case len(batch) == BatchSize || failed && !due(r.at, r.scripted, now, pinned),
 			q.solo[j] && len(batch) > 0, len(batch) == 1 && q.solo[batch[0]]:
 			rest = append(rest, j)
 		default:
@@ -633,7 +697,7 @@ func (q *Queue) done1(jobs []job, stored, cached int) {
 	q.stats.Embedded += stored
 	q.stats.Cached += cached
 	if stored > 0 {
-		q.notBefore = time.Time{}
+		q.notBefore, q.notBeforeScripted = time.Time{}, false
 		if len(q.failed) == 0 {
 			q.stats.LastError = ""
 		}
@@ -653,11 +717,11 @@ func (q *Queue) fail(jobs []job, err error) {
 		return // the markers stay: the next open retries them
 	}
 	var back []job
-	now, at := q.clock.Now(), time.Time{}
+	now, at, scripted := q.clock.Now(), time.Time{}, q.pinned()
 	for _, j := range jobs {
 		r := q.failed[j]
 		r.failures++
-		r.at = now.Add(backoff(r.failures))
+		r.at, r.scripted = now.Add(backoff(r.failures)), scripted
 		q.failed[j] = r
 		at = r.at
 		if !q.queued[j] {
@@ -669,7 +733,7 @@ func (q *Queue) fail(jobs []job, err error) {
 	q.jobs = append(q.jobs, back...)
 	if transient(err) {
 		// The model is down or busy: nothing goes before the retry.
-		q.notBefore = at
+		q.notBefore, q.notBeforeScripted = at, scripted
 	}
 	q.stats.LastError = err.Error()
 	q.log.Warn("embedding failed; the texts stay searchable by their words and are retried", "texts", len(jobs),

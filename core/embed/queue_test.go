@@ -467,3 +467,45 @@ func TestNearestIsTheMostSimilarFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestScriptedRetryWaitsForAStepAtItsTime: a failure under a pinned clock
+// (a batch step's at) is retried only at the end of a step whose time has
+// come, never between steps when the clock reads the wall's time, so that
+// a script's output repeats.
+func TestScriptedRetryWaitsForAStepAtItsTime(t *testing.T) {
+	m := &model{name: "m1", dim: 3}
+	m.set(&llm.Error{Provider: "test", Op: "embed", Transient: true, Msg: "down"})
+	wall := clock.NewFixed(t0.Add(time.Hour))
+	clk := clock.NewPinnable(wall)
+	st, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, st: st, clock: wall, m: m}
+	r.q = New(m, clk, nil)
+	t.Cleanup(func() { r.q.Stop(); _ = st.Close() })
+	clk.Pin(t0)
+	r.write(map[string]string{"a": "one"})
+	r.settle()
+	calls, _ := m.texts()
+	m.set(nil)
+	// Between steps: the wall's time is past the retry's, but no retry.
+	clk.Unpin()
+	r.settle()
+	r.q.Kick()
+	if c, _ := m.texts(); c != calls {
+		t.Fatalf("retried between steps (%d calls, want %d)", c, calls)
+	}
+	// A step before the retry's time.
+	clk.Pin(t0.Add(FirstBackoff - time.Second))
+	r.settle()
+	if c, _ := m.texts(); c != calls {
+		t.Fatalf("retried before its time (%d calls, want %d)", c, calls)
+	}
+	// The step at its time.
+	clk.Pin(t0.Add(FirstBackoff))
+	r.settle()
+	if _, ok := r.vector("a"); !ok {
+		t.Error("not retried at the step at its time")
+	}
+}
