@@ -149,12 +149,12 @@ type Queue struct {
 	notBeforeScripted bool
 	// settling counts the Settles waiting.
 	settling int
-	stats     Stats
-	sources   []Source
-	kick      chan struct{}
-	done      chan struct{}
-	ctx       context.Context
-	cancel    context.CancelFunc
+	stats    Stats
+	sources  []Source
+	kick     chan struct{}
+	done     chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
 }
 
 // registry finds the queue of a store, so that a search (which holds a
