@@ -90,6 +90,8 @@ type chatKeys struct {
 	// Save saves it.
 	Reply key.Binding
 	Save  key.Binding
+	// Why shows or hides why the selected hit was found.
+	Why key.Binding
 }
 
 func newChatKeys() chatKeys {
@@ -117,6 +119,7 @@ func newChatKeys() chatKeys {
 		Results: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back to the results")),
 		Reply:   key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "reply by hand")),
 		Save:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "save the reply")),
+		Why:     key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "hide why")),
 	}
 }
 
@@ -230,6 +233,8 @@ type chatSearch struct {
 	jumped bool
 	// past is the searches made this session, for ↑ and ↓.
 	past queryHistory
+	// hideWhy: w hid why the selected hit was found (shown by default).
+	hideWhy bool
 }
 
 // queryHistory is the queries asked, oldest first, and where ↑/↓ are in
@@ -436,8 +441,16 @@ func (p *chatPane) Keys() []key.Binding {
 	case p.mode == chatSearching:
 		return []key.Binding{k.Run, k.Cancel}
 	case p.mode == chatResults:
-		return []key.Binding{k.Back, k.Jump, withHelp(k.Search, "/", "new search"), withHelp(k.Scroll, "↑/↓", "choose"), k.Page, k.Ends,
+		keys := []key.Binding{k.Back, k.Jump, withHelp(k.Search, "/", "new search"), withHelp(k.Scroll, "↑/↓", "choose"), k.Page, k.Ends,
 			withHelp(k.switchBoth(), "c/ctrl+o", "conversations"), ctx, k.Channel, k.Side}
+		if p.find.anyWhy() {
+			why := k.Why
+			if p.find.hideWhy {
+				why = withHelp(why, "w", "show why")
+			}
+			keys = slices.Insert(keys, 2, why)
+		}
+		return keys
 	case p.find.jumped && p.main == mainConversation:
 		return []key.Binding{k.Results, k.Type, withHelp(k.Search, "/", "new search"), k.Scroll, k.Page, k.Ends, withHelp(k.switchBoth(), "c/ctrl+o", "conversations"), ctx, k.Channel}
 	}
@@ -991,6 +1004,10 @@ func (p *chatPane) resultsKey(msg tea.KeyMsg) tea.Cmd {
 		return p.startSearch()
 	case key.Matches(msg, k.Jump):
 		return p.jump()
+	case key.Matches(msg, k.Why) && p.find.anyWhy():
+		p.find.hideWhy = !p.find.hideWhy
+		(&hitCursor{p}).set(p.find.sel) // the selected hit stays in view
+		return nil
 	}
 	if navigate(&hitCursor{p}, msg, nav) {
 		p.renderHits()
@@ -1029,6 +1046,7 @@ type hitCursor struct{ p *chatPane }
 func (c *hitCursor) set(i int) {
 	f := &c.p.find
 	f.sel = max(min(i, len(f.hits)-1), 0)
+	c.p.renderHits() // the why lines move to the selected hit
 	if f.sel >= len(f.starts) || f.starts[f.sel] < 0 {
 		return
 	}
@@ -1057,6 +1075,12 @@ func (c *hitCursor) pageUp()   { c.set(c.p.find.sel - c.perPage()) }
 func (c *hitCursor) pageDown() { c.set(c.p.find.sel + c.perPage()) }
 func (c *hitCursor) home()     { c.set(0); c.p.find.view.home() }
 func (c *hitCursor) end()      { c.set(len(c.p.find.hits) - 1) }
+
+// anyWhy says whether a hit says why it was found (w then shows or
+// hides it).
+func (f *chatSearch) anyWhy() bool {
+	return slices.ContainsFunc(f.hits, func(h history.Hit) bool { return whyShown(&h) })
+}
 
 // clear forgets the search; an answer in flight is then stale.
 func (f *chatSearch) clear() {

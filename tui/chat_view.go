@@ -114,7 +114,15 @@ func (p *chatPane) inputLine() string {
 	case p.mode == chatSearching:
 		return strings.TrimRight(" "+p.find.input.View(), " ")
 	case p.mode == chatResults:
-		return " " + s.Muted.Render("search: ") + oneLine(p.find.query) + s.Muted.Render("   enter shows the hit in the chat · / searches again · esc goes back")
+		why := ""
+		switch {
+		case !p.find.anyWhy():
+		case p.find.hideWhy:
+			why = " · w shows why"
+		default:
+			why = " · w hides why"
+		}
+		return " " + s.Muted.Render("search: ") + oneLine(p.find.query) + s.Muted.Render("   enter shows the hit in the chat"+why+" · / searches again · esc goes back")
 	case p.picker != nil:
 		return " " + p.styles.Muted.Render("enter uses it · esc goes back")
 	case p.mode == chatTyping && p.switcher == nil:
@@ -326,6 +334,10 @@ func (p *chatPane) renderHits() {
 			text = append(text[:2], truncateTo(text[2]+" …", w))
 		}
 		lines = append(lines, text...)
+		if i == p.find.sel && !p.find.hideWhy {
+			// Why the selected hit was found, under its text.
+			lines = append(lines, whyLines(s, "      why ", hitWhyGroups(&hit), w, whyMaxLines(p.bodyHeight()))...)
+		}
 	}
 	p.find.view.setLines(lines)
 }

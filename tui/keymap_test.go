@@ -69,6 +69,13 @@ var keyStates = []keyState{
 			keys(tm, tea.KeyEnter)
 			waitFor(t, tm, `search "budget"`)
 		}},
+	{name: "chat search results with why", tab: tabChat, seed: func(t *testing.T) conn.Conn { return scriptedWhy{offsiteEngine(t)} },
+		enter: func(t *testing.T, tm *teatest.TestModel) {
+			waitFor(t, tm, "#9 assistant")
+			tm.Type("/budget")
+			keys(tm, tea.KeyEnter)
+			waitFor(t, tm, `search "budget"`, "hits, best first", "why budget")
+		}},
 	{name: "threads list", tab: tabThreads, seed: threadsEngine,
 		enter: func(t *testing.T, tm *teatest.TestModel) {
 			waitFor(t, tm, "3 threads", "Two seats on the 8:05")
@@ -124,6 +131,13 @@ var keyStates = []keyState{
 			waitFor(t, tm, "6/8", "Draft: maybe a boat trip")
 			tm.Type("/")
 			waitFor(t, tm, "Enter remember")
+		}},
+	{name: "memory remember results", tab: tabMemory, seed: memoryEngine,
+		enter: func(t *testing.T, tm *teatest.TestModel) {
+			waitFor(t, tm, "6/8", "Draft: maybe a boat trip")
+			tm.Type("/offsite budget")
+			keys(tm, tea.KeyEnter)
+			waitFor(t, tm, "3 hits", "why matched")
 		}},
 	{name: "memory forget", tab: tabMemory, seed: memoryEngine,
 		enter: func(t *testing.T, tm *teatest.TestModel) {

@@ -55,6 +55,8 @@ type memoryKeys struct {
 	// soft-forgotten item back.
 	Memorize key.Binding
 	Unforget key.Binding
+	// Why hides or shows why the selected item was recalled.
+	Why key.Binding
 }
 
 func newMemoryKeys() memoryKeys {
@@ -79,6 +81,7 @@ func newMemoryKeys() memoryKeys {
 		Scroll:    key.NewBinding(key.WithKeys("up", "down", "k", "j", "pgup", "pgdown"), key.WithHelp("↑/↓", "scroll")),
 		Memorize:  key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "memorize")),
 		Unforget:  key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "unforget")),
+		Why:       key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "hide why")),
 	}
 }
 
@@ -92,9 +95,11 @@ type memoryQuery struct {
 	deleted bool
 }
 
-// args is the memory.remember that answers q.
+// args is the memory.remember that answers q; with a prompt, it asks why
+// each item was recalled.
 func (q memoryQuery) args() memory.RememberArgs {
-	return memory.RememberArgs{Store: q.store, Prompt: q.prompt, Rank: q.rank, IncludeDeleted: q.deleted, Limit: memoryListLimit}
+	return memory.RememberArgs{Store: q.store, Prompt: q.prompt, Rank: q.rank, IncludeDeleted: q.deleted, Limit: memoryListLimit,
+		Explain: q.prompt != ""}
 }
 
 // memoryStores is the stores' cards: memory.stores, loaded by the embedded
@@ -154,6 +159,9 @@ type memoryPane struct {
 	memorize *fieldForm
 	// unforgetLoad is the unforget in flight.
 	unforgetLoad loader
+	// hideWhy: w hid why the selected item was recalled (shown under
+	// the ranked list by default).
+	hideWhy bool
 	// reads are the numbers of the latest loads of stores, lists and
 	// items: their refusals the pane shows itself, superseded or not.
 	reads recentRequests
@@ -241,8 +249,12 @@ func (p *memoryPane) Keys() []key.Binding {
 		}
 		return append(keys, withHelp(k.Scroll, "↑/↓", "scroll"))
 	case p.list.want.prompt != "":
-		return []key.Binding{withHelp(k.Back, "esc", "back to store"), rank, deleted, withHelp(k.Remember, "/", "new prompt"),
-			k.Open, k.Forget, k.ForgetOne, k.Unforget, k.Memorize, k.Store, k.Move}
+		why := k.Why
+		if p.hideWhy {
+			why = withHelp(why, "w", "show why")
+		}
+		return []key.Binding{withHelp(k.Back, "esc", "back to store"), rank, why, deleted, withHelp(k.Remember, "/", "new prompt"),
+			k.Open, k.Forget, k.ForgetOne, k.Unforget, k.Memorize, k.Store, k.Move, k.Page}
 	}
 	return []key.Binding{k.Remember, k.Memorize, k.Forget, k.Open, k.Store, rank, deleted, k.ForgetOne, k.Unforget, k.Move, k.Page, k.StoreN}
 }
@@ -625,6 +637,10 @@ func (p *memoryPane) listKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Deleted):
 		p.list.want.deleted = !p.list.want.deleted
 		return p.requery()
+	case key.Matches(msg, k.Why) && p.list.want.prompt != "":
+		p.hideWhy = !p.hideWhy
+		p.layout()
+		return nil
 	case key.Matches(msg, k.Back):
 		if p.list.want.prompt == "" {
 			return nil

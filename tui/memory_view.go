@@ -58,9 +58,34 @@ func (p *memoryPane) areaRows() int { return max(p.height-p.headRows(), 1) }
 // listRows is how many items the list area shows at once.
 func (p *memoryPane) listRows() int {
 	if p.mode == memPrompting || p.list.want.prompt != "" {
-		return max(p.areaRows()-4, 1) // the box's rule, prompt, summary, header
+		// The box's rule, prompt, summary, header; why the selected item
+		// was recalled.
+		return max(p.areaRows()-4-p.whyRows(), 1)
 	}
 	return max(p.areaRows()-2, 1) // the title and the header
+}
+
+// memWhyRows is the most rows why the selected item was recalled takes.
+const memWhyRows = 2
+
+// whyRows is the rows kept under the ranked list for why the selected item
+// was recalled (whether it says why or not, so that the list does not
+// jump as the cursor moves).
+func (p *memoryPane) whyRows() int {
+	if p.hideWhy || p.list.want.prompt == "" {
+		return 0
+	}
+	return memWhyRows
+}
+
+// whyLines is why the selected item was recalled, under the ranked list:
+// nothing when memory.remember did not say.
+func (p *memoryPane) whyLines() []string {
+	it := p.current()
+	if p.whyRows() == 0 || p.list.shown.prompt == "" || it == nil || it.Why == nil {
+		return nil
+	}
+	return whyLines(p.styles, "   why ", [][]string{slices.Concat(memoryWhyGroups(it.Why)...)}, p.width, memWhyRows)
 }
 
 // forgetRows is how many previewed items the forget box shows at once.
@@ -315,7 +340,11 @@ func (p *memoryPane) rememberLines() []string {
 	if p.mode == memPrompting {
 		lines = append(lines, strings.TrimRight(" "+p.input.View(), " "))
 	} else {
-		lines = append(lines, " "+s.Prompt.Render("remember: ")+oneLine(p.list.want.prompt)+s.Muted.Render("   / changes it · esc goes back to the store"))
+		why := " · w hides why"
+		if p.hideWhy {
+			why = " · w shows why"
+		}
+		lines = append(lines, truncateTo(" "+s.Prompt.Render("remember: ")+oneLine(p.list.want.prompt)+s.Muted.Render("   / changes it · esc goes back to the store"+why), p.width))
 	}
 	fresh := p.list.loaded && p.list.shown == p.list.want
 	var summary string
@@ -360,7 +389,8 @@ func (p *memoryPane) rememberLines() []string {
 		}
 		return append(lines, "", s.Muted.Render(note))
 	}
-	return append(lines, p.listRowsOf(p.list.shown.prompt != "")...)
+	lines = append(lines, p.listRowsOf(p.list.shown.prompt != "")...)
+	return append(lines, p.whyLines()...)
 }
 
 // memColumn is one column of an item list: a table column with what its
@@ -668,6 +698,9 @@ func (p *memoryPane) detailLines(w int) []string {
 	field("evicted", yesNo(it.Evicted, "forgotten to make room when the store was full"))
 	if r := d.rank; r != nil {
 		field("score", fmt.Sprintf("%.3f", r.Score)+s.Muted.Render(fmt.Sprintf(" · confidence %.0f%% · for %q", r.Confidence*100, oneLine(p.list.shown.prompt))))
+		if r.Why != nil {
+			field("why", styleLines(s.Muted, packForms(slices.Concat(memoryWhyGroups(r.Why)...), valueW, ""))...)
+		}
 	}
 	lines = append(lines, "")
 	field("text", wrapText(it.Text, valueW, "")...)

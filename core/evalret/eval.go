@@ -323,6 +323,10 @@ type Scratch struct {
 	Engine *core.Engine
 	// turns are each conversation's turn ids by utterance index.
 	turns map[string][]string
+	// asked is when each conversation's questions are asked: the day
+	// after its last session, as Hybrid asks them (time expressions
+	// are read against it).
+	asked map[string]time.Time
 }
 
 // TurnMeta is the metadata each utterance of a scratch engine carries:
@@ -360,7 +364,7 @@ func Load(ctx context.Context, set *Set, prog io.Writer) (*Scratch, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scratch{Engine: e, turns: map[string][]string{}}
+	s := &Scratch{Engine: e, turns: map[string][]string{}, asked: map[string]time.Time{}}
 	for _, c := range set.Conversations {
 		speaker := map[string]string{}
 		for i, sp := range c.Speakers {
@@ -371,6 +375,9 @@ func Load(ctx context.Context, set *Set, prog io.Writer) (*Scratch, error) {
 			}
 		}
 		for _, ses := range c.Sessions {
+			if at := ses.DateTime.AddDate(0, 0, 1); at.After(s.asked[c.ID]) {
+				s.asked[c.ID] = at
+			}
 			for k, t := range ses.Turns {
 				if err := ctx.Err(); err != nil {
 					return nil, errors.Join(err, s.Close())
@@ -415,7 +422,8 @@ func (s *Scratch) History() Retriever { return historyRetriever{s} }
 type historyRetriever struct{ s *Scratch }
 
 func (h historyRetriever) Search(ctx context.Context, conversation, query string, k int) ([]string, error) {
-	res, err := conn.Call(ctx, h.s.Engine, history.ActionSearch, history.SearchRequest{Conversation: conversation, Query: query, Limit: k})
+	at := h.s.asked[conversation]
+	res, err := conn.CallAs(ctx, h.s.Engine, conn.Request{At: &at}, history.ActionSearch, history.SearchRequest{Conversation: conversation, Query: query, Limit: k})
 	if err != nil {
 		return nil, err
 	}

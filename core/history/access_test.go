@@ -87,6 +87,8 @@ var conversationSteps = []struct {
 	{"history.read", `{"conversation": "private"}`, "read"},
 	{"history.last", `{"conversation": "private", "n": 5}`, "read"},
 	{"history.search", `{"conversation": "private", "query": "PIN"}`, "read"},
+	{"history.search", `{"conversation": "private", "query": "\"my PIN\""}`, "read"},
+	{"history.search", `{"conversation": "private", "query": "PIN", "when": "last month"}`, "read"},
 	{"history.summary", `{"conversation": "private"}`, "read"},
 	{"history.stats", `{"conversation": "private"}`, "read"},
 	{"history.query", `{"query": "Get all utterances", "data": {"conversation": "private"}}`, "read"},

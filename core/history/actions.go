@@ -17,6 +17,7 @@ import (
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
+	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -471,12 +472,20 @@ func (h *History) counts() (map[string]int, error) {
 }
 
 // ContextData is the history's section of a turn's working memory: the
-// conversation's buffer and running summary.
+// conversation's buffer and running summary, and the evicted utterances
+// that best answer the turn's input (found by history.search, each with
+// its why).
 type ContextData struct {
 	Conversation string       `json:"conversation"`
 	Summary      Summary      `json:"summary"`
 	Utterances   []*Utterance `json:"utterances"`
+	Recalled     []Hit        `json:"recalled,omitempty"`
 }
+
+// ContextRecallLimit is how many evicted utterances a turn's context
+// recalls for its input at most: the few that best answer it, beside the
+// buffer and the summary (which say what is recent, not what is relevant).
+const ContextRecallLimit = 3
 
 // provider is the history's part in turns.
 type provider struct{ h *History }
@@ -511,10 +520,71 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	if n := summary.CoveredCount(); n > 0 {
 		msg += fmt.Sprintf(", and a summary of %d earlier ones (%d tokens)", n, summary.TokenCount)
 	}
+	stats, err := p.h.stats(call, c, "")
+	if err != nil {
+		return kit.Section{}, err
+	}
+	recalled, err := p.recall(ctx, call, c, start.Input, stats.Archived > 0)
+	if err != nil {
+		return kit.Section{}, err
+	}
+	if len(recalled) > 0 {
+		msg += fmt.Sprintf("; %d evicted utterance(s) recalled for the input", len(recalled))
+	}
 	return kit.Section{
-		Data:  ContextData{Conversation: c, Summary: summary, Utterances: utts},
+		Data:  ContextData{Conversation: c, Summary: summary, Utterances: utts, Recalled: recalled},
 		Notes: []kit.Note{{Kind: "history.retrieved", Message: msg}},
 	}, nil
+}
+
+// recall finds the evicted utterances that best answer a turn's input
+// (at most ContextRecallLimit), when the conversation has evicted some.
+// An input history.search refuses (all stop words, say) recalls nothing;
+// a long one is searched by its first words (queryWithin).
+func (p *provider) recall(ctx context.Context, call action.Call, c, input string, evicted bool) ([]Hit, error) {
+	q := queryWithin(input)
+	if !evicted || q == "" {
+		return nil, nil
+	}
+	hits, err := p.h.Search(ctx, call, SearchRequest{Conversation: c, Query: q, Limit: 4 * ContextRecallLimit})
+	if errs.KindOf(err) == errs.Validation {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var out []Hit
+	for _, h := range hits {
+		if h.Evicted && len(out) < ContextRecallLimit {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// queryWithin is the longest start of s (word by word) that history.search
+// accepts as a query: at most MaxQueryBytes and MaxQueryTerms.
+func queryWithin(s string) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		terms := 0
+		for _, t := range text.Terms(w) {
+			if !seen[t] {
+				terms++
+			}
+		}
+		if b.Len()+1+len(w) > MaxQueryBytes || len(seen)+terms > MaxQueryTerms {
+			break
+		}
+		for _, t := range text.Terms(w) {
+			seen[t] = true
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // Commit records the utterances a turn produced: updates.history is a list

@@ -109,7 +109,7 @@ func TestInMemoryBackendWritesNothingToDisk(t *testing.T) {
 	if st := r.stats(""); st.Backend != history.BackendInMemory || st.Size != 3 || len(st.Summary.Covers) != 2 {
 		t.Errorf("stats = %+v", st)
 	}
-	if hits := r.search(map[string]any{"query": "topic1"}); len(hits) != 1 || !hits[0].Evicted {
+	if hits := matching(t, r.search(map[string]any{"query": "topic1"})); len(hits) != 1 || !hits[0].Evicted {
 		t.Errorf("search topic1 = %+v", hits)
 	}
 	for k := range dump(t, r.e.Env().Store) {

@@ -80,8 +80,8 @@ func BenchmarkHistoryWriteNoEviction(b *testing.B) {
 }
 
 // BenchmarkHistoryWriteNoEvictionSearched is BenchmarkHistoryWriteNoEviction
-// into a conversation that was searched first: every write also brings the
-// postings kept in memory up to date.
+// into a conversation that was searched first: every write is also
+// appended to the conversation's hybrid index in memory.
 func BenchmarkHistoryWriteNoEvictionSearched(b *testing.B) {
 	benchmarkWriteNoEviction(b, true)
 }

@@ -78,6 +78,35 @@ func SearchScanning(h *History, ctx context.Context, call action.Call, req Searc
 	return h.search(ctx, call, req, false)
 }
 
+// SearchPostings is plain BM25 from the postings in memory, as
+// history.search ranked before the hybrid ranker: what the postings
+// tests hold to SearchScanning.
+func SearchPostings(h *History, ctx context.Context, call action.Call, req SearchRequest) ([]Hit, error) {
+	return h.searchBM25(ctx, call, req, true)
+}
+
+// HybridBuilds is how many times a conversation's hybrid index was built
+// from the store.
+func HybridBuilds(h *History) int64 { return h.hybrid.builds.Load() }
+
+// ForgetHybrid throws conversation c's hybrid index away, as a restart
+// does: the next search builds it from the store.
+func ForgetHybrid(h *History, c string) { h.hybrid.forget(c) }
+
+// HybridLen is how many utterances conversation c's hybrid index holds
+// (-1 when there is none).
+func HybridLen(h *History, c string) int {
+	h.hybrid.mu.Lock()
+	hi := h.hybrid.convs[c]
+	h.hybrid.mu.Unlock()
+	if hi == nil {
+		return -1
+	}
+	hi.mu.RLock()
+	defer hi.mu.RUnlock()
+	return hi.ix.Len()
+}
+
 // IndexBuilds is how many times the postings of a conversation were read
 // from the store into memory.
 func IndexBuilds(h *History) int64 { return h.postings.builds.Load() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/engram-console/engram/core/retrieval"
 	"sort"
 	"strings"
 	"testing"
@@ -126,6 +127,49 @@ type utt struct {
 	RelevanceScore float64  `json:"relevance_score"`
 	Lexical        float64  `json:"lexical_score"`
 	Semantic       *float64 `json:"semantic_score"`
+	// Why explains a search result (every one has it).
+	Why *retrieval.Why `json:"why"`
+}
+
+// part is a hit's why's part of that name (zero when absent).
+func (u utt) part(name string) retrieval.Part {
+	if u.Why != nil {
+		for _, p := range u.Why.Parts {
+			if p.Name == name {
+				return p
+			}
+		}
+	}
+	return retrieval.Part{}
+}
+
+// jsonOf is v as JSON.
+func jsonOf(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// matching are the hits, each checked to hold a term of the query (a
+// lexical part, or a literal or quote part for a search of stop words or
+// a quote) or, with a model, to be close in meaning (a vector rank): a
+// turn the ranker lifted only for a match next to it is no result.
+func matching(t testing.TB, hits []utt) []utt {
+	t.Helper()
+	for _, h := range hits {
+		switch {
+		case h.Why == nil:
+			t.Errorf("hit %d has no why", h.UtteranceIndex)
+		case h.part(retrieval.PartLexical).Value > 0, h.part(history.PartLiteral).Value > 0, h.part(history.PartQuote).Value > 0:
+		case h.Why.Fusion != nil && h.Why.Fusion.VectorRank > 0:
+		default:
+			t.Errorf("hit %d %q holds no word of the query: %+v", h.UtteranceIndex, h.Text, h.Why)
+		}
+	}
+	return hits
 }
 
 type summaryOut struct {

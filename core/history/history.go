@@ -123,6 +123,8 @@ type History struct {
 	locks sync.Map
 	// postings are the search postings in memory (postings.go).
 	postings *postingIndex
+	// hybrid are the conversations' hybrid retrieval indexes (hybrid.go).
+	hybrid *hybridIndexes
 }
 
 // lock takes conversation c's lock and returns its unlock.
@@ -146,7 +148,7 @@ type Options struct {
 // New returns the history over env.
 func New(env *kit.Env, opts Options) (*History, error) {
 	h := &History{env: env, stores: &stores{env: env}, defaultBackend: opts.DefaultBackend, holdFolds: opts.holdFolds,
-		postings: newPostingIndex()}
+		postings: newPostingIndex(), hybrid: newHybridIndexes()}
 	if h.defaultBackend == "" {
 		h.defaultBackend = BackendDurable
 		if env.Store.InMemory() {
@@ -281,7 +283,7 @@ func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req W
 	if err != nil {
 		return WriteResult{}, err
 	}
-	h.changedPostings(tx, conv, indexChange{add: true, index: u.UtteranceIndex, speaker: speakerCodes[u.Speaker], length: dl, counts: counts})
+	h.changedPostings(tx, conv, indexChange{add: true, index: u.UtteranceIndex, speaker: speakerCodes[u.Speaker], length: dl, counts: counts, u: u})
 	conv.Docs++
 	conv.DocLength += dl
 	conv.NextIndex++
@@ -359,7 +361,10 @@ func (h *History) changedPostings(tx *kit.Txn, conv *Conversation, ch indexChang
 	from := conv.IndexVersion
 	conv.IndexVersion++
 	to, c, fresh := conv.IndexVersion, conv.Conversation, conv.fresh && from == 0
-	tx.AfterCommit(func(context.Context) { h.postings.apply(c, from, to, fresh, []indexChange{ch}) })
+	tx.AfterCommit(func(context.Context) {
+		h.postings.apply(c, from, to, fresh, []indexChange{ch})
+		h.hybrid.apply(c, from, to, fresh, ch)
+	})
 }
 
 // evict moves the oldest utterances out of the buffer until it fits
@@ -749,6 +754,7 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 	// Whatever becomes of the drop, the postings in memory go: a new
 	// conversation of the same name counts its index versions afresh.
 	defer h.postings.forget(c)
+	defer h.hybrid.forget(c)
 	finish := func(tx *kit.Txn) error {
 		if err := tx.Delete(whereKey(c)); err != nil {
 			return err
@@ -1020,6 +1026,7 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 	// The copy holds the same postings at the same index version, but the
 	// next search reads them afresh from where they now live.
 	h.postings.forget(c)
+	h.hybrid.forget(c)
 	return nil
 }
 

@@ -127,6 +127,8 @@ type indexChange struct {
 	speaker byte
 	length  int
 	counts  map[string]int
+	// u is the utterance written (add), for the hybrid index.
+	u *Utterance
 }
 
 // lookup returns conversation c's index if it holds version v, with the
@@ -169,16 +171,15 @@ func (p *postingIndex) forget(c string) {
 
 // apply brings conversation c's index from version from to version to
 // with the changes a commit made. An index at another version is thrown
-// away (the next search rebuilds it); a conversation created by the
-// commit (fresh) starts an empty index, which needs no building.
-func (p *postingIndex) apply(c string, from, to uint64, fresh bool, changes []indexChange) {
+// away (the next search rebuilds it). No search reads these postings
+// since history.search ranks with the hybrid index (hybrid.go): a
+// conversation created by the commit (fresh) no longer starts one, so
+// only the tests that ask for them (searchBM25) keep them in memory.
+func (p *postingIndex) apply(c string, from, to uint64, _ bool, changes []indexChange) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ix := p.convs[c]
 	switch {
-	case ix == nil && fresh && from == 0:
-		ix = &convIndex{terms: map[string]*postingList{}}
-		p.convs[c] = ix
 	case ix == nil:
 		return
 	case ix.version != from:

@@ -115,7 +115,7 @@ func TestSearchKeepsPostingsCurrentAfterWrites(t *testing.T) {
 	r.write("", "assistant", "Budget review on Thursday")
 	search := func(q string) []history.Hit {
 		t.Helper()
-		hits, err := r.h.Search(ctx, r.call(), history.SearchRequest{Query: q})
+		hits, err := history.SearchPostings(r.h, ctx, r.call(), history.SearchRequest{Query: q})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestSearchWhileWriting(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 60 {
-				if _, err := r.h.Search(ctx, r.call(), history.SearchRequest{Query: "budget flight", Limit: 5}); err != nil {
+				if _, err := history.SearchPostings(r.h, ctx, r.call(), history.SearchRequest{Query: "budget flight", Limit: 5}); err != nil {
 					errc <- err
 					return
 				}
@@ -244,7 +244,7 @@ func TestSearchWhileWriting(t *testing.T) {
 func searchBothWays(t *testing.T, r *rig, req history.SearchRequest) (fast []history.Hit, a, b string) {
 	t.Helper()
 	ctx := context.Background()
-	fast, err := r.h.Search(ctx, r.call(), req)
+	fast, err := history.SearchPostings(r.h, ctx, r.call(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -25,9 +26,10 @@ import (
 // SearchRequest asks for the utterances most relevant to a query.
 type SearchRequest struct {
 	Conversation string `json:"conversation,omitempty" help:"the conversation (default \"default\")"`
-	Query        string `json:"query" arg:"required" help:"words to look for (at most 4096 bytes, 64 different words)"`
+	Query        string `json:"query" arg:"required" help:"words to look for (at most 4096 bytes, 64 different words); wholly in double quotes, a text to find as written"`
 	Speaker      string `json:"speaker,omitempty" help:"only this speaker's utterances"`
 	Limit        int    `json:"limit,omitempty" help:"at most this many results (default 10)"`
+	When         string `json:"when,omitempty" help:"a time the utterances were said (\"last summer\", \"in May 2025\", \"3 weeks ago\", \"after the move\"): those inside it rank higher; one that names no time is refused"`
 }
 
 // Hit is a search result: an utterance (perhaps evicted: see its evicted
@@ -35,8 +37,10 @@ type SearchRequest struct {
 type Hit struct {
 	*Utterance
 	RelevanceScore float64 `json:"relevance_score"`
-	// Lexical and Semantic are the parts of the score: BM25, and the cosine
-	// similarity of embeddings (only with a model).
+	// Lexical is the hybrid ranker's score (RelevanceScore without a
+	// model; 0 for a hit found by its embedding alone); Semantic is the
+	// cosine similarity of the embeddings (only with a model, whose
+	// fused score is RelevanceScore).
 	Lexical  float64  `json:"lexical_score"`
 	Semantic *float64 `json:"semantic_score,omitempty"`
 	// Why explains the score: the matched terms by field, the lifts of
@@ -56,40 +60,168 @@ const (
 )
 
 // Search ranks the conversation's utterances — buffer and archive — by
-// relevance to the query: BM25 over stemmed terms, blended with embedding
-// similarity when a model is configured. A query made only of stop words
-// ("what is it") falls back to finding the words as written.
+// relevance to the query with core/retrieval's hybrid ranker (hybrid.go),
+// fused by reciprocal rank with embedding similarity when a model is
+// configured (fuse). A query wholly in double quotes finds the utterances
+// holding that text as written, newest first (quoted). A query made only
+// of stop words ("what is it") falls back to finding the words as
+// written. Every hit carries its why.
 func (h *History) Search(ctx context.Context, call action.Call, req SearchRequest) ([]Hit, error) {
 	return h.search(ctx, call, req, true)
 }
 
-// search is Search; with cached false it scores from the posting keys in
-// the store, never from the postings in memory (what every search did
-// before they were kept: the reference the tests hold the cache to).
+// search is Search. With cached false it ranks by plain BM25 from the
+// posting keys in the store, as every search did before the hybrid
+// ranker (searchBM25: the reference the postings tests hold the postings
+// in memory to).
 func (h *History) search(ctx context.Context, call action.Call, req SearchRequest, cached bool) ([]Hit, error) {
-	c, err := conversationName(req.Conversation)
+	if !cached {
+		return h.searchBM25(ctx, call, req, false)
+	}
+	c, err := h.checkSearch(&req)
 	if err != nil {
 		return nil, err
 	}
+	quote, quoted := quotedText(req.Query)
+	if err := checkWhen(req.When, call.Clock.Now()); err != nil {
+		return nil, err
+	}
+	var queryVec []float32
+	if !quoted && llm.Available(h.env.LLM) {
+		if resp, err := h.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{req.Query}}); err == nil && len(resp.Vectors) == 1 {
+			queryVec = resp.Vectors[0]
+		}
+	}
+	var hits []Hit
+	for attempt := 0; ; attempt++ {
+		build := false
+		err = h.view(call, c, access.Read, func(tx *storage.Tx, conv *Conversation) error {
+			hits = []Hit{}
+			if conv == nil {
+				return nil
+			}
+			hi, done := h.hybrid.lookup(c, conv.IndexVersion)
+			if hi == nil {
+				if attempt < 3 {
+					// Built under the conversation's lock, which waits for
+					// a write that has committed to bring it up to date.
+					build = true
+					return nil
+				}
+				return fmt.Errorf("history: conversation %q kept changing while its search index was built; search again", c)
+			}
+			defer done()
+			var found []found
+			var err error
+			switch {
+			case quoted:
+				found = hi.quoted(quote, req, call.Clock.Now())
+			default:
+				if found, err = hi.ranked(req, call.Clock.Now(), queryVec); err != nil {
+					return err
+				}
+				if queryVec != nil {
+					var sims map[int]float64
+					if sims, err = similarities(tx, c, queryVec); err != nil {
+						return err
+					}
+					found = hi.fuse(found, sims, req)
+				}
+				if len(found) == 0 && len(hi.ix.Analyzer().Terms(req.Query)) == 0 {
+					return h.literal(tx, conv, req, &hits)
+				}
+			}
+			for _, f := range found {
+				if len(hits) == req.Limit {
+					break
+				}
+				u, err := readUtterance(tx, c, f.index)
+				if errors.Is(err, storage.ErrNotFound) {
+					continue // never at the version searched; kept safe
+				} else if err != nil {
+					return err
+				}
+				if req.Speaker != "" && u.Speaker != req.Speaker {
+					continue
+				}
+				hit := Hit{Utterance: u, RelevanceScore: round(f.score), Lexical: round(f.lex), Why: f.why}
+				if f.hasSem {
+					sem := round(f.sem)
+					hit.Semantic = &sem
+				}
+				hits = append(hits, hit)
+			}
+			return nil
+		})
+		if err != nil || !build {
+			return hits, err
+		}
+		if err := h.buildHybrid(c); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// PartLiteral is the part of a why that says a query of stop words only
+// found its words as written (literalMatches).
+const PartLiteral = "literal"
+
+// literal is a search of stop words only: the utterances holding all its
+// words as written.
+func (h *History) literal(tx *storage.Tx, conv *Conversation, req SearchRequest, hits *[]Hit) error {
+	scores, err := literalMatches(tx, conv, req)
+	if err != nil {
+		return err
+	}
+	if *hits, err = rank(tx, conv.Conversation, req, scores, nil); err != nil {
+		return err
+	}
+	for i := range *hits {
+		hit := &(*hits)[i]
+		s := hit.RelevanceScore
+		hit.Why = &retrieval.Why{Score: s, Parts: []retrieval.Part{{Name: PartLiteral, Value: s, Weight: 1, Contribution: s}}}
+	}
+	return nil
+}
+
+// checkSearch checks a search request, before anything is read, and
+// returns its conversation.
+func (h *History) checkSearch(req *SearchRequest) (string, error) {
+	c, err := conversationName(req.Conversation)
+	if err != nil {
+		return "", err
+	}
 	if strings.TrimSpace(req.Query) == "" {
-		return nil, kit.Validation("query", "give words to search for")
+		return "", kit.Validation("query", "give words to search for")
 	}
 	if len(req.Query) > MaxQueryBytes {
-		return nil, kit.Validation("query", "at most %d bytes, not %d; search for a few distinctive words", MaxQueryBytes, len(req.Query))
+		return "", kit.Validation("query", "at most %d bytes, not %d; search for a few distinctive words", MaxQueryBytes, len(req.Query))
 	}
 	terms := queryTerms(req.Query)
 	if len(terms) > MaxQueryTerms {
-		return nil, kit.Validation("query", "at most %d different words to look for, not %d; search for a few distinctive words", MaxQueryTerms, len(terms))
+		return "", kit.Validation("query", "at most %d different words to look for, not %d; search for a few distinctive words", MaxQueryTerms, len(terms))
 	}
 	if req.Speaker != "" && speakerCodes[req.Speaker] == 0 {
-		return nil, kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", req.Speaker)
+		return "", kit.Validation("speaker", "unknown speaker %q; use user, assistant or system", req.Speaker)
 	}
 	if req.Limit < 0 {
-		return nil, kit.Validation("limit", "must be positive")
+		return "", kit.Validation("limit", "must be positive")
 	}
 	if req.Limit == 0 {
 		req.Limit = defaultSearchLimit
 	}
+	return c, nil
+}
+
+// searchBM25 is how history.search ranked before the hybrid ranker:
+// BM25 over the persisted postings (in memory when cached), blended with
+// embedding similarity. Only tests use it now (the postings' reference).
+func (h *History) searchBM25(ctx context.Context, call action.Call, req SearchRequest, cached bool) ([]Hit, error) {
+	c, err := h.checkSearch(&req)
+	if err != nil {
+		return nil, err
+	}
+	terms := queryTerms(req.Query)
 	var queryVec []float32
 	if llm.Available(h.env.LLM) {
 		if resp, err := h.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{req.Query}}); err == nil && len(resp.Vectors) == 1 {

@@ -142,11 +142,23 @@ func splitWords(s string) []word {
 	for start, end := range text.WordSpans(runes) {
 		// A sentence starts with the text, and after an end mark
 		// between two words.
-		sentence := len(out) == 0 || strings.ContainsAny(string(runes[prev:start]), ".!?:;\n\"“")
+		sentence := len(out) == 0 || endsSentence(runes[prev:start])
 		out = append(out, word{text: string(runes[start:end]), capital: unicode.IsUpper(runes[start]), sentenceStart: sentence})
 		prev = end
 	}
 	return out
+}
+
+// endsSentence says whether the text between two words ends a sentence
+// (an end mark, a line break or an opening quote).
+func endsSentence(between []rune) bool {
+	for _, r := range between {
+		switch r {
+		case '.', '!', '?', ':', ';', '\n', '"', '“':
+			return true
+		}
+	}
+	return false
 }
 
 // lowerWord is a word's lower case without a possessive "'s" and with

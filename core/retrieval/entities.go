@@ -31,82 +31,113 @@ var pronouns = map[string]bool{
 // The fields are the documents' analysed fields (text first).
 func linkEntities(docs []docInfo, fields [][numFields][]Token) [][]Token {
 	out := make([][]Token, len(docs))
-	// aliases[speaker][rel] = name, and relOf[name] = its relations.
-	aliases := map[string]map[string]string{}
-	relOf := map[string]map[string]bool{}
+	es := newEntityState()
 	words := make([][]word, len(docs))
 	for i, d := range docs {
 		words[i] = splitWords(d.Text)
-		names := namesOf(fields[i][FieldText])
-		ws := words[i]
-		for k := 0; k+1 < len(ws); k++ {
-			if lowerWord(ws[k].text) != "my" || !relations[lowerWord(ws[k+1].text)] {
-				continue
-			}
-			rel := lowerWord(ws[k+1].text)
-			if aliases[d.Speaker] == nil {
-				aliases[d.Speaker] = map[string]string{}
-			}
-			// "my brother Kenji", "Kenji, my brother": the name next to
-			// it; else the one name of the turn, unless one is known.
-			name := ""
-			switch {
-			case k+2 < len(ws) && ws[k+2].capital && contains(names, lowerWord(ws[k+2].text)):
-				name = lowerWord(ws[k+2].text)
-			case k > 0 && ws[k-1].capital && contains(names, lowerWord(ws[k-1].text)):
-				name = lowerWord(ws[k-1].text)
-			case len(names) == 1 && aliases[d.Speaker][rel] == "":
-				name = names[0]
-			}
-			if name == "" {
-				continue
-			}
-			aliases[d.Speaker][rel] = name
-			if relOf[name] == nil {
-				relOf[name] = map[string]bool{}
-			}
-			relOf[name][rel] = true
-		}
+		es.learn(d.Speaker, words[i], namesOf(fields[i][FieldText]))
 	}
-	for i, d := range docs {
-		names := namesOf(fields[i][FieldText])
-		var linked []string
-		hasPronoun := false
-		for k, w := range words[i] {
-			l := lowerWord(w.text)
-			if pronouns[l] {
-				hasPronoun = true
-			}
-			if l == "my" && k+1 < len(words[i]) {
-				if name, ok := aliases[d.Speaker][lowerWord(words[i][k+1].text)]; ok && !contains(names, name) {
-					linked = append(linked, name)
-				}
-			}
-		}
-		if hasPronoun && len(names) == 0 {
-			for j := i - 1; j >= 0 && j >= i-2 && docs[j].session == d.session; j-- {
-				linked = append(linked, namesOf(fields[j][FieldText])...)
-			}
-		}
-		var toks []Token
-		seen := map[string]bool{}
-		for _, n := range linked {
-			if !seen[n] {
-				seen[n] = true
-				toks = append(toks, Token{Term: n, Name: true})
-			}
-		}
-		for _, n := range names {
-			for rel := range relOf[n] {
-				if st := stem(rel); !seen[st] {
-					seen[st] = true
-					toks = append(toks, Token{Term: st})
-				}
-			}
-		}
-		out[i] = toks
+	for i := range docs {
+		out[i] = es.link(docs, i, words[i], func(j int) []string { return namesOf(fields[j][FieldText]) })
 	}
 	return out
+}
+
+// entityState is what linkEntities learns from every document before it
+// links any: each speaker's aliases and each name's relations.
+type entityState struct {
+	// aliases[speaker][rel] = name, and relOf[name] = its relations.
+	aliases map[string]map[string]string
+	relOf   map[string]map[string]bool
+	// onAlias and onRel, when set, hear each alias set and each
+	// relation added (Add checks whether earlier documents care).
+	onAlias func(speaker, rel, name string)
+	onRel   func(name, rel string)
+}
+
+func newEntityState() *entityState {
+	return &entityState{aliases: map[string]map[string]string{}, relOf: map[string]map[string]bool{}}
+}
+
+// learn reads a document's "my REL NAME" (its words ws, the names of its
+// text names) into the aliases and relations.
+func (es *entityState) learn(speaker string, ws []word, names []string) {
+	for k := 0; k+1 < len(ws); k++ {
+		if lowerWord(ws[k].text) != "my" || !relations[lowerWord(ws[k+1].text)] {
+			continue
+		}
+		rel := lowerWord(ws[k+1].text)
+		if es.aliases[speaker] == nil {
+			es.aliases[speaker] = map[string]string{}
+		}
+		// "my brother Kenji", "Kenji, my brother": the name next to
+		// it; else the one name of the turn, unless one is known.
+		name := ""
+		switch {
+		case k+2 < len(ws) && ws[k+2].capital && contains(names, lowerWord(ws[k+2].text)):
+			name = lowerWord(ws[k+2].text)
+		case k > 0 && ws[k-1].capital && contains(names, lowerWord(ws[k-1].text)):
+			name = lowerWord(ws[k-1].text)
+		case len(names) == 1 && es.aliases[speaker][rel] == "":
+			name = names[0]
+		}
+		if name == "" {
+			continue
+		}
+		if es.onAlias != nil && es.aliases[speaker][rel] != name {
+			es.onAlias(speaker, rel, name)
+		}
+		es.aliases[speaker][rel] = name
+		if es.relOf[name] == nil {
+			es.relOf[name] = map[string]bool{}
+		}
+		if es.onRel != nil && !es.relOf[name][rel] {
+			es.onRel(name, rel)
+		}
+		es.relOf[name][rel] = true
+	}
+}
+
+// link is document i's entity field: ws are its words, namesAt(j) the
+// names of document j's text.
+func (es *entityState) link(docs []docInfo, i int, ws []word, namesAt func(j int) []string) []Token {
+	d := &docs[i]
+	names := namesAt(i)
+	var linked []string
+	hasPronoun := false
+	for k, w := range ws {
+		l := lowerWord(w.text)
+		if pronouns[l] {
+			hasPronoun = true
+		}
+		if l == "my" && k+1 < len(ws) {
+			if name, ok := es.aliases[d.Speaker][lowerWord(ws[k+1].text)]; ok && !contains(names, name) {
+				linked = append(linked, name)
+			}
+		}
+	}
+	if hasPronoun && len(names) == 0 {
+		for j := i - 1; j >= 0 && j >= i-2 && docs[j].session == d.session; j-- {
+			linked = append(linked, namesAt(j)...)
+		}
+	}
+	var toks []Token
+	seen := map[string]bool{}
+	for _, n := range linked {
+		if !seen[n] {
+			seen[n] = true
+			toks = append(toks, Token{Term: n, Name: true})
+		}
+	}
+	for _, n := range names {
+		for rel := range es.relOf[n] {
+			if st := stem(rel); !seen[st] {
+				seen[st] = true
+				toks = append(toks, Token{Term: st})
+			}
+		}
+	}
+	return toks
 }
 
 // namesOf are the distinct names among tokens (months and days of the

@@ -66,3 +66,19 @@ func Fuse(rankings ...[]string) []Fused {
 	})
 	return out
 }
+
+// FusionWhy explains a place in a ranking fused by reciprocal rank fusion
+// of a lexical ranking and an embedding (vector) ranking.
+type FusionWhy struct {
+	// Similarity is the cosine similarity of the document's embedding to
+	// the query's (absent when it has none).
+	Similarity *float64 `json:"similarity,omitempty"`
+	// LexicalRank and VectorRank are its ranks (from 1) in each ranking
+	// fused, 0 where it is absent.
+	LexicalRank int `json:"lexical_rank"`
+	VectorRank  int `json:"vector_rank"`
+	// K is the fusion's constant (RRFK); Score the fused score, the sum
+	// of 1/(K + rank) over the rankings holding it.
+	K     int     `json:"k"`
+	Score float64 `json:"score"`
+}

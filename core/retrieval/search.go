@@ -31,6 +31,15 @@ type Query struct {
 	Strict bool
 	// Limit is how many results (10 when zero).
 	Limit int
+	// Keep, when set, says which documents (by their place among those
+	// built and added) may be results; the others still lend to their
+	// neighbours and session.
+	Keep func(doc int) bool
+	// Matched keeps only documents holding a term of the query (or of
+	// its feedback expansion) as results: the lifts of neighbours and
+	// sessions still add to their scores, but a turn lifted alone, with
+	// none of the query's words, is left out (a search box's results).
+	Matched bool
 }
 
 // Result is one document found, and why.
@@ -48,7 +57,9 @@ type Why struct {
 	// Score is the final score: the sum of the parts' contributions.
 	Score float64 `json:"score"`
 	// Parts are the signals, each with its raw value, its weight and
-	// its contribution: lexical (BM25F), feedback (the expansion
+	// its contribution: lexical (BM25F, times the share of the query
+	// the document holds to the power Params.Coord), synonyms (the
+	// thesaurus terms' BM25F, weighed alike), feedback (the expansion
 	// terms' BM25F), prior (what the turn's length and names add),
 	// time (a window's boost), neighbours (what nearby hits lend),
 	// session (its session's best hit).
@@ -59,6 +70,9 @@ type Why struct {
 	// Expansion are the feedback terms the query was expanded with (the
 	// same for every result of a search).
 	Expansion []string `json:"expansion,omitempty"`
+	// Synonyms are the thesaurus terms the query was expanded with (the
+	// same for every result of a search).
+	Synonyms []Synonym `json:"synonyms,omitempty"`
 	// Windows are the time windows the document is inside.
 	Windows []string `json:"windows,omitempty"`
 	// Neighbours are the documents of its session whose matches lifted
@@ -67,6 +81,9 @@ type Why struct {
 	// Temporal says the query asks about time ("when did ...") whether
 	// or not it names a window (the same for every result).
 	Temporal bool `json:"temporal,omitempty"`
+	// Fusion, when the ranking was fused with an embedding ranking
+	// (Fuse), says the vector similarity and the ranks fused.
+	Fusion *FusionWhy `json:"fusion,omitempty"`
 }
 
 // Part is one signal of a score.
@@ -87,12 +104,16 @@ type TermMatch struct {
 	Score float64 `json:"score"`
 	// Expansion marks a feedback term (not in the query).
 	Expansion bool `json:"expansion,omitempty"`
+	// SynonymOf is, for a thesaurus term (not in the query), the query
+	// term it stands for.
+	SynonymOf string `json:"synonym_of,omitempty"`
 }
 
 // The names of the parts of Why.
 const (
 	PartLexical   = "lexical"
 	PartFeedback  = "feedback"
+	PartSynonyms  = "synonyms"
 	PartPrior     = "prior"
 	PartTime      = "time"
 	PartNeighbour = "neighbours"
@@ -107,32 +128,40 @@ type qterm struct {
 	term   string
 	weight float64
 	prf    bool
+	// syn marks a thesaurus term standing for the query's term of,
+	// by the relation rel.
+	syn     bool
+	of, rel string
+	// name says the query writes the term as a name.
+	name bool
 }
 
 // scratch holds one search's scores: dense by document (or session),
 // and the documents (sessions) written, so that it is cleared cheaply.
 type scratch struct {
-	lex, prf, base, final []float64
-	best                  []float64
-	touched, lifted       []int32
+	lex, syn, prf, base, final []float64
+	// matched is the query weight each document holds (for Coord).
+	matched         []float64
+	best            []float64
+	touched, lifted []int32
 }
 
 // anchorDays is how far before or after an event its window reaches.
 const anchorDays = 120
 
 func (ix *Index) getScratch() *scratch {
-	if sc, ok := ix.pool.Get().(*scratch); ok {
+	if sc, ok := ix.pool.Get().(*scratch); ok && len(sc.lex) >= len(ix.docs) && len(sc.best) >= len(ix.sessionDocs) {
 		return sc
 	}
 	n := len(ix.docs)
-	return &scratch{lex: make([]float64, n), prf: make([]float64, n), base: make([]float64, n), final: make([]float64, n), best: make([]float64, len(ix.sessionDocs))}
+	return &scratch{lex: make([]float64, n), syn: make([]float64, n), matched: make([]float64, n), prf: make([]float64, n), base: make([]float64, n), final: make([]float64, n), best: make([]float64, len(ix.sessionDocs))}
 }
 
 // putScratch clears what the search wrote and keeps the scratch for the
 // next one.
 func (ix *Index) putScratch(sc *scratch) {
 	for _, d := range sc.touched {
-		sc.lex[d], sc.prf[d], sc.base[d] = 0, 0, 0
+		sc.lex[d], sc.syn[d], sc.prf[d], sc.base[d], sc.matched[d] = 0, 0, 0, 0, 0
 		sc.best[ix.docs[d].session] = 0
 	}
 	for _, d := range sc.lifted {
@@ -144,7 +173,7 @@ func (ix *Index) putScratch(sc *scratch) {
 
 // top are the limit best documents of the final scores, best first, the
 // earlier document first among equals.
-func (ix *Index) top(sc *scratch, limit int) []Result {
+func (ix *Index) top(sc *scratch, limit int, keepDoc func(int) bool) []Result {
 	better := func(a, b int32) bool {
 		return sc.final[a] > sc.final[b] || sc.final[a] == sc.final[b] && a < b
 	}
@@ -152,6 +181,9 @@ func (ix *Index) top(sc *scratch, limit int) []Result {
 	var keep []int32
 	for _, d := range sc.lifted {
 		if len(keep) == limit && !better(d, keep[len(keep)-1]) {
+			continue
+		}
+		if keepDoc != nil && !keepDoc(int(d)) {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(keep, d, func(x, y int32) int {
@@ -209,9 +241,13 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	if len(terms) > MaxQueryTerms {
 		return nil, fmt.Errorf("query: at most %d different words to look for, not %d; search for a few distinctive words", MaxQueryTerms, len(terms))
 	}
+	ix.refreshPriors()
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
-	ix.score(terms, sc.lex, &sc.touched)
+	ix.score(terms, sc.lex, &sc.touched, sc.matched)
+	syns := ix.synonyms(terms)
+	ix.scoreSynonyms(syns, sc)
+	ix.coord(terms, sc)
 	// Events the query places its answer before or after: the time of
 	// the document that best matches each.
 	for _, a := range tq.Anchors {
@@ -231,7 +267,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	expansion := ix.feedback(terms, sc)
 	p := ix.params
 	for _, d := range sc.touched {
-		b := (sc.lex[d] + sc.prf[d]) * ix.docs[d].prior
+		b := (sc.lex[d] + sc.syn[d] + sc.prf[d]) * ix.docs[d].prior
 		if ix.inWindows(int(d), tq.Windows) {
 			b *= 1 + p.Time
 		}
@@ -274,9 +310,15 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 			sc.final[d] += p.Session * sc.best[ix.docs[d].session] * ix.docs[d].prior
 		}
 	}
-	ranked := ix.top(sc, limit)
+	keep := q.Keep
+	if q.Matched {
+		keep = func(d int) bool {
+			return (sc.lex[d] != 0 || sc.prf[d] != 0) && (q.Keep == nil || q.Keep(d))
+		}
+	}
+	ranked := ix.top(sc, limit, keep)
 	for i := range ranked {
-		ranked[i].Why = ix.why(ranked[i].Index, terms, expansion, tq.Windows, sc)
+		ranked[i].Why = ix.why(ranked[i].Index, terms, syns, expansion, tq.Windows, sc)
 		ranked[i].Why.Temporal = tq.Temporal
 	}
 	return ranked, nil
@@ -287,20 +329,21 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 func (ix *Index) queryTerms(text string) []qterm {
 	var out []qterm
 	at := map[string]int{}
-	for _, t := range ix.an.Terms(text) {
-		if i, ok := at[t]; ok {
+	for _, t := range ix.an.Tokens(text) {
+		if i, ok := at[t.Term]; ok {
 			out[i].weight++
+			out[i].name = out[i].name || t.Name
 			continue
 		}
-		at[t] = len(out)
-		out = append(out, qterm{term: t, weight: 1})
+		at[t.Term] = len(out)
+		out = append(out, qterm{term: t.Term, weight: 1, name: t.Name})
 	}
 	return out
 }
 
 // score adds each term's BM25F score to scores, noting the documents
-// touched.
-func (ix *Index) score(terms []qterm, scores []float64, touched *[]int32) {
+// touched and (when matched is not nil) the query weight each holds.
+func (ix *Index) score(terms []qterm, scores []float64, touched *[]int32, matched []float64) {
 	k1 := ix.params.K1
 	for _, t := range terms {
 		list := ix.postings[t.term]
@@ -308,14 +351,102 @@ func (ix *Index) score(terms []qterm, scores []float64, touched *[]int32) {
 			continue
 		}
 		idf := ix.idf(len(list)) * t.weight
+		speaker := ix.isSpeaker(list)
 		for _, p := range list {
-			tf := ix.fieldTF(p, nil)
+			tf := ix.termTF(p, speaker, nil)
+			if tf == 0 {
+				continue
+			}
 			if scores[p.doc] == 0 && touched != nil {
 				*touched = append(*touched, p.doc)
 			}
 			scores[p.doc] += idf * tf * (k1 + 1) / (k1 + tf)
+			if matched != nil {
+				matched[p.doc] += t.weight
+			}
 		}
 	}
+}
+
+// isSpeaker says whether a term (its postings) is a speaker's name: some
+// document has it in its speaker field.
+func (ix *Index) isSpeaker(list []posting) bool {
+	if ix.params.Address == 1 {
+		return false
+	}
+	for _, p := range list {
+		if p.tf[FieldSpeaker] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// termTF is fieldTF with a speaker's name written in a turn weighed by
+// Address (speaker says the term is a speaker's name).
+func (ix *Index) termTF(p posting, speaker bool, per *[numFields]float64) float64 {
+	if !speaker {
+		return ix.fieldTF(p, per)
+	}
+	var parts [numFields]float64
+	ix.fieldTF(p, &parts)
+	tf := 0.0
+	for f := range parts {
+		if Field(f) != FieldSpeaker {
+			parts[f] *= ix.params.Address
+		}
+		tf += parts[f]
+	}
+	if per != nil {
+		*per = parts
+	}
+	return tf
+}
+
+// coord weighs each document's lexical and synonym scores by the share
+// of the query it holds (Params.Coord): a thesaurus term counts for its
+// own (lower) weight, and the share is at most 1.
+func (ix *Index) coord(terms []qterm, sc *scratch) {
+	if ix.params.Coord == 0 {
+		return
+	}
+	for _, d := range sc.touched {
+		f := ix.coordFactor(int(d), terms, sc)
+		sc.lex[d] *= f
+		sc.syn[d] *= f
+	}
+}
+
+// coordFactor is what coord multiplied a document's scores by.
+func (ix *Index) coordFactor(d int, terms []qterm, sc *scratch) float64 {
+	c := ix.params.Coord
+	total := 0.0
+	for _, t := range terms {
+		total += t.weight
+	}
+	if c == 0 || total == 0 {
+		return 1
+	}
+	return math.Pow(min(1, sc.matched[d]/total), c)
+}
+
+// scoreSynonyms adds the thesaurus terms' BM25F to sc.syn (and their
+// weight to sc.matched), noting the documents no query term touched.
+func (ix *Index) scoreSynonyms(syns []qterm, sc *scratch) {
+	if len(syns) == 0 {
+		return
+	}
+	before := len(sc.touched)
+	ix.score(syns, sc.syn, &sc.touched, sc.matched)
+	// score notes a document when its synonym score was zero; keep only
+	// those not already touched by the query's own terms.
+	kept := sc.touched[:before]
+	for _, d := range sc.touched[before:] {
+		if sc.lex[d] == 0 {
+			kept = append(kept, d)
+		}
+	}
+	sc.touched = kept
 }
 
 // anchorTime is the time of the document that best matches an event's
@@ -324,7 +455,7 @@ func (ix *Index) anchorTime(text string, _ *scratch) (time.Time, bool) {
 	terms := ix.queryTerms(text)
 	scores := make([]float64, len(ix.docs))
 	var touched []int32
-	ix.score(terms, scores, &touched)
+	ix.score(terms, scores, &touched, nil)
 	bestDoc, bestScore := -1, 0.0
 	for _, d := range touched {
 		if s := scores[d]; s > bestScore || s == bestScore && int(d) < bestDoc {
@@ -364,15 +495,15 @@ func (ix *Index) feedback(terms []qterm, sc *scratch) []qterm {
 	weight := map[string]float64{}
 	maxScore := sc.lex[top[0]]
 	for _, d := range top {
-		di := &ix.docs[d]
+		terms := ix.docTerms(d)
 		total := 0
-		for _, c := range di.terms {
+		for _, c := range terms {
 			total += int(c)
 		}
 		if total == 0 {
 			continue
 		}
-		for t, c := range di.terms {
+		for t, c := range terms {
 			if asked[t] {
 				continue
 			}
@@ -403,7 +534,7 @@ func (ix *Index) feedback(terms []qterm, sc *scratch) []qterm {
 		exp[i].weight = p.PRFWeight * exp[i].weight / top1
 	}
 	before := len(sc.touched)
-	ix.score(exp, sc.prf, &sc.touched)
+	ix.score(exp, sc.prf, &sc.touched, nil)
 	// score notes a document when its prf score was zero; keep only
 	// those not already touched lexically.
 	kept := sc.touched[:before]
@@ -427,11 +558,15 @@ func (ix *Index) inWindows(d int, ws []Window) bool {
 }
 
 // why explains a document's score: its parts add up to it.
-func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) Why {
+func (ix *Index) why(d int, terms, syns, expansion []qterm, ws []Window, sc *scratch) Why {
 	p := ix.params
 	di := &ix.docs[d]
 	var w Why
 	k1 := p.K1
+	// The query's own terms and their synonyms are weighed by the
+	// coordination factor, as the lexical score is; feedback terms are
+	// not.
+	factor := ix.coordFactor(d, terms, sc)
 	matches := func(ts []qterm) {
 		for _, t := range ts {
 			list := ix.postings[t.term]
@@ -441,27 +576,38 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 			}
 			post := list[i]
 			var per [numFields]float64
-			tf := ix.fieldTF(post, &per)
+			tf := ix.termTF(post, ix.isSpeaker(list), &per)
+			if tf == 0 {
+				continue
+			}
 			total := ix.idf(len(list)) * t.weight * tf * (k1 + 1) / (k1 + tf)
+			if !t.prf {
+				total *= factor
+			}
 			for f := Field(0); f < numFields; f++ {
 				if post.tf[f] > 0 {
-					w.Terms = append(w.Terms, TermMatch{Term: t.term, Field: f.String(), Count: int(post.tf[f]), Score: round(total * per[f] / tf), Expansion: t.prf})
+					w.Terms = append(w.Terms, TermMatch{Term: t.term, Field: f.String(), Count: int(post.tf[f]), Score: round(total * per[f] / tf), Expansion: t.prf, SynonymOf: t.of})
 				}
 			}
 		}
 	}
 	matches(terms)
+	matches(syns)
 	matches(expansion)
+	for _, t := range syns {
+		w.Synonyms = append(w.Synonyms, Synonym{Term: t.term, Of: t.of, Relation: t.rel})
+	}
 	for _, t := range expansion {
 		w.Expansion = append(w.Expansion, t.term)
 	}
-	lex, prf := sc.lex[d], sc.prf[d]
+	lex, syn, prf := sc.lex[d], sc.syn[d], sc.prf[d]
 	part := func(name string, value, weight, contribution float64) {
 		w.Parts = append(w.Parts, Part{Name: name, Value: round(value), Weight: round(weight), Contribution: round(contribution)})
 	}
 	part(PartLexical, lex, 1, lex)
+	part(PartSynonyms, syn, 1, syn)
 	part(PartFeedback, prf, 1, prf)
-	part(PartPrior, di.prior, 1, (lex+prf)*(di.prior-1))
+	part(PartPrior, di.prior, 1, (lex+syn+prf)*(di.prior-1))
 	for _, win := range ws {
 		if win.Contains(di.Time) {
 			w.Windows = append(w.Windows, win.Expr)
@@ -471,7 +617,7 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 	if len(w.Windows) > 0 {
 		inWin = p.Time
 	}
-	part(PartTime, (lex+prf)*di.prior, inWin, (lex+prf)*di.prior*inWin)
+	part(PartTime, (lex+syn+prf)*di.prior, inWin, (lex+syn+prf)*di.prior*inWin)
 	nb := 0.0
 	for dist := 1; dist <= 2; dist++ {
 		for _, o := range []int{d - dist, d + dist} {
@@ -488,5 +634,12 @@ func (ix *Index) why(d int, terms, expansion []qterm, ws []Window, sc *scratch) 
 	return w
 }
 
-// round keeps six decimals: enough to compare, short to print.
-func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+// round keeps six decimals: enough to compare, short to print (and no
+// negative zero, which JSON would print as -0).
+func round(x float64) float64 {
+	r := math.Round(x*1e6) / 1e6
+	if r == 0 {
+		return 0
+	}
+	return r
+}

@@ -10,7 +10,11 @@
 // engagement, an injury, a new plan; and a friend's race. The facts are
 // written by hand for each person; the small talk between them is drawn
 // from a seeded generator and shares words with the questions on purpose
-// (other people's trips, sisters, jobs, dogs and knees). The questions say
+// (other people's trips, sisters, jobs, dogs and knees). It is as long as
+// the news and names people, pets, shops and places as often (friends,
+// relatives, streets, cities: asides told in passing), so that a ranker
+// cannot find the news by its shape alone (TestSmallTalkLooksLikeTheNews
+// holds it). The questions say
 // things in other words than the turns that answer them, name people by
 // their relation ("her sister"), ask about dates the turns never write
 // (only their sessions' dates tell), need two or three sessions together,

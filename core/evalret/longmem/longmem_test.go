@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/engram-console/engram/core/evalret"
 )
@@ -98,4 +100,101 @@ func TestSetIsLongAndBalanced(t *testing.T) {
 	if third := len(set.Questions) / 3; heldout < third || heldout > third+1 {
 		t.Errorf("%d of %d questions held out, want a third", heldout, len(set.Questions))
 	}
+}
+
+// TestSmallTalkLooksLikeTheNews holds the small talk to the shape of the
+// turns that answer the questions, so that a ranker cannot tell them
+// apart by shape alone: the mean word count of a turn, and the share of
+// turns naming someone or somewhere (a capitalised word that is not a
+// month, a weekday or "I", mid-sentence or known as a name from
+// elsewhere), are within 25% of each other.
+func TestSmallTalkLooksLikeTheNews(t *testing.T) {
+	set := Generate()
+	evidence := map[string]bool{}
+	for _, q := range set.Questions {
+		for _, e := range q.Evidence {
+			evidence[e] = true
+		}
+	}
+	var turns []evalret.Turn
+	for _, c := range set.Conversations {
+		for _, s := range c.Sessions {
+			turns = append(turns, s.Turns...)
+		}
+	}
+	names := learnNames(turns)
+	var words, named, n [2]float64 // [small talk, evidence]
+	for _, tn := range turns {
+		k := 0
+		if evidence[tn.ID] {
+			k = 1
+		}
+		ws := wordsOf(tn.Text)
+		n[k]++
+		words[k] += float64(len(ws))
+		if hasName(ws, names) {
+			named[k]++
+		}
+	}
+	within := func(what string, small, ev float64) {
+		t.Logf("%s: small talk %.2f, evidence %.2f", what, small, ev)
+		if small < 0.75*ev || small > 1.25*ev {
+			t.Errorf("%s: small talk %.2f, evidence %.2f; want within 25%%", what, small, ev)
+		}
+	}
+	within("mean words a turn", words[0]/n[0], words[1]/n[1])
+	within("share of turns with a name", named[0]/n[0], named[1]/n[1])
+}
+
+// capWord is a word of a turn: its lower case, whether it is
+// capitalised, and whether it opens a sentence.
+type capWord struct {
+	lower        string
+	capital, opn bool
+}
+
+// wordsOf splits a text into words, an apostrophe kept inside one.
+func wordsOf(s string) []capWord {
+	var out []capWord
+	open := true
+	for _, f := range strings.Fields(s) {
+		w := strings.Trim(f, ".,!?;:\"()")
+		if w != "" {
+			r := []rune(w)
+			lower := strings.TrimSuffix(strings.ToLower(w), "'s")
+			out = append(out, capWord{lower: lower, capital: unicode.IsUpper(r[0]), opn: open})
+		}
+		open = strings.ContainsAny(f[max(0, len(f)-1):], ".!?:;")
+	}
+	return out
+}
+
+// notNames are capitalised words that name nobody and nowhere.
+var notNames = map[string]bool{"i": true, "i'm": true, "i've": true, "i'll": true, "i'd": true,
+	"january": true, "february": true, "march": true, "april": true, "may": true, "june": true, "july": true,
+	"august": true, "september": true, "october": true, "november": true, "december": true,
+	"monday": true, "tuesday": true, "wednesday": true, "thursday": true, "friday": true, "saturday": true, "sunday": true}
+
+// learnNames are the words capitalised in the middle of a sentence
+// somewhere in the turns.
+func learnNames(turns []evalret.Turn) map[string]bool {
+	names := map[string]bool{}
+	for _, tn := range turns {
+		for _, w := range wordsOf(tn.Text) {
+			if w.capital && !w.opn && !notNames[w.lower] {
+				names[w.lower] = true
+			}
+		}
+	}
+	return names
+}
+
+// hasName says whether the words name someone or somewhere.
+func hasName(ws []capWord, names map[string]bool) bool {
+	for _, w := range ws {
+		if w.capital && names[w.lower] {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,88 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+)
+
+// rememberWhy seeds both stores, opens Memory at a size and remembers
+// "offsite budget" in working.
+func rememberWhy(t *testing.T, width, height int) *teatest.TestModel {
+	t.Helper()
+	engine, clk := newEngine(t)
+	seedMemory(t, engine, clk)
+	tm := start(t, engine, width, height)
+	tm.Type("5")
+	waitFor(t, tm, "[5 Memory]", "6/8", "Draft: maybe a boat trip")
+	tm.Type("/")
+	waitFor(t, tm, "remember: ")
+	tm.Type("offsite budget")
+	keys(tm, tea.KeyEnter)
+	waitFor(t, tm, "3 hits", "why matched")
+	return tm
+}
+
+// TestMemoryRecallSaysWhyTheSelectedItemWasRecalled: issue 18. The
+// remember asks memory.remember to explain, and under the ranked list the
+// selected item's why shows: the prompt's words it holds, its BM25, its
+// importance, its age and the order; ↓ shows the next one's; w hides it
+// and shows it again; the item's detail says it too.
+func TestMemoryRecallSaysWhyTheSelectedItemWasRecalled(t *testing.T) {
+	t.Parallel()
+	m := finish(t, rememberWhy(t, 120, 36))
+	p := memoryOf(m)
+	for _, r := range p.list.items {
+		if r.Why == nil {
+			t.Fatalf("%s came without a why: the remember did not ask to explain", r.ID)
+		}
+	}
+	first := p.list.items[0]
+	if first.ID != "w-lisbon" {
+		t.Fatalf("the first hit is %s, want w-lisbon (the most important)", first.ID)
+	}
+	want := "why matched offsite · lexical 1.08 · importance 0.90 · stored 50m ago · ranked by importance"
+	if view := m.View(); !strings.Contains(view, want) || !strings.Contains(view, "w hides why") {
+		t.Errorf("the first hit's why is not %q (its Why: %+v):\n%s", want, *first.Why, view)
+	}
+	press(m, "down")
+	if view := m.View(); !strings.Contains(view, "why matched offsite, budget · lexical 2.01 · importance 0.80 · stored 45m ago") ||
+		strings.Contains(view, "why matched offsite ·") {
+		t.Errorf("after ↓, want the second hit's why alone:\n%s", view)
+	}
+	rows := p.listRows()
+	press(m, "w")
+	if view := m.View(); strings.Contains(view, "why matched") || !strings.Contains(view, "w shows why") || p.listRows() != rows+memWhyRows {
+		t.Errorf("w: the why still shows, or the list did not take its rows (%d, was %d):\n%s", p.listRows(), rows, view)
+	}
+	press(m, "w", "enter")
+	view := m.View()
+	if !strings.Contains(view, "why              matched offsite, budget · lexical 2.01 · importance 0.80") {
+		t.Errorf("the item's detail does not say why it was recalled:\n%s", view)
+	}
+}
+
+// TestMemoryRecallWithoutWhySaysNothingOfIt: items memory.remember gave
+// no why for show none: nothing is made up.
+func TestMemoryRecallWithoutWhySaysNothingOfIt(t *testing.T) {
+	t.Parallel()
+	m := finish(t, rememberWhy(t, 120, 36))
+	p := memoryOf(m)
+	for i := range p.list.items {
+		p.list.items[i].Why = nil
+	}
+	if view := m.View(); strings.Contains(view, "   why ") {
+		t.Errorf("items without a why show one:\n%s", view)
+	}
+}
+
+// TestGoldenMemoryRememberWhy: issue 18. A remember, the first hit
+// selected with why it was recalled, at 120x36 and 80x24.
+func TestGoldenMemoryRememberWhy(t *testing.T) {
+	t.Parallel()
+	m := finish(t, rememberWhy(t, 120, 36))
+	requireGoldenAt(t, "TestGoldenMemoryRememberWhy_120x36", m, 120, 36)
+	requireGoldenAt(t, "TestGoldenMemoryRememberWhy_80x24", m, 80, 24)
+}
