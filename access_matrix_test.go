@@ -46,6 +46,7 @@ var strangerMatrix = map[string]strangerCase{
 	"actions.list":        {`{}`, quiet, ""},
 	"engine.info":         {`{}`, quiet, ""},
 	"llm.complete":        {`{"prompt":"what is Alice's PIN?"}`, fails, ""}, // offline: no model
+	"embeddings.reembed":  {`{}`, refused, ""},                              // the operator's alone
 	"trace.list":          {`{}`, quiet, ""},
 	"trace.configure":     {`{"max_entries":1}`, refused, ""},
 	"turn.start":          {`{"input":"PIN?","conversation":"alice-chat","thread_id":"{thread}"}`, refused, ""},

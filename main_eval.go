@@ -14,7 +14,7 @@ import (
 	"github.com/engram-console/engram/core/evalret"
 )
 
-const evalUsage = "engram eval retrieval FILE [--json [--details]] [--retriever history|bm25|hybrid|all] [--split dev|heldout|all]"
+const evalUsage = "engram eval retrieval FILE [--json [--details]] [--retriever history|bm25|hybrid|all|hashed|hybrid+hashed] [--split dev|heldout|all]"
 
 const evalHelp = "Measures how well engram finds the turns that answer questions about long conversations.\n" +
 	"FILE is an evaluation set (the format is in docs/eval.md; testdata/eval/engram-longmem.json is\n" +
@@ -34,7 +34,7 @@ func runEval(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	fs := flag.NewFlagSet("engram eval", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the result as JSON (the result of the eval.retrieval action)")
-	retriever := fs.String("retriever", evalret.All, "the retriever to measure: history, bm25, hybrid or all")
+	retriever := fs.String("retriever", evalret.All, "the retriever to measure: history, bm25, hybrid or all; or hashed, hybrid+hashed (a scripted embedding model, only when named)")
 	split := fs.String("split", evalret.All, "the questions to ask: dev, heldout or all (each split, and both)")
 	details := fs.Bool("details", false, "with --json: also list each question's outcome (the rank of its first evidence turn, the turns ranked)")
 	positional, code, done := parseSubcommand(fs, args[1:], "engram eval", evalUsage, evalHelp, stdout, stderr)

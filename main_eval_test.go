@@ -92,7 +92,7 @@ func TestEvalRetrievalRefusesBadFlagsAndFiles(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"eval", "retrieval", "--retriever", "vector", tinySet}, `--retriever: "vector" is unknown; use history, bm25, hybrid or all`},
+		{[]string{"eval", "retrieval", "--retriever", "vector", tinySet}, `--retriever: "vector" is unknown; use history, bm25, hybrid, hashed, hybrid+hashed or all`},
 		{[]string{"eval", "retrieval", "--split", "test", tinySet}, `--split: "test" is unknown; use dev, heldout or all`},
 		{[]string{"eval", "retrieval", "testdata/eval/none.json"}, "testdata/eval/none.json: no such file"},
 		{[]string{"eval", "retrieval", bad}, `file ` + bad + `: questions[0].evidence[0] "t9" is no turn of the file; name a turn's id`},

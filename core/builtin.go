@@ -2,12 +2,14 @@ package core
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clients"
 	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/trace"
 	"github.com/engram-console/engram/llm"
@@ -24,6 +26,7 @@ func (e *Engine) registerBuiltins() {
 	// Every agent's clients are the operator's to list, as engine.info's counts:
 	// whichever engram owns the directory, whatever its --agent.
 	clients.Register(e.env, e.clients, access.LegacyOwner)
+	ActionReembed.Register(reg, action.Spec{Summary: "Re-embed every text whose vector is missing or another model's (operator only)"}, e.reembed)
 	e.registerLLM()
 	e.registerChat()
 }
@@ -93,12 +96,62 @@ func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs)
 		readOnly = full.Error()
 	}
 	return Info{
-		Version: Version, Store: store, DataDir: e.env.Store.Dir(), SyncWrites: e.sync,
+		Embeddings: e.embeddingsInfo(),
+		Version:    Version, Store: store, DataDir: e.env.Store.Dir(), SyncWrites: e.sync,
 		Agent: e.agent, Provider: llmInfo.Provider, Model: llmInfo.Model, EmbedModel: llmInfo.EmbedModel,
 		Tokenizer: llm.TokenizerName,
 		Actions:   len(e.env.Actions.List()), Counts: counts, Empty: !holds, ReadOnly: readOnly,
 	}, nil
 }
+
+// embeddingsInfo is engine.info's embeddings: nil offline with nothing
+// waiting.
+func (e *Engine) embeddingsInfo() *conn.EmbeddingsInfo {
+	q := e.env.Embeddings()
+	s := q.Stats()
+	if !q.Enabled() && s.Pending == 0 && s.Mismatched == 0 {
+		return nil
+	}
+	out := &conn.EmbeddingsInfo{Model: s.Model, Dimension: s.Dimension, Pending: s.Pending, Failed: s.Failed,
+		Retried: s.Retried, Embedded: s.Embedded, Cached: s.Cached, LastError: s.LastError,
+		Mismatched: s.Mismatched, Mismatch: s.Mismatch}
+	if !s.NextRetry.IsZero() {
+		at := s.NextRetry
+		out.NextRetry = &at
+	}
+	return out
+}
+
+// reembed is embeddings.reembed: the operator's, since it rewrites every
+// principal's vectors.
+func (e *Engine) reembed(ctx context.Context, call action.Call, args ReembedArgs) (ReembedResult, error) {
+	q := e.env.Embeddings()
+	if args.Source != "" && !slices.Contains(q.SourceNames(), args.Source) {
+		return ReembedResult{}, errs.New(errs.Validation, "source: no subsystem %q keeps vectors; use one of %s, or leave it out for all",
+			args.Source, strings.Join(q.SourceNames(), ", ")).With("field", "source")
+	}
+	if call.Principal != access.LegacyOwner {
+		return ReembedResult{}, errs.New(errs.Permission, "embeddings.reembed rewrites every principal's vectors, so only the operator (%s) may run it", access.LegacyOwner)
+	}
+	if !q.Enabled() {
+		return ReembedResult{}, errs.New(errs.LLM, "%s", embed.ErrNoModel.Error())
+	}
+	res, err := q.Reembed(ctx, args.Source)
+	if err != nil {
+		return ReembedResult{}, err
+	}
+	return ReembedResult(res), nil
+}
+
+// ReembedArgs are embeddings.reembed's arguments.
+type ReembedArgs struct {
+	Source string `json:"source,omitempty" help:"only this subsystem's vectors (history or memory); default all"`
+}
+
+// ReembedResult is embeddings.reembed's result: what it queued, by
+// subsystem. The queue embeds them in the background; engine.info's
+// embeddings.pending shows its progress.
+type ReembedResult = embed.ReembedResult
 
 func (e *Engine) listActions(ctx context.Context, call action.Call, args conn.ListActionsArgs) (conn.ListActionsResult, error) {
 	out := []conn.ActionInfo{}

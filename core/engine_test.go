@@ -163,7 +163,7 @@ func TestActionsList(t *testing.T) {
 			t.Errorf("%s: description %q args %v", a.Name, a.Description, a.Args)
 		}
 	}
-	if got := strings.Join(names, " "); got != "actions.list chat.send clients.disconnect clients.list clients.refuse engine.info llm.complete trace.configure trace.list turn.end turn.start" {
+	if got := strings.Join(names, " "); got != "actions.list chat.send clients.disconnect clients.list clients.refuse embeddings.reembed engine.info llm.complete trace.configure trace.list turn.end turn.start" {
 		t.Fatalf("actions %q", got)
 	}
 	if !byName["engine.info"].ReadOnly || !byName["trace.list"].ReadOnly || byName["turn.start"].ReadOnly || byName["turn.end"].ReadOnly {

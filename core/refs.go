@@ -11,6 +11,8 @@ import (
 var (
 	// ActionEngineInfo is the engine.info action. Version, store, language model and counts per subsystem.
 	ActionEngineInfo = action.NewRef[conn.InfoArgs, Info]("engine.info")
+	// ActionReembed is the embeddings.reembed action. Re-embed every text whose vector is missing or another model's.
+	ActionReembed = action.NewRef[ReembedArgs, ReembedResult]("embeddings.reembed")
 	// ActionListActions is the actions.list action. Every action with its description and argument fields.
 	ActionListActions = action.NewRef[conn.ListActionsArgs, conn.ListActionsResult]("actions.list")
 	// ActionTraceList is the trace.list action. Turn trace entries, oldest first, by turn and kind.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -196,12 +197,42 @@ func (r *replay) Complete(ctx context.Context, req Request) (Response, error) {
 func (r *replay) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
 	in, err := r.find(recordEmbed(req), "embed")
 	if err != nil {
+		// engram batches the texts it embeds as they come, so a replay
+		// may group them otherwise than the recording did: each text's
+		// recorded vector answers it.
+		if vecs, ok := r.perText(req.Texts); ok {
+			return EmbedResponse{Vectors: vecs, Model: r.model}, nil
+		}
 		return EmbedResponse{}, err
 	}
 	if in.Vectors == nil {
 		return EmbedResponse{}, &Error{Provider: "replay", Op: "embed", Msg: "the recorded exchange for this request has no vectors"}
 	}
 	return EmbedResponse{Vectors: in.Vectors, Model: r.model}, nil
+}
+
+// perText finds a recorded vector for each text, in any successful embed
+// exchange (ok false if one has none).
+func (r *replay) perText(texts []string) ([][]float32, bool) {
+	if len(texts) == 0 {
+		return nil, false
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		for _, in := range r.cassette.Interactions {
+			if in.Request.Kind != "embed" || in.Error != nil || len(in.Vectors) != len(in.Request.Texts) {
+				continue
+			}
+			if at := slices.Index(in.Request.Texts, t); at >= 0 {
+				out[i] = in.Vectors[at]
+				break
+			}
+		}
+		if out[i] == nil {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // find returns the first unused matching interaction (or the last matching

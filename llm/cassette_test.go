@@ -567,3 +567,22 @@ func TestCassetteSaveFailureLeavesNoTempFile(t *testing.T) {
 		t.Errorf("after a failed save the directory holds %v, want only c.yaml", names)
 	}
 }
+
+// TestReplayAnswersTextsBatchedOtherwise: engram batches the texts it
+// embeds as they come, so a replay may ask for texts recorded in other
+// calls: each is answered from its recorded vector; a text never recorded
+// still fails.
+func TestReplayAnswersTextsBatchedOtherwise(t *testing.T) {
+	c := &llm.Cassette{Version: 1, Model: "m", Interactions: []llm.Interaction{
+		{Request: llm.Recorded{Kind: "embed", Texts: []string{"a"}}, Vectors: [][]float32{{1, 0}}},
+		{Request: llm.Recorded{Kind: "embed", Texts: []string{"b", "c"}}, Vectors: [][]float32{{0, 1}, {1, 1}}},
+	}}
+	p := llm.NewReplay(c, "")
+	resp, err := p.Embed(context.Background(), llm.EmbedRequest{Texts: []string{"c", "a"}})
+	if err != nil || len(resp.Vectors) != 2 || resp.Vectors[0][0] != 1 || resp.Vectors[0][1] != 1 || resp.Vectors[1][1] != 0 {
+		t.Fatalf("regrouped: %v %v", resp.Vectors, err)
+	}
+	if _, err := p.Embed(context.Background(), llm.EmbedRequest{Texts: []string{"a", "never"}}); err == nil {
+		t.Error("a text never recorded was answered")
+	}
+}

@@ -23,6 +23,9 @@ type Tx struct {
 	hookOrder []CommitHook
 }
 
+// Store is the store the transaction reads and writes.
+func (tx *Tx) Store() *Store { return tx.store }
+
 // CommitHook is told when the transaction it joined commits: what keeps
 // something outside the store (an in-memory index) in step with it.
 type CommitHook interface {

@@ -166,10 +166,42 @@ type Info struct {
 	// tour then). Unlike the counts it reads a key or two, not every key.
 	// False when one of those records cannot be read.
 	Empty bool `json:"empty"`
+	// Embeddings, present when an embedding model is configured (or texts
+	// still wait for vectors), tells of the background embedding queue.
+	Embeddings *EmbeddingsInfo `json:"embeddings,omitempty"`
 	// ReadOnly, when set, says why the store takes no writes: its file
 	// system was too full when engram opened it. Reads work; every write
 	// is refused with StorageFull until engram restarts with room.
 	ReadOnly string `json:"read_only,omitempty"`
+}
+
+// EmbeddingsInfo is engine.info's view of the embedding queue: writes
+// leave their texts to embed in the background, in batches; a failed call
+// is retried with backoff, and the texts stay searchable by their words
+// meanwhile.
+type EmbeddingsInfo struct {
+	// Model is the configured embedding model; Dimension its vectors'
+	// dimension (0 until it made one in this run).
+	Model     string `json:"model"`
+	Dimension int    `json:"dimension"`
+	// Pending counts the texts waiting for a vector; Failed those of them
+	// whose last call failed; Retried the texts sent again after a
+	// failure; Embedded the vectors stored in this run, Cached those of
+	// them found in the cache by text hash, without a call.
+	Pending  int `json:"pending"`
+	Failed   int `json:"failed"`
+	Retried  int `json:"retried"`
+	Embedded int `json:"embedded"`
+	Cached   int `json:"cached"`
+	// LastError is the last failure, while texts wait for a retry.
+	LastError string `json:"last_error,omitempty"`
+	// NextRetry is when the failed texts are tried again.
+	NextRetry *time.Time `json:"next_retry,omitempty"`
+	// Mismatched counts the stored vectors searches skipped because their
+	// dimension differs from the query's (another model's); Mismatch says
+	// the last such, and that embeddings.reembed replaces them.
+	Mismatched int    `json:"mismatched,omitempty"`
+	Mismatch   string `json:"mismatch,omitempty"`
 }
 
 // InfoAsker is a connection that asks engine.info with its arguments: the

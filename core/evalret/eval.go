@@ -33,6 +33,11 @@ const (
 // Retrievers are the retrievers Run knows, in the order it reports them.
 var Retrievers = []string{RetrieverHistory, RetrieverBM25, RetrieverHybrid}
 
+// ScriptedRetrievers use the scripted hashed embedding model
+// (llmtest.Hashed): run only when named, since their figures are a
+// stand-in's, not a real model's.
+var ScriptedRetrievers = []string{RetrieverHashed, RetrieverHybridHashed}
+
 // Retriever finds the turns of a conversation that answer a question.
 type Retriever interface {
 	// Search returns the ids of at most k turns of the conversation, the
@@ -125,8 +130,8 @@ func (o *Options) Check() error {
 		o.Retrievers = Retrievers
 	}
 	for _, r := range o.Retrievers {
-		if !slices.Contains(Retrievers, r) {
-			return errs.New(errs.Validation, "retriever: %s is unknown; use %s or all", show(r), strings.Join(Retrievers, ", ")).With("field", "retriever")
+		if !slices.Contains(Retrievers, r) && !slices.Contains(ScriptedRetrievers, r) {
+			return errs.New(errs.Validation, "retriever: %s is unknown; use %s or all", show(r), strings.Join(append(slices.Clone(Retrievers), ScriptedRetrievers...), ", ")).With("field", "retriever")
 		}
 	}
 	if o.Now == nil {
@@ -290,6 +295,15 @@ func open(ctx context.Context, name string, set *Set, prog io.Writer) (Retriever
 		return NewBM25(set), func() error { return nil }, nil
 	case RetrieverHybrid:
 		return NewHybrid(set, rank.DefaultParams), func() error { return nil }, nil
+	case RetrieverHashed:
+		f, err := NewHybridHashed(ctx, set)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f.VectorsOnly(), func() error { return nil }, nil
+	case RetrieverHybridHashed:
+		f, err := NewHybridHashed(ctx, set)
+		return f, func() error { return nil }, err
 	case RetrieverHistory:
 		s, err := Load(ctx, set, prog)
 		if err != nil {

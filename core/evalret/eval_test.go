@@ -118,7 +118,7 @@ func TestEvaluateRefusesUnknownOptions(t *testing.T) {
 		want string
 	}{
 		{Options{Split: "test"}, `split: "test" is unknown; use dev, heldout or all`},
-		{Options{Retrievers: []string{"vector"}}, `retriever: "vector" is unknown; use history, bm25, hybrid or all`},
+		{Options{Retrievers: []string{"vector"}}, `retriever: "vector" is unknown; use history, bm25, hybrid, hashed, hybrid+hashed or all`},
 	} {
 		if _, err := Evaluate(context.Background(), set, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.opts, err, c.want)

@@ -637,9 +637,6 @@ func (p *provider) Commit(ctx context.Context, tx *kit.Txn, end kit.TurnEnd) (an
 		if err != nil {
 			return nil, fmt.Errorf("updates.history[%d]: %w", i, err)
 		}
-		for _, fn := range conv.deferred {
-			tx.AfterCommit(fn)
-		}
 		conv.UpdatedAt = call.Clock.Now()
 		if err := tx.SetJSON(convKey(conv.Conversation), conv); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/engram-console/engram/core/access"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/storage"
 )
@@ -439,7 +440,7 @@ func (ck *checker) checkConversation(tx *storage.Tx, c string, conv *Conversatio
 		}
 		if find(i) == nil {
 			ck.problem(c, "vector %q names utterance %d, which does not exist", k, i)
-		} else if len(v) == 0 || len(v)%4 != 0 {
+		} else if embed.Decode(v).Dim() == 0 || len(v)%4 != 0 && embed.Decode(v).Model == "" {
 			ck.problem(c, "vector of utterance %d is unreadable (%d bytes)", i, len(v))
 		}
 		return nil

@@ -158,3 +158,18 @@ func PendingFolds(h *History) (int, error) {
 	})
 	return n, err
 }
+
+// Nearest is nearest on conversation c, for the tests.
+func Nearest(h *History, c string, q []float32, n int) ([]int, map[int]float64, error) {
+	st, _, err := h.storeOf(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var order []int
+	var cos map[int]float64
+	err = st.View(func(tx *storage.Tx) error {
+		order, cos, err = nearest(tx, c, q, n)
+		return err
+	})
+	return order, cos, err
+}

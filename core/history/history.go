@@ -11,10 +11,10 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
-	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
@@ -168,6 +168,10 @@ func New(env *kit.Env, opts Options) (*History, error) {
 	// part of opening: after a bulk load, the deleted fold keys Badger
 	// has not compacted away yet take a second to step over.
 	h.enqueueFolds(resumeJob)
+	// The utterances a previous run left waiting for their vectors.
+	if err := env.Embeddings().Register(h.embedSource()); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -291,7 +295,9 @@ func (h *History) write(tx *kit.Txn, call action.Call, conv *Conversation, req W
 	if err := h.evict(tx, call, conv, &res.Evicted); err != nil {
 		return WriteResult{}, err
 	}
-	h.embedLater(conv, u)
+	if err := h.embedLater(tx, u); err != nil {
+		return WriteResult{}, err
+	}
 	return res, nil
 }
 
@@ -338,6 +344,12 @@ func unindexUtterance(tx *storage.Tx, u *Utterance) (map[string]int, int, error)
 		if err := tx.Delete(postingKey(u.Conversation, term, u.UtteranceIndex, p)); err != nil {
 			return nil, 0, err
 		}
+	}
+	if err := tx.Delete(embqKey(u.Conversation, u.UtteranceIndex)); err != nil {
+		return nil, 0, err
+	}
+	if err := embed.Touch(tx, vecPrefix(u.Conversation)); err != nil {
+		return nil, 0, err
 	}
 	return counts, dl, tx.Delete(vecKey(u.Conversation, u.UtteranceIndex))
 }
@@ -521,32 +533,32 @@ func (h *History) modelSummary(ctx context.Context, call action.Call, c, previou
 	}
 }
 
-// embedLater stores an embedding of u once the write has committed, when a
-// model is configured (search works without it).
-func (h *History) embedLater(conv *Conversation, u *Utterance) {
-	if !llm.Available(h.env.LLM) {
-		return
+// embedLater marks u, in the write's transaction, as waiting for its
+// vector, when a model is configured (search works without it): the
+// engine's embedding queue stores it in the background, retries a failed
+// call, and finds the marker again after a restart.
+func (h *History) embedLater(tx *kit.Txn, u *Utterance) error {
+	c, i := u.Conversation, u.UtteranceIndex
+	return h.env.Embeddings().Mark(tx.Tx, embqKey(c, i), embed.Marker{Text: u.Text, Item: uttKey(c, i), Vector: vecKey(c, i)})
+}
+
+// embedSource is the history's texts with vectors, for the queue.
+func (h *History) embedSource() embed.Source {
+	return embed.Source{
+		Name:    "history",
+		Markers: storage.PrefixKey(storage.PrefixHistory, "embq"),
+		Stores:  h.stores.open,
+		Items: func(tx *storage.Tx, fn func(embed.Item) error) error {
+			return tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixHistory, "utt")), func(_, v []byte) error {
+				var u Utterance
+				if err := json.Unmarshal(v, &u); err != nil {
+					return err
+				}
+				c, i := u.Conversation, u.UtteranceIndex
+				return fn(embed.Item{Key: uttKey(c, i), Vector: vecKey(c, i), Marker: embqKey(c, i), Text: u.Text})
+			})
+		},
 	}
-	conv.later(func(ctx context.Context) {
-		resp, err := h.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{u.Text}})
-		if err != nil || len(resp.Vectors) != 1 {
-			h.env.Log.Debug("embedding an utterance failed; search stays lexical for it", "conversation", u.Conversation, "index", u.UtteranceIndex, "err", err)
-			return
-		}
-		st, _, err := h.storeOf(u.Conversation)
-		if err != nil {
-			return
-		}
-		err = st.Update(ctx, func(tx *storage.Tx) error {
-			if ok, _ := tx.Has(uttKey(u.Conversation, u.UtteranceIndex)); !ok {
-				return nil // deleted meanwhile
-			}
-			return tx.Set(vecKey(u.Conversation, u.UtteranceIndex), search.EncodeVector(resp.Vectors[0]))
-		})
-		if err != nil {
-			h.env.Log.Debug("storing an utterance's embedding failed; search stays lexical for it", "conversation", u.Conversation, "index", u.UtteranceIndex, "err", err)
-		}
-	})
 }
 
 func (h *History) traceAside(ctx context.Context, call action.Call, kind, msg string, data any) {
@@ -608,9 +620,13 @@ func (h *History) Last(call action.Call, c string, n int) ([]*Utterance, error) 
 }
 
 // Settle waits until every eviction so far is folded into the summary
-// (and, with a model, its summary asked for): reads of the summary settle
+// (and, with a model, its summary asked for) and the queue has embedded
+// what it can now: reads of the summary settle
 // by themselves; tests of what is stored call it.
-func (h *History) Settle() { h.folder.Settle(context.Background()) }
+func (h *History) Settle() {
+	h.folder.Settle(context.Background())
+	h.env.Embeddings().Settle(context.Background())
+}
 
 // ReadSummary returns the running summary within tokenLimit tokens (0: the
 // conversation's summary_token_limit): call's principal needs read.
@@ -754,6 +770,9 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 				if err := tx.Delete(k); err != nil {
 					return err
 				}
+			}
+			if err := embed.Touch(tx.Tx, vecPrefix(c)); err != nil {
+				return err
 			}
 			return finish(tx)
 		})
@@ -961,6 +980,10 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 	for start := 0; start < len(pairs); start += moveChunk {
 		chunk := pairs[start:min(start+moveChunk, len(pairs))]
 		err := target.Update(ctx, func(tx *storage.Tx) error {
+			// The vectors in memory are read afresh (package embed).
+			if err := embed.Touch(tx, vecPrefix(c)); err != nil {
+				return err
+			}
 			for _, kv := range chunk {
 				k, v := kv[0], kv[1]
 				if string(k) == string(convKey(c)) {
@@ -1030,7 +1053,7 @@ func clearConversation(ctx context.Context, st *storage.Store, c string) error {
 					return err
 				}
 			}
-			return nil
+			return embed.Touch(tx, vecPrefix(c))
 		}); err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@
 package history
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 
@@ -85,10 +84,6 @@ type Conversation struct {
 
 	// fresh: the conversation is being created by this change.
 	fresh bool
-	// deferred is the slow follow-up work of a change (asking the model
-	// for a summary, embedding an utterance), run once the change has
-	// committed and the conversation's lock is released.
-	deferred []func(context.Context)
 }
 
 // acl is the conversation's owner and grants.
@@ -120,11 +115,6 @@ const ObjectType = "conversation"
 // object names conversation c for access checks.
 func object(c string) access.Object {
 	return access.Object{Type: ObjectType, ID: c, ShareAction: "history.share"}
-}
-
-// later queues fn to run after the change to conv commits.
-func (conv *Conversation) later(fn func(context.Context)) {
-	conv.deferred = append(conv.deferred, fn)
 }
 
 // Eviction says which utterances left the buffer, when, and why.

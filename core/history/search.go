@@ -14,6 +14,7 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/retrieval"
 	"github.com/engram-console/engram/core/search"
@@ -684,13 +685,14 @@ func literalMatches(tx *storage.Tx, conv *Conversation, req SearchRequest) (map[
 }
 
 // similarities is the cosine similarity of the query to every stored
-// embedding of the conversation.
+// embedding of the conversation. Vectors of another dimension than q's
+// (another model's) are skipped and told of in engine.info's embeddings
+// (package embed); embeddings.reembed replaces them.
 func similarities(tx *storage.Tx, c string, q []float32) (map[int]float64, error) {
 	out := map[int]float64{}
-	err := tx.Scan(storage.Prefix(vecPrefix(c)), func(k, v []byte) error {
+	_, err := embed.Similarities(tx, vecPrefix(c), q, func(k []byte, cos float64) {
 		i, _ := storage.ParseUint64(storage.LastPart(k))
-		out[int(i)] = search.Cosine(q, search.DecodeVector(v))
-		return nil
+		out[int(i)] = cos
 	})
 	return out, err
 }

@@ -306,6 +306,8 @@ func TestSearchSemantic(t *testing.T) {
 		// Each in a session of its own: no match lifts its neighbours.
 		r.do("history.write", map[string]any{"speaker": speakerOf(i), "text": s, "metadata": map[string]any{"session": i}}, nil)
 	}
+	// The vectors follow the writes in the background (core/embed).
+	r.h.Settle()
 	q := "car"
 	hits := r.search(map[string]any{"query": q})
 	got := indexes(hits)
@@ -338,9 +340,14 @@ func TestSearchSemantic(t *testing.T) {
 			t.Errorf("%q: lexical rank %d, lexical score %v", h.Text, f.LexicalRank, h.Lexical)
 		}
 	}
-	// The embeddings were asked for: one per utterance, one per query.
-	if n := len(model.EmbedRequests()); n != len(lines)+1 {
-		t.Errorf("%d embed requests, want %d", n, len(lines)+1)
+	// The embeddings were asked for: one per utterance (in batches),
+	// one per query.
+	n := 0
+	for _, req := range model.EmbedRequests() {
+		n += len(req.Texts)
+	}
+	if n != len(lines)+1 {
+		t.Errorf("%d texts embedded, want %d: %v", n, len(lines)+1, model.EmbedRequests())
 	}
 	// Close in meaning only is a hit only when close indeed
 	// (search.SemanticThreshold): "vehicle repair" (~0.7) is not one for
@@ -380,8 +387,10 @@ func TestSearchMissingEmbedding(t *testing.T) {
 	emb := embedder{}
 	model := &llmtest.Scripted{Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
 		EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
-			if strings.Contains(req.Texts[0], "unembeddable") {
-				return nil, errors.New("embedding failed")
+			for _, text := range req.Texts {
+				if strings.Contains(text, "unembeddable") {
+					return nil, errors.New("embedding failed") // the whole batch, as a model's refusal does
+				}
 			}
 			return emb.fn(req)
 		}}

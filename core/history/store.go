@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/storage"
@@ -33,6 +34,35 @@ func vecKey(c string, i int) []byte {
 	return storage.Key(storage.PrefixHistory, "vec", c, storage.Uint64(uint64(i)))
 }
 func vecPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "vec", c) }
+
+// nearest is the n utterances of conversation c whose vectors are the
+// most similar to q, best first, and their cosines: the vector ranking a
+// fusion by rank needs (reading n keys, not a score for every vector, as
+// similarities does). Vectors of another dimension than q's are skipped
+// and told of in engine.info.
+func nearest(tx *storage.Tx, c string, q []float32, n int) ([]int, map[int]float64, error) {
+	near, _, err := embed.Nearest(tx, vecPrefix(c), q, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	order := make([]int, 0, len(near))
+	cos := make(map[int]float64, len(near))
+	for _, h := range near {
+		i, err := storage.ParseUint64(storage.LastPart(h.Key))
+		if err != nil {
+			continue // not an utterance's vector
+		}
+		order = append(order, int(i))
+		cos[int(i)] = h.Cosine
+	}
+	return order, cos, nil
+}
+
+// embqKey marks utterance i as waiting for its vector (package embed).
+func embqKey(c string, i int) []byte {
+	return storage.Key(storage.PrefixHistory, "embq", c, storage.Uint64(uint64(i)))
+}
+func embqPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "embq", c) }
 func postingPrefix(c, term string) []byte {
 	return storage.PrefixKey(storage.PrefixIndex, "history", "t", c, term)
 }
@@ -72,7 +102,7 @@ func scanConversation(tx *storage.Tx, c string, values bool, fn func(k, v []byte
 			return ignoreStop(err)
 		}
 	}
-	for _, p := range [][]byte{uttPrefix(c), vecPrefix(c), foldPrefix(c), storage.PrefixKey(storage.PrefixIndex, "history", "t", c)} {
+	for _, p := range [][]byte{uttPrefix(c), vecPrefix(c), embqPrefix(c), foldPrefix(c), storage.PrefixKey(storage.PrefixIndex, "history", "t", c)} {
 		var err error
 		if values {
 			err = tx.Scan(storage.Prefix(p), visit)
@@ -129,6 +159,18 @@ func (s *stores) get(backend string) (*storage.Store, error) {
 	}
 	return nil, errs.New(errs.Validation, "backend: unknown backend %q; use %s or %s", backend, BackendInMemory, BackendDurable).
 		With("field", "backend")
+}
+
+// open lists the stores opened so far: the engine's, and the in-memory
+// one once used.
+func (s *stores) open() []*storage.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []*storage.Store{s.env.Store}
+	if s.memory != nil {
+		out = append(out, s.memory)
+	}
+	return out
 }
 
 func (s *stores) close() error {
@@ -268,9 +310,7 @@ func (h *History) update(ctx context.Context, call action.Call, c, op string, fn
 	if err != nil {
 		return err
 	}
-	var committed *Conversation
 	err = h.env.UpdateOn(ctx, st, func(tx *kit.Txn) error {
-		committed = nil
 		conv, err := loadConversation(tx.Tx, c)
 		if err != nil {
 			return err
@@ -285,7 +325,6 @@ func (h *History) update(ctx context.Context, call action.Call, c, op string, fn
 			return err
 		}
 		conv.UpdatedAt = h.env.Clock.Now()
-		committed = conv
 		if recorded != backend && st == h.env.Store {
 			// Where it lives, the first time, with it: a kill between two
 			// transactions would leave a conversation no where record
@@ -308,9 +347,6 @@ func (h *History) update(ctx context.Context, call action.Call, c, op string, fn
 	}
 	unlock()
 	locked = false
-	for _, fn := range committed.deferred {
-		fn(ctx)
-	}
 	return err
 }
 

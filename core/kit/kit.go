@@ -24,6 +24,7 @@ import (
 
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/clock"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/ids"
@@ -65,6 +66,8 @@ type Env struct {
 	checkers  map[string]Checker // engram check's per-subsystem verifiers (check.go)
 	closers   []func() error
 	workers   []*Worker
+	// embeddings is the engine's embedding queue, made on first use.
+	embeddings *embed.Queue
 	// onceRunning holds the idempotency keys (principal NUL key) of the
 	// requests running now; oncePurging is set while one of them drops
 	// expired records, onceSwept once every record has its time index
@@ -94,6 +97,10 @@ func (e *Env) Settle(ctx context.Context) {
 	for _, w := range workers {
 		w.Settle(ctx)
 	}
+	e.mu.Lock()
+	q := e.embeddings
+	e.mu.Unlock()
+	q.Settle(ctx)
 }
 
 // OnClose registers fn to run when the engine closes, before its store does
@@ -111,6 +118,25 @@ func (e *Env) OnClose(fn func() error) {
 func (e *Env) Stop() {
 	e.stoppingContext()
 	e.stop()
+	e.mu.Lock()
+	q := e.embeddings
+	e.mu.Unlock()
+	q.Stop()
+}
+
+// Embeddings is the engine's embedding queue (package embed): the one
+// background worker that turns the texts writes marked into vectors.
+func (e *Env) Embeddings() *embed.Queue {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.embeddings == nil {
+		provider := e.LLM
+		if provider == nil {
+			provider = llm.Offline{}
+		}
+		e.embeddings = embed.New(provider, e.Clock, e.Log)
+	}
+	return e.embeddings
 }
 
 // stoppingContext is the context Stop cancels, made on first use (an Env

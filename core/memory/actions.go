@@ -72,6 +72,10 @@ func Register(env *kit.Env) (*Memory, error) {
 	env.AddCounter("memory", m.counts)
 	env.AddHolder(m.holdsItems)
 	env.AddChecker("memory", m.checkStored)
+	// The items a previous run left waiting for their vectors.
+	if err := env.Embeddings().Register(embedSource(env)); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -123,6 +124,8 @@ func (r *rig) memorize(store string, item map[string]any) memorized {
 	r.T.Helper()
 	var res memorized
 	r.Do(agent, "memory.memorize", map[string]any{"store": store, "item": item}, &res)
+	// Its vector follows in the background: tests look once it is stored.
+	r.e.Env().Embeddings().Settle(context.Background())
 	if !res.Success || res.Ref == "" {
 		r.T.Fatalf("memorize %v: %+v", item, res)
 	}

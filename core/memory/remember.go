@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/core/search"
@@ -128,8 +129,8 @@ func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string
 			if err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
-			if err == nil {
-				cos := round(search.Cosine(queryVec, search.DecodeVector(raw)))
+			if vec := embed.Decode(raw); err == nil && vec.Dim() == len(queryVec) {
+				cos := round(search.Cosine(queryVec, vec.Values))
 				why.Vector = &cos
 			}
 		}
@@ -502,12 +503,14 @@ func (s *store) blend(tx *storage.Tx, lexical map[string]float64, q []float32, k
 		best = max(best, v)
 	}
 	out := map[string]float64{}
-	err := tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "vec", s.name)), func(k, v []byte) error {
+	// Vectors of another dimension (another model's) are skipped and told
+	// of in engine.info (package embed); their items keep their lexical
+	// score until embeddings.reembed replaces them.
+	_, err := embed.Similarities(tx, storage.PrefixKey(storage.PrefixMemory, "vec", s.name), q, func(k []byte, cos float64) {
 		id := storage.LastPart(k)
 		if keep != nil && !keep(id) {
-			return nil
+			return
 		}
-		cos := search.Cosine(q, search.DecodeVector(v))
 		if lex, ok := lexical[id]; ok {
 			l := 0.0
 			if best > 0 {
@@ -517,7 +520,6 @@ func (s *store) blend(tx *storage.Tx, lexical map[string]float64, q []float32, k
 		} else if cos >= search.SemanticThreshold {
 			out[id] = cos / 2
 		}
-		return nil
 	})
 	// Relevant items without an embedding keep their scaled lexical score.
 	for id, lex := range lexical {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-console/engram/core/access"
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/events"
 	"github.com/engram-console/engram/core/kit"
@@ -108,6 +109,9 @@ func statePrefix() []byte         { return storage.PrefixKey(storage.PrefixMemor
 func itemKey(s, id string) []byte { return storage.Key(storage.PrefixMemory, "item", s, id) }
 func itemPrefix(s string) []byte  { return storage.PrefixKey(storage.PrefixMemory, "item", s) }
 func vecKey(s, id string) []byte  { return storage.Key(storage.PrefixMemory, "vec", s, id) }
+
+// embqKey marks an item as waiting for its vector (package embed).
+func embqKey(s, id string) []byte { return storage.Key(storage.PrefixMemory, "embq", s, id) }
 func idxKey(s, kind string, parts ...string) []byte {
 	return storage.Key(storage.PrefixIndex, append([]string{"memory", s, kind}, parts...)...)
 }
@@ -266,7 +270,9 @@ func (s *store) memorizeIn(tx *kit.Txn, call action.Call, item Item) (MemorizeRe
 			return err
 		}
 		EventMemorized.Publish(tx, st.audience(), MemorizedEvent{Store: s.name, ID: item.ID})
-		s.embedAfterCommit(tx, &item)
+		if err := s.embedAfterCommit(tx, &item); err != nil {
+			return err
+		}
 		res = MemorizeResult{Success: true, Ref: s.name + "/" + item.ID, Item: &item, Evicted: evicted}
 		return nil
 	}()
@@ -500,6 +506,12 @@ func (s *store) forgetOne(tx *kit.Txn, call action.Call, st *state, it *Item, mo
 		if err := tx.Delete(vecKey(s.name, it.ID)); err != nil {
 			return err
 		}
+		if err := tx.Delete(embqKey(s.name, it.ID)); err != nil {
+			return err
+		}
+		if err := embed.Touch(tx.Tx, storage.PrefixKey(storage.PrefixMemory, "vec", s.name)); err != nil {
+			return err
+		}
 		st.Docs--
 		st.TotalLength -= length
 		if !wasLive {
@@ -541,29 +553,31 @@ func (s *store) forgetOne(tx *kit.Txn, call action.Call, st *state, it *Item, mo
 	return tx.SetJSON(stateKey(s.name), st)
 }
 
-// embedAfterCommit stores an embedding of the item after the commit, when a
-// model is configured (remember works without it).
-func (s *store) embedAfterCommit(tx *kit.Txn, it *Item) {
-	if !llm.Available(s.env.LLM) {
-		return
+// embedAfterCommit marks the item, in tx, as waiting for its vector, when
+// a model is configured (remember works without it): the engine's
+// embedding queue stores it in the background, retries a failed call, and
+// finds the marker again after a restart.
+func (s *store) embedAfterCommit(tx *kit.Txn, it *Item) error {
+	return s.env.Embeddings().Mark(tx.Tx, embqKey(s.name, it.ID), embed.Marker{Text: it.Text, Item: itemKey(s.name, it.ID), Vector: vecKey(s.name, it.ID)})
+}
+
+// embedSource is the memory's texts with vectors, for the queue.
+func embedSource(env *kit.Env) embed.Source {
+	return embed.Source{
+		Name:    "memory",
+		Markers: storage.PrefixKey(storage.PrefixMemory, "embq"),
+		Stores:  func() []*storage.Store { return []*storage.Store{env.Store} },
+		Items: func(tx *storage.Tx, fn func(embed.Item) error) error {
+			return tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "item")), func(k, v []byte) error {
+				var it Item
+				if err := json.Unmarshal(v, &it); err != nil {
+					return err
+				}
+				name := storage.SplitKey(storage.PrefixMemory, k)[1]
+				return fn(embed.Item{Key: itemKey(name, it.ID), Vector: vecKey(name, it.ID), Marker: embqKey(name, it.ID), Text: it.Text})
+			})
+		},
 	}
-	id, body := it.ID, it.Text
-	tx.AfterCommit(func(ctx context.Context) {
-		resp, err := s.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{body}})
-		if err != nil || len(resp.Vectors) != 1 {
-			s.env.Log.Debug("embedding a memory failed; remember stays lexical for it", "store", s.name, "id", id, "err", err)
-			return
-		}
-		err = s.env.Store.Update(ctx, func(tx *storage.Tx) error {
-			if ok, _ := tx.Has(itemKey(s.name, id)); !ok {
-				return nil
-			}
-			return tx.Set(vecKey(s.name, id), search.EncodeVector(resp.Vectors[0]))
-		})
-		if err != nil {
-			s.env.Log.Debug("storing a memory's embedding failed; remember stays lexical for it", "store", s.name, "id", id, "err", err)
-		}
-	})
 }
 
 // CapacityInfo reports how full the store is.

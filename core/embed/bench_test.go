@@ -1,0 +1,138 @@
+package embed
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/engram-console/engram/llm/llmtest"
+	"github.com/engram-console/engram/storage"
+)
+
+// BenchmarkVectorSearchAt100k is a search's vector scan as history.search
+// runs it with a model configured: 100,000 vector records of 256 float32s
+// (llmtest.Hashed's vectors of generated 8-word sentences over 5,000
+// words) under one conversation's prefix in an in-memory store, every one
+// compared to the query. "cold" reads and decodes them from the store (the
+// first search after a change); "similarities" is every cosine, as
+// history's similarities returns them; "nearest" the top 50, which is what
+// a fusion by rank needs; "stored+nearest" stores one more vector first,
+// as a write does before the next search. Reports ms/search.
+func BenchmarkVectorSearchAt100k(b *testing.B) {
+	const n = 100_000
+	st, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	word := func(i int) string { return fmt.Sprintf("w%d", (i*7919)%5000) }
+	for start := 0; start < n; start += 5000 {
+		err := st.Update(context.Background(), func(tx *storage.Tx) error {
+			for i := start; i < start+5000; i++ {
+				text := ""
+				for j := range 8 {
+					text += word(i*8+j) + " "
+				}
+				if err := tx.Set(storage.Key("b/", "vec", "c", storage.Uint64(uint64(i))), Encode(Vector{Model: "m", Values: llmtest.HashedVector(text)})); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := llmtest.HashedVector(word(1) + " " + word(2))
+	prefix := storage.PrefixKey("b/", "vec", "c")
+	similarities := func(b *testing.B) {
+		seen := 0
+		err := st.View(func(tx *storage.Tx) error {
+			_, err := Similarities(tx, prefix, q, func([]byte, float64) { seen++ })
+			return err
+		})
+		if err != nil || seen < n {
+			b.Fatalf("%d seen, %v", seen, err)
+		}
+	}
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			forgetStore(st)
+			similarities(b)
+		}
+		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/search")
+	})
+	b.Run("similarities", func(b *testing.B) {
+		similarities(b) // warm
+		b.ResetTimer()
+		for b.Loop() {
+			similarities(b)
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/search")
+	})
+	b.Run("stored+nearest", func(b *testing.B) {
+		// A new utterance's vector, then a search: the copy in memory
+		// takes the vector, rather than being read again.
+		similarities(b) // warm
+		next := n
+		b.ResetTimer()
+		for b.Loop() {
+			err := st.Update(context.Background(), func(tx *storage.Tx) error {
+				return Stored(tx, storage.Key("b/", "vec", "c", storage.Uint64(uint64(next))), Vector{Model: "m", Values: q})
+			})
+			next++
+			if err == nil {
+				err = st.View(func(tx *storage.Tx) error {
+					_, _, err := Nearest(tx, prefix, q, 50)
+					return err
+				})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/search")
+	})
+	b.Run("nearest", func(b *testing.B) {
+		similarities(b) // warm
+		b.ResetTimer()
+		for b.Loop() {
+			err := st.View(func(tx *storage.Tx) error {
+				got, _, err := Nearest(tx, prefix, q, 50)
+				if len(got) != 50 {
+					b.Fatalf("%d nearest", len(got))
+				}
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/search")
+	})
+}
+
+// BenchmarkExactNearest is nearestExact alone over the same shape of data
+// (100,000 vectors of 256 float32s in memory).
+func BenchmarkExactNearest(b *testing.B) {
+	const n = 100_000
+	word := func(i int) string { return fmt.Sprintf("w%d", (i*7919)%5000) }
+	s := &Index{}
+	for i := range n {
+		text := ""
+		for j := range 8 {
+			text += word(i*8+j) + " "
+		}
+		v := llmtest.HashedVector(text)
+		s.keys = append(s.keys, []byte(fmt.Sprint(i)))
+		s.models = append(s.models, "m")
+		s.vecs = append(s.vecs, v)
+		s.inv = append(s.inv, 1/norm(v))
+	}
+	s.Pack()
+	q := llmtest.HashedVector(word(1) + " " + word(2))
+	for b.Loop() {
+		s.Nearest(q, 50)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/search")
+}

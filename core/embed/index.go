@@ -1,0 +1,415 @@
+package embed
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/engram-console/engram/storage"
+)
+
+// The vectors under a prefix are read from the store once and kept in
+// memory, decoded, until they change: every write that stores or deletes
+// a vector writes a new version stamp for its prefix (Touch) in the same
+// transaction, and a search whose transaction sees another stamp than the
+// copy in memory reads them afresh. Without it, a search over 100,000
+// turns spends most of a second reading and decoding their vectors.
+
+// snapshotBudget bounds the floats kept in memory, all prefixes together
+// (64 Mi floats: 256 MiB); the least recently used go first.
+const snapshotBudget = 64 << 20
+
+var (
+	stampNonce   = newNonce()
+	stampCounter atomic.Uint64
+)
+
+func newNonce() [8]byte {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	return b
+}
+
+func stampKey(prefix []byte) []byte {
+	return storage.Key(storage.PrefixIndex, "embed", "stamp", string(prefix))
+}
+
+// Parent is the prefix a vector key is scanned under (its key up to its
+// last part).
+func Parent(key []byte) []byte {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			return key[:i+1]
+		}
+	}
+	return nil
+}
+
+// Touch records in tx that the vectors under prefix changed: whoever
+// deletes one calls it (a blind write: concurrent writers do not conflict
+// over it). The vectors in memory are read afresh at the next search.
+func Touch(tx *storage.Tx, prefix []byte) error {
+	return tx.Set(stampKey(prefix), newStamp())
+}
+
+func newStamp() []byte {
+	stamp := make([]byte, 16)
+	copy(stamp, stampNonce[:])
+	binary.BigEndian.PutUint64(stamp[8:], stampCounter.Add(1))
+	return stamp
+}
+
+// Stored stores v under key in tx and stamps its prefix; once tx
+// commits, v is added to the prefix's vectors in memory when they are the
+// ones tx started from (a new utterance's vector does not make the next
+// search read 100,000 vectors again), and they are dropped otherwise.
+func Stored(tx *storage.Tx, key []byte, v Vector) error {
+	prefix := Parent(key)
+	old, err := tx.Get(stampKey(prefix))
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	stamp := newStamp()
+	if err := tx.Set(key, Encode(v)); err != nil {
+		return err
+	}
+	if err := tx.Set(stampKey(prefix), stamp); err != nil {
+		return err
+	}
+	h := tx.Hook(storedHookKey{string(prefix)}, func() storage.CommitHook {
+		return &storedHook{store: tx.Store(), prefix: string(prefix), from: string(old)}
+	}).(*storedHook)
+	h.to = string(stamp)
+	h.keys = append(h.keys, slices.Clone(key))
+	h.vecs = append(h.vecs, v)
+	return nil
+}
+
+type storedHookKey struct{ prefix string }
+
+// storedHook brings the vectors in memory along with a transaction's
+// stored vectors.
+type storedHook struct {
+	store    *storage.Store
+	prefix   string
+	from, to string
+	keys     [][]byte
+	vecs     []Vector
+}
+
+func (h *storedHook) BeforeCommit() {}
+
+func (h *storedHook) AfterCommit(committed bool) {
+	if !committed {
+		return
+	}
+	k := snapKey{h.store, h.prefix}
+	snapshots.Lock()
+	defer snapshots.Unlock()
+	s := snapshots.m[k]
+	if s == nil {
+		return
+	}
+	drop := s.stamp != h.from
+	for _, key := range h.keys {
+		if _, ok := s.pos[string(key)]; ok {
+			drop = true // replaced: the old one is in the slab
+		}
+	}
+	if drop {
+		snapshots.floats -= s.floats
+		delete(snapshots.m, k)
+		return
+	}
+	// Readers of s see its first len entries only: appending past them
+	// (into spare capacity they share) leaves what they read alone.
+	next := *s
+	for i, key := range h.keys {
+		next.Add(key, h.vecs[i])
+	}
+	next.stamp = h.to
+	snapshots.floats += next.floats - s.floats
+	snapshots.m[k] = &next
+}
+
+// Index is vectors held in memory for a brute-force nearest-neighbour
+// search: a search's snapshot of the vectors under a prefix (at one
+// stamp), or the retrieval evaluation's. Add the vectors, Pack, then
+// search; it is safe for concurrent searches once packed.
+type Index struct {
+	keys   [][]byte
+	models []string
+	vecs   [][]float32
+	inv    []float32 // each vector's inverse length (0 for a zero vector)
+	floats int
+	// pos finds a key's entry (for the writer, under the snapshots' lock).
+	pos map[string]int
+	// stamp and used are a search snapshot's: the stamp it was read at,
+	// and when it was last used (for the budget).
+	stamp string
+	used  uint64
+}
+
+// Add appends a vector under key.
+func (s *Index) Add(key []byte, v Vector) {
+	if s.pos == nil {
+		s.pos = map[string]int{}
+	}
+	s.pos[string(key)] = len(s.keys)
+	s.keys = append(s.keys, key)
+	s.models = append(s.models, v.Model)
+	s.vecs = append(s.vecs, v.Values)
+	var inv float32
+	if n := norm(v.Values); n > 0 {
+		inv = 1 / n
+	}
+	s.inv = append(s.inv, inv)
+	s.floats += len(v.Values)
+}
+
+// Len is how many vectors the index holds.
+func (s *Index) Len() int { return len(s.keys) }
+
+type snapKey struct {
+	store  *storage.Store
+	prefix string
+}
+
+var snapshots = struct {
+	sync.Mutex
+	m      map[snapKey]*Index
+	floats int
+	clock  uint64
+}{m: map[snapKey]*Index{}}
+
+// load is the snapshot of the vectors under prefix that tx sees.
+func load(tx *storage.Tx, prefix []byte) (*Index, error) {
+	stamp, err := tx.Get(stampKey(prefix))
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	k := snapKey{tx.Store(), string(prefix)}
+	snapshots.Lock()
+	s := snapshots.m[k]
+	if s != nil && s.stamp == string(stamp) {
+		snapshots.clock++
+		s.used = snapshots.clock
+		snapshots.Unlock()
+		return s, nil
+	}
+	snapshots.Unlock()
+	s = &Index{stamp: string(stamp)}
+	err = tx.Scan(storage.Prefix(prefix), func(key, v []byte) error {
+		s.Add(slices.Clone(key), Decode(v))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Pack()
+	snapshots.Lock()
+	defer snapshots.Unlock()
+	if old := snapshots.m[k]; old != nil {
+		snapshots.floats -= old.floats
+	}
+	snapshots.clock++
+	s.used = snapshots.clock
+	snapshots.m[k] = s
+	snapshots.floats += s.floats
+	for snapshots.floats > snapshotBudget && len(snapshots.m) > 1 {
+		var oldest snapKey
+		var at uint64 = math.MaxUint64
+		for key, v := range snapshots.m {
+			if v.used < at && key != k {
+				oldest, at = key, v.used
+			}
+		}
+		snapshots.floats -= snapshots.m[oldest].floats
+		delete(snapshots.m, oldest)
+	}
+	return s, nil
+}
+
+// Pack copies the vectors into one slab, in order, so that a scan reads
+// memory in sequence.
+func (s *Index) Pack() {
+	slab := make([]float32, 0, s.floats)
+	for i, v := range s.vecs {
+		start := len(slab)
+		slab = append(slab, v...)
+		s.vecs[i] = slab[start:len(slab):len(slab)]
+	}
+}
+
+// parallelMin is how many vectors a scan has before it is split among
+// the processors.
+const parallelMin = 20_000
+
+// forgetStore drops the snapshots of a store (its queue stopped).
+func forgetStore(st *storage.Store) {
+	snapshots.Lock()
+	defer snapshots.Unlock()
+	for k, s := range snapshots.m {
+		if k.store == st {
+			snapshots.floats -= s.floats
+			delete(snapshots.m, k)
+		}
+	}
+}
+
+// scan calls fn with each vector of s of q's dimension and its cosine to
+// q, and tells of the others.
+func (s *Index) scan(q []float32, fn func(i int, cos float32)) Mismatch {
+	m := Mismatch{QueryDim: len(q)}
+	qn := norm(q)
+	for i, v := range s.vecs {
+		if len(v) != len(q) {
+			m.Skipped++
+			m.Dim, m.Model = len(v), s.models[i]
+			continue
+		}
+		var c float32
+		if qn > 0 {
+			c = dot(q, v) * s.inv[i] / qn
+		}
+		fn(i, c)
+	}
+	return m
+}
+
+// Neighbour is a stored vector near a query.
+type Neighbour struct {
+	// Key is the vector's key.
+	Key []byte
+	// Cosine is its cosine similarity to the query.
+	Cosine float64
+}
+
+// Nearest is the n vectors under prefix most similar to q, best first
+// (among equal similarities, the first key first). Vectors of another
+// dimension are skipped and told of, as Similarities does. This is what a
+// fusion by rank needs: n keys, not a score for every vector.
+func Nearest(tx *storage.Tx, prefix []byte, q []float32, n int) ([]Neighbour, Mismatch, error) {
+	s, err := load(tx, prefix)
+	if err != nil || n <= 0 {
+		return nil, Mismatch{}, err
+	}
+	out, m := s.Nearest(q, n)
+	if m.Skipped > 0 {
+		noteMismatch(tx, prefix, m)
+	}
+	return out, m, nil
+}
+
+// Nearest is the n vectors most similar to q (by cosine), best first,
+// the first added first among equals; vectors of another dimension than
+// q's are skipped and counted in the Mismatch. It compares q to every
+// vector, a share of them on each processor when there are many.
+func (s *Index) Nearest(q []float32, n int) ([]Neighbour, Mismatch) {
+	parts := 1
+	if len(s.vecs) >= parallelMin {
+		parts = runtime.GOMAXPROCS(0)
+	}
+	tops := make([][]hit, parts)
+	mismatches := make([]Mismatch, parts)
+	var wg sync.WaitGroup
+	size := (len(s.vecs) + parts - 1) / parts
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo, hi := min(p*size, len(s.vecs)), min((p+1)*size, len(s.vecs))
+			tops[p], mismatches[p] = s.top(q, n, lo, hi)
+		}()
+	}
+	wg.Wait()
+	var all []hit
+	m := Mismatch{QueryDim: len(q)}
+	for p := range parts {
+		all = append(all, tops[p]...)
+		if mismatches[p].Skipped > 0 {
+			m.Skipped += mismatches[p].Skipped
+			m.Dim, m.Model = mismatches[p].Dim, mismatches[p].Model
+		}
+	}
+	// Parts are in key order: a stable sort keeps the first key first
+	// among equals.
+	slices.SortStableFunc(all, func(a, b hit) int { return cmp.Compare(b.cos, a.cos) })
+	all = all[:min(n, len(all))]
+	out := make([]Neighbour, len(all))
+	for i, h := range all {
+		out[i] = Neighbour{Key: s.keys[h.i], Cosine: float64(h.cos)}
+	}
+	return out, m
+}
+
+// hit is a vector's index in a snapshot and its cosine to a query.
+type hit struct {
+	i   int
+	cos float32
+}
+
+// top is the n vectors of s.vecs[lo:hi] most similar to q, best first.
+func (s *Index) top(q []float32, n, lo, hi int) ([]hit, Mismatch) {
+	m := Mismatch{QueryDim: len(q)}
+	hits := make([]hit, 0, n+1)
+	qn := norm(q)
+	if qn == 0 {
+		return nil, m
+	}
+	floor := float32(math.Inf(-1))
+	for i := lo; i < hi; i++ {
+		v := s.vecs[i]
+		if len(v) != len(q) {
+			m.Skipped++
+			m.Dim, m.Model = len(v), s.models[i]
+			continue
+		}
+		c := dot(q, v) * s.inv[i]
+		if len(hits) == n && c <= floor {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(hits, c, func(h hit, c float32) int {
+			if h.cos == c {
+				return -1 // after the equal ones: the first key stays first
+			}
+			return cmp.Compare(c, h.cos)
+		})
+		hits = slices.Insert(hits, at, hit{i, c})
+		if len(hits) > n {
+			hits = hits[:n]
+		}
+		if len(hits) == n {
+			floor = hits[n-1].cos
+		}
+	}
+	for k := range hits {
+		hits[k].cos /= qn
+	}
+	return hits, m
+}
+
+func norm(v []float32) float32 { return float32(math.Sqrt(float64(dot(v, v)))) }
+
+// dot is the dot product of two vectors of the same length, unrolled.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}

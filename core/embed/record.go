@@ -1,0 +1,123 @@
+// Package embed keeps the embedding vectors of engram's stored texts: each
+// vector is stored with the model that made it and its dimension, the same
+// text under the same model is embedded once (a cache by text hash), and
+// writes only leave a pending marker beside the item, in the same
+// transaction, which one background worker per engine turns into vectors
+// in batches, retrying a failed call with backoff by the engine clock. What
+// was not embedded is found again at the next open, so a failed or
+// interrupted embedding is never silently lost; search stays lexical for
+// the item until its vector is stored.
+package embed
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/engram-console/engram/core/search"
+	"github.com/engram-console/engram/storage"
+)
+
+// magic starts a versioned vector record. Records written before it are
+// raw little-endian float32s (search.EncodeVector); a raw vector whose
+// first float has exactly these bytes and whose length happens to match a
+// record's layout is read as a record: the bytes are a denormal-small
+// float no embedding model gives as its first component.
+var magic = [4]byte{0xFF, 'E', 'V', 1}
+
+// Vector is a stored embedding and the model that made it.
+type Vector struct {
+	// Model names the embedding model; "" for a vector stored before
+	// records carried it (the model is unknown).
+	Model string
+	// Values are the vector's components; their count is its dimension.
+	Values []float32
+}
+
+// Dim is the vector's dimension.
+func (v Vector) Dim() int { return len(v.Values) }
+
+// Encode is v's stored record: the magic, the model's name (at most 255
+// bytes), the dimension and the components.
+func Encode(v Vector) []byte {
+	model := v.Model
+	if len(model) > 255 {
+		model = model[:255]
+	}
+	b := make([]byte, 0, 4+1+len(model)+4+4*len(v.Values))
+	b = append(b, magic[:]...)
+	b = append(b, byte(len(model)))
+	b = append(b, model...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v.Values)))
+	for _, f := range v.Values {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+	}
+	return b
+}
+
+// Decode reads a stored record, or a raw vector stored before records
+// (its Model is then "").
+func Decode(b []byte) Vector {
+	if v, ok := decodeRecord(b); ok {
+		return v
+	}
+	return Vector{Values: search.DecodeVector(b)}
+}
+
+// Header reads a record's model and dimension without its components.
+func Header(b []byte) (model string, dim int) {
+	if len(b) >= 9 && [4]byte(b[:4]) == magic {
+		n := int(b[4])
+		if len(b) >= 5+n+4 {
+			d := int(binary.LittleEndian.Uint32(b[5+n:]))
+			if len(b) == 5+n+4+4*d {
+				return string(b[5 : 5+n]), d
+			}
+		}
+	}
+	return "", len(b) / 4
+}
+
+func decodeRecord(b []byte) (Vector, bool) {
+	if len(b) < 9 || [4]byte(b[:4]) != magic {
+		return Vector{}, false
+	}
+	n := int(b[4])
+	if len(b) < 5+n+4 {
+		return Vector{}, false
+	}
+	d := int(binary.LittleEndian.Uint32(b[5+n:]))
+	rest := b[5+n+4:]
+	if len(rest) != 4*d {
+		return Vector{}, false
+	}
+	return Vector{Model: string(b[5 : 5+n]), Values: search.DecodeVector(rest)}, true
+}
+
+// Mismatch tells of the stored vectors a search skipped because their
+// dimension differs from the query vector's.
+type Mismatch struct {
+	// Skipped counts them.
+	Skipped int
+	// Dim and Model are one skipped vector's dimension and model ("" when
+	// unknown).
+	Dim   int
+	Model string
+	// QueryDim is the query vector's dimension.
+	QueryDim int
+}
+
+// Similarities is the cosine similarity of q to every vector stored under
+// prefix, by key. A vector of another dimension than q's (made by another
+// model) is skipped, never compared, and told of in the Mismatch: a
+// reembed brings it to the configured model.
+func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte, cos float64)) (Mismatch, error) {
+	s, err := load(tx, prefix)
+	if err != nil {
+		return Mismatch{}, err
+	}
+	m := s.scan(q, func(i int, cos float32) { fn(s.keys[i], float64(cos)) })
+	if m.Skipped > 0 {
+		noteMismatch(tx, prefix, m)
+	}
+	return m, nil
+}

@@ -1,0 +1,134 @@
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/engram-console/engram/storage"
+)
+
+// ReembedCount is what a reembed found in one subsystem.
+type ReembedCount struct {
+	// Source names the subsystem.
+	Source string `json:"source"`
+	// Examined counts its items that carry (or should carry) a vector.
+	Examined int `json:"examined"`
+	// Current counts those whose vector is the configured model's.
+	Current int `json:"current"`
+	// Queued counts those queued now: their vector was missing or made by
+	// another model or of another dimension.
+	Queued int `json:"queued"`
+	// Waiting counts those that were already waiting for a vector.
+	Waiting int `json:"waiting"`
+}
+
+// ReembedResult is what a reembed queued.
+type ReembedResult struct {
+	Model     string         `json:"model"`
+	Dimension int            `json:"dimension,omitempty"`
+	Sources   []ReembedCount `json:"sources"`
+	// Queued is the sum of the sources' Queued; Pending is the queue's
+	// length now (engine.info's embeddings.pending shows it go down).
+	Queued  int `json:"queued"`
+	Pending int `json:"pending"`
+}
+
+// ErrNoModel is Reembed's error without an embedding model.
+var ErrNoModel = errors.New("no embedding model is configured; start engram with --llm and an embedding model to reembed")
+
+// markChunk is how many markers one transaction of a reembed writes.
+const markChunk = 256
+
+// Reembed queues every item of the sources (all when only is empty) whose
+// vector is missing, or was made by another model than the configured
+// one, or has another dimension than the model's vectors now (asked of the
+// model with one short text). Items already waiting are left alone, so
+// it is idempotent: running it again queues nothing new.
+func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error) {
+	if !q.Enabled() {
+		return ReembedResult{}, ErrNoModel
+	}
+	model := q.Model()
+	q.mu.Lock()
+	dim := q.stats.Dimension
+	sources := append([]Source(nil), q.sources...)
+	q.mu.Unlock()
+	// The model's dimension now (it may have changed under the same
+	// name); the last one seen if it cannot be asked.
+	if vecs, err := q.call([]string{"dimension probe"}); err == nil {
+		dim = len(vecs[0])
+	}
+	res := ReembedResult{Model: model, Dimension: dim, Sources: []ReembedCount{}}
+	found := false
+	for _, s := range sources {
+		if only != "" && s.Name != only {
+			continue
+		}
+		found = true
+		count := ReembedCount{Source: s.Name}
+		for _, st := range s.Stores() {
+			var stale []Item
+			err := st.View(func(tx *storage.Tx) error {
+				return s.Items(tx, func(it Item) error {
+					count.Examined++
+					if ok, err := tx.Has(it.Marker); err != nil {
+						return err
+					} else if ok {
+						count.Waiting++
+						return nil
+					}
+					v, err := tx.Get(it.Vector)
+					if err != nil && !errors.Is(err, storage.ErrNotFound) {
+						return err
+					}
+					if err == nil {
+						m, d := Header(v)
+						if m == model && (dim == 0 || d == dim) {
+							count.Current++
+							return nil
+						}
+					}
+					stale = append(stale, it)
+					return nil
+				})
+			})
+			if err != nil {
+				return ReembedResult{}, fmt.Errorf("reading %s's vectors: %w", s.Name, err)
+			}
+			for start := 0; start < len(stale); start += markChunk {
+				chunk := stale[start:min(start+markChunk, len(stale))]
+				err := st.Update(ctx, func(tx *storage.Tx) error {
+					for _, it := range chunk {
+						if err := q.Mark(tx, it.Marker, Marker{Text: it.Text, Item: it.Key, Vector: it.Vector}); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return ReembedResult{}, fmt.Errorf("queueing %s's texts: %w", s.Name, err)
+				}
+				count.Queued += len(chunk)
+			}
+		}
+		res.Queued += count.Queued
+		res.Sources = append(res.Sources, count)
+	}
+	if only != "" && !found {
+		return ReembedResult{}, fmt.Errorf("source: no subsystem %q keeps vectors", only)
+	}
+	res.Pending = q.Stats().Pending
+	return res, nil
+}
+
+// SourceNames names the registered sources.
+func (q *Queue) SourceNames() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]string, len(q.sources))
+	for i, s := range q.sources {
+		out[i] = s.Name
+	}
+	return out
+}
