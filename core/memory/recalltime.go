@@ -133,12 +133,11 @@ func boost(scored []search.DocScore, in map[string]bool) {
 // window (time: the relevance so far, weighted TimeBoost or 0).
 // Importance and recency order the results (rank) rather than add to the
 // score: their parts say their values with weight 0. The contributions
-// add up to the score shown.
-func scoreParts(it *Item, lexical map[string]float64, bestLexical float64, cos *float64, withVector, inWindow bool, now time.Time) []Part {
+// add up to the score shown (returned, rounded as the item's is).
+func scoreParts(it *Item, lexical map[string]float64, bestLexical float64, cos *float64, withVector, inWindow bool, now time.Time) (parts []Part, score float64) {
 	part := func(name string, value, weight float64) Part {
 		return Part{Name: name, Value: round(value), Weight: round(weight), Contribution: round(value * weight)}
 	}
-	var parts []Part
 	lex := lexical[it.ID]
 	base := 0.0
 	if withVector {
@@ -161,7 +160,8 @@ func scoreParts(it *Item, lexical map[string]float64, bestLexical float64, cos *
 		tw = TimeBoost
 	}
 	parts = append(parts, part(PartTime, base, tw), part(PartImportance, it.Importance, 0), part(PartRecency, recency(now.Sub(it.Timestamp)), 0))
-	return parts
+	// The score from the unrounded parts, rounded as the item's is.
+	return parts, round(base * (1 + tw))
 }
 
 // recency says how recent an age is, from 1 (just stored) down: 1/2 a

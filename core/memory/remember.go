@@ -146,11 +146,7 @@ func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string
 		if in[it.ID] {
 			why.Windows = windowsOf(it, windows)
 		}
-		why.Parts = scoreParts(it, lexical, bestLexical, why.Vector, queryVec != nil, in[it.ID], now)
-		for _, p := range why.Parts {
-			why.Score += p.Contribution
-		}
-		why.Score = round(why.Score)
+		why.Parts, why.Score = scoreParts(it, lexical, bestLexical, why.Vector, queryVec != nil, in[it.ID], now)
 		why.Text = whyText(why)
 		recalled[i].Why = why
 	}
@@ -171,7 +167,7 @@ func whyText(w *Why) string {
 		parts = append(parts, fmt.Sprintf("similar in meaning (cosine %.2f)", *w.Vector))
 	}
 	if len(w.Windows) > 0 {
-		parts = append(parts, fmt.Sprintf("stored %s (time ×%g)", strings.Join(w.Windows, ", "), 1+TimeBoost))
+		parts = append(parts, fmt.Sprintf("in the time asked about: %s (score ×%g)", strings.Join(w.Windows, ", "), 1+TimeBoost))
 	}
 	parts = append(parts, fmt.Sprintf("importance %.2g", w.Importance), "stored "+ago(time.Duration(w.AgeSeconds)*time.Second), "ranked by "+w.Rank)
 	return strings.Join(parts, "; ")
