@@ -76,20 +76,34 @@ func (rt recallTime) wordless(prompt string) bool {
 	return len(rt.windows) > 0 && strings.TrimSpace(prompt) != "" && len(text.Words(rt.lexical)) == 0
 }
 
-// inWindows is the set of the ids of items stored inside one of the
-// windows (nil without windows), from key-only scans of the time index
-// over each window's range: a short window reads few keys at any size of
-// store.
-func (s *store) inWindows(tx *storage.Tx, ws []retrieval.Window, includeDeleted bool) (map[string]bool, error) {
+// maxWindowKeys bounds the time index keys read to learn which items a
+// prompt's windows hold (about 0.3 µs a key): a short window ("last
+// week") is a short scan at any size of store; a broad one ("after May",
+// most of the store) is told item by item as candidates are read instead,
+// so it lifts only the most relevant (the pool remember orders).
+var maxWindowKeys = 5_000
+
+// timeFilter is what the windows of a recall hold.
+type timeFilter struct {
+	windows []retrieval.Window
+	// ids are the items inside a window, when known: nil when the
+	// windows hold more than maxWindowKeys items (broad).
+	ids map[string]bool
+}
+
+// timeFilter reads which items the windows hold (nil without windows),
+// from key-only scans of the time index over each window's range.
+func (s *store) timeFilter(tx *storage.Tx, ws []retrieval.Window, includeDeleted bool) (*timeFilter, error) {
 	if len(ws) == 0 {
 		return nil, nil
 	}
-	in := map[string]bool{}
+	tf := &timeFilter{windows: ws, ids: map[string]bool{}}
 	prefixes := [][]byte{idxPrefix(s.name, "time")}
 	if includeDeleted {
 		prefixes = append(prefixes, idxPrefix(s.name, "del", "time"))
 	}
-	for _, w := range ws {
+	read := 0
+	for _, w := range mergeWindows(ws) {
 		for _, prefix := range prefixes {
 			r := storage.Range{Prefix: prefix}
 			if !w.From.IsZero() {
@@ -103,27 +117,82 @@ func (s *store) inWindows(tx *storage.Tx, ws []retrieval.Window, includeDeleted 
 				if end != nil && bytes.Compare(k[len(prefix):], end) >= 0 {
 					return storage.ErrStop
 				}
-				in[storage.LastPart(k)] = true
+				if read++; read > maxWindowKeys {
+					tf.ids = nil
+					return storage.ErrStop
+				}
+				tf.ids[storage.LastPart(k)] = true
 				return nil
 			})
 			if err != nil {
 				return nil, err
 			}
+			if tf.ids == nil {
+				return tf, nil
+			}
 		}
 	}
-	return in, nil
+	return tf, nil
 }
 
-// boost lifts the scores of the items inside a window by TimeBoost.
-func boost(scored []search.DocScore, in map[string]bool) {
-	if len(in) == 0 {
-		return
+// mergeWindows are the spans of the windows, overlapping ones merged, so
+// that no key is read twice ("in May" is this May and the last).
+func mergeWindows(ws []retrieval.Window) []retrieval.Window {
+	out := slices.Clone(ws)
+	slices.SortFunc(out, func(a, b retrieval.Window) int { return a.From.Compare(b.From) })
+	merged := out[:1]
+	for _, w := range out[1:] {
+		last := &merged[len(merged)-1]
+		switch {
+		case last.To.IsZero():
+			// open to the end: holds the rest
+		case !w.From.After(last.To):
+			if w.To.IsZero() || w.To.After(last.To) {
+				last.To = w.To
+			}
+		default:
+			merged = append(merged, w)
+		}
+	}
+	return merged
+}
+
+// broad says the items inside are told one by one (by their time).
+func (tf *timeFilter) broad() bool { return tf != nil && tf.ids == nil }
+
+// inside says whether an item was stored inside a window.
+func (tf *timeFilter) inside(it *Item) bool { return len(tf.windowsOf(it)) > 0 }
+
+// windowsOf are the expressions of the windows an item is inside.
+func (tf *timeFilter) windowsOf(it *Item) []string {
+	if tf == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range tf.windows {
+		if w.Contains(it.Timestamp) && !slices.Contains(out, w.Expr) {
+			out = append(out, w.Expr)
+		}
+	}
+	return out
+}
+
+// boost lifts the scores of the items known to be inside a window by
+// TimeBoost, and returns the lift still to apply as candidates are read:
+// 1+TimeBoost when the window is broad, else 1.
+func (tf *timeFilter) boost(scored []search.DocScore) float64 {
+	if tf.broad() {
+		return 1 + TimeBoost
+	}
+	if tf == nil {
+		return 1
 	}
 	for i := range scored {
-		if in[scored[i].Doc] {
+		if tf.ids[scored[i].Doc] {
 			scored[i].Score *= 1 + TimeBoost
 		}
 	}
+	return 1
 }
 
 // scoreParts are the parts of a recalled item's score, as rememberRelevant
@@ -208,32 +277,26 @@ func matchedTerms(it *Item, words []string, literal bool) []MatchedTerm {
 	return out
 }
 
-// windowsOf are the expressions of the windows an item is inside.
-func windowsOf(it *Item, ws []retrieval.Window) []string {
-	var out []string
-	for _, w := range ws {
-		if w.Contains(it.Timestamp) && !slices.Contains(out, w.Expr) {
-			out = append(out, w.Expr)
-		}
-	}
-	return out
-}
-
-// rememberAllIn is rememberAll with the items inside the windows (in, the
-// ids inside one; nil: no window) first, each group in the rank's order:
-// "last week" alone, or when with no prompt, asks for what was stored then.
-func (s *store) rememberAllIn(tx *storage.Tx, rank string, req RememberRequest, ids func(string) bool, pass func(*Item) bool, in map[string]bool) ([]Recalled, error) {
-	if in == nil {
+// rememberAllIn is rememberAll with the items inside tf's windows first
+// (nil: no window), each group in the rank's order: "last week" alone, or
+// when with no prompt, asks for what was stored then. The ids inside are
+// left out by id before items are read; a broad window's by reading them.
+func (s *store) rememberAllIn(tx *storage.Tx, rank string, req RememberRequest, ids func(string) bool, pass func(*Item) bool, tf *timeFilter) ([]Recalled, error) {
+	if tf == nil {
 		return s.rememberAll(tx, rank, req, ids, pass)
 	}
-	inside := func(id string) bool { return in[id] && (ids == nil || ids(id)) }
-	first, err := s.rememberAll(tx, rank, req, inside, pass)
+	group := func(in bool, limit int) ([]Recalled, error) {
+		r := req
+		r.Limit = limit
+		if tf.broad() {
+			return s.rememberAll(tx, rank, r, ids, func(it *Item) bool { return pass(it) && tf.inside(it) == in })
+		}
+		return s.rememberAll(tx, rank, r, func(id string) bool { return tf.ids[id] == in && (ids == nil || ids(id)) }, pass)
+	}
+	first, err := group(true, req.Limit)
 	if err != nil || len(first) == req.Limit {
 		return first, err
 	}
-	outside := func(id string) bool { return !in[id] && (ids == nil || ids(id)) }
-	rest := req
-	rest.Limit = req.Limit - len(first)
-	more, err := s.rememberAll(tx, rank, rest, outside, pass)
+	more, err := group(false, req.Limit-len(first))
 	return append(first, more...), err
 }

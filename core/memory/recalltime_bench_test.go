@@ -8,7 +8,8 @@ import (
 // windowPrompts are benchPrompts' kind of prompt with a time expression.
 // Over bigRig's store (an item every five minutes for the year before the
 // clock) "last month" places about 11,000 items, "in March" 9,000 and
-// "after May" (open to the clock) 38,000: the time index keys read.
+// "after May" (open to the clock) 38,000 — more than remember reads keys
+// of (maxWindowKeys), so most of these windows are told item by item.
 var windowPrompts = []string{"Lisbon flight last month", "quarterly budget report in March", "passport renewal after May",
 	"Maria invoice three weeks ago", "dentist appointment Friday last week", "car insurance in the summer of 2025"}
 

@@ -149,3 +149,38 @@ func recalledIDs(rs []memory.Recalled) []string {
 	}
 	return out
 }
+
+// TestBroadWindowsRankAsNarrowOnes: a window holding more items than
+// remember reads keys of (told item by item as candidates are read) lifts
+// and explains the same items as one whose ids are read from the index.
+func TestBroadWindowsRankAsNarrowOnes(t *testing.T) {
+	r := newRigWith(t, rigOptions{llm: &llmtest.Scripted{EmbedFunc: embed}})
+	budgetItems(r, "working")
+	for i := range 30 {
+		r.memorize("working", it("", "Budget line for travel and a tenth of costs.", "timestamp", at(-time.Duration(i)*30*24*time.Hour-time.Hour)))
+	}
+	cases := []map[string]any{
+		{"prompt": "what did I note last week about the budget", "rank": "relevance"},
+		{"prompt": "budget notes", "when": "after May", "rank": "relevance"},
+		{"prompt": "travel costs in the summer of 2025", "rank": "importance"},
+		{"prompt": "last week", "rank": "importance"},
+		{"prompt": "", "when": "two months ago", "rank": "recency"},
+	}
+	ask := func(c map[string]any) string {
+		args := map[string]any{"store": "working", "limit": 5}
+		for k, v := range c {
+			args[k] = v
+		}
+		args["explain"] = true
+		return string(r.Do(agent, "memory.remember", args, nil))
+	}
+	for _, c := range cases {
+		narrow := ask(c)
+		restore := memory.SetMaxWindowKeys(1)
+		broad := ask(c)
+		restore()
+		if narrow != broad {
+			t.Errorf("%v:\nnarrow %s\nbroad  %s", c, narrow, broad)
+		}
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/engram-console/engram/core/action"
 	"github.com/engram-console/engram/core/errs"
 	"github.com/engram-console/engram/core/kit"
-	"github.com/engram-console/engram/core/retrieval"
 	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/llm"
@@ -84,14 +83,14 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 			return err
 		}
 		pass := func(it *Item) bool { return (req.IncludeDeleted || !it.Deleted) && req.Filters.match(it, meta) }
-		in, err := s.inWindows(tx, rt.windows, req.IncludeDeleted)
+		tf, err := s.timeFilter(tx, rt.windows, req.IncludeDeleted)
 		if err != nil {
 			return err
 		}
 		if strings.TrimSpace(req.Prompt) == "" || rt.wordless(req.Prompt) {
-			out, err = s.rememberAllIn(tx, rank, req, ids, pass, in)
+			out, err = s.rememberAllIn(tx, rank, req, ids, pass, tf)
 			if err == nil && req.Explain {
-				err = s.explain(tx, out, rank, "", nil, nil, now, rt.windows, in)
+				err = s.explain(tx, out, rank, "", nil, nil, now, tf)
 			}
 			return err
 		}
@@ -101,9 +100,9 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 		lexReq := req
 		lexReq.Prompt = rt.lexical
 		var lexical map[string]float64
-		out, lexical, err = s.rememberRelevant(tx, st, lexReq, rank, queryVec, ids, pass, postFilter, in)
+		out, lexical, err = s.rememberRelevant(tx, st, lexReq, rank, queryVec, ids, pass, postFilter, tf)
 		if err == nil && req.Explain {
-			err = s.explain(tx, out, rank, rt.lexical, lexical, queryVec, now, rt.windows, in)
+			err = s.explain(tx, out, rank, rt.lexical, lexical, queryVec, now, tf)
 		}
 		return err
 	})
@@ -113,10 +112,10 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 // explain sets each recalled item's Why: the prompt's words it contains
 // (prompt: without its time expressions), its lexical score (lexical:
 // BM25 by id), its embedding's similarity to queryVec (when there is
-// one), the windows it is inside (in: the ids inside one), importance and
+// one), the windows of tf it is inside, importance and
 // age at now, and the parts its score is the sum of.
 func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string, lexical map[string]float64, queryVec []float32,
-	now time.Time, windows []retrieval.Window, in map[string]bool) error {
+	now time.Time, tf *timeFilter) error {
 	words := text.Words(prompt)
 	literal := prompt != "" && len(text.Terms(prompt)) == 0
 	bestLexical := 0.0
@@ -143,10 +142,8 @@ func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string
 				why.Vector = &cos
 			}
 		}
-		if in[it.ID] {
-			why.Windows = windowsOf(it, windows)
-		}
-		why.Parts, why.Score = scoreParts(it, lexical, bestLexical, why.Vector, queryVec != nil, in[it.ID], now)
+		why.Windows = tf.windowsOf(it)
+		why.Parts, why.Score = scoreParts(it, lexical, bestLexical, why.Vector, queryVec != nil, len(why.Windows) > 0, now)
 		why.Text = whyText(why)
 		recalled[i].Why = why
 	}
@@ -244,7 +241,7 @@ func (s *store) rememberAll(tx *storage.Tx, rank string, req RememberRequest, id
 // item that passes the filters; its confidence is its score relative to
 // that best one.
 func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest, rank string, queryVec []float32,
-	ids func(string) bool, pass func(*Item) bool, postFilter bool, in map[string]bool) ([]Recalled, map[string]float64, error) {
+	ids func(string) bool, pass func(*Item) bool, postFilter bool, tf *timeFilter) ([]Recalled, map[string]float64, error) {
 	keep := func(id string, attr byte) bool {
 		return (req.IncludeDeleted || attr != attrDeleted) && (ids == nil || ids(id))
 	}
@@ -291,8 +288,10 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 			scored = append(scored, search.DocScore{Doc: id, Score: sc})
 		}
 	}
-	// Items stored inside a time the prompt (or when) names score more.
-	boost(scored, in)
+	// Items stored inside a time the prompt (or when) names score more:
+	// now when the ids inside are known, else (a broad window) as each
+	// candidate is read, the floor lowered for what a lift may raise.
+	lift := tf.boost(scored)
 	// Without filters on the items themselves, every candidate passes and
 	// the best of them all sets the floor: only those above it are sorted.
 	threshold := 0.0
@@ -300,7 +299,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 		for _, d := range scored {
 			threshold = max(threshold, d.Score)
 		}
-		threshold *= relevanceFloor
+		threshold *= relevanceFloor / lift
 	}
 	cands := make([]cand, 0, len(scored))
 	for _, d := range scored {
@@ -317,7 +316,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	var picked []Recalled
 	best := 0.0
 	for _, c := range cands {
-		if len(picked) == pool || (best > 0 && c.score < relevanceFloor*best) {
+		if len(picked) == pool || (best > 0 && c.score*lift < relevanceFloor*best) {
 			break
 		}
 		it, err := s.get(tx, c.id)
@@ -329,10 +328,16 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 		if !pass(it) {
 			continue
 		}
-		if best == 0 {
-			best = c.score
+		sc := c.score
+		if lift > 1 && tf.inside(it) {
+			sc *= lift
 		}
-		picked = append(picked, Recalled{Item: it, Score: c.score})
+		best = max(best, sc)
+		picked = append(picked, Recalled{Item: it, Score: sc})
+	}
+	if lift > 1 {
+		// A lift read late may have raised the best above the earlier.
+		picked = slices.DeleteFunc(picked, func(r Recalled) bool { return r.Score < relevanceFloor*best })
 	}
 	for i := range picked {
 		picked[i].Confidence = round(picked[i].Score / best)
