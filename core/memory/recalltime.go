@@ -70,10 +70,11 @@ func parseRecallTime(prompt, when string, now time.Time) (recallTime, error) {
 	return rt, nil
 }
 
-// wordless says the prompt had words but they were all a time: "last
-// week" asks for what was stored then, as an empty prompt would.
+// wordless says the prompt names a time and nothing to look for but stop
+// words: "last week", "what was it last week" ask for what was stored
+// then, as an empty prompt would.
 func (rt recallTime) wordless(prompt string) bool {
-	return len(rt.windows) > 0 && strings.TrimSpace(prompt) != "" && len(text.Words(rt.lexical)) == 0
+	return len(rt.windows) > 0 && strings.TrimSpace(prompt) != "" && len(text.Terms(rt.lexical)) == 0
 }
 
 // maxWindowKeys bounds the time index keys read to learn which items a

@@ -82,6 +82,10 @@ func TestRememberWhenLiftsWhatWasStoredThen(t *testing.T) {
 	if len(got) != 3 || got[0].ID != "old" {
 		t.Errorf("remember \"two months ago\" = %v; want the note of two months ago first", recalledIDs(got))
 	}
+	got = rememberWhy(r, map[string]any{"store": "episodic", "prompt": "what was it two months ago?", "rank": "recency"})
+	if len(got) != 3 || got[0].ID != "old" || !slices.Equal(got[0].Why.Windows, []string{"two months ago"}) {
+		t.Errorf("remember \"what was it two months ago?\" = %v; want the note of two months ago first", recalledIDs(got))
+	}
 }
 
 func TestRememberRefusesAWhenThatPlacesNothing(t *testing.T) {
