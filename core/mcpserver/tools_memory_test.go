@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -192,6 +193,13 @@ func TestRecallRanksItemsAndSaysWhy(t *testing.T) {
 		if it.Score <= 0 || it.Confidence <= 0 || !reflect.DeepEqual(it.Why.Terms, []string{"porto"}) || it.Why.Rank != "importance" ||
 			it.Why.Lexical <= 0 || it.Why.Importance != it.Importance || !strings.Contains(it.Why.Text, "porto") {
 			t.Errorf("recalled %s = %+v; want a score, the term porto, ranked by importance", it.ID, it)
+		}
+		sum := 0.0
+		for _, p := range it.Why.Parts {
+			sum += p.Contribution
+		}
+		if len(it.Why.Parts) == 0 || math.Abs(sum-it.Score) > 1e-5 {
+			t.Errorf("recalled %s: parts %+v; want parts adding up to the score %v", it.ID, it.Why.Parts, it.Score)
 		}
 	}
 	callTool(t, cs, "recall", map[string]any{"query": "Porto", "rank": "recency", "limit": 1}, &out)

@@ -239,7 +239,8 @@ type RememberArgs struct {
 	Limit          int     `json:"limit,omitempty" help:"at most this many (default 10)"`
 	Rank           string  `json:"rank,omitempty" help:"relevance, importance or recency (default: the store type's)"`
 	IncludeDeleted bool    `json:"include_deleted,omitempty" help:"also soft-forgotten items"`
-	Explain        bool    `json:"explain,omitempty" help:"add each item's why: the prompt's words it contains, its BM25 and vector scores, importance, age and the order applied"`
+	Explain        bool    `json:"explain,omitempty" help:"add each item's why: the prompt's words it contains, its BM25 and vector scores, importance, age, the order applied and the parts of its score with their weights"`
+	When           string  `json:"when,omitempty" help:"a time the items were stored (\"last week\", \"in May 2025\", \"3 weeks ago\"): those inside it rank higher; one that names no time is refused"`
 }
 
 // RememberResult is memory.remember's result.
@@ -254,7 +255,7 @@ func (m *Memory) actRemember(ctx context.Context, call action.Call, a RememberAr
 	if err != nil {
 		return RememberResult{}, err
 	}
-	items, err := p.Remember(ctx, call, RememberRequest{Prompt: a.Prompt, Filters: a.Filters, Limit: a.Limit, Rank: a.Rank, IncludeDeleted: a.IncludeDeleted, Explain: a.Explain})
+	items, err := p.Remember(ctx, call, RememberRequest{Prompt: a.Prompt, Filters: a.Filters, Limit: a.Limit, Rank: a.Rank, IncludeDeleted: a.IncludeDeleted, Explain: a.Explain, When: a.When})
 	return RememberResult{Items: items}, m.afterFailure(ctx, call, err)
 }
 

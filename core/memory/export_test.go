@@ -135,3 +135,12 @@ func SetTurnWholeSearch(n int) (restore func()) {
 
 // SetTermCache turns the postings cache on or off (it is on by default).
 func SetTermCache(on bool) { termCacheOff.Store(!on) }
+
+// SetMaxWindowKeys bounds the time index keys a recall reads to learn
+// which items its windows hold, until restore is called: a small bound
+// makes any window broad.
+func SetMaxWindowKeys(n int) (restore func()) {
+	old := maxWindowKeys
+	maxWindowKeys = n
+	return func() { maxWindowKeys = old }
+}

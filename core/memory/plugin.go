@@ -95,6 +95,10 @@ type RememberRequest struct {
 	IncludeDeleted bool    `json:"include_deleted"`
 	// Explain asks for each item's Why.
 	Explain bool `json:"explain"`
+	// When is a time the items were stored ("last week", "in May 2025"),
+	// read like a time expression in the prompt: the items inside it
+	// score TimeBoost more. One that places no window is refused.
+	When string `json:"when,omitempty"`
 }
 
 // Recalled is a remembered item with how relevant it is.
@@ -132,6 +136,20 @@ type Why struct {
 	AgeSeconds int64 `json:"age_seconds"`
 	// Text says the same in one line.
 	Text string `json:"text"`
+	// Score is the item's score, the sum of the parts' contributions.
+	Score float64 `json:"score"`
+	// Parts are what the score is made of, each with its value, weight
+	// and contribution: lexical (BM25; with a model scaled by the best
+	// match), vector (the cosine, with a model), time (TimeBoost inside a
+	// window), importance and recency (weight 0: they order, per rank,
+	// rather than score).
+	Parts []Part `json:"parts"`
+	// Matched are the prompt's words the item holds, by field: "text"
+	// or "tags".
+	Matched []MatchedTerm `json:"matched"`
+	// Windows are the time expressions (of the prompt or when) whose
+	// window the item was stored in.
+	Windows []string `json:"windows,omitempty"`
 }
 
 // ForgetRequest says what to forget and how.

@@ -58,6 +58,11 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 	if err != nil {
 		return nil, err
 	}
+	now := call.Clock.Now()
+	rt, err := parseRecallTime(req.Prompt, req.When, now)
+	if err != nil {
+		return nil, err
+	}
 	var queryVec []float32
 	if strings.TrimSpace(req.Prompt) != "" && llm.Available(s.env.LLM) {
 		if resp, err := s.env.LLM.Embed(ctx, llm.EmbedRequest{Texts: []string{req.Prompt}}); err == nil && len(resp.Vectors) == 1 {
@@ -79,49 +84,53 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 			return err
 		}
 		pass := func(it *Item) bool { return (req.IncludeDeleted || !it.Deleted) && req.Filters.match(it, meta) }
-		if strings.TrimSpace(req.Prompt) == "" {
-			out, err = s.rememberAll(tx, rank, req, ids, pass)
+		tf, err := s.timeFilter(tx, rt.windows, req.IncludeDeleted)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(req.Prompt) == "" || rt.wordless(req.Prompt) {
+			out, err = s.rememberAllIn(tx, rank, req, ids, pass, tf)
 			if err == nil && req.Explain {
-				err = s.explain(tx, out, rank, "", nil, nil, call.Clock.Now())
+				err = s.explain(tx, out, rank, "", nil, nil, now, tf)
 			}
 			return err
 		}
 		// Filters the indexes cannot answer: a candidate may fail them.
 		postFilter := req.Filters.Since != nil || req.Filters.Until != nil || len(meta) > 0
+		// The words of the prompt's time expressions are not looked up.
+		lexReq := req
+		lexReq.Prompt = rt.lexical
 		var lexical map[string]float64
-		out, lexical, err = s.rememberRelevant(tx, st, req, rank, queryVec, ids, pass, postFilter)
+		out, lexical, err = s.rememberRelevant(tx, st, lexReq, rank, queryVec, ids, pass, postFilter, tf)
 		if err == nil && req.Explain {
-			err = s.explain(tx, out, rank, req.Prompt, lexical, queryVec, call.Clock.Now())
+			err = s.explain(tx, out, rank, rt.lexical, lexical, queryVec, now, tf)
 		}
 		return err
 	})
 	return out, err
 }
 
-// explain sets each recalled item's Why: the prompt's words it contains,
-// its lexical score (lexical: BM25 by id), its embedding's similarity to
-// queryVec (when there is one), importance and age at now.
-func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string, lexical map[string]float64, queryVec []float32, now time.Time) error {
+// explain sets each recalled item's Why: the prompt's words it contains
+// (prompt: without its time expressions), its lexical score (lexical:
+// BM25 by id), its embedding's similarity to queryVec (when there is
+// one), the windows of tf it is inside, importance and
+// age at now, and the parts its score is the sum of.
+func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string, lexical map[string]float64, queryVec []float32,
+	now time.Time, tf *timeFilter) error {
 	words := text.Words(prompt)
 	literal := prompt != "" && len(text.Terms(prompt)) == 0
+	bestLexical := 0.0
+	for _, v := range lexical {
+		bestLexical = max(bestLexical, v)
+	}
 	for i := range recalled {
 		it := recalled[i].Item
 		why := &Why{Rank: rank, Terms: []string{}, Literal: literal, Lexical: round(lexical[it.ID]), Importance: it.Importance,
 			AgeSeconds: int64(now.Sub(it.Timestamp) / time.Second)}
-		have := map[string]bool{}
-		for _, w := range text.Words(it.Text) {
-			have[w] = true
-			if t := text.Term(w); t != "" {
-				have["\x00"+t] = true
-			}
-		}
-		seen := map[string]bool{}
-		for _, w := range words {
-			t := text.Term(w)
-			match := (literal && have[w]) || (t != "" && have["\x00"+t])
-			if match && !seen[w] {
-				seen[w] = true
-				why.Terms = append(why.Terms, w)
+		why.Matched = matchedTerms(it, words, literal)
+		for _, m := range why.Matched {
+			if m.Field == "text" {
+				why.Terms = append(why.Terms, m.Term)
 			}
 		}
 		if queryVec != nil {
@@ -134,6 +143,8 @@ func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string
 				why.Vector = &cos
 			}
 		}
+		why.Windows = tf.windowsOf(it)
+		why.Parts, why.Score = scoreParts(it, lexical, bestLexical, why.Vector, queryVec != nil, len(why.Windows) > 0, now)
 		why.Text = whyText(why)
 		recalled[i].Why = why
 	}
@@ -152,6 +163,9 @@ func whyText(w *Why) string {
 	}
 	if w.Vector != nil {
 		parts = append(parts, fmt.Sprintf("similar in meaning (cosine %.2f)", *w.Vector))
+	}
+	if len(w.Windows) > 0 {
+		parts = append(parts, fmt.Sprintf("in the time asked about: %s (score ×%g)", strings.Join(w.Windows, ", "), 1+TimeBoost))
 	}
 	parts = append(parts, fmt.Sprintf("importance %.2g", w.Importance), "stored "+ago(time.Duration(w.AgeSeconds)*time.Second), "ranked by "+w.Rank)
 	return strings.Join(parts, "; ")
@@ -228,7 +242,7 @@ func (s *store) rememberAll(tx *storage.Tx, rank string, req RememberRequest, id
 // item that passes the filters; its confidence is its score relative to
 // that best one.
 func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest, rank string, queryVec []float32,
-	ids func(string) bool, pass func(*Item) bool, postFilter bool) ([]Recalled, map[string]float64, error) {
+	ids func(string) bool, pass func(*Item) bool, postFilter bool, tf *timeFilter) ([]Recalled, map[string]float64, error) {
 	keep := func(id string, attr byte) bool {
 		return (req.IncludeDeleted || attr != attrDeleted) && (ids == nil || ids(id))
 	}
@@ -275,6 +289,10 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 			scored = append(scored, search.DocScore{Doc: id, Score: sc})
 		}
 	}
+	// Items stored inside a time the prompt (or when) names score more:
+	// now when the ids inside are known, else (a broad window) as each
+	// candidate is read, the floor lowered for what a lift may raise.
+	lift := tf.boost(scored)
 	// Without filters on the items themselves, every candidate passes and
 	// the best of them all sets the floor: only those above it are sorted.
 	threshold := 0.0
@@ -282,7 +300,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 		for _, d := range scored {
 			threshold = max(threshold, d.Score)
 		}
-		threshold *= relevanceFloor
+		threshold *= relevanceFloor / lift
 	}
 	cands := make([]cand, 0, len(scored))
 	for _, d := range scored {
@@ -299,7 +317,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	var picked []Recalled
 	best := 0.0
 	for _, c := range cands {
-		if len(picked) == pool || (best > 0 && c.score < relevanceFloor*best) {
+		if len(picked) == pool || (best > 0 && c.score*lift < relevanceFloor*best) {
 			break
 		}
 		it, err := s.get(tx, c.id)
@@ -311,10 +329,16 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 		if !pass(it) {
 			continue
 		}
-		if best == 0 {
-			best = c.score
+		sc := c.score
+		if lift > 1 && tf.inside(it) {
+			sc *= lift
 		}
-		picked = append(picked, Recalled{Item: it, Score: c.score})
+		best = max(best, sc)
+		picked = append(picked, Recalled{Item: it, Score: sc})
+	}
+	if lift > 1 {
+		// A lift read late may have raised the best above the earlier.
+		picked = slices.DeleteFunc(picked, func(r Recalled) bool { return r.Score < relevanceFloor*best })
 	}
 	for i := range picked {
 		picked[i].Confidence = round(picked[i].Score / best)

@@ -90,3 +90,15 @@ func TestTheWordsOfAWindowAreNotLookedFor(t *testing.T) {
 		t.Fatalf("lexical %q", got)
 	}
 }
+
+func TestLexicalLeavesOutTheWordsOfTimeWindows(t *testing.T) {
+	ref := time.Date(2025, 11, 5, 10, 0, 0, 0, time.UTC)
+	q := "what did I note last week about the budget"
+	tq := ParseTime(q, ref)
+	if got := strings.Fields(tq.Lexical(q)); strings.Join(got, " ") != "what did I note about the budget" {
+		t.Errorf("Lexical(%q) = %q; want the query without \"last week\"", q, got)
+	}
+	if plain := "the budget"; ParseTime(plain, ref).Lexical(plain) != plain {
+		t.Error("a query without a time expression changed")
+	}
+}
