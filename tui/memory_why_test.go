@@ -6,6 +6,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/engram-console/engram/core/memory"
 )
 
 // rememberWhy seeds both stores, opens Memory at a size and remembers
@@ -85,4 +86,14 @@ func TestGoldenMemoryRememberWhy(t *testing.T) {
 	m := finish(t, rememberWhy(t, 120, 36))
 	requireGoldenAt(t, "TestGoldenMemoryRememberWhy_120x36", m, 120, 36)
 	requireGoldenAt(t, "TestGoldenMemoryRememberWhy_80x24", m, 80, 24)
+}
+
+// TestMemoryWhyNamesTheTimeAskedAbout: an item recalled for being stored
+// in a time the prompt names says which.
+func TestMemoryWhyNamesTheTimeAskedAbout(t *testing.T) {
+	t.Parallel()
+	groups := memoryWhyGroups(&memory.Why{Terms: []string{"budget"}, Lexical: 1.5, Importance: 0.5, Windows: []string{"last week"}, Rank: "relevance"})
+	if got := strings.Join(groups[len(groups)-1], " · "); !strings.Contains(got, `lexical 1.50 · in "last week" · importance 0.50`) {
+		t.Errorf("why figures %q, want the window named", got)
+	}
 }

@@ -164,6 +164,9 @@ func memoryWhyGroups(w *memory.Why) [][]string {
 	if w.Vector != nil {
 		figures = append(figures, fmt.Sprintf("vector %.2f", *w.Vector))
 	}
+	for _, win := range w.Windows {
+		figures = append(figures, fmt.Sprintf("in %q", win))
+	}
 	figures = append(figures, fmt.Sprintf("importance %.2f", w.Importance),
 		"stored "+ago(time.Time{}.Add(time.Duration(w.AgeSeconds)*time.Second), time.Time{}))
 	if w.Rank != "" {
