@@ -168,41 +168,60 @@ type Index struct {
 // Add appends a vector under key (a normalised copy of it: v is left
 // alone).
 func (s *Index) Add(key []byte, v Vector) {
+	v.Values = slices.Clone(v.Values)
+	s.add(key, v)
+}
+
+// add is Add taking v.Values as its own: it is normalised in place.
+func (s *Index) add(key []byte, v Vector) {
 	if s.pos == nil {
 		s.pos, s.mu = map[string]int{}, &sync.RWMutex{}
 	}
 	s.mu.Lock()
 	s.pos[string(key)] = len(s.keys)
 	s.mu.Unlock()
-	unit, q8, scale := quantise(v.Values)
+	q8, scale := normalise(v.Values)
 	s.keys = append(s.keys, key)
 	s.models = append(s.models, v.Model)
-	s.vecs = append(s.vecs, unit)
+	s.vecs = append(s.vecs, v.Values)
 	s.q8 = append(s.q8, q8)
 	s.scale = append(s.scale, scale)
 	s.floats += len(v.Values)
 }
 
-// quantise is v normalised to length 1, and that quantised to int8 with
-// its scale: the largest element becomes ±127 (never -128, which dot8's
-// AVX2 form cannot take).
+// quantise is a normalised copy of v, its int8 copy and their scale (as
+// normalise makes them).
 func quantise(v []float32) ([]float32, []int8, float32) {
-	unit := make([]float32, len(v))
+	unit := slices.Clone(v)
+	q8, scale := normalise(unit)
+	return unit, q8, scale
+}
+
+// normalise scales v to length 1 in place (a zero vector stays zero) and
+// quantises it to int8 with its scale: the largest element becomes ±127
+// (never -128, which dot8's AVX2 form cannot take), v[i] ≈ q8[i]·scale.
+func normalise(v []float32) ([]int8, float32) {
 	q8 := make([]int8, len(v))
 	n := norm(v)
 	if n == 0 {
-		return unit, q8, 0
+		return q8, 0
 	}
 	var largest float32
 	for i, x := range v {
-		unit[i] = x / n
-		largest = max(largest, float32(math.Abs(float64(unit[i]))))
+		x /= n
+		v[i] = x
+		largest = max(largest, x, -x)
 	}
 	scale := largest / 127
-	for i, x := range unit {
-		q8[i] = int8(max(-127, min(127, math.Round(float64(x/scale)))))
+	for i, x := range v {
+		r := x / scale
+		if r >= 0 {
+			q8[i] = int8(min(r+0.5, 127))
+		} else {
+			q8[i] = int8(max(r-0.5, -127))
+		}
 	}
-	return unit, q8, scale
+	return q8, scale
 }
 
 // Len is how many vectors the index holds.
@@ -238,7 +257,7 @@ func load(tx *storage.Tx, prefix []byte) (*Index, error) {
 	snapshots.Unlock()
 	s = &Index{stamp: string(stamp)}
 	err = tx.Scan(storage.Prefix(prefix), func(key, v []byte) error {
-		s.Add(slices.Clone(key), Decode(v))
+		s.add(slices.Clone(key), Decode(v)) // Decode's values are new
 		return nil
 	})
 	if err != nil {
