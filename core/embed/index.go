@@ -22,7 +22,8 @@ import (
 // turns spends most of a second reading and decoding their vectors.
 
 // snapshotBudget bounds the floats kept in memory, all prefixes together
-// (64 Mi floats: 256 MiB); the least recently used go first.
+// (64 Mi floats: 256 MiB, and 64 MiB more for their int8 copies); the
+// least recently used go first.
 const snapshotBudget = 64 << 20
 
 var (
