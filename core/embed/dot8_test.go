@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestDot8MatchesPlainGo: the AVX2 dot product of int8 vectors is the
-// plain one, at lengths that are and are not multiples of 32.
+// TestDot8MatchesPlainGo: the AVX2 dot product of int8 vectors (and the
+// Go one used without AVX2) is the plain one, at lengths that are and are not multiples of 32.
 func TestDot8MatchesPlainGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 7, 31, 32, 33, 64, 100, 256, 768, 1536} {
@@ -24,6 +24,9 @@ func TestDot8MatchesPlainGo(t *testing.T) {
 			}
 			if got := dot8(a, b); got != want {
 				t.Fatalf("n=%d: dot8 = %d, want %d", n, got, want)
+			}
+			if got := dot8Go(a, b); got != want { // without AVX2
+				t.Fatalf("n=%d: dot8Go = %d, want %d", n, got, want)
 			}
 		}
 	}
