@@ -73,13 +73,17 @@ func recall(t *testing.T, s *Index, queries [][]float32, n int) float64 {
 // for sets denser still.
 const minRecall = 0.99
 
-// TestNearestIsTheExactTopOnRandomVectors: over 20,000 random 256-dim
+// TestNearestIsTheExactTopOnRandomVectors: over 20,000 (4,000 under -race) random 256-dim
 // vectors, the top 10 of Nearest (int8 candidates ranked exactly) is the
 // brute force's for random queries and for queries near stored vectors.
 func TestNearestIsTheExactTopOnRandomVectors(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(18, 1))
-	const d, n = 256, 20_000
+	const d = 256
+	n, rounds := 20_000, 100
+	if raceDetector {
+		n, rounds = 4_000, 25
+	}
 	s := &Index{}
 	var stored [][]float32
 	for i := range n {
@@ -89,7 +93,7 @@ func TestNearestIsTheExactTopOnRandomVectors(t *testing.T) {
 	}
 	s.Pack()
 	var queries [][]float32
-	for range 100 {
+	for range rounds {
 		queries = append(queries, gaussian(r, d))
 		queries = append(queries, near(r, stored[r.IntN(n)], 0.5))
 	}
@@ -105,7 +109,11 @@ func TestNearestIsTheExactTopOnRandomVectors(t *testing.T) {
 func TestNearestIsTheExactTopOnClusteredVectors(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(18, 2))
-	const d, n, clusters = 256, 20_000, 40
+	const d, clusters = 256, 40
+	n, asked := 20_000, 200
+	if raceDetector {
+		n, asked = 4_000, 50
+	}
 	var centres [][]float32
 	for range clusters {
 		centres = append(centres, gaussian(r, d))
@@ -116,7 +124,7 @@ func TestNearestIsTheExactTopOnClusteredVectors(t *testing.T) {
 	}
 	s.Pack()
 	var queries [][]float32
-	for i := range 200 {
+	for i := range asked {
 		queries = append(queries, near(r, centres[i%clusters], 0.1))
 	}
 	if got := recall(t, s, queries, 10); got < minRecall {

@@ -1,0 +1,6 @@
+//go:build !race
+
+package embed
+
+// raceDetector is true under -race (see race_on_test.go).
+const raceDetector = false
