@@ -202,27 +202,25 @@ func (ix *Index) add(docs []Doc, mayRebuild bool) *Index {
 	}
 	// Aliases and relations: one that an earlier document would carry
 	// changes it (even at weight 0, through the document frequencies).
-	{
-		es := ls.entities
-		es.onAlias = func(speaker, rel, _ string) { rebuild = rebuild || ls.says[speaker][rel] }
-		es.onRel = func(name, _ string) { rebuild = rebuild || ls.named[name] }
-		for k, d := range docs {
-			es.learn(d.Speaker, words[k], namesOf(fields[k][FieldText]))
+	es := ls.entities
+	es.onAlias = func(speaker, rel, _ string) { rebuild = rebuild || ls.says[speaker][rel] }
+	es.onRel = func(name, _ string) { rebuild = rebuild || ls.named[name] }
+	for k, d := range docs {
+		es.learn(d.Speaker, words[k], namesOf(fields[k][FieldText]))
+	}
+	es.onAlias, es.onRel = nil, nil
+	if rebuild && mayRebuild {
+		ix.docs = ix.docs[:first]
+		return ix.rebuilt(docs)
+	}
+	namesAt := func(j int) []string {
+		if j >= first {
+			return namesOf(fields[j-first][FieldText])
 		}
-		es.onAlias, es.onRel = nil, nil
-		if rebuild && mayRebuild {
-			ix.docs = ix.docs[:first]
-			return ix.rebuilt(docs)
-		}
-		namesAt := func(j int) []string {
-			if j >= first {
-				return namesOf(fields[j-first][FieldText])
-			}
-			return namesOf(an.nameTokens(ix.docs[j].Text))
-		}
-		for k := range docs {
-			fields[k][FieldEntity] = es.link(ix.docs, first+k, words[k], namesAt)
-		}
+		return namesOf(an.nameTokens(ix.docs[j].Text))
+	}
+	for k := range docs {
+		fields[k][FieldEntity] = es.link(ix.docs, first+k, words[k], namesAt)
 	}
 	for k := range docs {
 		i := first + k
