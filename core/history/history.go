@@ -765,7 +765,20 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 	}
 	if st == h.env.Store && len(keys) <= moveChunk {
 		// One transaction: a kill leaves all of it or none.
-		return len(keys), h.env.Update(ctx, func(tx *kit.Txn) error {
+		// The keys are listed again inside the transaction: the embedding
+		// worker (which takes no conversation lock) may have stored a
+		// vector since the View, and reading what is deleted makes its
+		// commit and this one conflict, so the loser retries and sees the
+		// other's result.
+		err := h.env.Update(ctx, func(tx *kit.Txn) error {
+			keys = keys[:0]
+			err := scanConversation(tx.Tx, c, false, func(k, _ []byte) error {
+				keys = append(keys, slices.Clone(k))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 			for _, k := range keys {
 				if err := tx.Delete(k); err != nil {
 					return err
@@ -776,6 +789,7 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 			}
 			return finish(tx)
 		})
+		return len(keys), err
 	}
 	// Too big for one transaction, or in the other store: the records
 	// first, in chunks, then where it lives. A kill in between leaves an
