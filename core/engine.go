@@ -372,6 +372,11 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	defer e.inflight.Done()
+	if req.At == nil && ctx.Value(insideAction{}) == nil {
+		// The engine runs on the wall's time again: embedding retries a
+		// step with at scheduled must not wait for another such step.
+		e.env.Embeddings().Unpinned()
+	}
 	if ctx.Value(insideAction{}) != nil {
 		// A part of a running action (a plan's subtask, a tour's step)
 		// runs under its locks. It may pin the clock only when that

@@ -359,6 +359,39 @@ func (q *Queue) Settle(ctx context.Context) {
 	}
 }
 
+// Unpinned tells the queue that a request without at runs (the console,
+// a script's step without at): from now on the wall's time is the engine's
+// time, so retries scheduled under a pinned clock, which only a pinned
+// step could bring due, move onto it (now plus their backoff). Without
+// this a failure during a step with at held every later text back until
+// another pinned step came, which in the console never does. A script
+// whose every step has at never calls it, so its output still repeats.
+func (q *Queue) Unpinned() {
+	if q == nil || q.pinned() {
+		return
+	}
+	q.mu.Lock()
+	now, moved := q.clock.Now(), false
+	var first time.Time
+	for j, r := range q.failed {
+		if !r.scripted {
+			continue
+		}
+		r.at, r.scripted, moved = now.Add(backoff(r.failures)), false, true
+		q.failed[j] = r
+		if first.IsZero() || r.at.Before(first) {
+			first = r.at
+		}
+	}
+	if q.notBeforeScripted {
+		q.notBefore, q.notBeforeScripted, moved = first, false, true
+	}
+	q.mu.Unlock()
+	if moved {
+		q.Kick()
+	}
+}
+
 // Stop ends the worker: a call in flight is cancelled, and what is still
 // pending keeps its marker for the next open.
 func (q *Queue) Stop() {

@@ -1,10 +1,14 @@
 package history_test
 
 import (
+	"context"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core/conn"
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
@@ -54,5 +58,31 @@ func TestDropLeavesNoVectorWhileTheWorkerEmbeds(t *testing.T) {
 	}
 	if len(left) > 0 {
 		t.Errorf("%d keys of dropped conversations left, first %q", len(left), left[0])
+	}
+}
+
+// TestRetryOfAStepWithAtDoesNotHoldLaterWrites: a text whose embedding
+// failed during a step with at (the clock pinned), and the texts written
+// after it by requests without at, get their vectors once the model is
+// back and the backoff has passed on the wall's time. (review 8, M1: the
+// retry and the hold on the whole queue waited for another pinned step,
+// which in the console never comes.)
+func TestRetryOfAStepWithAtDoesNotHoldLaterWrites(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	r := newRigWith(t, rigOptions{llm: flaky(&down)})
+	at := r.clock.Now()
+	args, _ := json.Marshal(map[string]any{"conversation": "c", "speaker": "user", "text": "written by a tour step"})
+	if _, err := r.e.Do(context.Background(), conn.Request{Action: "history.write", Args: args, At: &at}); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(false)
+	r.clock.Advance(time.Hour)
+	r.write("c", "user", "written interactively an hour later")
+	r.clock.Advance(embed.MaxBackoff)
+	r.e.Env().Embeddings().Kick()
+	r.h.Settle()
+	if n := len(r.vectors("c")); n != 2 {
+		t.Errorf("%d of 2 utterances have vectors after the model came back and the backoff passed", n)
 	}
 }
