@@ -43,8 +43,9 @@ const markChunk = 256
 // Reembed queues every item of the sources (all when only is empty) whose
 // vector is missing, or was made by another model than the configured
 // one, or has another dimension than the model's vectors now (asked of the
-// model with one short text). Items already waiting are left alone, so
-// it is idempotent: running it again queues nothing new.
+// model with one short text). Items already waiting keep their marker and
+// are queued if the queue did not know them, so it is idempotent: running
+// it again marks nothing new.
 func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error) {
 	if !q.Enabled() {
 		return ReembedResult{}, ErrNoModel
@@ -69,6 +70,7 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 		count := ReembedCount{Source: s.Name}
 		for _, st := range s.Stores() {
 			var stale []Item
+			var waiting []job
 			err := st.View(func(tx *storage.Tx) error {
 				return s.Items(tx, func(it Item) error {
 					count.Examined++
@@ -76,6 +78,7 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 						return err
 					} else if ok {
 						count.Waiting++
+						waiting = append(waiting, job{store: st, marker: string(it.Marker)})
 						return nil
 					}
 					v, err := tx.Get(it.Vector)
@@ -96,6 +99,9 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 			if err != nil {
 				return ReembedResult{}, fmt.Errorf("reading %s's vectors: %w", s.Name, err)
 			}
+			// A marker the queue does not know (one a copy brought along)
+			// would wait forever: queue it (enqueue skips those queued).
+			q.enqueue(waiting...)
 			for start := 0; start < len(stale); start += markChunk {
 				chunk := stale[start:min(start+markChunk, len(stale))]
 				err := st.Update(ctx, func(tx *storage.Tx) error {

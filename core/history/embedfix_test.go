@@ -10,6 +10,7 @@ import (
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/enginetest"
+	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/storage"
@@ -84,5 +85,78 @@ func TestRetryOfAStepWithAtDoesNotHoldLaterWrites(t *testing.T) {
 	r.h.Settle()
 	if n := len(r.vectors("c")); n != 2 {
 		t.Errorf("%d of 2 utterances have vectors after the model came back and the backoff passed", n)
+	}
+}
+
+// markers counts the pending embedding markers of conv in st.
+func markers(t *testing.T, st *storage.Store, conv string) int {
+	t.Helper()
+	n := 0
+	err := st.View(func(tx *storage.Tx) error {
+		var err error
+		n, err = tx.Count(storage.PrefixKey(storage.PrefixHistory, "embq", conv))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestMovedConversationsWaitingTextsGetVectors: a conversation moved to
+// another backend while a text waits for its vector gets the vector there
+// once the model is back. (review 8, M2: the marker was copied to the
+// target store but the queue only knew the old one's, so the text waited
+// for ever and reembed counted it as waiting.)
+func TestMovedConversationsWaitingTextsGetVectors(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	r := newRigWith(t, rigOptions{dir: t.TempDir(), llm: flaky(&down)})
+	r.write("c", "user", "the budget meeting moved to Friday")
+	r.do("history.backend", map[string]any{"conversation": "c", "backend": "in-memory"}, nil)
+	mem := history.InMemoryStore(r.h)
+	if mem == nil {
+		t.Fatal("no in-memory store")
+	}
+	down.Store(false)
+	r.clock.Advance(embed.FirstBackoff)
+	r.e.Env().Embeddings().Kick()
+	r.h.Settle()
+	n := 0
+	err := mem.View(func(tx *storage.Tx) error {
+		var err error
+		n, err = tx.Count(storage.PrefixKey(storage.PrefixHistory, "vec", "c"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || markers(t, mem, "c") != 0 {
+		t.Errorf("after the move and the retry: %d vectors, %d markers in the target store; want 1 and 0", n, markers(t, mem, "c"))
+	}
+}
+
+// TestReembedQueuesMarkersTheQueueDoesNotKnow: a pending marker the queue
+// never heard of (a copy brought it) is queued by embeddings.reembed
+// rather than counted as waiting for ever. (review 8, M2)
+func TestReembedQueuesMarkersTheQueueDoesNotKnow(t *testing.T) {
+	var down atomic.Bool
+	r := newRigWith(t, rigOptions{llm: flaky(&down)})
+	r.write("c", "user", "the lease ends in May")
+	r.h.Settle()
+	st := r.e.Env().Store
+	// A marker written behind the queue's back, as a copy writes it.
+	key := storage.Key(storage.PrefixHistory, "embq", "c", storage.Uint64(0))
+	m := embed.Marker{Text: "the lease ends in May",
+		Item:   storage.Key(storage.PrefixHistory, "utt", "c", storage.Uint64(0)),
+		Vector: storage.Key(storage.PrefixHistory, "vec", "c", storage.Uint64(0))}
+	if err := st.Update(context.Background(), func(tx *storage.Tx) error { return tx.SetJSON(key, m) }); err != nil {
+		t.Fatal(err)
+	}
+	var res embed.ReembedResult
+	r.do("embeddings.reembed", map[string]any{}, &res)
+	r.h.Settle()
+	if n := markers(t, st, "c"); n != 0 {
+		t.Errorf("reembed left %d markers waiting (result %+v)", n, res)
 	}
 }

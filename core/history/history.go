@@ -1037,6 +1037,11 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 		return err
 	}
 	h.enqueueFolds(c) // folds that failed before came along as keys: run them here
+	// Texts waiting for a vector came along as markers: the queue knew
+	// them in the old store only.
+	if err := h.env.Embeddings().Recover(target, embqPrefix(c)); err != nil {
+		return err
+	}
 	// The copy holds the same postings at the same index version, but the
 	// next search reads them afresh from where they now live.
 	h.postings.forget(c)
