@@ -73,7 +73,7 @@ type Stats struct {
 	// NextRetry is when the failed texts are tried again (zero if none).
 	NextRetry time.Time
 	// Mismatched counts the stored vectors searches skipped because their
-	// dimension differed from the query's; Mismatch says the last such.
+	// model or dimension differed from the query's; Mismatch says the last such.
 	Mismatched int
 	Mismatch   string
 }
@@ -834,6 +834,10 @@ func noteMismatch(tx *storage.Tx, prefix []byte, m Mismatch) {
 	}
 	msg := fmt.Sprintf("a search skipped %d stored vectors of dimension %d (model %s) under %s: the query vector has dimension %d; run embeddings.reembed",
 		m.Skipped, m.Dim, model, prefix, m.QueryDim)
+	if m.QueryModel != "" {
+		msg = fmt.Sprintf("a search skipped %d stored vectors under %s made by model %s, not the query's (model %s; the query vector has dimension %d); run embeddings.reembed",
+			m.Skipped, prefix, model, m.QueryModel, m.QueryDim)
+	}
 	q.mu.Lock()
 	first := q.stats.Mismatch != msg
 	q.stats.Mismatched += m.Skipped

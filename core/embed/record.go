@@ -104,6 +104,41 @@ type Mismatch struct {
 	Model string
 	// QueryDim is the query vector's dimension.
 	QueryDim int
+	// QueryModel is set when the skipped vectors were made by another
+	// model (Model) than the query's: of the same dimension or not, their
+	// cosines would mean nothing.
+	QueryModel string
+}
+
+// SameModel says whether a vector stored by model stored may be compared
+// with a query vector made by model query. A vector of an unknown model
+// (""; stored before engram recorded models, when a store had one model)
+// counts as the query's: a dimension check still guards it, and
+// embeddings.reembed replaces it. An unknown query model compares with
+// everything.
+func SameModel(stored, query string) bool {
+	return stored == "" || query == "" || stored == query
+}
+
+// queryModel is the model the queries against st's vectors are made by:
+// its queue's ("" when st has no queue with a model).
+func queryModel(st *storage.Store) string {
+	v, ok := registry.Load(st)
+	if !ok || !v.(*Queue).Enabled() {
+		return ""
+	}
+	return v.(*Queue).Model()
+}
+
+// withForeign adds to m the vectors of another model load left out.
+func (s *Index) withForeign(m Mismatch) Mismatch {
+	if s.foreign.Skipped == 0 {
+		return m
+	}
+	f := s.foreign
+	f.Skipped += m.Skipped
+	f.QueryDim = m.QueryDim
+	return f
 }
 
 // Similarities is the cosine similarity of q to every vector stored under
@@ -116,7 +151,7 @@ func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte
 		return Mismatch{}, err
 	}
 	m := s.scan(q, func(i int, cos float32) { fn(s.keys[i], float64(cos)) })
-	if m.Skipped > 0 {
+	if m = s.withForeign(m); m.Skipped > 0 {
 		noteMismatch(tx, prefix, m)
 	}
 	return m, nil

@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,5 +159,49 @@ func TestReembedQueuesMarkersTheQueueDoesNotKnow(t *testing.T) {
 	r.h.Settle()
 	if n := markers(t, st, "c"); n != 0 {
 		t.Errorf("reembed left %d markers waiting (result %+v)", n, res)
+	}
+}
+
+// constant is an embedding model named name that gives every text v.
+func constant(name string, v []float32) *llmtest.Scripted {
+	return &llmtest.Scripted{Model: name, Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
+		EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
+			out := make([][]float32, len(req.Texts))
+			for i := range out {
+				out[i] = v
+			}
+			return out, nil
+		}}
+}
+
+// TestSearchSkipsAnotherModelsVectorsOfTheSameDimension: vectors another
+// model made are never compared with the query's, even of the same
+// dimension; engine.info tells the operator to reembed, and after the
+// reembed the vectors count again. (review 8, M4: only the dimension was
+// compared, so a changed model of the same size went unnoticed and its
+// meaningless cosines ranked utterances that share no word.)
+func TestSearchSkipsAnotherModelsVectorsOfTheSameDimension(t *testing.T) {
+	dir := t.TempDir()
+	r := newRigWith(t, rigOptions{dir: dir, keep: true, llm: constant("model-a", []float32{1, 0, 0})})
+	r.write("c", "user", "the budget for the trip")
+	if err := r.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = newRigWith(t, rigOptions{dir: dir, llm: constant("model-b", []float32{1, 0, 0})})
+	if hits := r.search(map[string]any{"conversation": "c", "query": "zzz unrelated"}); len(hits) != 0 {
+		t.Errorf("model-a's vector answered model-b's query: %+v", hits)
+	}
+	e := r.embeddings()
+	if e == nil || e.Mismatched != 1 || !strings.Contains(e.Mismatch, "model-a") || !strings.Contains(e.Mismatch, "embeddings.reembed") {
+		t.Fatalf("engine.info does not tell of another model's vectors: %+v", e)
+	}
+	var res embed.ReembedResult
+	r.do("embeddings.reembed", map[string]any{}, &res)
+	r.h.Settle()
+	if hits := r.search(map[string]any{"conversation": "c", "query": "zzz unrelated"}); len(hits) != 1 {
+		t.Errorf("after the reembed the vector does not count: %+v", hits)
+	}
+	if e := r.embeddings(); e.Mismatched != 1 {
+		t.Errorf("searches after the reembed still skip vectors: %+v", e)
 	}
 }
