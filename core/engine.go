@@ -190,7 +190,11 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 	}
 	for _, register := range subsystems {
 		if err := register(env); err != nil {
-			return nil, errors.Join(err, env.Close())
+			// The subsystems registered so far may have started work (the
+			// embedding queue recovers the last run's texts): it ends
+			// before Open returns, and the store closes under nothing.
+			env.Stop()
+			return nil, errors.Join(err, env.Close(), store.Close())
 		}
 	}
 	e.markComing()

@@ -3,15 +3,19 @@ package history_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/engram-console/engram/core"
+	"github.com/engram-console/engram/core/clock"
 	"github.com/engram-console/engram/core/conn"
 	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/history"
+	"github.com/engram-console/engram/core/kit"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/storage"
@@ -203,5 +207,54 @@ func TestSearchSkipsAnotherModelsVectorsOfTheSameDimension(t *testing.T) {
 	}
 	if e := r.embeddings(); e.Mismatched != 1 {
 		t.Errorf("searches after the reembed still skip vectors: %+v", e)
+	}
+}
+
+// blockingEmbed is an embedding model whose calls wait for their context
+// to end: started closes at the first call, returned when it returns.
+type blockingEmbed struct {
+	*llmtest.Scripted
+	started, returned chan struct{}
+}
+
+func (b *blockingEmbed) Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResponse, error) {
+	close(b.started)
+	<-ctx.Done()
+	close(b.returned)
+	return llm.EmbedResponse{}, ctx.Err()
+}
+
+// TestFailedOpenStopsTheEmbeddingWorker: when a subsystem registered after
+// history fails, Open stops the embedding worker history's recovery
+// started (its call is cancelled) and closes the store before it returns.
+// (review 8, L3: the worker kept calling the model and writing the store
+// of an engine that never opened.)
+func TestFailedOpenStopsTheEmbeddingWorker(t *testing.T) {
+	dir := t.TempDir()
+	var down atomic.Bool
+	down.Store(true)
+	r := newRigWith(t, rigOptions{dir: dir, keep: true, llm: flaky(&down)})
+	r.write("c", "user", "the lease ends in May")
+	if err := r.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := &blockingEmbed{Scripted: constant("m", []float32{1, 2, 3}), started: make(chan struct{}), returned: make(chan struct{})}
+	_, err := core.Open(core.Options{DataDir: dir, Clock: clock.NewFixed(t0), LLM: m,
+		Subsystems: []core.Subsystem{
+			func(env *kit.Env) error { _, err := history.Register(env, history.Options{}); return err },
+			func(env *kit.Env) error { <-m.started; return errors.New("a later subsystem fails") },
+		}})
+	if err == nil {
+		t.Fatal("Open succeeded")
+	}
+	select {
+	case <-m.returned:
+	default:
+		t.Fatal("Open returned while the embedding worker's call still ran")
+	}
+	// The store was closed: the directory opens again.
+	r = newRigWith(t, rigOptions{dir: dir, llm: flaky(&down)})
+	if n := markers(t, r.e.Env().Store, "c"); n != 1 {
+		t.Errorf("the waiting text's marker: %d, want 1", n)
 	}
 }
