@@ -420,13 +420,16 @@ func (q *Queue) Stop() {
 	})
 }
 
-// Stats are the queue's counts now.
+// Stats are the queue's counts now. Without a model, Pending counts the
+// markers the stores hold: texts a run with a model left waiting, which
+// the next run with one embeds.
 func (q *Queue) Stats() Stats {
+	waiting := q.offlineWaiting()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.stats
 	s.Model = q.Model()
-	s.Pending = len(q.jobs)
+	s.Pending = len(q.jobs) + waiting
 	if q.busy {
 		s.Pending += q.inflight
 	}
@@ -442,6 +445,28 @@ func (q *Queue) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// offlineWaiting counts the sources' markers when no model is configured
+// (nothing is queued then); 0 with a model, whose queue holds them.
+func (q *Queue) offlineWaiting() int {
+	if q.Enabled() {
+		return 0
+	}
+	q.mu.Lock()
+	sources := append([]Source(nil), q.sources...)
+	q.mu.Unlock()
+	n := 0
+	for _, s := range sources {
+		for _, st := range s.Stores() {
+			_ = st.View(func(tx *storage.Tx) error {
+				c, err := tx.Count(s.Markers)
+				n += c
+				return err
+			}) // a count that cannot be read shows as nothing waiting
+		}
+	}
+	return n
 }
 
 func (q *Queue) run() {

@@ -258,3 +258,25 @@ func TestFailedOpenStopsTheEmbeddingWorker(t *testing.T) {
 		t.Errorf("the waiting text's marker: %d, want 1", n)
 	}
 }
+
+// TestOfflineRestartShowsTextsStillWaiting: restarted without a model
+// while texts still wait for their vectors, engine.info's embeddings shows
+// them pending, as docs/batch.md says. (review 8, L2: it showed nothing.)
+func TestOfflineRestartShowsTextsStillWaiting(t *testing.T) {
+	dir := t.TempDir()
+	var down atomic.Bool
+	down.Store(true)
+	r := newRigWith(t, rigOptions{dir: dir, keep: true, llm: flaky(&down)})
+	r.write("c", "user", "the lease ends in May")
+	if err := r.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = newRigWith(t, rigOptions{dir: dir})
+	if e := r.embeddings(); e == nil || e.Pending != 1 {
+		t.Errorf("engine.info's embeddings offline with a text waiting: %+v", e)
+	}
+	r.do("history.drop", map[string]any{"conversation": "c"}, nil)
+	if e := r.embeddings(); e != nil {
+		t.Errorf("engine.info's embeddings offline once nothing waits: %+v", e)
+	}
+}
