@@ -156,3 +156,56 @@ func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte
 	}
 	return m, nil
 }
+
+// Uncache deletes, in tx, the cached vectors of texts under the configured
+// model: the cache is keyed by a hash of the text, and a text deleted for
+// good should not stay behind as its vector. Entries another model made
+// before stay (the cache cannot tell whose text they were).
+func (q *Queue) Uncache(tx *storage.Tx, texts ...string) error {
+	if !q.Enabled() {
+		return nil
+	}
+	model := q.Model()
+	for _, t := range texts {
+		if err := tx.Delete(CacheKey(model, t)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Forget records in tx that no vector is left under prefix (a dropped
+// conversation): its version stamp goes too, rather than naming it for
+// ever, and once tx commits the vectors in memory are dropped.
+func Forget(tx *storage.Tx, prefix []byte) error {
+	if err := tx.Delete(stampKey(prefix)); err != nil {
+		return err
+	}
+	tx.Hook(forgetHookKey{string(prefix)}, func() storage.CommitHook {
+		return &forgetHook{store: tx.Store(), prefix: string(prefix)}
+	})
+	return nil
+}
+
+type forgetHookKey struct{ prefix string }
+
+// forgetHook drops a prefix's vectors in memory once its vectors are gone.
+type forgetHook struct {
+	store  *storage.Store
+	prefix string
+}
+
+func (h *forgetHook) BeforeCommit() {}
+
+func (h *forgetHook) AfterCommit(committed bool) {
+	if !committed {
+		return
+	}
+	k := snapKey{h.store, h.prefix}
+	snapshots.Lock()
+	defer snapshots.Unlock()
+	if s := snapshots.m[k]; s != nil {
+		snapshots.floats -= s.floats
+		delete(snapshots.m, k)
+	}
+}

@@ -280,3 +280,67 @@ func TestOfflineRestartShowsTextsStillWaiting(t *testing.T) {
 		t.Errorf("engine.info's embeddings offline once nothing waits: %+v", e)
 	}
 }
+
+// embedIndexKeys lists the keys under idx/embed/ of the engine's store.
+func embedIndexKeys(t *testing.T, r *rig) []string {
+	t.Helper()
+	var keys []string
+	err := r.e.Env().Store.View(func(tx *storage.Tx) error {
+		return tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixIndex, "embed")), func(k []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// TestDropAndDeleteLeaveNoCachedVectorOrStamp: history.delete removes its
+// text's cached vector, and history.drop its texts' cached vectors and the
+// version stamp naming the conversation. (review 8, M5: the cache kept a
+// deleted text's vector by its hash for ever, and the stamp key named the
+// dropped conversation.)
+func TestDropAndDeleteLeaveNoCachedVectorOrStamp(t *testing.T) {
+	var down atomic.Bool
+	r := newRigWith(t, rigOptions{dir: t.TempDir(), llm: flaky(&down)})
+	r.write("c", "user", "my social security number is 078-05-1120")
+	r.write("c", "user", "the lease ends in May")
+	r.h.Settle()
+	if n := len(embedIndexKeys(t, r)); n != 3 {
+		t.Fatalf("after two writes: %v, want two cached vectors and a stamp", embedIndexKeys(t, r))
+	}
+	r.do("history.delete", map[string]any{"conversation": "c", "utterance_index": 0}, nil)
+	if n := len(embedIndexKeys(t, r)); n != 2 {
+		t.Errorf("after history.delete: %v, want one cached vector and a stamp", embedIndexKeys(t, r))
+	}
+	r.do("history.drop", map[string]any{"conversation": "c"}, nil)
+	if keys := embedIndexKeys(t, r); len(keys) != 0 {
+		t.Errorf("after history.drop: %v left", keys)
+	}
+	// A conversation in the in-memory backend (dropped in chunks).
+	r.write("m", "user", "the boiler needs a service")
+	r.do("history.backend", map[string]any{"conversation": "m", "backend": "in-memory"}, nil)
+	r.h.Settle()
+	mem := history.InMemoryStore(r.h)
+	count := func() int {
+		n := 0
+		err := mem.View(func(tx *storage.Tx) error {
+			var err error
+			n, err = tx.Count(storage.PrefixKey(storage.PrefixIndex, "embed"))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	r.do("history.drop", map[string]any{"conversation": "m"}, nil)
+	if n := count(); n != 0 {
+		t.Errorf("after dropping an in-memory conversation: %d embedding index keys left in its store", n)
+	}
+	if keys := embedIndexKeys(t, r); len(keys) != 0 {
+		t.Errorf("after dropping a conversation moved to memory: %v left in the engine's store", keys)
+	}
+}

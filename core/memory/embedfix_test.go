@@ -53,3 +53,38 @@ func TestRememberSkipsAnotherModelsVectorsOfTheSameDimension(t *testing.T) {
 		t.Errorf("engine.info does not tell of the other model's vector: %+v", s)
 	}
 }
+
+// TestHardForgetDropsTheCachedVector: a memory forgotten in hard mode
+// leaves no cached vector of its text behind. (review 8, M5: the cache
+// kept it by the text's hash for ever.)
+func TestHardForgetDropsTheCachedVector(t *testing.T) {
+	model := &llmtest.Scripted{Model: "m", EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
+		out := make([][]float32, len(req.Texts))
+		for i := range out {
+			out[i] = []float32{1, 0, 0}
+		}
+		return out, nil
+	}}
+	r := newRigWith(t, rigOptions{llm: model})
+	r.memorize("episodic", it("pin", "my pin is 4711"))
+	r.e.Env().Embeddings().Settle(context.Background())
+	cached := func() int {
+		n := 0
+		err := r.e.Env().Store.View(func(tx *storage.Tx) error {
+			var err error
+			n, err = tx.Count(storage.PrefixKey(storage.PrefixIndex, "embed", "cache"))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := cached(); n != 1 {
+		t.Fatalf("cached vectors after memorize: %d, want 1", n)
+	}
+	r.forget("episodic", "oldest", "hard")
+	if n := cached(); n != 0 {
+		t.Errorf("cached vectors after a hard forget: %d, want 0", n)
+	}
+}
