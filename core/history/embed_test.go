@@ -175,6 +175,8 @@ func TestReembedIsTheOperators(t *testing.T) {
 	var down atomic.Bool
 	r := newRigWith(t, rigOptions{llm: flaky(&down)})
 	r.Fail(enginetest.Who{As: "agent_b"}, "embeddings.reembed", map[string]any{}, errs.Permission, "only the operator")
+	// review 8 nit: permission comes before the check of source.
+	r.Fail(enginetest.Who{As: "agent_b"}, "embeddings.reembed", map[string]any{"source": "planner"}, errs.Permission, "only the operator")
 	r.fail("embeddings.reembed", map[string]any{"source": "planner"}, errs.Validation, "source", "history")
 	offline := newRig(t)
 	offline.fail("embeddings.reembed", map[string]any{}, errs.LLM, "no embedding model")
