@@ -747,7 +747,11 @@ func (q *Queue) call(texts []string) ([][]float32, error) {
 func (q *Queue) done1(jobs []job, stored, cached int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	hadFailed := false
 	for _, j := range jobs {
+		if _, ok := q.failed[j]; ok {
+			hadFailed = true
+		}
 		delete(q.failed, j)
 		delete(q.solo, j)
 	}
@@ -756,9 +760,10 @@ func (q *Queue) done1(jobs []job, stored, cached int) {
 	q.stats.Cached += cached
 	if stored > 0 {
 		q.notBefore, q.notBeforeScripted = time.Time{}, false
-		if len(q.failed) == 0 {
-			q.stats.LastError = ""
-		}
+	}
+	// The last error goes once no failed text is left, embedded or gone.
+	if (stored > 0 || hadFailed) && len(q.failed) == 0 {
+		q.stats.LastError = ""
 	}
 }
 
