@@ -37,3 +37,45 @@ func TestLastErrorGoesWithTheFailedTexts(t *testing.T) {
 		t.Errorf("stats once the failed text is gone: %+v", s)
 	}
 }
+
+// TestReembedDoesNotMarkATextChangedMeanwhile: an item whose text changes
+// (and is embedded) between a reembed's reading and its marking keeps the
+// new text's vector: the reembed does not mark it again with the text it
+// read earlier. (review 8 nit: the marker it wrote carried the old text.)
+func TestReembedDoesNotMarkATextChangedMeanwhile(t *testing.T) {
+	m := &model{name: "m", dim: 2}
+	r := newRig(t, m)
+	err := r.st.Update(context.Background(), func(tx *storage.Tx) error {
+		if err := tx.Set(storage.Key("t/", "item", "a"), []byte("one")); err != nil {
+			return err
+		}
+		return tx.Set(storage.Key("t/", "vec", "a"), Encode(Vector{Model: "old", Values: []float32{1, 2}}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := r.source()
+	items := src.Items
+	changed := false
+	src.Items = func(tx *storage.Tx, fn func(Item) error) error {
+		if err := items(tx, fn); err != nil {
+			return err
+		}
+		if !changed { // the item is rewritten, and embedded, meanwhile
+			changed = true
+			r.write(map[string]string{"a": "a longer text"})
+			r.settle()
+		}
+		return nil
+	}
+	r.q.mu.Lock()
+	r.q.sources = []Source{src}
+	r.q.mu.Unlock()
+	if _, err := r.q.Reembed(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	if v, ok := r.vector("a"); !ok || v.Values[0] != float32(len("a longer text")) {
+		t.Errorf("the item's vector after the reembed: %+v (want the new text's)", v)
+	}
+}

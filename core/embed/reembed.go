@@ -104,18 +104,29 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 			q.enqueue(waiting...)
 			for start := 0; start < len(stale); start += markChunk {
 				chunk := stale[start:min(start+markChunk, len(stale))]
+				marked := 0
 				err := st.Update(ctx, func(tx *storage.Tx) error {
+					marked = 0
 					for _, it := range chunk {
+						// Written again since it was read (a new marker,
+						// or already its new text's vector): the text
+						// read above is stale, so it is left alone.
+						if again, err := changedSince(tx, it, model, dim); err != nil {
+							return err
+						} else if again {
+							continue
+						}
 						if err := q.Mark(tx, it.Marker, Marker{Text: it.Text, Item: it.Key, Vector: it.Vector}); err != nil {
 							return err
 						}
+						marked++
 					}
 					return nil
 				})
 				if err != nil {
 					return ReembedResult{}, fmt.Errorf("queueing %s's texts: %w", s.Name, err)
 				}
-				count.Queued += len(chunk)
+				count.Queued += marked
 			}
 		}
 		res.Queued += count.Queued
@@ -137,4 +148,20 @@ func (q *Queue) SourceNames() []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// changedSince says whether it was written again after a reembed read it:
+// it has a marker now, or a vector of model (and dimension dim) already.
+func changedSince(tx *storage.Tx, it Item, model string, dim int) (bool, error) {
+	if ok, err := tx.Has(it.Marker); err != nil || ok {
+		return ok, err
+	}
+	v, err := tx.Get(it.Vector)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	m, d := Header(v)
+	return m == model && (dim == 0 || d == dim), nil
 }
