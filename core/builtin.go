@@ -96,7 +96,7 @@ func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs)
 		readOnly = full.Error()
 	}
 	return Info{
-		Embeddings: e.embeddingsInfo(),
+		Embeddings: e.embeddingsInfo(call.Principal == access.LegacyOwner),
 		Version:    Version, Store: store, DataDir: e.env.Store.Dir(), SyncWrites: e.sync,
 		Agent: e.agent, Provider: llmInfo.Provider, Model: llmInfo.Model, EmbedModel: llmInfo.EmbedModel,
 		Tokenizer: llm.TokenizerName,
@@ -105,12 +105,20 @@ func (e *Engine) info(ctx context.Context, call action.Call, args conn.InfoArgs)
 }
 
 // embeddingsInfo is engine.info's embeddings: nil offline with nothing
-// waiting.
-func (e *Engine) embeddingsInfo() *conn.EmbeddingsInfo {
+// waiting. Its counts, errors and mismatch are every agent's texts (a
+// cached count even tells whether someone wrote a text before), so only
+// the operator is told them; others learn the model and its dimension.
+func (e *Engine) embeddingsInfo(operator bool) *conn.EmbeddingsInfo {
 	q := e.env.Embeddings()
 	s := q.Stats()
 	if !q.Enabled() && s.Pending == 0 && s.Mismatched == 0 {
 		return nil
+	}
+	if !operator {
+		if !q.Enabled() {
+			return nil
+		}
+		return &conn.EmbeddingsInfo{Model: s.Model, Dimension: s.Dimension}
 	}
 	out := &conn.EmbeddingsInfo{Model: s.Model, Dimension: s.Dimension, Pending: s.Pending, Failed: s.Failed,
 		Retried: s.Retried, Embedded: s.Embedded, Cached: s.Cached, LastError: s.LastError,

@@ -198,8 +198,12 @@ func (r *replay) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, er
 	in, err := r.find(recordEmbed(req), "embed")
 	if err != nil {
 		// engram batches the texts it embeds as they come, so a replay
-		// may group them otherwise than the recording did: each text's
-		// recorded vector answers it.
+		// may group them otherwise than the recording did: on a miss
+		// (never for a recorded failure, which replays as itself) each
+		// text's recorded vector answers it.
+		if in.Error != nil {
+			return EmbedResponse{}, err
+		}
 		if vecs, ok := r.perText(req.Texts); ok {
 			return EmbedResponse{Vectors: vecs, Model: r.model}, nil
 		}

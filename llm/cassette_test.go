@@ -586,3 +586,21 @@ func TestReplayAnswersTextsBatchedOtherwise(t *testing.T) {
 		t.Error("a text never recorded was answered")
 	}
 }
+
+// TestReplayOfARecordedEmbedFailureFailsAgain: answering texts one by one
+// is for requests grouped otherwise than recorded, never for a recorded
+// failure, which a replay must repeat (the retries after it are part of
+// what was recorded).
+func TestReplayOfARecordedEmbedFailureFailsAgain(t *testing.T) {
+	c := &llm.Cassette{Version: 1, Model: "m", Interactions: []llm.Interaction{
+		{Request: llm.Recorded{Kind: "embed", Texts: []string{"a"}}, Error: &llm.RecordedFailure{Status: 400, Message: "bad input"}},
+		{Request: llm.Recorded{Kind: "embed", Texts: []string{"a"}}, Vectors: [][]float32{{1, 0}}},
+	}}
+	p := llm.NewReplay(c, "")
+	if _, err := p.Embed(context.Background(), llm.EmbedRequest{Texts: []string{"a"}}); err == nil || !strings.Contains(err.Error(), "bad input") {
+		t.Fatalf("the recorded failure replayed as %v", err)
+	}
+	if resp, err := p.Embed(context.Background(), llm.EmbedRequest{Texts: []string{"a"}}); err != nil || len(resp.Vectors) != 1 {
+		t.Errorf("the retry after it: %v %v", resp.Vectors, err)
+	}
+}

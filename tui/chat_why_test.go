@@ -162,3 +162,26 @@ func TestGoldenChatSearchWhy(t *testing.T) {
 	requireGoldenAt(t, "TestGoldenChatSearchWhy_120x36", m, 120, 36)
 	requireGoldenAt(t, "TestGoldenChatSearchWhy_80x24", m, 80, 24)
 }
+
+// TestChatWhyTellsFusedRanksAndThesaurusWords: a hit fused with the
+// vector ranking says where it stood in each, and a word found for a
+// query word through the thesaurus says which.
+func TestChatWhyTellsFusedRanksAndThesaurusWords(t *testing.T) {
+	t.Parallel()
+	sim := 0.91
+	h := &history.Hit{Semantic: &sim, Why: &retrieval.Why{
+		Terms:  []retrieval.TermMatch{{Term: "applic", Field: "text", Count: 1, Score: 0.4, SynonymOf: "appli"}},
+		Parts:  []retrieval.Part{{Name: retrieval.PartLexical, Value: 0.4, Weight: 1, Contribution: 0.4}},
+		Fusion: &retrieval.FusionWhy{Similarity: &sim, LexicalRank: 3, VectorRank: 1, K: 60, Score: 0.032},
+	}}
+	var all []string
+	for _, g := range hitWhyGroups(h) {
+		all = append(all, strings.Join(g, " · "))
+	}
+	got := strings.Join(all, "\n")
+	for _, want := range []string{"applic for appli", "vector similarity 0.91", "fused: words #3, vectors #1 (k 60)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("why %q lacks %q", got, want)
+		}
+	}
+}

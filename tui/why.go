@@ -67,6 +67,9 @@ func hitWhyGroups(h *history.Hit) [][]string {
 	if h.Semantic != nil {
 		parts = append(parts, fmt.Sprintf("vector similarity %.2f", *h.Semantic))
 	}
+	if f := w.Fusion; f != nil {
+		parts = append(parts, "fused: "+fusedRanks(f))
+	}
 	if len(parts) > 0 {
 		groups = append(groups, parts)
 	}
@@ -87,6 +90,17 @@ func hitWhyGroups(h *history.Hit) [][]string {
 		groups = append(groups, ctx)
 	}
 	return groups
+}
+
+// fusedRanks says where a fused hit stood in each ranking.
+func fusedRanks(f *retrieval.FusionWhy) string {
+	rank := func(r int) string {
+		if r == 0 {
+			return "not ranked"
+		}
+		return fmt.Sprintf("#%d", r)
+	}
+	return fmt.Sprintf("words %s, vectors %s (k %d)", rank(f.LexicalRank), rank(f.VectorRank), f.K)
 }
 
 // utteranceRef is "#4" for the document ID "4" (history's documents are
@@ -135,6 +149,9 @@ func termSegments(terms []retrieval.TermMatch) []string {
 		}
 		if t.Field != "" && t.Field != "text" {
 			seg += " (" + oneLine(t.Field) + ")"
+		}
+		if t.SynonymOf != "" {
+			seg += " for " + oneLine(t.SynonymOf)
 		}
 		out = append(out, seg)
 	}

@@ -187,12 +187,14 @@ type EmbeddingsInfo struct {
 	// Pending counts the texts waiting for a vector; Failed those of them
 	// whose last call failed; Retried the texts sent again after a
 	// failure; Embedded the vectors stored in this run, Cached those of
-	// them found in the cache by text hash, without a call.
-	Pending  int `json:"pending"`
-	Failed   int `json:"failed"`
-	Retried  int `json:"retried"`
-	Embedded int `json:"embedded"`
-	Cached   int `json:"cached"`
+	// them found in the cache by text hash, without a call. They, and the
+	// fields below, are every agent's texts: only the operator (local) is
+	// told them, and only when not zero.
+	Pending  int `json:"pending,omitempty"`
+	Failed   int `json:"failed,omitempty"`
+	Retried  int `json:"retried,omitempty"`
+	Embedded int `json:"embedded,omitempty"`
+	Cached   int `json:"cached,omitempty"`
 	// LastError is the last failure, while texts wait for a retry.
 	LastError string `json:"last_error,omitempty"`
 	// NextRetry is when the failed texts are tried again.

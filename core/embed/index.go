@@ -22,7 +22,8 @@ import (
 // turns spends most of a second reading and decoding their vectors.
 
 // snapshotBudget bounds the floats kept in memory, all prefixes together
-// (64 Mi floats: 256 MiB); the least recently used go first.
+// (64 Mi floats: 256 MiB, and 64 MiB more for their int8 copies); the
+// least recently used go first.
 const snapshotBudget = 64 << 20
 
 var (
@@ -140,18 +141,27 @@ func (h *storedHook) AfterCommit(committed bool) {
 	snapshots.m[k] = &next
 }
 
-// Index is vectors held in memory for a brute-force nearest-neighbour
-// search: a search's snapshot of the vectors under a prefix (at one
-// stamp), or the retrieval evaluation's. Add the vectors, Pack, then
-// search; it is safe for concurrent searches once packed.
+// Index is vectors held in memory for a nearest-neighbour search: a
+// search's snapshot of the vectors under a prefix (at one stamp), or the
+// retrieval evaluation's. Add the vectors, Pack, then search; it is safe
+// for concurrent searches once packed, and Add may follow.
+//
+// Each vector is kept normalised to length 1 (so a cosine is a dot
+// product) and again quantised to int8, a quarter of the size: Nearest
+// scans the int8 copy for candidates and ranks them by their exact
+// cosines.
 type Index struct {
 	keys   [][]byte
 	models []string
-	vecs   [][]float32
-	inv    []float32 // each vector's inverse length (0 for a zero vector)
+	vecs   [][]float32 // normalised (a zero vector stays zero)
+	q8     [][]int8    // vecs quantised: vecs[i][j] ≈ q8[i][j]·scale[i]
+	scale  []float32
 	floats int
-	// pos finds a key's entry (for the writer, under the snapshots' lock).
+	// pos finds a key's entry. The copies a stored vector makes of a
+	// snapshot share it (and append to it), so it is read and written
+	// under mu.
 	pos map[string]int
+	mu  *sync.RWMutex
 	// stamp and used are a search snapshot's: the stamp it was read at,
 	// and when it was last used (for the budget).
 	stamp string
@@ -161,21 +171,70 @@ type Index struct {
 	foreign Mismatch
 }
 
-// Add appends a vector under key.
+// Add appends a vector under key (a normalised copy of it: v is left
+// alone).
 func (s *Index) Add(key []byte, v Vector) {
+	v.Values = slices.Clone(v.Values)
+	s.add(key, v)
+}
+
+// add is Add taking v.Values as its own: it is normalised in place.
+func (s *Index) add(key []byte, v Vector) {
 	if s.pos == nil {
-		s.pos = map[string]int{}
+		s.pos, s.mu = map[string]int{}, &sync.RWMutex{}
 	}
+	s.mu.Lock()
 	s.pos[string(key)] = len(s.keys)
+	s.mu.Unlock()
+	q8, scale := normalise(v.Values)
 	s.keys = append(s.keys, key)
 	s.models = append(s.models, v.Model)
 	s.vecs = append(s.vecs, v.Values)
-	var inv float32
-	if n := norm(v.Values); n > 0 {
-		inv = 1 / n
-	}
-	s.inv = append(s.inv, inv)
+	s.q8 = append(s.q8, q8)
+	s.scale = append(s.scale, scale)
 	s.floats += len(v.Values)
+}
+
+// quantise is a normalised copy of v, its int8 copy and their scale (as
+// normalise makes them).
+func quantise(v []float32) ([]float32, []int8, float32) {
+	unit := slices.Clone(v)
+	q8, scale := normalise(unit)
+	return unit, q8, scale
+}
+
+// normalise scales v to length 1 in place (a zero vector stays zero) and
+// quantises it to int8 with its scale: the largest element becomes ±127
+// (never -128, which dot8's AVX2 form cannot take), v[i] ≈ q8[i]·scale.
+func normalise(v []float32) ([]int8, float32) {
+	q8 := make([]int8, len(v))
+	n := norm(v)
+	if n == 0 {
+		return q8, 0
+	}
+	// Multiplications, not divisions: a cold read normalises 25 million
+	// components.
+	var largest float32
+	inv := 1 / n
+	for i, x := range v {
+		x *= inv
+		v[i] = x
+		if x > largest { // not max(): its NaN and -0 checks cost a third of a cold read
+			largest = x
+		} else if -x > largest {
+			largest = -x
+		}
+	}
+	scale, up := largest/127, 127/largest
+	for i, x := range v {
+		// |x·up| ≤ 127 (a rounding over it truncates back to ±127).
+		if r := x * up; r >= 0 {
+			q8[i] = int8(r + 0.5)
+		} else {
+			q8[i] = int8(r - 0.5)
+		}
+	}
+	return q8, scale
 }
 
 // Len is how many vectors the index holds.
@@ -218,7 +277,7 @@ func load(tx *storage.Tx, prefix []byte) (*Index, error) {
 			s.foreign.Dim, s.foreign.Model, s.foreign.QueryModel = vec.Dim(), vec.Model, want
 			return nil
 		}
-		s.Add(slices.Clone(key), vec)
+		s.add(slices.Clone(key), vec) // Decode's values are new
 		return nil
 	})
 	if err != nil {
@@ -248,14 +307,20 @@ func load(tx *storage.Tx, prefix []byte) (*Index, error) {
 	return s, nil
 }
 
-// Pack copies the vectors into one slab, in order, so that a scan reads
-// memory in sequence.
+// Pack copies the vectors (and their int8 copies) into one slab each, in
+// order, so that a scan reads memory in sequence.
 func (s *Index) Pack() {
 	slab := make([]float32, 0, s.floats)
 	for i, v := range s.vecs {
 		start := len(slab)
 		slab = append(slab, v...)
 		s.vecs[i] = slab[start:len(slab):len(slab)]
+	}
+	slab8 := make([]int8, 0, s.floats)
+	for i, v := range s.q8 {
+		start := len(slab8)
+		slab8 = append(slab8, v...)
+		s.q8[i] = slab8[start:len(slab8):len(slab8)]
 	}
 }
 
@@ -279,18 +344,14 @@ func forgetStore(st *storage.Store) {
 // q, and tells of the others.
 func (s *Index) scan(q []float32, fn func(i int, cos float32)) Mismatch {
 	m := Mismatch{QueryDim: len(q)}
-	qn := norm(q)
+	qu, _, _ := quantise(q)
 	for i, v := range s.vecs {
 		if len(v) != len(q) {
 			m.Skipped++
 			m.Dim, m.Model = len(v), s.models[i]
 			continue
 		}
-		var c float32
-		if qn > 0 {
-			c = dot(q, v) * s.inv[i] / qn
-		}
-		fn(i, c)
+		fn(i, dot(qu, v))
 	}
 	return m
 }
@@ -308,36 +369,102 @@ type Neighbour struct {
 // dimension are skipped and told of, as Similarities does. This is what a
 // fusion by rank needs: n keys, not a score for every vector.
 func Nearest(tx *storage.Tx, prefix []byte, q []float32, n int) ([]Neighbour, Mismatch, error) {
+	return NearestWhere(tx, prefix, q, n, nil)
+}
+
+// NearestWhere is Nearest among the vectors whose key keep accepts (all
+// when keep is nil): keep is asked only of the vectors that come near,
+// from several goroutines at once.
+func NearestWhere(tx *storage.Tx, prefix []byte, q []float32, n int, keep func(key []byte) bool) ([]Neighbour, Mismatch, error) {
 	s, err := load(tx, prefix)
 	if err != nil || n <= 0 {
 		return nil, Mismatch{}, err
 	}
-	out, m := s.Nearest(q, n)
+	out, m := s.NearestWhere(q, n, keep)
 	if m = s.withForeign(m); m.Skipped > 0 {
 		noteMismatch(tx, prefix, m)
 	}
 	return out, m, nil
 }
 
+// Cosines is the cosine similarity of q to the vectors stored under
+// prefix at keys, in the order of keys; a key with no vector, or one of
+// another dimension than q's, is left out. It reads those vectors only.
+func Cosines(tx *storage.Tx, prefix []byte, q []float32, keys [][]byte) ([]Neighbour, error) {
+	s, err := load(tx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return s.Cosines(q, keys), nil
+}
+
+// Cosines is the cosine similarity of q to the vectors at keys, in the
+// order of keys; a key with no vector, or one of another dimension than
+// q's, is left out.
+func (s *Index) Cosines(q []float32, keys [][]byte) []Neighbour {
+	if s.mu == nil || len(keys) == 0 {
+		return nil
+	}
+	qu, _, _ := quantise(q)
+	at := make([]int, 0, len(keys))
+	s.mu.RLock()
+	for _, k := range keys {
+		i, ok := s.pos[string(k)]
+		if !ok || i >= len(s.keys) { // added to a later copy than s
+			i = -1
+		}
+		at = append(at, i)
+	}
+	s.mu.RUnlock()
+	var out []Neighbour
+	for _, i := range at {
+		if i >= 0 && len(s.vecs[i]) == len(q) {
+			out = append(out, Neighbour{Key: s.keys[i], Cosine: float64(dot(qu, s.vecs[i]))})
+		}
+	}
+	return out
+}
+
+// Candidates is how many vectors Nearest ranks by their exact cosine to
+// find the best n: those best by the int8 copies. The int8 products are
+// off by about 0.005 at 256 dimensions (each element is rounded to 1/254
+// of the vector's largest); a vector among the true best n is outranked
+// by the int8 copies of 4n others only when they are all that close.
+func Candidates(n int) int { return max(4*n, 200) }
+
 // Nearest is the n vectors most similar to q (by cosine), best first,
 // the first added first among equals; vectors of another dimension than
-// q's are skipped and counted in the Mismatch. It compares q to every
-// vector, a share of them on each processor when there are many.
+// q's are skipped and counted in the Mismatch.
 func (s *Index) Nearest(q []float32, n int) ([]Neighbour, Mismatch) {
+	return s.NearestWhere(q, n, nil)
+}
+
+// NearestWhere is Nearest among the vectors whose key keep accepts (all
+// when keep is nil). It compares q's int8 copy to every vector's (a
+// share of them on each processor when there are many), keeps the
+// Candidates(n) best, and ranks those by their exact cosines. keep is
+// asked only of a vector that would join the candidates.
+func (s *Index) NearestWhere(q []float32, n int, keep func(key []byte) bool) ([]Neighbour, Mismatch) {
+	qu, q8, qscale := quantise(q)
+	if n <= 0 || qscale == 0 {
+		return nil, Mismatch{QueryDim: len(q)}
+	}
+	total := len(s.q8)
 	parts := 1
-	if len(s.vecs) >= parallelMin {
+	if total >= parallelMin {
 		parts = runtime.GOMAXPROCS(0)
 	}
+	k := Candidates(n)
 	tops := make([][]hit, parts)
 	mismatches := make([]Mismatch, parts)
 	var wg sync.WaitGroup
-	size := (len(s.vecs) + parts - 1) / parts
+	size := (total + parts - 1) / parts
 	for p := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lo, hi := min(p*size, len(s.vecs)), min((p+1)*size, len(s.vecs))
-			tops[p], mismatches[p] = s.top(q, n, lo, hi)
+			lo, hi := min(p*size, total), min((p+1)*size, total)
+			tops[p], mismatches[p] = s.top(q8, k, lo, hi, keep)
 		}()
 	}
 	wg.Wait()
@@ -350,9 +477,15 @@ func (s *Index) Nearest(q []float32, n int) ([]Neighbour, Mismatch) {
 			m.Dim, m.Model = mismatches[p].Dim, mismatches[p].Model
 		}
 	}
-	// Parts are in key order: a stable sort keeps the first key first
-	// among equals.
-	slices.SortStableFunc(all, func(a, b hit) int { return cmp.Compare(b.cos, a.cos) })
+	for j, h := range all {
+		all[j].cos = dot(qu, s.vecs[h.i])
+	}
+	slices.SortFunc(all, func(a, b hit) int {
+		if c := cmp.Compare(b.cos, a.cos); c != 0 {
+			return c
+		}
+		return a.i - b.i
+	})
 	all = all[:min(n, len(all))]
 	out := make([]Neighbour, len(all))
 	for i, h := range all {
@@ -361,30 +494,29 @@ func (s *Index) Nearest(q []float32, n int) ([]Neighbour, Mismatch) {
 	return out, m
 }
 
-// hit is a vector's index in a snapshot and its cosine to a query.
+// hit is a vector's index in a snapshot and its cosine to a query (or
+// the int8 copies' estimate of it).
 type hit struct {
 	i   int
 	cos float32
 }
 
-// top is the n vectors of s.vecs[lo:hi] most similar to q, best first.
-func (s *Index) top(q []float32, n, lo, hi int) ([]hit, Mismatch) {
-	m := Mismatch{QueryDim: len(q)}
-	hits := make([]hit, 0, n+1)
-	qn := norm(q)
-	if qn == 0 {
-		return nil, m
-	}
+// top is the k vectors of s.q8[lo:hi] whose int8 copies' products with
+// q8 are the largest (over their scale, which is q8's alone: it orders
+// them), best first, of those keep accepts.
+func (s *Index) top(q8 []int8, k, lo, hi int, keep func([]byte) bool) ([]hit, Mismatch) {
+	m := Mismatch{QueryDim: len(q8)}
+	hits := make([]hit, 0, k+1)
 	floor := float32(math.Inf(-1))
 	for i := lo; i < hi; i++ {
-		v := s.vecs[i]
-		if len(v) != len(q) {
+		v := s.q8[i]
+		if len(v) != len(q8) {
 			m.Skipped++
 			m.Dim, m.Model = len(v), s.models[i]
 			continue
 		}
-		c := dot(q, v) * s.inv[i]
-		if len(hits) == n && c <= floor {
+		c := float32(dot8(q8, v)) * s.scale[i]
+		if len(hits) == k && c <= floor || keep != nil && !keep(s.keys[i]) {
 			continue
 		}
 		at, _ := slices.BinarySearchFunc(hits, c, func(h hit, c float32) int {
@@ -394,15 +526,12 @@ func (s *Index) top(q []float32, n, lo, hi int) ([]hit, Mismatch) {
 			return cmp.Compare(c, h.cos)
 		})
 		hits = slices.Insert(hits, at, hit{i, c})
-		if len(hits) > n {
-			hits = hits[:n]
+		if len(hits) > k {
+			hits = hits[:k]
 		}
-		if len(hits) == n {
-			floor = hits[n-1].cos
+		if len(hits) == k {
+			floor = hits[k-1].cos
 		}
-	}
-	for k := range hits {
-		hits[k].cos /= qn
 	}
 	return hits, m
 }

@@ -3,9 +3,11 @@ package evalret
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/engram-console/engram/core/embed"
 	rank "github.com/engram-console/engram/core/retrieval"
+	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/llm/llmtest"
 )
@@ -25,7 +27,8 @@ const FusionDepth = 50
 
 // Fusion fuses the hybrid ranking with an embedding model's vector
 // ranking by reciprocal rank fusion (retrieval.Fuse), as history.search
-// does with a model configured.
+// does with a model configured: the same texts embedded, the same depth,
+// the same floor for turns found by their vectors alone.
 type Fusion struct {
 	hybrid *Hybrid
 	model  llm.Provider
@@ -67,11 +70,9 @@ func NewFusion(ctx context.Context, set *Set, model llm.Provider) (*Fusion, erro
 		for _, s := range c.Sessions {
 			for _, t := range s.Turns {
 				ids = append(ids, t.ID)
-				text := t.Speaker + ": " + t.Text
-				if t.ImageCaption != "" {
-					text += " [image: " + t.ImageCaption + "]"
-				}
-				texts = append(texts, text)
+				// What history embeds: the utterance's text as the scratch
+				// engine writes it.
+				texts = append(texts, turnText(t))
 			}
 		}
 		for start := 0; start < len(texts); start += embed.BatchSize {
@@ -130,7 +131,21 @@ func (f *Fusion) Search(ctx context.Context, conversation, query string, k int) 
 	if err != nil || len(resp.Vectors) != 1 {
 		return lexical[:min(k, len(lexical))], nil // the model failed: lexical alone, as the product does
 	}
-	return FuseRankings(lexical, vs.Rank(resp.Vectors[0], FusionDepth), k), nil
+	return FuseRankings(lexical, vs.closeEnough(resp.Vectors[0], lexical), k), nil
+}
+
+// closeEnough is the vector ranking history.search fuses: the FusionDepth
+// turns most similar to q, those the lexical ranking did not find only if
+// close in meaning indeed (search.SemanticThreshold).
+func (vs *Vectors) closeEnough(q []float32, lexical []string) []string {
+	near, _ := vs.ix.Nearest(q, FusionDepth)
+	out := make([]string, 0, len(near))
+	for _, h := range near {
+		if id := string(h.Key); h.Cosine >= search.SemanticThreshold || slices.Contains(lexical, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // FuseRankings is the first k ids of the lexical and vector rankings

@@ -2,19 +2,22 @@ package evalret
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/engram-console/engram/llm/llmtest"
 )
 
 // BenchmarkFusionAt100kTurns is what fusing a vector ranking adds to a
 // search beyond the model's call for the query vector: ranking 100,000
-// turn vectors (llmtest.HashedDim = 256 float32s each, held in memory,
-// brute force) for the FusionDepth most similar, and fusing them with a
+// turn vectors (llmtest.HashedDim = 256 float32s each, held in memory
+// with an int8 copy: embed.Index.Nearest) for the FusionDepth most
+// similar, and fusing them with a
 // lexical ranking of FusionDepth turns by reciprocal rank fusion. The
 // turns are generated sentences of 8 words over a vocabulary of 5,000;
-// the query is 4 of those words. Reports ms/search (the target:
-// at most 5 ms).
+// the query is 4 of those words. Reports the median (p50-ms, the issue's
+// target: at most 5 ms) and mean (ms/search) time of one.
 func BenchmarkFusionAt100kTurns(b *testing.B) {
 	const turns = 100_000
 	vs := &Vectors{}
@@ -33,10 +36,15 @@ func BenchmarkFusionAt100kTurns(b *testing.B) {
 		lexical[i] = fmt.Sprintf("t%d", i*997)
 	}
 	b.ResetTimer()
+	var took []time.Duration
 	for b.Loop() {
+		start := time.Now()
 		if got := FuseRankings(lexical, vs.Rank(q, FusionDepth), K); len(got) != K {
 			b.Fatalf("%d fused", len(got))
 		}
+		took = append(took, time.Since(start))
 	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/search")
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/search")
 }

@@ -93,6 +93,29 @@ func TestFailedEmbeddingKeepsWritesSearchable(t *testing.T) {
 	}
 }
 
+// TestEmbeddingCountsAreTheOperatorsAlone: the queue's counts, errors and
+// mismatch are about every agent's texts (a cached count even tells
+// whether someone wrote a text before), so another agent's engine.info
+// tells it the model and dimension only.
+func TestEmbeddingCountsAreTheOperatorsAlone(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	down.Store(true)
+	r := newRigWith(t, rigOptions{llm: flaky(&down)})
+	r.write("c", "user", "my pin is 4711")
+	var info conn.Info
+	raw := r.Do(enginetest.Who{As: "agent_b"}, "engine.info", map[string]any{"counts": false}, nil)
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	if e := info.Embeddings; e == nil || e.Model != "flaky-embed" || *e != (conn.EmbeddingsInfo{Model: e.Model, Dimension: e.Dimension}) {
+		t.Errorf("agent_b's engine.info embeddings: %+v, want the model and dimension alone", e)
+	}
+	if e := r.embeddings(); e == nil || e.Pending != 1 || e.LastError == "" {
+		t.Errorf("the operator's engine.info embeddings: %+v, want the queue's counts", e)
+	}
+}
+
 // TestUnembeddedWritesAreEmbeddedAfterRestart: what a run could not embed
 // is found again when the store is reopened, and embedded then.
 func TestUnembeddedWritesAreEmbeddedAfterRestart(t *testing.T) {

@@ -454,11 +454,42 @@ func checkWhen(when string, quoted bool, now time.Time) error {
 	return nil
 }
 
+// vectorRanking is what fuse needs of the vectors: the utterances nearest
+// the query, best first (the speaker's only when one is asked; as deep as
+// fuse takes them), and the similarity of each of them and of each
+// lexical candidate. It reads those vectors only, not a similarity for
+// every utterance.
+func (hi *hybridIndex) vectorRanking(tx *storage.Tx, c string, q []float32, lexical []found, req SearchRequest) ([]int, map[int]float64, error) {
+	var keep func(int) bool
+	if code := speakerCodes[req.Speaker]; code != 0 {
+		keep = func(i int) bool {
+			d, ok := slices.BinarySearch(hi.utt, i)
+			return ok && hi.speaker[d] == code
+		}
+	}
+	near, sims, err := nearestWhere(tx, c, q, max(req.Limit, fusionDepth), keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rest []int
+	for _, f := range lexical {
+		if _, ok := sims[f.index]; !ok {
+			rest = append(rest, f.index)
+		}
+	}
+	return near, sims, cosines(tx, c, q, rest, sims)
+}
+
 // fuse merges the hybrid ranking with the embedding ranking (the
 // utterances' cosine similarity to the query, best first, fusionDepth
 // deep) by reciprocal rank fusion (retrieval.Fuse): each hit's score is
-// the fused score, its why says its similarity and both ranks.
-func (hi *hybridIndex) fuse(lexical []found, sims map[int]float64, req SearchRequest) []found {
+// the fused score, its why says its similarity and both ranks. near are
+// the utterances nearest the query (vectorRanking's) and sims the
+// similarities of those and of the lexical candidates. The vector ranking
+// is the best of the lexical candidates and of the others that reach
+// search.SemanticThreshold: as deep as near goes, those others are all
+// in near.
+func (hi *hybridIndex) fuse(lexical []found, near []int, sims map[int]float64, req SearchRequest) []found {
 	code := speakerCodes[req.Speaker]
 	type vec struct {
 		index int
@@ -466,12 +497,20 @@ func (hi *hybridIndex) fuse(lexical []found, sims map[int]float64, req SearchReq
 	}
 	lexIDs := make([]string, len(lexical))
 	byID := map[string]found{}
+	candidates := slices.Clone(near)
 	for i, f := range lexical {
 		lexIDs[i] = strconv.Itoa(f.index)
 		byID[lexIDs[i]] = f
+		if !slices.Contains(near, f.index) {
+			candidates = append(candidates, f.index)
+		}
 	}
 	var vs []vec
-	for i, s := range sims {
+	for _, i := range candidates {
+		s, ok := sims[i]
+		if !ok {
+			continue // no vector (yet)
+		}
 		if _, lex := byID[strconv.Itoa(i)]; !lex && s < search.SemanticThreshold {
 			// Close in meaning only: it must be close indeed, or every
 			// search would return the whole conversation.

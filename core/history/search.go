@@ -126,11 +126,11 @@ func (h *History) search(ctx context.Context, call action.Call, req SearchReques
 					return err
 				}
 				if queryVec != nil {
-					var sims map[int]float64
-					if sims, err = similarities(tx, c, queryVec); err != nil {
+					near, sims, err := hi.vectorRanking(tx, c, queryVec, found, req)
+					if err != nil {
 						return err
 					}
-					found = hi.fuse(found, sims, req)
+					found = hi.fuse(found, near, sims, req)
 				}
 				if len(found) == 0 && len(hi.ix.Analyzer().Terms(req.Query)) == 0 {
 					return h.literal(tx, conv, req, &hits)

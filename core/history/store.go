@@ -41,7 +41,20 @@ func vecPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory
 // similarities does). Vectors of another dimension than q's are skipped
 // and told of in engine.info.
 func nearest(tx *storage.Tx, c string, q []float32, n int) ([]int, map[int]float64, error) {
-	near, _, err := embed.Nearest(tx, vecPrefix(c), q, n)
+	return nearestWhere(tx, c, q, n, nil)
+}
+
+// nearestWhere is nearest among the utterances keep accepts (all when
+// keep is nil; it is asked from several goroutines at once).
+func nearestWhere(tx *storage.Tx, c string, q []float32, n int, keep func(i int) bool) ([]int, map[int]float64, error) {
+	var keepKey func([]byte) bool
+	if keep != nil {
+		keepKey = func(k []byte) bool {
+			i, err := storage.ParseUint64(storage.LastPart(k))
+			return err == nil && keep(int(i))
+		}
+	}
+	near, _, err := embed.NearestWhere(tx, vecPrefix(c), q, n, keepKey)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,6 +69,23 @@ func nearest(tx *storage.Tx, c string, q []float32, n int) ([]int, map[int]float
 		cos[int(i)] = h.Cosine
 	}
 	return order, cos, nil
+}
+
+// cosines adds to cos the cosine similarity of q to the vectors of the
+// utterances at indexes of conversation c that have one (of q's
+// dimension).
+func cosines(tx *storage.Tx, c string, q []float32, indexes []int, cos map[int]float64) error {
+	keys := make([][]byte, len(indexes))
+	for j, i := range indexes {
+		keys[j] = vecKey(c, i)
+	}
+	found, err := embed.Cosines(tx, vecPrefix(c), q, keys)
+	for _, h := range found {
+		if i, err := storage.ParseUint64(storage.LastPart(h.Key)); err == nil {
+			cos[int(i)] = h.Cosine
+		}
+	}
+	return err
 }
 
 // embqKey marks utterance i as waiting for its vector (package embed).
