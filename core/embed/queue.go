@@ -566,6 +566,10 @@ type work struct {
 	m      Marker
 	vec    []float32
 	cached bool
+	// again: another work of the batch asks for the same text, which one
+	// call answers for both; it counts as cached, as it would had the
+	// worker taken the two texts in two batches.
+	again bool
 }
 
 func (q *Queue) process(batch []job) {
@@ -604,7 +608,9 @@ func (q *Queue) process(batch []job) {
 	var texts []string
 	seen := map[string]bool{}
 	for _, w := range works {
-		if w.vec == nil && !seen[w.m.Text] {
+		if w.vec == nil && seen[w.m.Text] {
+			w.again = true
+		} else if w.vec == nil {
 			seen[w.m.Text] = true
 			texts = append(texts, w.m.Text)
 		}
@@ -701,7 +707,7 @@ func (q *Queue) process(batch []job) {
 				if err := Stored(tx, w.m.Vector, vec); err != nil {
 					return err
 				}
-				if w.cached {
+				if w.cached || w.again {
 					cached++
 				} else if err := tx.Set(CacheKey(model, w.m.Text), Encode(vec)); err != nil {
 					return err
