@@ -134,12 +134,13 @@ func (e *Engine) embeddingsInfo(operator bool) *conn.EmbeddingsInfo {
 // principal's vectors.
 func (e *Engine) reembed(ctx context.Context, call action.Call, args ReembedArgs) (ReembedResult, error) {
 	q := e.env.Embeddings()
+	// Permission first: another agent learns nothing of the sources.
+	if call.Principal != access.LegacyOwner {
+		return ReembedResult{}, errs.New(errs.Permission, "embeddings.reembed rewrites every principal's vectors, so only the operator (%s) may run it", access.LegacyOwner)
+	}
 	if args.Source != "" && !slices.Contains(q.SourceNames(), args.Source) {
 		return ReembedResult{}, errs.New(errs.Validation, "source: no subsystem %q keeps vectors; use one of %s, or leave it out for all",
 			args.Source, strings.Join(q.SourceNames(), ", ")).With("field", "source")
-	}
-	if call.Principal != access.LegacyOwner {
-		return ReembedResult{}, errs.New(errs.Permission, "embeddings.reembed rewrites every principal's vectors, so only the operator (%s) may run it", access.LegacyOwner)
 	}
 	if !q.Enabled() {
 		return ReembedResult{}, errs.New(errs.LLM, "%s", embed.ErrNoModel.Error())

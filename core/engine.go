@@ -190,7 +190,11 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 	}
 	for _, register := range subsystems {
 		if err := register(env); err != nil {
-			return nil, errors.Join(err, env.Close())
+			// The subsystems registered so far may have started work (the
+			// embedding queue recovers the last run's texts): it ends
+			// before Open returns, and the store closes under nothing.
+			env.Stop()
+			return nil, errors.Join(err, env.Close(), store.Close())
 		}
 	}
 	e.markComing()
@@ -372,6 +376,11 @@ func (e *Engine) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	defer e.inflight.Done()
+	if req.At == nil && ctx.Value(insideAction{}) == nil {
+		// The engine runs on the wall's time again: embedding retries a
+		// step with at scheduled must not wait for another such step.
+		e.env.Embeddings().Unpinned()
+	}
 	if ctx.Value(insideAction{}) != nil {
 		// A part of a running action (a plan's subtask, a tour's step)
 		// runs under its locks. It may pin the clock only when that

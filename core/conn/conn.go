@@ -200,7 +200,7 @@ type EmbeddingsInfo struct {
 	// NextRetry is when the failed texts are tried again.
 	NextRetry *time.Time `json:"next_retry,omitempty"`
 	// Mismatched counts the stored vectors searches skipped because their
-	// dimension differs from the query's (another model's); Mismatch says
+	// model or dimension differs from the query's; Mismatch says
 	// the last such, and that embeddings.reembed replaces them.
 	Mismatched int    `json:"mismatched,omitempty"`
 	Mismatch   string `json:"mismatch,omitempty"`

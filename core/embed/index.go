@@ -117,7 +117,9 @@ func (h *storedHook) AfterCommit(committed bool) {
 	if s == nil {
 		return
 	}
-	drop := s.stamp != h.from
+	// A snapshot that left another model's vectors out is read afresh:
+	// a reembed's vectors replace those, which it does not hold.
+	drop := s.stamp != h.from || s.foreign.Skipped > 0
 	for _, key := range h.keys {
 		if _, ok := s.pos[string(key)]; ok {
 			drop = true // replaced: the old one is in the slab
@@ -164,6 +166,9 @@ type Index struct {
 	// and when it was last used (for the budget).
 	stamp string
 	used  uint64
+	// foreign tells of the vectors load left out: another model's than
+	// the one queries are made by now (see SameModel).
+	foreign Mismatch
 }
 
 // Add appends a vector under key (a normalised copy of it: v is left
@@ -264,8 +269,15 @@ func load(tx *storage.Tx, prefix []byte) (*Index, error) {
 	}
 	snapshots.Unlock()
 	s = &Index{stamp: string(stamp)}
+	want := queryModel(tx.Store())
 	err = tx.Scan(storage.Prefix(prefix), func(key, v []byte) error {
-		s.add(slices.Clone(key), Decode(v)) // Decode's values are new
+		vec := Decode(v)
+		if !SameModel(vec.Model, want) {
+			s.foreign.Skipped++
+			s.foreign.Dim, s.foreign.Model, s.foreign.QueryModel = vec.Dim(), vec.Model, want
+			return nil
+		}
+		s.add(slices.Clone(key), vec) // Decode's values are new
 		return nil
 	})
 	if err != nil {
@@ -369,7 +381,7 @@ func NearestWhere(tx *storage.Tx, prefix []byte, q []float32, n int, keep func(k
 		return nil, Mismatch{}, err
 	}
 	out, m := s.NearestWhere(q, n, keep)
-	if m.Skipped > 0 {
+	if m = s.withForeign(m); m.Skipped > 0 {
 		noteMismatch(tx, prefix, m)
 	}
 	return out, m, nil

@@ -73,7 +73,7 @@ type Stats struct {
 	// NextRetry is when the failed texts are tried again (zero if none).
 	NextRetry time.Time
 	// Mismatched counts the stored vectors searches skipped because their
-	// dimension differed from the query's; Mismatch says the last such.
+	// model or dimension differed from the query's; Mismatch says the last such.
 	Mismatched int
 	Mismatch   string
 }
@@ -359,6 +359,39 @@ func (q *Queue) Settle(ctx context.Context) {
 	}
 }
 
+// Unpinned tells the queue that a request without at runs (the console,
+// a script's step without at): from now on the wall's time is the engine's
+// time, so retries scheduled under a pinned clock, which only a pinned
+// step could bring due, move onto it (now plus their backoff). Without
+// this a failure during a step with at held every later text back until
+// another pinned step came, which in the console never does. A script
+// whose every step has at never calls it, so its output still repeats.
+func (q *Queue) Unpinned() {
+	if q == nil || q.pinned() {
+		return
+	}
+	q.mu.Lock()
+	now, moved := q.clock.Now(), false
+	var first time.Time
+	for j, r := range q.failed {
+		if !r.scripted {
+			continue
+		}
+		r.at, r.scripted, moved = now.Add(backoff(r.failures)), false, true
+		q.failed[j] = r
+		if first.IsZero() || r.at.Before(first) {
+			first = r.at
+		}
+	}
+	if q.notBeforeScripted {
+		q.notBefore, q.notBeforeScripted, moved = first, false, true
+	}
+	q.mu.Unlock()
+	if moved {
+		q.Kick()
+	}
+}
+
 // Stop ends the worker: a call in flight is cancelled, and what is still
 // pending keeps its marker for the next open.
 func (q *Queue) Stop() {
@@ -387,13 +420,16 @@ func (q *Queue) Stop() {
 	})
 }
 
-// Stats are the queue's counts now.
+// Stats are the queue's counts now. Without a model, Pending counts the
+// markers the stores hold: texts a run with a model left waiting, which
+// the next run with one embeds.
 func (q *Queue) Stats() Stats {
+	waiting := q.offlineWaiting()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.stats
 	s.Model = q.Model()
-	s.Pending = len(q.jobs)
+	s.Pending = len(q.jobs) + waiting
 	if q.busy {
 		s.Pending += q.inflight
 	}
@@ -409,6 +445,28 @@ func (q *Queue) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// offlineWaiting counts the sources' markers when no model is configured
+// (nothing is queued then); 0 with a model, whose queue holds them.
+func (q *Queue) offlineWaiting() int {
+	if q.Enabled() {
+		return 0
+	}
+	q.mu.Lock()
+	sources := append([]Source(nil), q.sources...)
+	q.mu.Unlock()
+	n := 0
+	for _, s := range sources {
+		for _, st := range s.Stores() {
+			_ = st.View(func(tx *storage.Tx) error {
+				c, err := tx.Count(s.Markers)
+				n += c
+				return err
+			}) // a count that cannot be read shows as nothing waiting
+		}
+	}
+	return n
 }
 
 func (q *Queue) run() {
@@ -508,6 +566,10 @@ type work struct {
 	m      Marker
 	vec    []float32
 	cached bool
+	// again: another work of the batch asks for the same text, which one
+	// call answers for both; it counts as cached, as it would had the
+	// worker taken the two texts in two batches.
+	again bool
 }
 
 func (q *Queue) process(batch []job) {
@@ -546,7 +608,9 @@ func (q *Queue) process(batch []job) {
 	var texts []string
 	seen := map[string]bool{}
 	for _, w := range works {
-		if w.vec == nil && !seen[w.m.Text] {
+		if w.vec == nil && seen[w.m.Text] {
+			w.again = true
+		} else if w.vec == nil {
 			seen[w.m.Text] = true
 			texts = append(texts, w.m.Text)
 		}
@@ -643,7 +707,7 @@ func (q *Queue) process(batch []job) {
 				if err := Stored(tx, w.m.Vector, vec); err != nil {
 					return err
 				}
-				if w.cached {
+				if w.cached || w.again {
 					cached++
 				} else if err := tx.Set(CacheKey(model, w.m.Text), Encode(vec)); err != nil {
 					return err
@@ -689,7 +753,11 @@ func (q *Queue) call(texts []string) ([][]float32, error) {
 func (q *Queue) done1(jobs []job, stored, cached int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	hadFailed := false
 	for _, j := range jobs {
+		if _, ok := q.failed[j]; ok {
+			hadFailed = true
+		}
 		delete(q.failed, j)
 		delete(q.solo, j)
 	}
@@ -698,9 +766,10 @@ func (q *Queue) done1(jobs []job, stored, cached int) {
 	q.stats.Cached += cached
 	if stored > 0 {
 		q.notBefore, q.notBeforeScripted = time.Time{}, false
-		if len(q.failed) == 0 {
-			q.stats.LastError = ""
-		}
+	}
+	// The last error goes once no failed text is left, embedded or gone.
+	if (stored > 0 || hadFailed) && len(q.failed) == 0 {
+		q.stats.LastError = ""
 	}
 }
 
@@ -801,6 +870,10 @@ func noteMismatch(tx *storage.Tx, prefix []byte, m Mismatch) {
 	}
 	msg := fmt.Sprintf("a search skipped %d stored vectors of dimension %d (model %s) under %s: the query vector has dimension %d; run embeddings.reembed",
 		m.Skipped, m.Dim, model, prefix, m.QueryDim)
+	if m.QueryModel != "" {
+		msg = fmt.Sprintf("a search skipped %d stored vectors under %s made by model %s, not the query's (model %s; the query vector has dimension %d); run embeddings.reembed",
+			m.Skipped, prefix, model, m.QueryModel, m.QueryDim)
+	}
 	q.mu.Lock()
 	first := q.stats.Mismatch != msg
 	q.stats.Mismatched += m.Skipped

@@ -104,6 +104,41 @@ type Mismatch struct {
 	Model string
 	// QueryDim is the query vector's dimension.
 	QueryDim int
+	// QueryModel is set when the skipped vectors were made by another
+	// model (Model) than the query's: of the same dimension or not, their
+	// cosines would mean nothing.
+	QueryModel string
+}
+
+// SameModel says whether a vector stored by model stored may be compared
+// with a query vector made by model query. A vector of an unknown model
+// (""; stored before engram recorded models, when a store had one model)
+// counts as the query's: a dimension check still guards it, and
+// embeddings.reembed replaces it. An unknown query model compares with
+// everything.
+func SameModel(stored, query string) bool {
+	return stored == "" || query == "" || stored == query
+}
+
+// queryModel is the model the queries against st's vectors are made by:
+// its queue's ("" when st has no queue with a model).
+func queryModel(st *storage.Store) string {
+	v, ok := registry.Load(st)
+	if !ok || !v.(*Queue).Enabled() {
+		return ""
+	}
+	return v.(*Queue).Model()
+}
+
+// withForeign adds to m the vectors of another model load left out.
+func (s *Index) withForeign(m Mismatch) Mismatch {
+	if s.foreign.Skipped == 0 {
+		return m
+	}
+	f := s.foreign
+	f.Skipped += m.Skipped
+	f.QueryDim = m.QueryDim
+	return f
 }
 
 // Similarities is the cosine similarity of q to every vector stored under
@@ -116,8 +151,61 @@ func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte
 		return Mismatch{}, err
 	}
 	m := s.scan(q, func(i int, cos float32) { fn(s.keys[i], float64(cos)) })
-	if m.Skipped > 0 {
+	if m = s.withForeign(m); m.Skipped > 0 {
 		noteMismatch(tx, prefix, m)
 	}
 	return m, nil
+}
+
+// Uncache deletes, in tx, the cached vectors of texts under the configured
+// model: the cache is keyed by a hash of the text, and a text deleted for
+// good should not stay behind as its vector. Entries another model made
+// before stay (the cache cannot tell whose text they were).
+func (q *Queue) Uncache(tx *storage.Tx, texts ...string) error {
+	if !q.Enabled() {
+		return nil
+	}
+	model := q.Model()
+	for _, t := range texts {
+		if err := tx.Delete(CacheKey(model, t)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Forget records in tx that no vector is left under prefix (a dropped
+// conversation): its version stamp goes too, rather than naming it for
+// ever, and once tx commits the vectors in memory are dropped.
+func Forget(tx *storage.Tx, prefix []byte) error {
+	if err := tx.Delete(stampKey(prefix)); err != nil {
+		return err
+	}
+	tx.Hook(forgetHookKey{string(prefix)}, func() storage.CommitHook {
+		return &forgetHook{store: tx.Store(), prefix: string(prefix)}
+	})
+	return nil
+}
+
+type forgetHookKey struct{ prefix string }
+
+// forgetHook drops a prefix's vectors in memory once its vectors are gone.
+type forgetHook struct {
+	store  *storage.Store
+	prefix string
+}
+
+func (h *forgetHook) BeforeCommit() {}
+
+func (h *forgetHook) AfterCommit(committed bool) {
+	if !committed {
+		return
+	}
+	k := snapKey{h.store, h.prefix}
+	snapshots.Lock()
+	defer snapshots.Unlock()
+	if s := snapshots.m[k]; s != nil {
+		snapshots.floats -= s.floats
+		delete(snapshots.m, k)
+	}
 }

@@ -43,8 +43,9 @@ const markChunk = 256
 // Reembed queues every item of the sources (all when only is empty) whose
 // vector is missing, or was made by another model than the configured
 // one, or has another dimension than the model's vectors now (asked of the
-// model with one short text). Items already waiting are left alone, so
-// it is idempotent: running it again queues nothing new.
+// model with one short text). Items already waiting keep their marker and
+// are queued if the queue did not know them, so it is idempotent: running
+// it again marks nothing new.
 func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error) {
 	if !q.Enabled() {
 		return ReembedResult{}, ErrNoModel
@@ -69,6 +70,7 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 		count := ReembedCount{Source: s.Name}
 		for _, st := range s.Stores() {
 			var stale []Item
+			var waiting []job
 			err := st.View(func(tx *storage.Tx) error {
 				return s.Items(tx, func(it Item) error {
 					count.Examined++
@@ -76,6 +78,7 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 						return err
 					} else if ok {
 						count.Waiting++
+						waiting = append(waiting, job{store: st, marker: string(it.Marker)})
 						return nil
 					}
 					v, err := tx.Get(it.Vector)
@@ -96,20 +99,34 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 			if err != nil {
 				return ReembedResult{}, fmt.Errorf("reading %s's vectors: %w", s.Name, err)
 			}
+			// A marker the queue does not know (one a copy brought along)
+			// would wait forever: queue it (enqueue skips those queued).
+			q.enqueue(waiting...)
 			for start := 0; start < len(stale); start += markChunk {
 				chunk := stale[start:min(start+markChunk, len(stale))]
+				marked := 0
 				err := st.Update(ctx, func(tx *storage.Tx) error {
+					marked = 0
 					for _, it := range chunk {
+						// Written again since it was read (a new marker,
+						// or already its new text's vector): the text
+						// read above is stale, so it is left alone.
+						if again, err := changedSince(tx, it, model, dim); err != nil {
+							return err
+						} else if again {
+							continue
+						}
 						if err := q.Mark(tx, it.Marker, Marker{Text: it.Text, Item: it.Key, Vector: it.Vector}); err != nil {
 							return err
 						}
+						marked++
 					}
 					return nil
 				})
 				if err != nil {
 					return ReembedResult{}, fmt.Errorf("queueing %s's texts: %w", s.Name, err)
 				}
-				count.Queued += len(chunk)
+				count.Queued += marked
 			}
 		}
 		res.Queued += count.Queued
@@ -131,4 +148,20 @@ func (q *Queue) SourceNames() []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// changedSince says whether it was written again after a reembed read it:
+// it has a marker now, or a vector of model (and dimension dim) already.
+func changedSince(tx *storage.Tx, it Item, model string, dim int) (bool, error) {
+	if ok, err := tx.Has(it.Marker); err != nil || ok {
+		return ok, err
+	}
+	v, err := tx.Get(it.Vector)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	m, d := Header(v)
+	return m == model && (dim == 0 || d == dim), nil
 }

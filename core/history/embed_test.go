@@ -171,7 +171,7 @@ func TestSearchWithAnotherModelsVectorsDoesNotCrash(t *testing.T) {
 		t.Fatalf("search over another model's vectors: %+v", hits)
 	}
 	e := r.embeddings()
-	if e.Mismatched != 2 || !strings.Contains(e.Mismatch, "dimension 2 (model old-embed)") || !strings.Contains(e.Mismatch, "embeddings.reembed") {
+	if e.Mismatched != 2 || !strings.Contains(e.Mismatch, "model old-embed") || !strings.Contains(e.Mismatch, "embeddings.reembed") {
 		t.Errorf("engine.info does not tell of the mismatch: %+v", e)
 	}
 	var res embed.ReembedResult
@@ -198,6 +198,8 @@ func TestReembedIsTheOperators(t *testing.T) {
 	var down atomic.Bool
 	r := newRigWith(t, rigOptions{llm: flaky(&down)})
 	r.Fail(enginetest.Who{As: "agent_b"}, "embeddings.reembed", map[string]any{}, errs.Permission, "only the operator")
+	// review 8 nit: permission comes before the check of source.
+	r.Fail(enginetest.Who{As: "agent_b"}, "embeddings.reembed", map[string]any{"source": "planner"}, errs.Permission, "only the operator")
 	r.fail("embeddings.reembed", map[string]any{"source": "planner"}, errs.Validation, "source", "history")
 	offline := newRig(t)
 	offline.fail("embeddings.reembed", map[string]any{}, errs.LLM, "no embedding model")

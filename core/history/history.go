@@ -689,6 +689,9 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 		if err != nil {
 			return err
 		}
+		if err := h.env.Embeddings().Uncache(tx.Tx, u.Text); err != nil {
+			return err
+		}
 		h.changedPostings(tx, conv, indexChange{index: index, counts: counts})
 		conv.Docs--
 		conv.DocLength -= dl
@@ -751,6 +754,12 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 	if err != nil {
 		return 0, err
 	}
+	// The texts' cached vectors go too (package embed keys them by the
+	// text's hash; no conversation of that name holds them any more).
+	texts, err := conversationTexts(st, c)
+	if err != nil {
+		return 0, err
+	}
 	// Whatever becomes of the drop, the postings in memory go: a new
 	// conversation of the same name counts its index versions afresh.
 	defer h.postings.forget(c)
@@ -765,17 +774,34 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 	}
 	if st == h.env.Store && len(keys) <= moveChunk {
 		// One transaction: a kill leaves all of it or none.
-		return len(keys), h.env.Update(ctx, func(tx *kit.Txn) error {
+		// The keys are listed again inside the transaction: the embedding
+		// worker (which takes no conversation lock) may have stored a
+		// vector since the View, and reading what is deleted makes its
+		// commit and this one conflict, so the loser retries and sees the
+		// other's result.
+		err := h.env.Update(ctx, func(tx *kit.Txn) error {
+			keys = keys[:0]
+			err := scanConversation(tx.Tx, c, false, func(k, _ []byte) error {
+				keys = append(keys, slices.Clone(k))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 			for _, k := range keys {
 				if err := tx.Delete(k); err != nil {
 					return err
 				}
 			}
-			if err := embed.Touch(tx.Tx, vecPrefix(c)); err != nil {
+			if err := h.env.Embeddings().Uncache(tx.Tx, texts...); err != nil {
+				return err
+			}
+			if err := embed.Forget(tx.Tx, vecPrefix(c)); err != nil {
 				return err
 			}
 			return finish(tx)
 		})
+		return len(keys), err
 	}
 	// Too big for one transaction, or in the other store: the records
 	// first, in chunks, then where it lives. A kill in between leaves an
@@ -783,7 +809,36 @@ func (h *History) Drop(ctx context.Context, call action.Call, c string) (int, er
 	if err := clearConversation(ctx, st, c); err != nil {
 		return 0, err
 	}
+	// The cache is in the store the vectors were made in: this one, or
+	// the engine's before a move.
+	for _, cache := range []*storage.Store{st, h.env.Store} {
+		for start := 0; start < len(texts); start += moveChunk {
+			chunk := texts[start:min(start+moveChunk, len(texts))]
+			if err := cache.Update(ctx, func(tx *storage.Tx) error { return h.env.Embeddings().Uncache(tx, chunk...) }); err != nil {
+				return 0, err
+			}
+		}
+		if st == h.env.Store {
+			break
+		}
+	}
 	return len(keys), h.env.Update(ctx, finish)
+}
+
+// conversationTexts are the texts of c's utterances in st.
+func conversationTexts(st *storage.Store, c string) ([]string, error) {
+	var texts []string
+	err := st.View(func(tx *storage.Tx) error {
+		return tx.Scan(storage.Prefix(uttPrefix(c)), func(_, v []byte) error {
+			var u Utterance
+			if err := json.Unmarshal(v, &u); err != nil {
+				return err
+			}
+			texts = append(texts, u.Text)
+			return nil
+		})
+	})
+	return texts, err
 }
 
 // Stats sums a conversation up.
@@ -1023,6 +1078,11 @@ func (h *History) Move(ctx context.Context, call action.Call, c, backend string)
 		return err
 	}
 	h.enqueueFolds(c) // folds that failed before came along as keys: run them here
+	// Texts waiting for a vector came along as markers: the queue knew
+	// them in the old store only.
+	if err := h.env.Embeddings().Recover(target, embqPrefix(c)); err != nil {
+		return err
+	}
 	// The copy holds the same postings at the same index version, but the
 	// next search reads them afresh from where they now live.
 	h.postings.forget(c)
@@ -1044,8 +1104,12 @@ func clearConversation(ctx context.Context, st *storage.Store, c string) error {
 				return nil
 			})
 		})
-		if err != nil || len(keys) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(keys) == 0 {
+			// No vector is left under its prefix: its stamp goes too.
+			return st.Update(ctx, func(tx *storage.Tx) error { return embed.Forget(tx, vecPrefix(c)) })
 		}
 		if err := st.Update(ctx, func(tx *storage.Tx) error {
 			for _, k := range keys {

@@ -138,7 +138,9 @@ func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string
 			if err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
-			if vec := embed.Decode(raw); err == nil && vec.Dim() == len(queryVec) {
+			// Another model's vector (even of the same dimension) says
+			// nothing of this query: the ranking left it out too.
+			if vec := embed.Decode(raw); err == nil && vec.Dim() == len(queryVec) && embed.SameModel(vec.Model, s.env.Embeddings().Model()) {
 				cos := round(search.Cosine(queryVec, vec.Values))
 				why.Vector = &cos
 			}

@@ -509,6 +509,9 @@ func (s *store) forgetOne(tx *kit.Txn, call action.Call, st *state, it *Item, mo
 		if err := tx.Delete(embqKey(s.name, it.ID)); err != nil {
 			return err
 		}
+		if err := s.env.Embeddings().Uncache(tx.Tx, it.Text); err != nil {
+			return err
+		}
 		if err := embed.Touch(tx.Tx, storage.PrefixKey(storage.PrefixMemory, "vec", s.name)); err != nil {
 			return err
 		}
