@@ -192,9 +192,9 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 		if err := register(env); err != nil {
 			// The subsystems registered so far may have started work (the
 			// embedding queue recovers the last run's texts): it ends
-			// before Open returns, and the store closes under nothing.
+			// before Open returns, so Open closes the store under nothing.
 			env.Stop()
-			return nil, errors.Join(err, env.Close(), store.Close())
+			return nil, errors.Join(err, env.Close())
 		}
 	}
 	e.markComing()

@@ -709,8 +709,14 @@ func (q *Queue) process(batch []job) {
 				}
 				if w.cached || w.again {
 					cached++
-				} else if err := tx.Set(CacheKey(model, w.m.Text), Encode(vec)); err != nil {
-					return err
+				}
+				// A repeat (again) writes the entry too: the work that
+				// called the model for its text may have been skipped
+				// (its item deleted or rewritten) or be another store's.
+				if !w.cached {
+					if err := tx.Set(CacheKey(model, w.m.Text), Encode(vec)); err != nil {
+						return err
+					}
 				}
 				stored++
 			}

@@ -95,3 +95,34 @@ func TestCachedCountDoesNotDependOnBatching(t *testing.T) {
 		}
 	}
 }
+
+// TestARepeatedTextIsCachedWhenItsFirstItemIsGone: of two items with the
+// same text in one batch, the second counts as cached; when the first was
+// deleted meanwhile (so stores nothing), the second still writes the
+// cache entry for the vector the model made.
+func TestARepeatedTextIsCachedWhenItsFirstItemIsGone(t *testing.T) {
+	m := &model{name: "m", dim: 2}
+	m.set(&llm.Error{Provider: "test", Op: "embed", Transient: true, Msg: "connection refused"})
+	r := newRig(t, m)
+	r.write(map[string]string{"a": "same text", "b": "same text"})
+	r.settle()
+	if err := r.st.Update(context.Background(), func(tx *storage.Tx) error { return tx.Delete(storage.Key("t/", "item", "a")) }); err != nil {
+		t.Fatal(err)
+	}
+	m.set(nil)
+	r.clock.Advance(FirstBackoff)
+	r.settle()
+	if _, ok := r.vector("b"); !ok {
+		t.Fatal("b has no vector")
+	}
+	err := r.st.View(func(tx *storage.Tx) error {
+		ok, err := tx.Has(CacheKey("m", "same text"))
+		if err == nil && !ok {
+			t.Error("the model was called for the text, yet nothing is cached")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
