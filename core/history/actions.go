@@ -524,7 +524,7 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 	if err != nil {
 		return kit.Section{}, err
 	}
-	recalled, err := p.recall(ctx, call, c, start.Input, stats.Archived > 0)
+	recalled, err := p.recall(ctx, call, c, start.Input, stats.Archived > 0, len(utts))
 	if err != nil {
 		return kit.Section{}, err
 	}
@@ -543,12 +543,15 @@ func (p *provider) Context(ctx context.Context, start kit.TurnStart) (kit.Sectio
 // would look for its words as written, reading every utterance, and they
 // say nothing of what the turn is about. A long input is searched by its
 // first words (queryWithin).
-func (p *provider) recall(ctx context.Context, call action.Call, c, input string, evicted bool) ([]Hit, error) {
+// The search asks for as many hits as the buffer holds and
+// ContextRecallLimit more, so that buffered utterances ranking first
+// cannot crowd out the evicted ones.
+func (p *provider) recall(ctx context.Context, call action.Call, c, input string, evicted bool, buffered int) ([]Hit, error) {
 	q := queryWithin(input)
 	if !evicted || len(text.Terms(q)) == 0 {
 		return nil, nil
 	}
-	hits, err := p.h.Search(ctx, call, SearchRequest{Conversation: c, Query: q, Limit: 4 * ContextRecallLimit})
+	hits, err := p.h.Search(ctx, call, SearchRequest{Conversation: c, Query: q, Limit: buffered + ContextRecallLimit})
 	if errs.KindOf(err) == errs.Validation {
 		return nil, nil
 	} else if err != nil {

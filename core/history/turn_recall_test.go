@@ -2,6 +2,7 @@ package history_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -116,5 +117,21 @@ func TestChatSendsPromptCarriesTheRecalledUtterances(t *testing.T) {
 	if !strings.Contains(res.Prompt.System, "Earlier in the conversation, what best answers this message:") ||
 		!strings.Contains(res.Prompt.System, "user: The gate code for the Fulton Street flat is 4471.") {
 		t.Errorf("system prompt:\n%s", res.Prompt.System)
+	}
+}
+
+// Buffered utterances that match better do not crowd the evicted ones out
+// of what a turn recalls.
+func TestTurnContextRecallsEvictedUtterancesBehindManyBufferedMatches(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.configure(map[string]any{"conversation": "c1", "buffer_size": 15})
+	r.write("c1", "user", "The rent went up in March.")
+	for i := range 15 {
+		r.write("c1", speakerOf(i), fmt.Sprintf("Rent, rent, rent: the rent talk number %d about the rent.", i))
+	}
+	got := r.startTurn("turn-1", "c1", "what about the rent?")
+	if rec := got.Context.Sections.History.Recalled; len(rec) != 1 || rec[0].UtteranceIndex != 0 {
+		t.Errorf("recalled %s, want the evicted utterance 0", jsonOf(t, rec))
 	}
 }
