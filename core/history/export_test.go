@@ -168,7 +168,7 @@ func Nearest(h *History, c string, q []float32, n int) ([]int, map[int]float64, 
 	var order []int
 	var cos map[int]float64
 	err = st.View(func(tx *storage.Tx) error {
-		order, cos, err = nearest(tx, c, q, n)
+		order, cos, err = nearestWhere(tx, c, q, n, nil)
 		return err
 	})
 	return order, cos, err

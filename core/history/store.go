@@ -35,17 +35,13 @@ func vecKey(c string, i int) []byte {
 }
 func vecPrefix(c string) []byte { return storage.PrefixKey(storage.PrefixHistory, "vec", c) }
 
-// nearest is the n utterances of conversation c whose vectors are the
-// most similar to q, best first, and their cosines: the vector ranking a
-// fusion by rank needs (reading n keys, not a score for every vector, as
-// similarities does). Vectors of another dimension than q's are skipped
-// and told of in engine.info.
-func nearest(tx *storage.Tx, c string, q []float32, n int) ([]int, map[int]float64, error) {
-	return nearestWhere(tx, c, q, n, nil)
-}
-
-// nearestWhere is nearest among the utterances keep accepts (all when
-// keep is nil; it is asked from several goroutines at once).
+// nearestWhere is the n utterances of conversation c whose vectors are
+// the most similar to q, best first, and their cosines: the vector
+// ranking a fusion by rank needs (reading n keys, not a score for every
+// vector, as similarities does), among the utterances keep accepts (all
+// when keep is nil; it is asked from several goroutines at once).
+// Vectors of another dimension or model are skipped and told of in
+// engine.info.
 func nearestWhere(tx *storage.Tx, c string, q []float32, n int, keep func(i int) bool) ([]int, map[int]float64, error) {
 	var keepKey func([]byte) bool
 	if keep != nil {

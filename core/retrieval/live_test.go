@@ -106,18 +106,25 @@ func TestAddRanksAsBuild(t *testing.T) {
 	}
 }
 
+// namedTurns are four turns of one session that name a dog, a brother
+// and a friend: what Add must rebuild for when a later turn teaches a
+// name, an alias or a relation they use.
+func namedTurns(day time.Time) []Doc {
+	return []Doc{
+		{ID: "a", Session: "s1", Time: day, Speaker: "Ana", Text: "Pepper ran off again this morning."},
+		{ID: "b", Session: "s1", Time: day, Speaker: "Ben", Text: "my brother called about the boat."},
+		{ID: "c", Session: "s1", Time: day, Speaker: "Ana", Text: "We met Kenji at the harbour."},
+		{ID: "d", Session: "s1", Time: day, Speaker: "Ben", Text: "He sails every weekend."},
+	}
+}
+
 // TestAddKeepsTheIndexUnlessEarlierTurnsReadDifferently: appending turns
 // that only add keeps the index; a name learnt that an earlier turn
 // opened a sentence with, an alias an earlier turn used, or a relation of
 // a name an earlier turn wrote makes a new one, which ranks as Build's.
 func TestAddKeepsTheIndexUnlessEarlierTurnsReadDifferently(t *testing.T) {
 	day := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
-	base := []Doc{
-		{ID: "a", Session: "s1", Time: day, Speaker: "Ana", Text: "Pepper ran off again this morning."},
-		{ID: "b", Session: "s1", Time: day, Speaker: "Ben", Text: "my brother called about the boat."},
-		{ID: "c", Session: "s1", Time: day, Speaker: "Ana", Text: "We met Kenji at the harbour."},
-		{ID: "d", Session: "s1", Time: day, Speaker: "Ben", Text: "He sails every weekend."},
-	}
+	base := namedTurns(day)
 	queries := []string{"Pepper", "pepper run", "Ben's brother", "Kenji boat", "who sails", "brother Kenji"}
 	// Entity links count in the document frequencies whatever their
 	// weight: an alias or a relation makes a new index either way.
@@ -185,12 +192,7 @@ func TestMatchedLeavesOutTurnsLiftedAlone(t *testing.T) {
 // test here runs in parallel: rebuilds counts for the package.)
 func TestAppendNeverRebuildsAndRanksTheNewTurns(t *testing.T) {
 	day := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
-	base := []Doc{
-		{ID: "a", Session: "s1", Time: day, Speaker: "Ana", Text: "Pepper ran off again this morning."},
-		{ID: "b", Session: "s1", Time: day, Speaker: "Ben", Text: "my brother called about the boat."},
-		{ID: "c", Session: "s1", Time: day, Speaker: "Ana", Text: "We met Kenji at the harbour."},
-		{ID: "d", Session: "s1", Time: day, Speaker: "Ben", Text: "He sails every weekend."},
-	}
+	base := namedTurns(day)
 	later := day.AddDate(0, 1, 0)
 	for _, tc := range []struct {
 		name, query string
