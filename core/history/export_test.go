@@ -173,3 +173,11 @@ func Nearest(h *History, c string, q []float32, n int) ([]int, map[int]float64, 
 	})
 	return order, cos, err
 }
+
+// AfterBuildSnapshot has every index build of h (hybrid and postings)
+// call fn once it has read the store, before it builds or installs: a
+// test holds a build there to write meanwhile. Set it before searching.
+func AfterBuildSnapshot(h *History, fn func(c string)) {
+	h.hybrid.afterSnapshot = fn
+	h.postings.afterSnapshot = fn
+}

@@ -79,6 +79,11 @@ type hybridIndexes struct {
 	// built again (retrieval.Index.Add); evictions counts those thrown
 	// away to stay within maxDocs.
 	builds, rebuilds, evictions atomic.Int64
+	// inflight are the builds under way (catchup.go), under mu.
+	inflight builds
+	// afterSnapshot (tests) runs in a build once it has read the
+	// utterances, before it builds.
+	afterSnapshot func(c string)
 }
 
 func newHybridIndexes() *hybridIndexes {
@@ -137,11 +142,31 @@ func (p *hybridIndexes) has(c string, v uint64) bool {
 	return hi != nil
 }
 
-// install keeps hi as conversation c's index, throwing away the least
+// install keeps hi, built from a snapshot by run, as conversation c's
+// index once it has caught up with the writes committed since (unless one
+// of them cannot be replayed: see catchup.go), throwing away the least
 // recently used others while they all hold more than maxDocs.
-func (p *hybridIndexes) install(c string, hi *hybridIndex) {
+func (p *hybridIndexes) install(c string, run *buildRun, hi *hybridIndex) {
 	p.builds.Add(1)
 	p.mu.Lock()
+	chain, ok := p.inflight.finish(c, run, hi.version)
+replay:
+	for _, vc := range chain {
+		for _, ch := range vc.changes {
+			if !ch.add || ch.u == nil {
+				ok = false // a delete: the next search builds again
+				break replay
+			}
+			if hi.add(p.rebuildMax, ch.u) {
+				p.rebuilds.Add(1)
+			}
+		}
+		hi.version = vc.to
+	}
+	if !ok || hi.ix.Len() > p.maxUtterances {
+		p.mu.Unlock()
+		return
+	}
 	old := p.convs[c]
 	if old != nil {
 		p.docs -= old.docs
@@ -197,9 +222,10 @@ func (hi *hybridIndex) kill() {
 	hi.mu.Unlock()
 }
 
-// forget throws conversation c's index away.
+// forget throws conversation c's index away, and any being built.
 func (p *hybridIndexes) forget(c string) {
 	p.mu.Lock()
+	p.inflight.breakRun(c)
 	hi := p.convs[c]
 	if hi != nil {
 		delete(p.convs, c)
@@ -220,6 +246,7 @@ func (p *hybridIndexes) forget(c string) {
 // recently used others while all hold more than maxDocs.
 func (p *hybridIndexes) apply(c string, from, to uint64, fresh bool, ch indexChange) {
 	p.mu.Lock()
+	p.inflight.record(c, from, to, ch)
 	hi := p.convs[c]
 	if hi == nil && fresh && from == 0 && ch.add && ch.u != nil {
 		hi = &hybridIndex{version: from, ix: retrieval.Build(nil, retrieval.DefaultParams)}
@@ -231,6 +258,12 @@ func (p *hybridIndexes) apply(c string, from, to uint64, fresh bool, ch indexCha
 		return
 	}
 	hi.mu.Lock()
+	if !hi.dead && to <= hi.version {
+		// Already in: a build read it in its snapshot, or replayed it,
+		// before this report of its commit came.
+		hi.mu.Unlock()
+		return
+	}
 	ok := !hi.dead && hi.version == from && ch.add && ch.u != nil
 	if ok {
 		if hi.add(rebuildMax, ch.u) {
@@ -345,41 +378,70 @@ func metaSession(raw json.RawMessage) string {
 }
 
 // buildHybrid builds conversation c's index from the utterances stored,
-// unless it is there at the version the store holds. It holds the
-// conversation's lock: no write of this process changes it meanwhile.
+// unless it is there at the version the store holds. It reads them from a
+// snapshot, without the conversation's lock, so writes go on meanwhile;
+// the build catches up with them before it is installed (catchup.go). A
+// search arriving while a build is under way waits for it.
 func (h *History) buildHybrid(c string) error {
-	defer h.lock(c)()
 	st, _, err := h.storeOf(c)
 	if err != nil {
 		return err
 	}
-	return st.View(func(tx *storage.Tx) error {
+	// A write that has committed but not yet brought the index up to
+	// date holds the conversation's lock until it has: wait for it
+	// rather than build again.
+	unlock := h.lock(c)
+	h.hybrid.mu.Lock()
+	run, wait := h.hybrid.inflight.start(c)
+	h.hybrid.mu.Unlock()
+	unlock()
+	if wait != nil {
+		<-wait
+		return nil
+	}
+	var hi *hybridIndex
+	defer func() {
+		if hi == nil { // nothing built: end the run
+			h.hybrid.mu.Lock()
+			h.hybrid.inflight.finish(c, run, 0)
+			h.hybrid.mu.Unlock()
+		}
+	}()
+	var docs []retrieval.Doc
+	err = st.View(func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, c)
 		if err != nil || conv == nil || h.hybrid.has(c, conv.IndexVersion) || h.plain(conv) {
 			return err
 		}
-		hi := &hybridIndex{version: conv.IndexVersion}
-		var docs []retrieval.Doc
+		read := &hybridIndex{version: conv.IndexVersion}
 		err = tx.Scan(storage.Prefix(uttPrefix(c)), func(_, v []byte) error {
 			var u Utterance
 			if err := json.Unmarshal(v, &u); err != nil {
 				return err
 			}
-			docs = append(docs, hi.doc(&u))
-			hi.utt = append(hi.utt, u.UtteranceIndex)
-			hi.speaker = append(hi.speaker, speakerCodes[u.Speaker])
+			docs = append(docs, read.doc(&u))
+			read.utt = append(read.utt, u.UtteranceIndex)
+			read.speaker = append(read.speaker, speakerCodes[u.Speaker])
 			return nil
 		})
-		if err != nil {
-			return err
+		if err == nil {
+			hi = read
 		}
-		hi.ix = retrieval.Build(docs, retrieval.DefaultParams)
-		hi.ix.Compact()
-		// Here, not in the first write's commit: a second at 100,000.
-		hi.ix.PrepareAdd()
-		h.hybrid.install(c, hi)
-		return nil
+		return err
 	})
+	if err != nil || hi == nil {
+		hi = nil
+		return err
+	}
+	if h.hybrid.afterSnapshot != nil {
+		h.hybrid.afterSnapshot(c)
+	}
+	hi.ix = retrieval.Build(docs, retrieval.DefaultParams)
+	hi.ix.Compact()
+	// Here, not in the first write's commit: a second at 100,000.
+	hi.ix.PrepareAdd()
+	h.hybrid.install(c, run, hi)
+	return nil
 }
 
 // found is an utterance a search found, before it is read from the store.

@@ -39,6 +39,11 @@ type postingIndex struct {
 	// builds counts the indexes read from the store (for tests: a change
 	// is applied, not rebuilt).
 	builds atomic.Int64
+	// inflight are the builds under way (catchup.go), under mu.
+	inflight builds
+	// afterSnapshot (tests) runs in a build once it has read the
+	// postings, before it installs them.
+	afterSnapshot func(c string)
 }
 
 func newPostingIndex() *postingIndex { return &postingIndex{convs: map[string]*convIndex{}} }
@@ -152,19 +157,32 @@ func (p *postingIndex) has(c string, v uint64) bool {
 	return ix != nil
 }
 
-// install keeps ix as conversation c's index, unless one as new is there.
-func (p *postingIndex) install(c string, ix *convIndex) {
+// install keeps ix, read from a snapshot by run, as conversation c's
+// index once it has caught up with the changes committed since (see
+// catchup.go), unless one as new is there.
+func (p *postingIndex) install(c string, run *buildRun, ix *convIndex) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.builds.Add(1)
+	chain, ok := p.inflight.finish(c, run, ix.version)
+	if !ok {
+		return
+	}
+	for _, vc := range chain {
+		if !ix.replay(vc.changes) {
+			return
+		}
+		ix.version = vc.to
+	}
 	if old := p.convs[c]; old == nil || old.version < ix.version {
 		p.convs[c] = ix
 	}
 }
 
-// forget throws conversation c's index away.
+// forget throws conversation c's index away, and any being built.
 func (p *postingIndex) forget(c string) {
 	p.mu.Lock()
+	p.inflight.breakRun(c)
 	delete(p.convs, c)
 	p.mu.Unlock()
 }
@@ -178,19 +196,31 @@ func (p *postingIndex) forget(c string) {
 func (p *postingIndex) apply(c string, from, to uint64, _ bool, changes []indexChange) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.inflight.record(c, from, to, changes...)
 	ix := p.convs[c]
 	switch {
 	case ix == nil:
 		return
+	case to <= ix.version:
+		return // already in: a build read or replayed it first
 	case ix.version != from:
 		delete(p.convs, c)
 		return
 	}
+	if !ix.replay(changes) {
+		delete(p.convs, c)
+		return
+	}
+	ix.version = to
+}
+
+// replay makes a commit's changes to the postings, unless one is past
+// what the arrays hold (then searches read the store, and replay says
+// false having changed nothing).
+func (ix *convIndex) replay(changes []indexChange) bool {
 	for _, ch := range changes {
 		if uint64(ch.index) > math.MaxUint32 {
-			// Past what the arrays hold: searches read the store.
-			delete(p.convs, c)
-			return
+			return false
 		}
 	}
 	for _, ch := range changes {
@@ -200,7 +230,7 @@ func (p *postingIndex) apply(c string, from, to uint64, _ bool, changes []indexC
 			ix.remove(ch)
 		}
 	}
-	ix.version = to
+	return true
 }
 
 // add records an utterance's postings.

@@ -108,8 +108,8 @@ func (h *History) search(ctx context.Context, call action.Call, req SearchReques
 			hi, done := h.hybrid.lookup(c, conv.IndexVersion)
 			if hi == nil {
 				if attempt < 3 {
-					// Built under the conversation's lock, which waits for
-					// a write that has committed to bring it up to date.
+					// Built from a snapshot, caught up with the writes
+					// committed meanwhile (catchup.go).
 					build = true
 					return nil
 				}
@@ -304,11 +304,29 @@ func queryTerms(q string) []string {
 // there at the version the store holds. It holds the conversation's lock:
 // no write of this process changes the postings meanwhile.
 func (h *History) buildIndex(c string) error {
-	defer h.lock(c)()
 	st, _, err := h.storeOf(c)
 	if err != nil {
 		return err
 	}
+	// As buildHybrid: wait for a write committed but not yet applied,
+	// then read a snapshot without the lock and catch up when done.
+	unlock := h.lock(c)
+	h.postings.mu.Lock()
+	run, wait := h.postings.inflight.start(c)
+	h.postings.mu.Unlock()
+	unlock()
+	if wait != nil {
+		<-wait
+		return nil
+	}
+	installed := false
+	defer func() {
+		if !installed {
+			h.postings.mu.Lock()
+			h.postings.inflight.finish(c, run, 0)
+			h.postings.mu.Unlock()
+		}
+	}()
 	return st.View(func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, c)
 		if err != nil || conv == nil || h.postings.has(c, conv.IndexVersion) {
@@ -318,7 +336,11 @@ func (h *History) buildIndex(c string) error {
 		if err != nil || ix == nil {
 			return err
 		}
-		h.postings.install(c, ix)
+		if h.postings.afterSnapshot != nil {
+			h.postings.afterSnapshot(c)
+		}
+		installed = true
+		h.postings.install(c, run, ix)
 		return nil
 	})
 }
