@@ -87,8 +87,15 @@ func lexicalQuery(prompt string, stats search.Stats, postings, tags func(string)
 		}
 		if len(tagged) > 0 {
 			l, lt := &q.lists[i], &q.terms[i]
-			l.Flat, l.FlatWeight = append(slices.Clone(l.Flat), tagged...), tagWeight
-			search.SortPostings(l.Flat)
+			l.FlatWeight = tagWeight
+			if len(l.Flat) == 0 {
+				l.Flat = tagged // cached and sorted: not to be changed
+			} else {
+				// Another word of the term ("launch", "launches") is a
+				// tag too: the two lists in one, sorted by item.
+				l.Flat = append(slices.Clone(l.Flat), tagged...)
+				search.SortPostings(l.Flat)
+			}
 			lt.tags, lt.items = append(lt.tags, w), append(lt.items, tagged)
 		}
 	}
