@@ -167,7 +167,7 @@ func whyText(w *Why) string {
 	case len(w.Terms) > 0 && w.Literal:
 		parts = append(parts, "contains "+strings.Join(w.Terms, ", ")+" as written")
 	case len(w.Terms) > 0:
-		parts = append(parts, fmt.Sprintf("matched %s (BM25 %.2f)", strings.Join(w.Terms, ", "), w.Lexical))
+		parts = append(parts, fmt.Sprintf("matched %s (BM25 %.2f)", strings.Join(w.Terms, ", "), w.partValue(PartLexical)))
 	}
 	var syns []string
 	for _, m := range w.Matched {
@@ -176,10 +176,10 @@ func whyText(w *Why) string {
 		}
 	}
 	if len(syns) > 0 {
-		parts = append(parts, "thesaurus: "+strings.Join(syns, ", "))
+		parts = append(parts, fmt.Sprintf("thesaurus: %s (+%.2f)", strings.Join(syns, ", "), w.partValue(PartSynonyms)))
 	}
 	if len(w.Tagged) > 0 {
-		parts = append(parts, "tagged "+strings.Join(w.Tagged, ", "))
+		parts = append(parts, fmt.Sprintf("tagged %s (+%.2f)", strings.Join(w.Tagged, ", "), w.partValue(PartTags)*tagWeight))
 	}
 	if w.Vector != nil {
 		parts = append(parts, fmt.Sprintf("similar in meaning (cosine %.2f)", *w.Vector))
@@ -189,6 +189,17 @@ func whyText(w *Why) string {
 	}
 	parts = append(parts, fmt.Sprintf("importance %.2g", w.Importance), "stored "+ago(time.Duration(w.AgeSeconds)*time.Second), "ranked by "+w.Rank)
 	return strings.Join(parts, "; ")
+}
+
+// partValue is the value of a part of w (0 when it has none): the
+// lexical stage's parts, unscaled by a blend with embeddings.
+func (w *Why) partValue(name string) float64 {
+	for _, p := range w.Parts {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return 0
 }
 
 // ago says a duration roughly: "just now", "5m ago", "3h ago", "4d ago".
