@@ -133,6 +133,16 @@ func lexicalQuery(prompt string, stats search.Stats, postings, tags func(string)
 	return q, nil
 }
 
+// tagged says some word of the prompt is a tag of some item.
+func (q *lexQuery) tagged() bool {
+	for _, l := range q.lists {
+		if len(l.Flat) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // scores are the items' lexical scores, by item (see search.ScoreLists).
 func (q *lexQuery) scores(keep func(doc string, attr byte) bool) []search.DocScore {
 	return search.ScoreLists(q.lists, q.stats, keep)

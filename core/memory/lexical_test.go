@@ -141,3 +141,23 @@ func TestRememberRefusesBadInputWithAThesaurusOrTagPrompt(t *testing.T) {
 	}
 	sameDump(t, "refused remembers", before, r.dump())
 }
+
+func TestASoftForgottenItemsTagsNeitherFindItNorRaiseTheFloor(t *testing.T) {
+	r := newRig(t)
+	// The forgotten item has every word of the prompt as a tag; the live
+	// one says one of them once, in a long text: relevant only beside
+	// live items.
+	r.memorize("episodic", it("gone", "Notes.", "tags", []string{"travel", "lisbon", "work"}))
+	r.memorize("episodic", it("live", "On the way home we talked about the garden, the weather, the neighbours, the new bakery, "+
+		"the school run, the old car, the price of bread, the dog, the roof and, at the very end, travel.", "timestamp", at(-time.Hour)))
+	for _, text := range []string{"Lunch was pasta.", "The car needs new tyres.", "Call the dentist.", "Water the plants."} {
+		r.memorize("episodic", it("", text))
+	}
+	r.forget("episodic", "item gone", "soft")
+	if got := ids(r.remember("episodic", "travel lisbon work")); !slices.Equal(got, []string{"live"}) {
+		t.Errorf("remember travel lisbon work: %v; want the live item alone", got)
+	}
+	if got := ids(r.remember("episodic", "travel lisbon work", "include_deleted", true)); !slices.Contains(got, "gone") {
+		t.Errorf("remember with include_deleted: %v; want the forgotten item too", got)
+	}
+}

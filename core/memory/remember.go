@@ -289,6 +289,21 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if lq.tagged() && !req.IncludeDeleted && st.Deleted > 0 {
+		// The tag index does not mark soft-forgotten items as postings
+		// do (a tag's postings carry attr 0): their ids, from a key-only
+		// scan, keep them from scoring and so from raising the floor.
+		gone := map[string]bool{}
+		err := tx.Keys(storage.Prefix(idxPrefix(s.name, "del", "time")), func(k []byte) error {
+			gone[storage.LastPart(k)] = true
+			return nil
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		live := keep
+		keep = func(id string, attr byte) bool { return live(id, attr) && (attr != 0 || !gone[id]) }
+	}
 	scored := lq.scores(keep)
 	// The map of scores is built only for what needs one: explaining
 	// (lexical scores by id), blending with embeddings, a literal match.
