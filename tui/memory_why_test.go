@@ -28,7 +28,8 @@ func rememberWhy(t *testing.T, width, height int) *teatest.TestModel {
 
 // TestMemoryRecallSaysWhyTheSelectedItemWasRecalled: issue 18. The
 // remember asks memory.remember to explain, and under the ranked list the
-// selected item's why shows: the prompt's words it holds, its BM25, its
+// selected item's why shows: the prompt's words it holds, the tags among
+// them (each counted as the word in a tags field), its lexical score, its
 // importance, its age and the order; ↓ shows the next one's; w hides it
 // and shows it again; the item's detail says it too.
 func TestMemoryRecallSaysWhyTheSelectedItemWasRecalled(t *testing.T) {
@@ -44,12 +45,12 @@ func TestMemoryRecallSaysWhyTheSelectedItemWasRecalled(t *testing.T) {
 	if first.ID != "w-lisbon" {
 		t.Fatalf("the first hit is %s, want w-lisbon (the most important)", first.ID)
 	}
-	want := "why matched offsite · lexical 1.08 · importance 0.90 · stored 50m ago · ranked by importance"
+	want := "why matched offsite · tagged offsite · lexical 0.58 · importance 0.90 · stored 50m ago · ranked by importance"
 	if view := m.View(); !strings.Contains(view, want) || !strings.Contains(view, "w hides why") {
 		t.Errorf("the first hit's why is not %q (its Why: %+v):\n%s", want, *first.Why, view)
 	}
 	press(m, "down")
-	if view := m.View(); !strings.Contains(view, "why matched offsite, budget · lexical 2.01 · importance 0.80 · stored 45m ago") ||
+	if view := m.View(); !strings.Contains(view, "why matched offsite, budget · tagged offsite, budget · lexical 1.88 · importance 0.80 · stored 45m ago") ||
 		strings.Contains(view, "why matched offsite ·") {
 		t.Errorf("after ↓, want the second hit's why alone:\n%s", view)
 	}
@@ -60,7 +61,7 @@ func TestMemoryRecallSaysWhyTheSelectedItemWasRecalled(t *testing.T) {
 	}
 	press(m, "w", "enter")
 	view := m.View()
-	if !strings.Contains(view, "why              matched offsite, budget · lexical 2.01 · importance 0.80") {
+	if !strings.Contains(view, "why              matched offsite, budget · tagged offsite, budget · lexical 1.88 · importance 0.80") {
 		t.Errorf("the item's detail does not say why it was recalled:\n%s", view)
 	}
 }
@@ -95,5 +96,17 @@ func TestMemoryWhyNamesTheTimeAskedAbout(t *testing.T) {
 	groups := memoryWhyGroups(&memory.Why{Terms: []string{"budget"}, Lexical: 1.5, Importance: 0.5, Windows: []string{"last week"}, Rank: "relevance"})
 	if got := strings.Join(groups[len(groups)-1], " · "); !strings.Contains(got, `lexical 1.50 · in "last week" · importance 0.50`) {
 		t.Errorf("why figures %q, want the window named", got)
+	}
+}
+
+// TestMemoryWhyNamesTheThesaurusWordAndWhatItStoodFor: an item recalled
+// through the thesaurus alone says which word of its text stood for which
+// word of the prompt, not "no word of the prompt".
+func TestMemoryWhyNamesTheThesaurusWordAndWhatItStoodFor(t *testing.T) {
+	t.Parallel()
+	groups := memoryWhyGroups(&memory.Why{Lexical: 0.8, Importance: 0.5, Rank: "relevance",
+		Matched: []memory.MatchedTerm{{Term: "application", Field: "text", Count: 1, SynonymOf: "apply", Relation: "derived"}}})
+	if got := strings.Join(groups[0], " · "); got != "thesaurus application for apply" {
+		t.Errorf("why words %q, want the thesaurus word for the prompt's", got)
 	}
 }

@@ -159,7 +159,8 @@ func termSegments(terms []retrieval.TermMatch) []string {
 }
 
 // memoryWhyGroups is what memory.remember says about an item: the prompt's
-// words it holds, then the figures that ranked it.
+// words it holds (and the thesaurus words and tags that stood for them),
+// then the figures that ranked it.
 func memoryWhyGroups(w *memory.Why) [][]string {
 	if w == nil {
 		return nil
@@ -169,13 +170,32 @@ func memoryWhyGroups(w *memory.Why) [][]string {
 	for i, t := range w.Terms {
 		terms[i] = oneLine(t)
 	}
+	// What the thesaurus and the tags found, beside the prompt's words.
+	var more []string
+	for _, m := range w.Matched {
+		if m.SynonymOf != "" {
+			more = append(more, oneLine(m.Term)+" for "+oneLine(m.SynonymOf))
+		}
+	}
+	if len(more) > 0 {
+		more = []string{"thesaurus " + strings.Join(more, ", ")}
+	}
+	if len(w.Tagged) > 0 {
+		tags := make([]string, len(w.Tagged))
+		for i, t := range w.Tagged {
+			tags[i] = oneLine(t)
+		}
+		more = append(more, "tagged "+strings.Join(tags, ", "))
+	}
 	switch {
-	case len(terms) == 0:
+	case len(terms) == 0 && len(more) == 0:
 		groups = append(groups, []string{"no word of the prompt"})
+	case len(terms) == 0:
+		groups = append(groups, more)
 	case w.Literal:
 		groups = append(groups, []string{"holds " + strings.Join(terms, ", ") + " as written"})
 	default:
-		groups = append(groups, []string{"matched " + strings.Join(terms, ", ")})
+		groups = append(groups, append([]string{"matched " + strings.Join(terms, ", ")}, more...))
 	}
 	figures := []string{fmt.Sprintf("lexical %.2f", w.Lexical)}
 	if w.Vector != nil {

@@ -183,18 +183,18 @@ type Why struct {
 	Rank       string    `json:"rank" jsonschema:"the order applied: relevance, importance or recency"`
 	Terms      []string  `json:"terms" jsonschema:"the query's words the item contains (matched as stems: deploying matches deployed)"`
 	Literal    bool      `json:"literal,omitempty" jsonschema:"the query was only stop words, found as written"`
-	Lexical    float64   `json:"lexical" jsonschema:"its BM25 score for the query (0 without one)"`
+	Lexical    float64   `json:"lexical" jsonschema:"its lexical score for the query (0 without one): BM25 of the query's words, of the thesaurus words standing for them and of its tags among them"`
 	Vector     *float64  `json:"vector,omitempty" jsonschema:"the cosine similarity of its embedding to the query's (only with a model)"`
 	Importance float64   `json:"importance" jsonschema:"its importance, 0 to 1"`
 	AgeSeconds int64     `json:"age_seconds" jsonschema:"how long ago it was stored, in seconds"`
 	Text       string    `json:"text" jsonschema:"all of this in one line"`
-	Parts      []WhyPart `json:"parts,omitempty" jsonschema:"what the score is the sum of, each with its value, weight and contribution: lexical, vector (with a model), time (inside a time the query names), importance and recency (weight 0: they order rather than score)"`
+	Parts      []WhyPart `json:"parts,omitempty" jsonschema:"what the score is the sum of, each with its value, weight and contribution: lexical, synonyms (thesaurus words), tags (its tags the query says), vector (with a model), time (inside a time the query names), importance and recency (weight 0: they order rather than score)"`
 	Windows    []string  `json:"windows,omitempty" jsonschema:"the query's time expressions (last week, in May) whose window holds the item"`
 }
 
 // WhyPart is one signal of a recalled item's score (memory.Part).
 type WhyPart struct {
-	Name         string  `json:"name" jsonschema:"the signal: lexical, vector, time, importance or recency"`
+	Name         string  `json:"name" jsonschema:"the signal: lexical, synonyms, tags, vector, time, importance or recency"`
 	Value        float64 `json:"value" jsonschema:"its raw value (BM25, cosine, the score before the time lift, importance, recency from 1 just stored down)"`
 	Weight       float64 `json:"weight" jsonschema:"what the value is multiplied by"`
 	Contribution float64 `json:"contribution" jsonschema:"value times weight: what it adds to the score"`

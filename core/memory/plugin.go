@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-console/engram/core/action"
+	"github.com/engram-console/engram/core/retrieval"
 )
 
 // Plugin is a memory store. Every operation takes the call (who, when)
@@ -124,7 +125,9 @@ type Why struct {
 	Terms []string `json:"terms"`
 	// Literal: the prompt was only stop words, found as written.
 	Literal bool `json:"literal,omitempty"`
-	// Lexical is the item's BM25 score for the prompt (0 without one).
+	// Lexical is the item's lexical score for the prompt (0 without
+	// one): the BM25 of the prompt's words, of the thesaurus words
+	// standing for them, and of its tags among them, each at its weight.
 	Lexical float64 `json:"lexical"`
 	// Vector is the cosine similarity of the item's embedding to the
 	// prompt's, when a model is configured and the item has one.
@@ -139,14 +142,25 @@ type Why struct {
 	// Score is the item's score, the sum of the parts' contributions.
 	Score float64 `json:"score"`
 	// Parts are what the score is made of, each with its value, weight
-	// and contribution: lexical (BM25; with a model scaled by the best
-	// match), vector (the cosine, with a model), time (TimeBoost inside a
-	// window), importance and recency (weight 0: they order, per rank,
-	// rather than score).
+	// and contribution: lexical (the BM25 of the prompt's own words; with
+	// a model scaled by the best match), synonyms (the thesaurus words'
+	// BM25, each at its relation's weight; only when the item holds one),
+	// tags (the BM25 of its tags that are words of the prompt, weighed as
+	// retrieval's tags field; only when it has one), vector (the cosine,
+	// with a model), time (TimeBoost inside a window), importance and
+	// recency (weight 0: they order, per rank, rather than score).
 	Parts []Part `json:"parts"`
 	// Matched are the prompt's words the item holds, by field: "text"
-	// or "tags".
+	// or "tags"; and the thesaurus words its text holds, each with the
+	// prompt's word it stood for (synonym_of) and how they relate.
 	Matched []MatchedTerm `json:"matched"`
+	// Synonyms are the thesaurus words (stems) the prompt was expanded
+	// with, each with the prompt's word it stands for (the same for every
+	// item of a recall).
+	Synonyms []retrieval.Synonym `json:"synonyms,omitempty"`
+	// Tagged are the item's tags that are words of the prompt: each
+	// added to its score (the tags part).
+	Tagged []string `json:"tagged,omitempty"`
 	// Windows are the time expressions (of the prompt or when) whose
 	// window the item was stored in.
 	Windows []string `json:"windows,omitempty"`

@@ -24,6 +24,8 @@ const TimeBoost = 1.0
 // The names of the parts of a Why (retrieval's, where they mean the same).
 const (
 	PartLexical    = retrieval.PartLexical
+	PartSynonyms   = retrieval.PartSynonyms
+	PartTags       = "tags"
 	PartVector     = "vector"
 	PartTime       = retrieval.PartTime
 	PartImportance = "importance"
@@ -34,16 +36,23 @@ const (
 // its value, its weight and what it adds (value times weight).
 type Part = retrieval.Part
 
-// MatchedTerm is a word of the prompt an item holds, and where.
+// MatchedTerm is a word of the prompt (or of the thesaurus) an item
+// holds, and where.
 type MatchedTerm struct {
-	// Term is the prompt's word as written.
+	// Term is the prompt's word as written; for a thesaurus word, the
+	// item's word as written ("application").
 	Term string `json:"term"`
 	// Field is where the item holds it: "text", or "tags" for a tag
-	// (tags narrow recall as filters; a tag matching the prompt is
-	// shown, it adds nothing to the score).
+	// (a prompt word that is a whole tag adds the tags part of the
+	// score; Why.Tagged names those tags).
 	Field string `json:"field"`
 	// Count is how often the field holds it.
 	Count int `json:"count"`
+	// SynonymOf is, for a thesaurus word (not in the prompt), the
+	// prompt's word it stood for ("apply"); Relation says how
+	// (retrieval.RelDerived, ...).
+	SynonymOf string `json:"synonym_of,omitempty"`
+	Relation  string `json:"relation,omitempty"`
 }
 
 // recallTime is what the prompt's and when's time expressions say.
@@ -197,18 +206,33 @@ func (tf *timeFilter) boost(scored []search.DocScore) float64 {
 }
 
 // scoreParts are the parts of a recalled item's score, as rememberRelevant
-// makes it: without a model, its BM25 (lexical); with one, the mean of its
-// BM25 scaled by the best (lexical, weight 1/(2·best)) and its embedding's
-// cosine (vector, weight 1/2); either way lifted by TimeBoost inside a
-// window (time: the relevance so far, weighted TimeBoost or 0).
-// Importance and recency order the results (rank) rather than add to the
-// score: their parts say their values with weight 0. The contributions
-// add up to the score shown (returned, rounded as the item's is).
-func scoreParts(it *Item, lexical map[string]float64, bestLexical float64, cos *float64, withVector, inWindow bool, now time.Time) (parts []Part, score float64) {
+// makes it: without a model, its lexical score (lexical: the prompt's own
+// words' BM25; synonyms: the thesaurus words', at their weights; tags:
+// its tags', at tagWeight — these two only when they add something);
+// with one, the mean of that score scaled by the best (weight
+// 1/(2·best)) and its embedding's cosine (vector, weight 1/2); either
+// way lifted by TimeBoost inside a window (time: the relevance so far,
+// weighted TimeBoost or 0). Importance and recency order the results
+// (rank) rather than add to the score: their parts say their values with
+// weight 0. The contributions add up to the score shown (returned,
+// rounded as the item's is).
+func scoreParts(it *Item, lexical map[string]float64, sh lexShare, bestLexical float64, cos *float64, withVector, inWindow bool, now time.Time) (parts []Part, score float64) {
 	part := func(name string, value, weight float64) Part {
 		return Part{Name: name, Value: round(value), Weight: round(weight), Contribution: round(value * weight)}
 	}
 	lex := lexical[it.ID]
+	// The prompt's own words' share is what the others leave: an item
+	// with neither scores exactly its BM25.
+	own := lex - sh.thesaurus - sh.tags
+	lexParts := func(lw float64) {
+		parts = append(parts, part(PartLexical, own, lw))
+		if sh.thesaurus != 0 {
+			parts = append(parts, part(PartSynonyms, sh.thesaurus, lw))
+		}
+		if sh.tags != 0 {
+			parts = append(parts, part(PartTags, sh.tags/tagWeight, tagWeight*lw))
+		}
+	}
 	base := 0.0
 	if withVector {
 		lw := 0.0
@@ -219,10 +243,11 @@ func scoreParts(it *Item, lexical map[string]float64, bestLexical float64, cos *
 		if cos != nil {
 			c = *cos
 		}
-		parts = append(parts, part(PartLexical, lex, lw), part(PartVector, c, 0.5))
+		lexParts(lw)
+		parts = append(parts, part(PartVector, c, 0.5))
 		base = lex*lw + c/2
 	} else {
-		parts = append(parts, part(PartLexical, lex, 1))
+		lexParts(1)
 		base = lex
 	}
 	tw := 0.0

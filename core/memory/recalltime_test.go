@@ -122,9 +122,14 @@ func TestWhyPartsAddUpToTheScoreInEachRankMode(t *testing.T) {
 					if math.Abs(sum-g.Score) > 1e-5 || math.Abs(g.Why.Score-g.Score) > 1e-5 {
 						t.Errorf("%s %s %q %s: parts %+v add up to %v, why says %v; the score is %v", name, rank, prompt, g.ID, g.Why.Parts, sum, g.Why.Score, g.Score)
 					}
+					// The tags part is there when (and only when) the
+					// item has a tag the prompt says.
 					want := []string{"lexical", "time", "importance", "recency"}
+					if len(g.Why.Tagged) > 0 {
+						want = slices.Insert(want, 1, "tags")
+					}
 					if name == "model" && prompt != "" {
-						want = []string{"lexical", "vector", "time", "importance", "recency"}
+						want = slices.Insert(want, len(want)-3, "vector")
 					}
 					if !slices.Equal(names, want) {
 						t.Errorf("%s %s %q %s: parts %v; want %v", name, rank, prompt, g.ID, names, want)

@@ -91,7 +91,7 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 		if strings.TrimSpace(req.Prompt) == "" || rt.wordless(req.Prompt) {
 			out, err = s.rememberAllIn(tx, rank, req, ids, pass, tf)
 			if err == nil && req.Explain {
-				err = s.explain(tx, out, rank, "", nil, nil, now, tf)
+				err = s.explain(tx, out, rank, "", nil, nil, nil, now, tf)
 			}
 			return err
 		}
@@ -101,9 +101,10 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 		lexReq := req
 		lexReq.Prompt = rt.lexical
 		var lexical map[string]float64
-		out, lexical, err = s.rememberRelevant(tx, st, lexReq, rank, queryVec, ids, pass, postFilter, tf)
+		var lq *lexQuery
+		out, lexical, lq, err = s.rememberRelevant(tx, st, lexReq, rank, queryVec, ids, pass, postFilter, tf)
 		if err == nil && req.Explain {
-			err = s.explain(tx, out, rank, rt.lexical, lexical, queryVec, now, tf)
+			err = s.explain(tx, out, rank, rt.lexical, lexical, lq, queryVec, now, tf)
 		}
 		return err
 	})
@@ -111,11 +112,12 @@ func (s *store) Remember(ctx context.Context, call action.Call, req RememberRequ
 }
 
 // explain sets each recalled item's Why: the prompt's words it contains
-// (prompt: without its time expressions), its lexical score (lexical:
-// BM25 by id), its embedding's similarity to queryVec (when there is
-// one), the windows of tf it is inside, importance and
-// age at now, and the parts its score is the sum of.
-func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string, lexical map[string]float64, queryVec []float32,
+// (prompt: without its time expressions), and the thesaurus words and
+// tags that stood for them (lq, the lexical query), its lexical score
+// (lexical: by id), its embedding's similarity to queryVec (when there is
+// one), the windows of tf it is inside, importance and age at now, and
+// the parts its score is the sum of.
+func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string, lexical map[string]float64, lq *lexQuery, queryVec []float32,
 	now time.Time, tf *timeFilter) error {
 	words := text.Words(prompt)
 	literal := prompt != "" && len(text.Terms(prompt)) == 0
@@ -133,6 +135,10 @@ func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string
 				why.Terms = append(why.Terms, m.Term)
 			}
 		}
+		sh := lq.share(it.ID)
+		why.Matched = append(why.Matched, thesaurusMatches(it, sh)...)
+		why.Synonyms = lq.expansion()
+		why.Tagged = sh.tagged
 		if queryVec != nil {
 			raw, err := tx.Get(vecKey(s.name, it.ID))
 			if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -146,7 +152,7 @@ func (s *store) explain(tx *storage.Tx, recalled []Recalled, rank, prompt string
 			}
 		}
 		why.Windows = tf.windowsOf(it)
-		why.Parts, why.Score = scoreParts(it, lexical, bestLexical, why.Vector, queryVec != nil, len(why.Windows) > 0, now)
+		why.Parts, why.Score = scoreParts(it, lexical, sh, bestLexical, why.Vector, queryVec != nil, len(why.Windows) > 0, now)
 		why.Text = whyText(why)
 		recalled[i].Why = why
 	}
@@ -161,7 +167,19 @@ func whyText(w *Why) string {
 	case len(w.Terms) > 0 && w.Literal:
 		parts = append(parts, "contains "+strings.Join(w.Terms, ", ")+" as written")
 	case len(w.Terms) > 0:
-		parts = append(parts, fmt.Sprintf("matched %s (BM25 %.2f)", strings.Join(w.Terms, ", "), w.Lexical))
+		parts = append(parts, fmt.Sprintf("matched %s (BM25 %.2f)", strings.Join(w.Terms, ", "), w.partValue(PartLexical)))
+	}
+	var syns []string
+	for _, m := range w.Matched {
+		if m.SynonymOf != "" {
+			syns = append(syns, m.Term+" for "+m.SynonymOf)
+		}
+	}
+	if len(syns) > 0 {
+		parts = append(parts, fmt.Sprintf("thesaurus: %s (+%.2f)", strings.Join(syns, ", "), w.partValue(PartSynonyms)))
+	}
+	if len(w.Tagged) > 0 {
+		parts = append(parts, fmt.Sprintf("tagged %s (+%.2f)", strings.Join(w.Tagged, ", "), w.partValue(PartTags)*tagWeight))
 	}
 	if w.Vector != nil {
 		parts = append(parts, fmt.Sprintf("similar in meaning (cosine %.2f)", *w.Vector))
@@ -171,6 +189,17 @@ func whyText(w *Why) string {
 	}
 	parts = append(parts, fmt.Sprintf("importance %.2g", w.Importance), "stored "+ago(time.Duration(w.AgeSeconds)*time.Second), "ranked by "+w.Rank)
 	return strings.Join(parts, "; ")
+}
+
+// partValue is the value of a part of w (0 when it has none): the
+// lexical stage's parts, unscaled by a blend with embeddings.
+func (w *Why) partValue(name string) float64 {
+	for _, p := range w.Parts {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return 0
 }
 
 // ago says a duration roughly: "just now", "5m ago", "3h ago", "4d ago".
@@ -244,19 +273,38 @@ func (s *store) rememberAll(tx *storage.Tx, rank string, req RememberRequest, id
 // item that passes the filters; its confidence is its score relative to
 // that best one.
 func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest, rank string, queryVec []float32,
-	ids func(string) bool, pass func(*Item) bool, postFilter bool, tf *timeFilter) ([]Recalled, map[string]float64, error) {
+	ids func(string) bool, pass func(*Item) bool, postFilter bool, tf *timeFilter) ([]Recalled, map[string]float64, *lexQuery, error) {
 	keep := func(id string, attr byte) bool {
 		return (req.IncludeDeleted || attr != attrDeleted) && (ids == nil || ids(id))
 	}
 	postings, err := s.postings(tx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	stats := search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}
-	scored, err := s.index().ScoresSorted(postings, req.Prompt, stats, keep)
+	tags, err := s.tagPostings(tx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	lq, err := lexicalQuery(req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, postings, tags)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if lq.tagged() && !req.IncludeDeleted && st.Deleted > 0 {
+		// The tag index does not mark soft-forgotten items as postings
+		// do (a tag's postings carry attr 0): their ids, from a key-only
+		// scan, keep them from scoring and so from raising the floor.
+		gone := map[string]bool{}
+		err := tx.Keys(storage.Prefix(idxPrefix(s.name, "del", "time")), func(k []byte) error {
+			gone[storage.LastPart(k)] = true
+			return nil
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		live := keep
+		keep = func(id string, attr byte) bool { return live(id, attr) && (attr != 0 || !gone[id]) }
+	}
+	scored := lq.scores(keep)
 	// The map of scores is built only for what needs one: explaining
 	// (lexical scores by id), blending with embeddings, a literal match.
 	var scores, lexical map[string]float64
@@ -270,7 +318,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	if len(text.Terms(req.Prompt)) == 0 {
 		// Only stop words ("what was it"): find them as written.
 		if scores, err = s.literal(tx, req.Prompt, keep); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	} else if req.Explain || queryVec != nil {
 		scores = asMap()
@@ -279,10 +327,10 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	if queryVec != nil {
 		keepID, err := s.vectorFilter(tx, req.IncludeDeleted, ids)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if scores, err = s.blend(tx, scores, queryVec, keepID); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if scores != nil {
@@ -326,7 +374,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 		if errs.KindOf(err) == errs.NotFound {
 			continue // an index entry without its item: leave it out
 		} else if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !pass(it) {
 			continue
@@ -353,7 +401,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	if picked == nil {
 		picked = []Recalled{}
 	}
-	return picked, lexical, nil
+	return picked, lexical, lq, nil
 }
 
 // cand is a scored item id.

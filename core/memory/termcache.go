@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -57,8 +58,30 @@ var termCacheOff atomic.Bool
 // them, sorted by item (search.SortPostings): from the cache when it holds them at tx's version, else from the
 // store (and then cached when that version is the newest).
 func (s *store) postings(tx *storage.Tx) (func(term string) ([]search.Posting, error), error) {
-	fromStore := func(term string) ([]search.Posting, error) {
-		list, err := s.index().Postings(tx, term)
+	return s.cached(tx, "", func(term string) ([]search.Posting, error) { return s.index().Postings(tx, term) })
+}
+
+// tagPostings returns a function giving the items holding a tag (all of
+// it, lower case), as postings of the tag field: each item holds it once,
+// with no length (search.TermList.Flat) and no mark of deletion; sorted
+// by item, and cached as postings are (the tag index changes only with
+// the store's state).
+func (s *store) tagPostings(tx *storage.Tx) (func(tag string) ([]search.Posting, error), error) {
+	return s.cached(tx, "\x00tag\x00", func(tag string) ([]search.Posting, error) {
+		var list []search.Posting
+		err := tx.Keys(storage.Prefix(idxPrefix(s.name, "tag", tag)), func(k []byte) error {
+			list = append(list, search.Posting{Doc: strings.Clone(storage.LastPart(k)), TF: 1})
+			return nil
+		})
+		return list, err
+	})
+}
+
+// cached is read (a list by key) sorted by item, through the cache under
+// the keys prefixed with space.
+func (s *store) cached(tx *storage.Tx, space string, read func(key string) ([]search.Posting, error)) (func(key string) ([]search.Posting, error), error) {
+	fromStore := func(key string) ([]search.Posting, error) {
+		list, err := read(key)
 		search.SortPostings(list)
 		return list, err
 	}
@@ -71,13 +94,13 @@ func (s *store) postings(tx *storage.Tx) (func(term string) ([]search.Posting, e
 	if err != nil || !ok {
 		return fromStore, err
 	}
-	return func(term string) ([]search.Posting, error) {
-		if list, ok := cache.get(s.name, version, term); ok {
+	return func(key string) ([]search.Posting, error) {
+		if list, ok := cache.get(s.name, version, space+key); ok {
 			return list, nil
 		}
-		list, err := fromStore(term)
+		list, err := fromStore(key)
 		if err == nil {
-			cache.put(s.name, version, term, list)
+			cache.put(s.name, version, space+key, list)
 		}
 		return list, err
 	}, nil

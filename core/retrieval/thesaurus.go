@@ -101,34 +101,59 @@ type Synonym struct {
 	Relation string `json:"relation"`
 }
 
-// synonyms expands the query's terms from the thesaurus: each term that
-// is not a name or a number lends its related words, each at its
-// relation's weight (Params.Synonyms, Hypernyms, Hyponyms, Derived) times
-// its own. The expansion takes each term's first related word in turn,
-// then the second, and so on, and stops when the query and its expansion
-// reach MaxQueryTerms terms: a long query reads a bounded number of
-// posting lists. Terms already asked, names the index knows and words no
-// document holds are left out.
-func (ix *Index) synonyms(terms []qterm) []qterm {
-	p := ix.params
+// QueryTerm is a term of a query as Expand reads it.
+type QueryTerm struct {
+	// Term is the term as the Analyzer indexes it (a Snowball stem).
+	Term string
+	// Weight is how much the query asks for it (1 for a word asked
+	// once).
+	Weight float64
+	// Name says the query writes the word as a name: a name lends no
+	// related words ("Rose" is not a flower).
+	Name bool
+}
+
+// Expansion is a thesaurus term a query is expanded with.
+type Expansion struct {
+	Synonym
+	// Weight is its relation's weight (Params.Synonyms, Hypernyms,
+	// Hyponyms, Derived) times the weight of the query term it stands
+	// for.
+	Weight float64
+}
+
+// Expand expands a query's terms from the thesaurus at p's weights, as
+// Index.Search does: each term that is not a name or a number lends its
+// related words, each at its relation's weight times its own. The
+// expansion takes each term's first related word in turn, then the
+// second, and so on, and stops when the query and its expansion reach
+// MaxQueryTerms terms: a long query reads a bounded number of posting
+// lists. Terms already asked, names (isName, when set) and words no
+// document holds (has says which do) are left out. A caller with its own
+// postings (memory's, persisted) shares the thesaurus and its weights
+// this way.
+func (p Params) Expand(terms []QueryTerm, isName, has func(term string) bool) []Expansion {
 	if p.Synonyms == 0 && p.Hypernyms == 0 && p.Hyponyms == 0 && p.Derived == 0 || len(terms) == 0 {
 		return nil
 	}
+	if isName == nil {
+		isName = func(string) bool { return false }
+	}
 	seen := map[string]bool{}
 	for _, t := range terms {
-		seen[t.term] = true
+		seen[t.Term] = true
 	}
 	type word struct {
 		term, rel string
 		weight    float64
 	}
 	var srcs [][]word
-	var of []qterm
+	var of []QueryTerm
 	for _, t := range terms {
-		if t.name || ix.an.IsName(t.term) || hasDigit(t.term) {
+		if t.Name || isName(t.Term) || hasDigit(t.Term) {
 			continue
 		}
-		r, ok := lookup(t.term)
+		r, ok := lookup(t.Term)
 		if !ok {
 			continue
 		}
@@ -150,7 +175,7 @@ func (ix *Index) synonyms(terms []qterm) []qterm {
 			of = append(of, t)
 		}
 	}
-	var out []qterm
+	var out []Expansion
 	room := MaxQueryTerms - len(terms)
 	for i := 0; room > 0; i++ {
 		more := false
@@ -160,16 +185,30 @@ func (ix *Index) synonyms(terms []qterm) []qterm {
 			}
 			more = true
 			w := words[i]
-			if seen[w.term] || ix.an.IsName(w.term) || len(ix.postings[w.term]) == 0 {
+			if seen[w.term] || isName(w.term) || !has(w.term) {
 				continue
 			}
 			seen[w.term] = true
-			out = append(out, qterm{term: w.term, weight: w.weight * of[j].weight, syn: true, of: of[j].term, rel: w.rel})
+			out = append(out, Expansion{Synonym: Synonym{Term: w.term, Of: of[j].Term, Relation: w.rel}, Weight: w.weight * of[j].Weight})
 			room--
 		}
 		if !more {
 			break
 		}
+	}
+	return out
+}
+
+// synonyms expands the query's terms from the thesaurus (Expand, at the
+// index's Params, over the names and postings the index holds).
+func (ix *Index) synonyms(terms []qterm) []qterm {
+	qs := make([]QueryTerm, len(terms))
+	for i, t := range terms {
+		qs[i] = QueryTerm{Term: t.term, Weight: t.weight, Name: t.name}
+	}
+	var out []qterm
+	for _, e := range ix.params.Expand(qs, ix.an.IsName, func(term string) bool { return len(ix.postings[term]) > 0 }) {
+		out = append(out, qterm{term: e.Term, weight: e.Weight, syn: true, of: e.Of, rel: e.Relation})
 	}
 	return out
 }

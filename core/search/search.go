@@ -160,13 +160,8 @@ func SortPostings(list []Posting) {
 // list sorted by document (SortPostings). Each score is summed in the
 // same order as ScoresFrom sums it, so the two agree to the bit.
 func (ix Index) ScoresSorted(postings func(term string) ([]Posting, error), query string, st Stats, keep func(doc string, attr byte) bool) ([]DocScore, error) {
-	avg := 1.0
-	if st.Docs > 0 {
-		avg = float64(st.TotalLength) / float64(st.Docs)
-	}
-	var lists [][]Posting
+	var lists []TermList
 	seen := map[string]bool{}
-	total := 0
 	for _, term := range text.Terms(query) {
 		if seen[term] {
 			continue
@@ -176,36 +171,153 @@ func (ix Index) ScoresSorted(postings func(term string) ([]Posting, error), quer
 		if err != nil {
 			return nil, err
 		}
-		lists = append(lists, list)
-		total += len(list)
+		lists = append(lists, TermList{Postings: list, Weight: 1})
 	}
-	// A term's scorer works out its idf once (TermScorer.Score is exactly
-	// BM25.Score for the same figures).
-	scorers := make([]text.TermScorer, len(lists))
-	for i, l := range lists {
-		if st.Docs > 0 {
-			scorers[i] = text.BM25{}.Term(len(l), st.Docs, avg)
+	return ScoreLists(lists, st, keep), nil
+}
+
+// TermList is one query term's postings to score, and how: its BM25
+// times Weight. Flat are the documents holding the term in a field with
+// no length of its own (an item's tags, whose index keys carry none),
+// sorted by document, each holding it once; such a field weighs
+// FlatWeight of an occurrence in the text of average length, the two
+// weighed together as BM25F does (the term saturates across fields,
+// and its document frequency counts the documents holding it in either).
+type TermList struct {
+	Postings   []Posting
+	Weight     float64
+	Flat       []Posting
+	FlatWeight float64
+}
+
+// df is how many documents hold the term, in the text or the flat field.
+func (l TermList) df() int {
+	if len(l.Flat) == 0 {
+		return len(l.Postings)
+	}
+	n, i, j := 0, 0, 0
+	for i < len(l.Postings) || j < len(l.Flat) {
+		switch {
+		case j == len(l.Flat) || i < len(l.Postings) && l.Postings[i].Doc < l.Flat[j].Doc:
+			i++
+		case i == len(l.Postings) || l.Flat[j].Doc < l.Postings[i].Doc:
+			j++
+		default:
+			i++
+			j++
 		}
+		n++
+	}
+	return n
+}
+
+// scorer is the list's BM25 term scorer over a collection of st's
+// figures, and the collection's average length.
+func (l TermList) scorer(st Stats) (text.TermScorer, float64) {
+	avg := 1.0
+	if st.Docs > 0 {
+		avg = float64(st.TotalLength) / float64(st.Docs)
+	}
+	var ts text.TermScorer
+	if st.Docs > 0 {
+		// A term's scorer works out its idf once (TermScorer.Score is
+		// exactly BM25.Score for the same figures).
+		ts = text.BM25{}.Term(l.df(), st.Docs, avg)
+	}
+	return ts, avg
+}
+
+// score is what the list adds for a document holding the term in its
+// text (p, nil if not) and flat times in the flat field; flatShare is
+// the flat field's part of it. Without the flat field it is plain BM25
+// to the bit.
+func (l TermList) score(ts text.TermScorer, p *Posting, flat int) (score, flatShare float64) {
+	if flat == 0 {
+		if p == nil {
+			return 0, 0
+		}
+		return ts.Score(p.TF, float64(p.Length)) * l.Weight, 0
+	}
+	tf, ft := 0.0, l.FlatWeight*float64(flat)
+	if p != nil && p.TF > 0 {
+		tf = float64(p.TF) / ts.Norm(float64(p.Length))
+	}
+	score = ts.Fielded(tf+ft) * l.Weight
+	return score, score * ft / (tf + ft)
+}
+
+// ScoreOf is what the list adds to a document's score (as ScoreLists
+// sums it), and the flat field's part of that: for explaining one
+// document's score without merging the lists again.
+func (l TermList) ScoreOf(doc string, st Stats) (score, flatShare float64) {
+	ts, _ := l.scorer(st)
+	find := func(list []Posting) (*Posting, int) {
+		i, ok := slices.BinarySearchFunc(list, doc, func(p Posting, d string) int { return strings.Compare(p.Doc, d) })
+		if !ok {
+			return nil, 0
+		}
+		n := 1
+		for i+n < len(list) && list[i+n].Doc == doc {
+			n++
+		}
+		return &list[i], n
+	}
+	p, _ := find(l.Postings)
+	_, flat := find(l.Flat)
+	return l.score(ts, p, flat)
+}
+
+// ScoreLists sums the lists' scores by document (for which keep, if not
+// nil, holds), ordered by document, merged without a map: each list
+// must be sorted by document (SortPostings). A list's document
+// frequency counts every document, kept or not.
+func ScoreLists(lists []TermList, st Stats, keep func(doc string, attr byte) bool) []DocScore {
+	scorers := make([]text.TermScorer, len(lists))
+	total := 0
+	for i, l := range lists {
+		scorers[i], _ = l.scorer(st)
+		total += len(l.Postings) + len(l.Flat)
 	}
 	out := make([]DocScore, 0, total)
 	pos := make([]int, len(lists))
+	fpos := make([]int, len(lists))
 	for {
 		doc, found := "", false
 		for i, l := range lists {
-			if pos[i] < len(l) && (!found || l[pos[i]].Doc < doc) {
-				doc, found = l[pos[i]].Doc, true
+			if pos[i] < len(l.Postings) && (!found || l.Postings[pos[i]].Doc < doc) {
+				doc, found = l.Postings[pos[i]].Doc, true
+			}
+			if fpos[i] < len(l.Flat) && (!found || l.Flat[fpos[i]].Doc < doc) {
+				doc, found = l.Flat[fpos[i]].Doc, true
 			}
 		}
 		if !found {
-			return out, nil
+			return out
 		}
 		score, kept := 0.0, false
 		for i, l := range lists {
-			for ; pos[i] < len(l) && l[pos[i]].Doc == doc; pos[i]++ {
-				if p := l[pos[i]]; keep == nil || keep(p.Doc, p.Attr) {
-					score += scorers[i].Score(p.TF, float64(p.Length))
+			var text *Posting
+			for ; pos[i] < len(l.Postings) && l.Postings[pos[i]].Doc == doc; pos[i]++ {
+				if p := &l.Postings[pos[i]]; keep == nil || keep(p.Doc, p.Attr) {
+					if len(l.Flat) == 0 {
+						sc, _ := l.score(scorers[i], p, 0)
+						score += sc
+					} else {
+						text = p
+					}
 					kept = true
 				}
+			}
+			flat := 0
+			for ; fpos[i] < len(l.Flat) && l.Flat[fpos[i]].Doc == doc; fpos[i]++ {
+				if p := l.Flat[fpos[i]]; keep == nil || keep(p.Doc, p.Attr) {
+					flat++
+					kept = true
+				}
+			}
+			if len(l.Flat) > 0 && (text != nil || flat > 0) {
+				sc, _ := l.score(scorers[i], text, flat)
+				score += sc
 			}
 		}
 		if kept {

@@ -57,3 +57,19 @@ func (t TermScorer) Score(tf int, dl float64) float64 {
 	f := float64(tf)
 	return t.idf * f * (t.k1 + 1) / (f + t.k1*(1-t.b+t.b*dl/t.avgdl))
 }
+
+// Norm is the length normalisation of a text of length dl: BM25F divides
+// a field's term frequency by it before weighing the fields together.
+func (t TermScorer) Norm(dl float64) float64 {
+	return 1 - t.b + t.b*dl/t.avgdl
+}
+
+// Fielded is the term's contribution for a frequency already weighed and
+// normalised field by field (BM25F: tf = Σ weight × tf / Norm): with one
+// field of weight 1 it is Score, rounding aside.
+func (t TermScorer) Fielded(tf float64) float64 {
+	if tf == 0 || t.idf == 0 {
+		return 0
+	}
+	return t.idf * tf * (t.k1 + 1) / (t.k1 + tf)
+}
