@@ -586,9 +586,12 @@ func (q *Queue) process(batch []job) {
 				return err
 			}
 			// A cached vector of another dimension than the model's now
-			// is stale (the model changed under the same name).
-			if v, err := tx.Get(CacheKey(model, w.m.Text)); err == nil {
-				if vec := Decode(v); vec.Dim() > 0 && (dim == 0 || vec.Dim() == dim) {
+			// is stale (the model changed under the same name); one that
+			// does not read whole as model's record is damage, never a
+			// vector (engram check names it; the model is asked again and
+			// its answer replaces it).
+			if v, err := tx.Get(CacheKey(model, w.m.Text)); err == nil && checkCached(v) == nil {
+				if vec := Decode(v); vec.Model == model && (dim == 0 || vec.Dim() == dim) {
 					w.vec, w.cached = vec.Values, true
 				}
 			}

@@ -11,6 +11,7 @@ package embed
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/engram-console/engram/core/search"
@@ -75,6 +76,49 @@ func Header(b []byte) (model string, dim int) {
 		}
 	}
 	return "", len(b) / 4
+}
+
+// CheckRecord says what is wrong with a stored vector, for engram check:
+// nil for a record that decodes whole (a model's name, a dimension and
+// exactly that many components) or for a raw vector stored before records
+// (a whole number of float32s). A value that starts as a record is held
+// to the record's layout: the raw reading Decode falls back to would take
+// its header for components, and a search would compare them.
+func CheckRecord(b []byte) error {
+	if len(b) >= 4 && [4]byte(b[:4]) == magic {
+		if len(b) < 5 || len(b) < 5+int(b[4])+4 {
+			return fmt.Errorf("a vector record cut short in its header (%d bytes)", len(b))
+		}
+		n := int(b[4])
+		model := string(b[5 : 5+n])
+		d := int(binary.LittleEndian.Uint32(b[5+n:]))
+		switch rest := len(b) - (5 + n + 4); {
+		case rest != 4*d:
+			return fmt.Errorf("a vector record of model %q states dimension %d but holds %d bytes of components (%d expected)", model, d, rest, 4*d)
+		case d == 0:
+			return fmt.Errorf("a vector record of model %q holds no components", model)
+		}
+		return nil
+	}
+	if len(b) == 0 || len(b)%4 != 0 {
+		return fmt.Errorf("%d bytes: neither a vector record nor a whole number of float32 components", len(b))
+	}
+	return nil
+}
+
+// checkCached is CheckRecord for a cache entry: the cache has held
+// records from its start, so a raw vector there is damage too.
+func checkCached(b []byte) error {
+	if len(b) < 4 || [4]byte(b[:4]) != magic {
+		return fmt.Errorf("not a vector record (%d bytes)", len(b))
+	}
+	if err := CheckRecord(b); err != nil {
+		return err
+	}
+	if m, _ := Header(b); m == "" {
+		return fmt.Errorf("a vector record that names no model")
+	}
+	return nil
 }
 
 func decodeRecord(b []byte) (Vector, bool) {

@@ -1,0 +1,97 @@
+package embed
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/engram-console/engram/storage"
+)
+
+// cachePrefix is the key prefix of the cached vectors (CacheKey).
+func cachePrefix() []byte { return storage.PrefixKey(storage.PrefixIndex, "embed", "cache") }
+
+// stampPrefix is the key prefix of the version stamps (stampKey).
+func stampPrefix() []byte { return storage.PrefixKey(storage.PrefixIndex, "embed", "stamp") }
+
+// stampLen is the length of every stamp newStamp makes.
+const stampLen = 16
+
+// Check verifies the keys the queue keeps beside the subsystems' own, for
+// engram check: each cached vector must be a whole record naming its
+// model, and each version stamp must be one newStamp makes. It reads the
+// stores of every registered source, with or without a model. The
+// subsystems check their vectors and pending markers themselves
+// (CheckRecord, CheckMarker): those belong to their items. A problem
+// names the key; embeddings.reembed drops a cached vector it cannot read
+// (the cache is only a shortcut: the model is asked again).
+func (q *Queue) Check(ctx context.Context) ([]string, error) {
+	var problems []string
+	for _, st := range q.stores() {
+		err := st.View(func(tx *storage.Tx) error {
+			n := 0
+			err := tx.Scan(storage.Prefix(cachePrefix()), func(k, v []byte) error {
+				if n++; n%1024 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				if err := checkCached(v); err != nil {
+					problems = append(problems, fmt.Sprintf("embeddings: cached vector %q is unreadable: %v (embeddings.reembed drops it)", k, err))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			return tx.Scan(storage.Prefix(stampPrefix()), func(k, v []byte) error {
+				if n++; n%1024 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				if len(v) != stampLen {
+					problems = append(problems, fmt.Sprintf("embeddings: version stamp %q is %d bytes, not %d", k, len(v), stampLen))
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return problems, err
+		}
+	}
+	return problems, ctx.Err()
+}
+
+// CheckMarker says what is wrong with a pending marker stored at a key
+// whose item is at item and vector at vector, for engram check: nil when
+// it decodes and names those two keys. Whether the item exists is the
+// subsystem's to say (it reads its items anyway).
+func CheckMarker(v, item, vector []byte) error {
+	var m Marker
+	if err := json.Unmarshal(v, &m); err != nil {
+		return fmt.Errorf("unreadable: %v", err)
+	}
+	if string(m.Item) != string(item) || string(m.Vector) != string(vector) {
+		return fmt.Errorf("names item %q and vector %q, not %q and %q", m.Item, m.Vector, item, vector)
+	}
+	return nil
+}
+
+// stores are the stores of every registered source, each once.
+func (q *Queue) stores() []*storage.Store {
+	q.mu.Lock()
+	sources := append([]Source(nil), q.sources...)
+	q.mu.Unlock()
+	var out []*storage.Store
+	seen := map[*storage.Store]bool{}
+	for _, s := range sources {
+		for _, st := range s.Stores() {
+			if !seen[st] {
+				seen[st] = true
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
