@@ -153,8 +153,13 @@ type Queue struct {
 	sources  []Source
 	kick     chan struct{}
 	done     chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// purgeChunk overrides the constant when set, and afterPurgeChunk is
+	// called after each chunk of a purge commits: tests cut a purge
+	// short between two chunks with them, as a kill would.
+	purgeChunk      int
+	afterPurgeChunk func()
+	ctx             context.Context
+	cancel          context.CancelFunc
 }
 
 // registry finds the queue of a store, so that a search (which holds a

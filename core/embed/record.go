@@ -204,7 +204,18 @@ func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte
 // Uncache deletes, in tx, the cached vectors of texts under the configured
 // model: the cache is keyed by a hash of the text, and a text deleted for
 // good should not stay behind as its vector. Entries another model made
-// before stay (the cache cannot tell whose text they were).
+// before stay (the cache cannot tell whose text they were) until the next
+// embeddings.reembed purges them.
+//
+// It drops the entry even when another item holds the same text: the
+// cache is keyed by content, not by owner, so that costs the other text
+// one model call if it is ever embedded again (its own vector record
+// stays). Keeping the entry would be wrong for a forget: a vector can be
+// partly inverted to its text, and its key confirms a guessed text (a
+// write of that text counts as cached in engine.info), so a forgotten
+// text would stay recoverable by someone else. Keeping it only while
+// another item holds the text would need a count of each text's owners
+// kept across the history's two stores, which no one transaction spans.
 func (q *Queue) Uncache(tx *storage.Tx, texts ...string) error {
 	if !q.Enabled() {
 		return nil
