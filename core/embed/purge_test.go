@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/engram-console/engram/llm"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -151,5 +152,72 @@ func TestReembedCutShortLosesNothingAndTheNextFinishes(t *testing.T) {
 		if model != "m2" {
 			t.Errorf("left in the cache: %q of %s", k, model)
 		}
+	}
+}
+
+// TestUncacheDropsATextUnderEveryModelThatCachedIt: a text deleted for
+// good leaves no cached vector behind, whichever model made it: one
+// configured earlier, or one configured before an offline run deletes it.
+func TestUncacheDropsATextUnderEveryModelThatCachedIt(t *testing.T) {
+	r := newRig(t, &model{name: "old", dim: 2})
+	r.write(map[string]string{"a": "secret one", "b": "secret two"})
+	r.settle()
+	next := func(p llm.Provider) {
+		r.q.Stop()
+		r.q = New(p, r.clock, nil)
+		if err := r.q.Register(r.source()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next(&model{name: "new", dim: 3}) // a model change, no reembed yet
+	r.write(map[string]string{"c": "secret one"})
+	r.settle()
+	if got := r.cacheEntries(); len(got) != 3 {
+		t.Fatalf("the cache: %v", got)
+	}
+	uncache := func(text string) {
+		err := r.st.Update(context.Background(), func(tx *storage.Tx) error { return r.q.Uncache(tx, text) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	uncache("secret one")
+	if got := r.cacheEntries(); len(got) != 1 || got[string(CacheKey("old", "secret two"))] != "old" {
+		t.Errorf("after uncaching under model new: %v (want only old's secret two)", got)
+	}
+	next(llm.Offline{}) // no model now
+	uncache("secret two")
+	if got := r.cacheEntries(); len(got) != 0 {
+		t.Errorf("after uncaching offline: %v", got)
+	}
+}
+
+// TestPurgeLeavesOnlyTheModelItKeepsRecorded: once a reembed purged a
+// store's cache, only the configured model is recorded there as caching
+// (Uncache deletes under it alone).
+func TestPurgeLeavesOnlyTheModelItKeepsRecorded(t *testing.T) {
+	r := newRig(t, &model{name: "old", dim: 2})
+	r.write(map[string]string{"a": "one"})
+	r.settle()
+	r.q.Stop()
+	r.q = New(&model{name: "new", dim: 3}, r.clock, nil)
+	if err := r.q.Register(r.source()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.q.Reembed(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	if _, err := r.q.Reembed(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	var models []string
+	err := r.st.View(func(tx *storage.Tx) error {
+		var err error
+		models, err = cachedModels(tx)
+		return err
+	})
+	if err != nil || len(models) != 1 || models[0] != "new" {
+		t.Errorf("models recorded after the purge: %v %v", models, err)
 	}
 }

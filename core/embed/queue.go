@@ -693,6 +693,7 @@ func (q *Queue) process(batch []job) {
 		stored, cached := 0, 0
 		err := st.Update(q.ctx, func(tx *storage.Tx) error {
 			stored, cached = 0, 0
+			recorded := false
 			for _, w := range ws {
 				var now Marker
 				if err := tx.GetJSON([]byte(w.marker), &now); errors.Is(err, storage.ErrNotFound) {
@@ -724,6 +725,12 @@ func (q *Queue) process(batch []job) {
 				if !w.cached {
 					if err := tx.Set(CacheKey(model, w.m.Text), Encode(vec)); err != nil {
 						return err
+					}
+					if !recorded {
+						if err := recordModel(tx, model); err != nil {
+							return err
+						}
+						recorded = true
 					}
 				}
 				stored++

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/storage"
@@ -201,11 +202,14 @@ func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte
 	return m, nil
 }
 
-// Uncache deletes, in tx, the cached vectors of texts under the configured
-// model: the cache is keyed by a hash of the text, and a text deleted for
-// good should not stay behind as its vector. Entries another model made
-// before stay (the cache cannot tell whose text they were) until the next
-// embeddings.reembed purges them.
+// Uncache deletes, in tx, the cached vectors of texts under every model
+// that cached a vector in tx's store (modelsKey records each; the
+// configured one counts too): the cache is keyed by a hash of the model
+// and the text, and a text deleted for good should not stay behind as its
+// vector, whichever model made it and whether or not one is configured
+// now. (A store cached in before the record was kept names none of its
+// models: the configured one's entries go, and a reembed purges the
+// others.)
 //
 // It drops the entry even when another item holds the same text: the
 // cache is keyed by content, not by owner, so that costs the other text
@@ -217,16 +221,51 @@ func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte
 // another item holds the text would need a count of each text's owners
 // kept across the history's two stores, which no one transaction spans.
 func (q *Queue) Uncache(tx *storage.Tx, texts ...string) error {
-	if !q.Enabled() {
+	if len(texts) == 0 {
 		return nil
 	}
-	model := q.Model()
+	models, err := cachedModels(tx)
+	if err != nil {
+		return err
+	}
+	if q.Enabled() && !slices.Contains(models, q.Model()) {
+		models = append(models, q.Model())
+	}
 	for _, t := range texts {
-		if err := tx.Delete(CacheKey(model, t)); err != nil {
-			return err
+		for _, m := range models {
+			if err := tx.Delete(CacheKey(m, t)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// modelsKey records, in the store the cache entries are in, that model
+// cached vectors there: Uncache deletes a text's entry under each model
+// so recorded. A purge drops the records of the models it purged.
+func modelsKey(model string) []byte {
+	return storage.Key(storage.PrefixIndex, "embed", "models", model)
+}
+
+// cachedModels are the models recorded in tx's store as having cached.
+func cachedModels(tx *storage.Tx) ([]string, error) {
+	var out []string
+	err := tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixIndex, "embed", "models")), func(k []byte) error {
+		out = append(out, storage.LastPart(k))
+		return nil
+	})
+	return out, err
+}
+
+// recordModel records in tx that model caches in tx's store. It writes
+// only the first time: a delete's Uncache reads the records, and a write
+// each time would make the two transactions conflict for nothing.
+func recordModel(tx *storage.Tx, model string) error {
+	if ok, err := tx.Has(modelsKey(model)); err != nil || ok {
+		return err
+	}
+	return tx.Set(modelsKey(model), nil)
 }
 
 // Forget records in tx that no vector is left under prefix (a dropped

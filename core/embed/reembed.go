@@ -162,6 +162,9 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 // The worker only ever reads model's entries (CacheKey hashes the model
 // with the text), so the rest is dead weight once the model changed.
 //
+// Once a store's cache is purged, the records of the models that cached
+// there (Uncache reads them) name model alone.
+//
 // It goes in chunks of purgeChunk entries, each its own transaction, from
 // where the last one stopped: a kill between two leaves the chunks done
 // purged and the rest in place, which the next reembed purges. Only cache
@@ -177,6 +180,7 @@ func (q *Queue) purge(ctx context.Context, stores []*storage.Store, model string
 	total := 0
 	for _, st := range stores {
 		start := cachePrefix()
+		kept := false
 		for {
 			if err := ctx.Err(); err != nil {
 				return total, err
@@ -195,6 +199,8 @@ func (q *Queue) purge(ctx context.Context, stores []*storage.Store, model string
 					last = k
 					if m, d := Header(v); checkCached(v) != nil || m != model || dim > 0 && d != dim {
 						doomed = append(doomed, k)
+					} else {
+						kept = true
 					}
 					return nil
 				})
@@ -220,6 +226,29 @@ func (q *Queue) purge(ctx context.Context, stores []*storage.Store, model string
 				break
 			}
 			start = append(slices.Clone(last), 0)
+		}
+		// The store caches model's vectors only now: Uncache need not
+		// delete under the other models any more, and it must under
+		// model's (entries cached before models were recorded).
+		err := st.Update(ctx, func(tx *storage.Tx) error {
+			models, err := cachedModels(tx)
+			if err != nil {
+				return err
+			}
+			for _, m := range models {
+				if m != model {
+					if err := tx.Delete(modelsKey(m)); err != nil {
+						return err
+					}
+				}
+			}
+			if kept {
+				return recordModel(tx, model)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
 		}
 	}
 	return total, nil

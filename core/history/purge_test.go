@@ -78,3 +78,33 @@ func TestReembedAfterAModelChangePurgesTheOldModelsCache(t *testing.T) {
 		t.Errorf("problems after the reembed: %v", found)
 	}
 }
+
+// TestDeleteOfflineDropsTheCachedVectorAModelMade: an utterance deleted
+// by a run without a model leaves no cached vector of its text behind,
+// though the model that made it is not configured any more: its text
+// must not stay recoverable from the cache. (Issue 18: before, only the
+// configured model's entry went, and offline none.)
+func TestDeleteOfflineDropsTheCachedVectorAModelMade(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var down atomic.Bool
+	r := newRigWith(t, rigOptions{dir: dir, keep: true, llm: flaky(&down)})
+	r.write("c", "user", "my pin is 4711")
+	r.write("c", "user", "the weather is fine")
+	r.h.Settle()
+	if got := r.cachedModels(); got["flaky-embed"] != 2 {
+		t.Fatalf("the cache: %v", got)
+	}
+	if err := r.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = newRigWith(t, rigOptions{dir: dir}) // offline
+	r.do("history.delete", map[string]any{"conversation": "c", "utterance_index": 0}, nil)
+	if got := r.cachedModels(); got["flaky-embed"] != 1 {
+		t.Errorf("the cache after deleting one of two texts offline: %v (want 1 left)", got)
+	}
+	r.do("history.drop", map[string]any{"conversation": "c"}, nil)
+	if got := r.cachedModels(); len(got) != 0 {
+		t.Errorf("the cache after dropping the conversation offline: %v", got)
+	}
+}
