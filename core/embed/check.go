@@ -19,7 +19,9 @@ const stampLen = 16
 
 // Check verifies the keys the queue keeps beside the subsystems' own, for
 // engram check: each cached vector must be a whole record naming its
-// model, and each version stamp must be one newStamp makes. It reads the
+// model, and each version stamp must be one newStamp makes (a stamp whose
+// vectors are all gone is no problem: a kill between a drop's last chunk
+// and its Forget leaves one, and it is only read to compare). It reads the
 // stores of every registered source, with or without a model. The
 // subsystems check their vectors and pending markers themselves
 // (CheckRecord, CheckMarker): those belong to their items. A problem

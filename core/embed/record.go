@@ -243,15 +243,18 @@ func (q *Queue) Uncache(tx *storage.Tx, texts ...string) error {
 
 // modelsKey records, in the store the cache entries are in, that model
 // cached vectors there: Uncache deletes a text's entry under each model
-// so recorded. A purge drops the records of the models it purged.
-func modelsKey(model string) []byte {
-	return storage.Key(storage.PrefixIndex, "embed", "models", model)
-}
+// so recorded. A purge drops the records of the models it purged. It is
+// store metadata, outside idx/embed/: it names a model, no text, and
+// stays when the last text goes.
+func modelsKey(model string) []byte { return storage.Key(storage.PrefixMeta, "embed-models", model) }
+
+// modelsPrefix is the prefix of the models' records.
+func modelsPrefix() []byte { return storage.PrefixKey(storage.PrefixMeta, "embed-models") }
 
 // cachedModels are the models recorded in tx's store as having cached.
 func cachedModels(tx *storage.Tx) ([]string, error) {
 	var out []string
-	err := tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixIndex, "embed", "models")), func(k []byte) error {
+	err := tx.Keys(storage.Prefix(modelsPrefix()), func(k []byte) error {
 		out = append(out, storage.LastPart(k))
 		return nil
 	})
