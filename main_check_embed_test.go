@@ -13,7 +13,7 @@ import (
 // Issue 18: engram check knows the embedding keys. A cached vector that
 // does not read and a text waiting for the vector of an utterance that
 // does not exist are each printed as a problem, like the other
-// subsystems' problems, and the status is 3.
+// subsystems' problems, and the status is 3; check --repair drops them.
 func TestCheckNamesDamagedEmbeddingKeys(t *testing.T) {
 	env, home := hermeticEnv(t)
 	data := filepath.Join(home, "a")
@@ -56,5 +56,25 @@ func TestCheckNamesDamagedEmbeddingKeys(t *testing.T) {
 	}
 	if out.code != exitDamaged {
 		t.Errorf("check exited %d, want %d:\n%s%s", out.code, exitDamaged, out.stdout, out.stderr)
+	}
+
+	// --repair drops both (they hold nothing to lose), saying so, and the
+	// store checks healthy.
+	out = runIn(t, env, "", "check", "--repair", "--data", data)
+	for _, want := range []string{
+		"repaired: dropped the cached vector \"" + string(cached) + "\"",
+		"repaired: dropped the pending embedding",
+		"is gone",
+		"healthy",
+	} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("check --repair does not say %q", want)
+		}
+	}
+	if out.code != 0 {
+		t.Errorf("check --repair exited %d:\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	if out := runIn(t, env, "", "check", "--data", data); out.code != 0 || strings.Contains(out.stdout, "repaired") {
+		t.Errorf("check after the repair: %d %q %q", out.code, out.stdout, out.stderr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/engram-console/engram/storage"
 )
@@ -25,8 +26,9 @@ const stampLen = 16
 // stores of every registered source, with or without a model. The
 // subsystems check their vectors and pending markers themselves
 // (CheckRecord, CheckMarker): those belong to their items. A problem
-// names the key; embeddings.reembed drops a cached vector it cannot read
-// (the cache is only a shortcut: the model is asked again).
+// names the key; Repair (check --repair) and embeddings.reembed drop a
+// cached vector that does not read (the cache is only a shortcut: the
+// model is asked again).
 func (q *Queue) Check(ctx context.Context) ([]string, error) {
 	var problems []string
 	for _, st := range q.stores() {
@@ -39,7 +41,7 @@ func (q *Queue) Check(ctx context.Context) ([]string, error) {
 					}
 				}
 				if err := checkCached(v); err != nil {
-					problems = append(problems, fmt.Sprintf("embeddings: cached vector %q is unreadable: %v (embeddings.reembed drops it)", k, err))
+					problems = append(problems, fmt.Sprintf("embeddings: cached vector %q is unreadable: %v (check --repair or embeddings.reembed drops it)", k, err))
 				}
 				return nil
 			})
@@ -96,4 +98,89 @@ func (q *Queue) stores() []*storage.Store {
 		}
 	}
 	return out
+}
+
+// repairChunk is how many keys one transaction of a repair deletes.
+const repairChunk = 256
+
+// Repair drops, for engram check --repair, the embedding keys check
+// reports that hold nothing to lose, and says what it dropped, a line
+// each: cached vectors that do not read (the model is asked again), version
+// stamps that are not one newStamp makes (the vectors are read afresh),
+// and pending markers that do not read or whose item is gone (the worker
+// drops a gone item's marker itself once a model runs; a text whose
+// marker went is found by embeddings.reembed, its vector being missing).
+// Stored vectors and markers that name another item's keys are left to
+// the subsystems' checks, which name them: whether to drop one is not the
+// queue's to say. It deletes in chunks, each its own transaction.
+func (q *Queue) Repair(ctx context.Context) ([]string, error) {
+	q.mu.Lock()
+	sources := append([]Source(nil), q.sources...)
+	q.mu.Unlock()
+	var dropped []string
+	for _, st := range q.stores() {
+		var doomed [][]byte
+		var why []string
+		err := st.View(func(tx *storage.Tx) error {
+			err := tx.Scan(storage.Prefix(cachePrefix()), func(k, v []byte) error {
+				if err := checkCached(v); err != nil {
+					doomed, why = append(doomed, k), append(why, fmt.Sprintf("the cached vector %q: %v", k, err))
+				}
+				return ctx.Err()
+			})
+			if err != nil {
+				return err
+			}
+			err = tx.Scan(storage.Prefix(stampPrefix()), func(k, v []byte) error {
+				if len(v) != stampLen {
+					doomed, why = append(doomed, k), append(why, fmt.Sprintf("the version stamp %q: %d bytes, not %d", k, len(v), stampLen))
+				}
+				return ctx.Err()
+			})
+			if err != nil {
+				return err
+			}
+			for _, s := range sources {
+				if !slices.Contains(s.Stores(), st) {
+					continue
+				}
+				err := tx.Scan(storage.Prefix(s.Markers), func(k, v []byte) error {
+					var m Marker
+					if err := json.Unmarshal(v, &m); err != nil {
+						doomed, why = append(doomed, k), append(why, fmt.Sprintf("the pending embedding %q: unreadable: %v", k, err))
+						return ctx.Err()
+					}
+					if ok, err := tx.Has(m.Item); err != nil {
+						return err
+					} else if !ok {
+						doomed, why = append(doomed, k), append(why, fmt.Sprintf("the pending embedding %q: its item %q is gone", k, m.Item))
+					}
+					return ctx.Err()
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return dropped, err
+		}
+		for start := 0; start < len(doomed); start += repairChunk {
+			end := min(start+repairChunk, len(doomed))
+			err := st.Update(ctx, func(tx *storage.Tx) error {
+				for _, k := range doomed[start:end] {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return dropped, err
+			}
+			dropped = append(dropped, why[start:end]...)
+		}
+	}
+	return dropped, nil
 }

@@ -149,3 +149,51 @@ func TestAnUnreadableCachedVectorIsNeverStored(t *testing.T) {
 		t.Errorf("the damaged entry was not replaced: %q %v", p, err)
 	}
 }
+
+// TestRepairDropsOnlyWhatHoldsNothingToLose: engram check --repair drops
+// the cached vector and the version stamp that do not read and the
+// pending markers that do not read or whose item is gone, saying so; a
+// marker still waiting for its item's vector, the stored vectors and the
+// good cache entries stay, and check finds nothing more.
+func TestRepairDropsOnlyWhatHoldsNothingToLose(t *testing.T) {
+	m := &model{name: "m", dim: 3}
+	r := newRig(t, m)
+	r.write(map[string]string{"a": "one", "b": "two"})
+	r.settle()
+	m.set(errors.New("down"))
+	r.write(map[string]string{"c": "three"}) // waits for its vector
+	r.settle()
+	r.corruptKey(CacheKey("m", "one"), []byte("junk"))
+	r.corruptKey(stampKey(storage.PrefixKey("t/", "vec")), []byte("x"))
+	r.corruptKey(storage.Key("t/", "q", "gone"), []byte(`{"text": "gone", "item": "dC9pdGVtL2dvbmU=", "vector": "dC92ZWMvZ29uZQ=="}`)) // t/item/gone, t/vec/gone
+	r.corruptKey(storage.Key("t/", "q", "junk"), []byte("{"))
+	dropped, err := r.q.Repair(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 4 {
+		t.Fatalf("dropped %d: %q", len(dropped), dropped)
+	}
+	for i, want := range []string{"the cached vector", "the version stamp", "its item \"t/item/gone\" is gone", "the pending embedding \"t/q/junk\": unreadable"} {
+		if !strings.Contains(strings.Join(dropped, "\n"), want) {
+			t.Errorf("dropped %d: nothing says %q in %q", i, want, dropped)
+		}
+	}
+	if p, err := r.q.Check(context.Background()); err != nil || len(p) != 0 {
+		t.Errorf("check after the repair: %q %v", p, err)
+	}
+	if r.markers() != 1 {
+		t.Errorf("%d markers after the repair, want c's", r.markers())
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, ok := r.vector(id); !ok {
+			t.Errorf("%s's vector went", id)
+		}
+	}
+	if got := r.cacheEntries(); len(got) != 1 || got[string(CacheKey("m", "two"))] != "m" {
+		t.Errorf("the cache after the repair: %v", got)
+	}
+	if again, err := r.q.Repair(context.Background()); err != nil || len(again) != 0 {
+		t.Errorf("a second repair: %q %v", again, err)
+	}
+}
