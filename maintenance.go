@@ -42,7 +42,9 @@ var maintenance = map[string]struct {
 	"check": {"engram check [--data DIR] [--repair]",
 		"Verifies the data directory: every table's and every value's checksum, reading every key,\n" +
 			"then every subsystem's records (each cortex item's hash-chained audit trail).\n" +
-			"With --repair, a damaged write-ahead or value log is cut at the damage (what is dropped is printed).\n" +
+			"With --repair, a damaged write-ahead or value log is cut at the damage, and embedding keys that hold\n" +
+			"nothing to lose (a cached vector that does not read, a text waiting for an item that is gone) are\n" +
+			"dropped (what is dropped is printed).\n" +
 			"Exit status: 0 healthy, 3 damaged, 4 the file system is full (checked read-only), 2 unusable.", 0, runCheck},
 	"backup": {"engram backup [--data DIR] FILE",
 		"Writes a consistent copy of the data directory to FILE (never over an existing one), ending in a\n" +
@@ -69,7 +71,7 @@ func runMaintenance(args []string, stdout, stderr io.Writer) (code int, ok bool)
 	data := fs.String("data", "", "the data `DIR`ectory (default $ENGRAM_DATA, else $XDG_DATA_HOME/engram, else ~/.local/share/engram)")
 	repair := false
 	if args[0] == "check" {
-		fs.BoolVar(&repair, "repair", false, "cut a damaged log at the damage and open the rest (what is dropped is printed)")
+		fs.BoolVar(&repair, "repair", false, "cut a damaged log at the damage and open the rest, and drop embedding keys that hold nothing to lose (what is dropped is printed)")
 	}
 	positional, code, done := parseSubcommand(fs, args[1:], "engram "+args[0], cmd.usage, cmd.help, stdout, stderr)
 	if done {
@@ -127,13 +129,15 @@ func runCheck(dir, _ string, repair bool, stdout io.Writer) (err error) {
 	if err := s.Close(); err != nil {
 		return err
 	}
-	return checkRecords(dir, stdout)
+	return checkRecords(dir, repair, stdout)
 }
 
 // checkRecords opens the engine on dir and runs every subsystem's checker
 // (the cortex's audit chains...); each problem is printed, and any makes
-// the directory damaged.
-func checkRecords(dir string, stdout io.Writer) (err error) {
+// the directory damaged. With repair, the embedding keys that hold nothing
+// to lose (a cached vector that does not read, a pending marker of an
+// item that is gone) are dropped first, each printed as the cut logs are.
+func checkRecords(dir string, repair bool, stdout io.Writer) (err error) {
 	engine, err := core.Open(engineOptions(core.Options{DataDir: dir}))
 	if errors.Is(err, storage.ErrFull) {
 		_, err = fmt.Fprintf(stdout, "records not checked: %v\n", err)
@@ -143,6 +147,17 @@ func checkRecords(dir string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, engine.Close()) }()
+	if repair {
+		dropped, err := engine.Env().Embeddings().Repair(context.Background())
+		for _, d := range dropped {
+			if _, err := fmt.Fprintf(stdout, "repaired: dropped %s\n", d); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
 	found, err := engine.Env().Check(context.Background())
 	if err != nil {
 		return err

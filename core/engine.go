@@ -198,6 +198,10 @@ func build(store *storage.Store, opts Options, logger *slog.Logger) (*Engine, er
 		}
 	}
 	e.markComing()
+	// The cache and version stamps the embedding queue keeps beside the
+	// subsystems' vectors (each subsystem checks its own vectors and
+	// pending markers).
+	env.AddChecker("embeddings", env.Embeddings().Check)
 	env.AddCounter("trace", func() (map[string]int, error) {
 		entries, turns, err := tr.Count()
 		return map[string]int{"entries": entries, "turns_traced": turns}, err

@@ -153,8 +153,13 @@ type Queue struct {
 	sources  []Source
 	kick     chan struct{}
 	done     chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// purgeChunk overrides the constant when set, and afterPurgeChunk is
+	// called after each chunk of a purge commits: tests cut a purge
+	// short between two chunks with them, as a kill would.
+	purgeChunk      int
+	afterPurgeChunk func()
+	ctx             context.Context
+	cancel          context.CancelFunc
 }
 
 // registry finds the queue of a store, so that a search (which holds a
@@ -586,9 +591,12 @@ func (q *Queue) process(batch []job) {
 				return err
 			}
 			// A cached vector of another dimension than the model's now
-			// is stale (the model changed under the same name).
-			if v, err := tx.Get(CacheKey(model, w.m.Text)); err == nil {
-				if vec := Decode(v); vec.Dim() > 0 && (dim == 0 || vec.Dim() == dim) {
+			// is stale (the model changed under the same name); one that
+			// does not read whole as model's record is damage, never a
+			// vector (engram check names it; the model is asked again and
+			// its answer replaces it).
+			if v, err := tx.Get(CacheKey(model, w.m.Text)); err == nil && checkCached(v) == nil {
+				if vec := Decode(v); vec.Model == model && (dim == 0 || vec.Dim() == dim) {
 					w.vec, w.cached = vec.Values, true
 				}
 			}
@@ -685,6 +693,7 @@ func (q *Queue) process(batch []job) {
 		stored, cached := 0, 0
 		err := st.Update(q.ctx, func(tx *storage.Tx) error {
 			stored, cached = 0, 0
+			recorded := false
 			for _, w := range ws {
 				var now Marker
 				if err := tx.GetJSON([]byte(w.marker), &now); errors.Is(err, storage.ErrNotFound) {
@@ -716,6 +725,12 @@ func (q *Queue) process(batch []job) {
 				if !w.cached {
 					if err := tx.Set(CacheKey(model, w.m.Text), Encode(vec)); err != nil {
 						return err
+					}
+					if !recorded {
+						if err := recordModel(tx, model); err != nil {
+							return err
+						}
+						recorded = true
 					}
 				}
 				stored++

@@ -11,7 +11,9 @@ package embed
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/engram-console/engram/core/search"
 	"github.com/engram-console/engram/storage"
@@ -75,6 +77,49 @@ func Header(b []byte) (model string, dim int) {
 		}
 	}
 	return "", len(b) / 4
+}
+
+// CheckRecord says what is wrong with a stored vector, for engram check:
+// nil for a record that decodes whole (a model's name, a dimension and
+// exactly that many components) or for a raw vector stored before records
+// (a whole number of float32s). A value that starts as a record is held
+// to the record's layout: the raw reading Decode falls back to would take
+// its header for components, and a search would compare them.
+func CheckRecord(b []byte) error {
+	if len(b) >= 4 && [4]byte(b[:4]) == magic {
+		if len(b) < 5 || len(b) < 5+int(b[4])+4 {
+			return fmt.Errorf("a vector record cut short in its header (%d bytes)", len(b))
+		}
+		n := int(b[4])
+		model := string(b[5 : 5+n])
+		d := int(binary.LittleEndian.Uint32(b[5+n:]))
+		switch rest := len(b) - (5 + n + 4); {
+		case rest != 4*d:
+			return fmt.Errorf("a vector record of model %q states dimension %d but holds %d bytes of components (%d expected)", model, d, rest, 4*d)
+		case d == 0:
+			return fmt.Errorf("a vector record of model %q holds no components", model)
+		}
+		return nil
+	}
+	if len(b) == 0 || len(b)%4 != 0 {
+		return fmt.Errorf("%d bytes: neither a vector record nor a whole number of float32 components", len(b))
+	}
+	return nil
+}
+
+// checkCached is CheckRecord for a cache entry: the cache has held
+// records from its start, so a raw vector there is damage too.
+func checkCached(b []byte) error {
+	if len(b) < 4 || [4]byte(b[:4]) != magic {
+		return fmt.Errorf("not a vector record (%d bytes)", len(b))
+	}
+	if err := CheckRecord(b); err != nil {
+		return err
+	}
+	if m, _ := Header(b); m == "" {
+		return fmt.Errorf("a vector record that names no model")
+	}
+	return nil
 }
 
 func decodeRecord(b []byte) (Vector, bool) {
@@ -157,21 +202,73 @@ func Similarities(tx *storage.Tx, prefix []byte, q []float32, fn func(key []byte
 	return m, nil
 }
 
-// Uncache deletes, in tx, the cached vectors of texts under the configured
-// model: the cache is keyed by a hash of the text, and a text deleted for
-// good should not stay behind as its vector. Entries another model made
-// before stay (the cache cannot tell whose text they were).
+// Uncache deletes, in tx, the cached vectors of texts under every model
+// that cached a vector in tx's store (modelsKey records each; the
+// configured one counts too): the cache is keyed by a hash of the model
+// and the text, and a text deleted for good should not stay behind as its
+// vector, whichever model made it and whether or not one is configured
+// now. (A store cached in before the record was kept names none of its
+// models: the configured one's entries go, and a reembed purges the
+// others.)
+//
+// It drops the entry even when another item holds the same text: the
+// cache is keyed by content, not by owner, so that costs the other text
+// one model call if it is ever embedded again (its own vector record
+// stays). Keeping the entry would be wrong for a forget: a vector can be
+// partly inverted to its text, and its key confirms a guessed text (a
+// write of that text counts as cached in engine.info), so a forgotten
+// text would stay recoverable by someone else. Keeping it only while
+// another item holds the text would need a count of each text's owners
+// kept across the history's two stores, which no one transaction spans.
 func (q *Queue) Uncache(tx *storage.Tx, texts ...string) error {
-	if !q.Enabled() {
+	if len(texts) == 0 {
 		return nil
 	}
-	model := q.Model()
+	models, err := cachedModels(tx)
+	if err != nil {
+		return err
+	}
+	if q.Enabled() && !slices.Contains(models, q.Model()) {
+		models = append(models, q.Model())
+	}
 	for _, t := range texts {
-		if err := tx.Delete(CacheKey(model, t)); err != nil {
-			return err
+		for _, m := range models {
+			if err := tx.Delete(CacheKey(m, t)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// modelsKey records, in the store the cache entries are in, that model
+// cached vectors there: Uncache deletes a text's entry under each model
+// so recorded. A purge drops the records of the models it purged. It is
+// store metadata, outside idx/embed/: it names a model, no text, and
+// stays when the last text goes.
+func modelsKey(model string) []byte { return storage.Key(storage.PrefixMeta, "embed-models", model) }
+
+// modelsPrefix is the prefix of the models' records.
+func modelsPrefix() []byte { return storage.PrefixKey(storage.PrefixMeta, "embed-models") }
+
+// cachedModels are the models recorded in tx's store as having cached.
+func cachedModels(tx *storage.Tx) ([]string, error) {
+	var out []string
+	err := tx.Keys(storage.Prefix(modelsPrefix()), func(k []byte) error {
+		out = append(out, storage.LastPart(k))
+		return nil
+	})
+	return out, err
+}
+
+// recordModel records in tx that model caches in tx's store. It writes
+// only the first time: a delete's Uncache reads the records, and a write
+// each time would make the two transactions conflict for nothing.
+func recordModel(tx *storage.Tx, model string) error {
+	if ok, err := tx.Has(modelsKey(model)); err != nil || ok {
+		return err
+	}
+	return tx.Set(modelsKey(model), nil)
 }
 
 // Forget records in tx that no vector is left under prefix (a dropped

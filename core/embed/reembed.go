@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/engram-console/engram/storage"
 )
@@ -32,6 +33,10 @@ type ReembedResult struct {
 	// length now (engine.info's embeddings.pending shows it go down).
 	Queued  int `json:"queued"`
 	Pending int `json:"pending"`
+	// Purged counts the cached vectors dropped: made by another model (or
+	// of another dimension than the model's now, or unreadable), of no
+	// use to the configured model, whose cache keys are its own.
+	Purged int `json:"purged"`
 }
 
 // ErrNoModel is Reembed's error without an embedding model.
@@ -40,12 +45,19 @@ var ErrNoModel = errors.New("no embedding model is configured; start engram with
 // markChunk is how many markers one transaction of a reembed writes.
 const markChunk = 256
 
+// purgeChunk is how many cached vectors one transaction of a purge reads
+// (and so deletes at most): a large cache is never purged in one huge
+// transaction. A queue's purgeChunk overrides it (tests).
+const purgeChunk = 512
+
 // Reembed queues every item of the sources (all when only is empty) whose
 // vector is missing, or was made by another model than the configured
 // one, or has another dimension than the model's vectors now (asked of the
 // model with one short text). Items already waiting keep their marker and
 // are queued if the queue did not know them, so it is idempotent: running
-// it again marks nothing new.
+// it again marks nothing new. Then it purges the cache of every source's
+// stores (see purge): the texts are queued first, so that a reembed cut
+// short anywhere has lost nothing it reported, and the next one finishes.
 func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error) {
 	if !q.Enabled() {
 		return ReembedResult{}, ErrNoModel
@@ -135,8 +147,111 @@ func (q *Queue) Reembed(ctx context.Context, only string) (ReembedResult, error)
 	if only != "" && !found {
 		return ReembedResult{}, fmt.Errorf("source: no subsystem %q keeps vectors", only)
 	}
+	purged, err := q.purge(ctx, q.stores(), model, dim)
+	if err != nil {
+		return ReembedResult{}, fmt.Errorf("purging the cached vectors of other models: %w", err)
+	}
+	res.Purged = purged
 	res.Pending = q.Stats().Pending
 	return res, nil
+}
+
+// purge deletes the cached vectors in stores that are of no use to model
+// (whose vectors have dimension dim, when known): another model's, of
+// another dimension (the model changed under its name), or unreadable.
+// The worker only ever reads model's entries (CacheKey hashes the model
+// with the text), so the rest is dead weight once the model changed.
+//
+// Once a store's cache is purged, the records of the models that cached
+// there (Uncache reads them) name model alone.
+//
+// It goes in chunks of purgeChunk entries, each its own transaction, from
+// where the last one stopped: a kill between two leaves the chunks done
+// purged and the rest in place, which the next reembed purges. Only cache
+// entries go, never a vector or a marker, so nothing acknowledged is
+// lost. A chunk reads every entry it deletes, so one the worker rewrites
+// meanwhile (for model) makes the two transactions conflict, and the
+// chunk is run again on what the worker wrote.
+func (q *Queue) purge(ctx context.Context, stores []*storage.Store, model string, dim int) (int, error) {
+	chunk := purgeChunk
+	if q.purgeChunk > 0 {
+		chunk = q.purgeChunk
+	}
+	total := 0
+	for _, st := range stores {
+		start := cachePrefix()
+		kept := false
+		for {
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
+			var last []byte
+			purged := 0
+			err := st.Update(ctx, func(tx *storage.Tx) error {
+				last, purged = nil, 0
+				var doomed [][]byte
+				read := 0
+				err := tx.Scan(storage.Range{Prefix: cachePrefix(), Start: start}, func(k, v []byte) error {
+					if read == chunk {
+						return storage.ErrStop
+					}
+					read++
+					last = k
+					if m, d := Header(v); checkCached(v) != nil || m != model || dim > 0 && d != dim {
+						doomed = append(doomed, k)
+					} else {
+						kept = true
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				for _, k := range doomed {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
+				purged = len(doomed)
+				return nil
+			})
+			if err != nil {
+				return total, err
+			}
+			total += purged
+			if q.afterPurgeChunk != nil {
+				q.afterPurgeChunk()
+			}
+			if last == nil {
+				break
+			}
+			start = append(slices.Clone(last), 0)
+		}
+		// The store caches model's vectors only now: Uncache need not
+		// delete under the other models any more, and it must under
+		// model's (entries cached before models were recorded).
+		err := st.Update(ctx, func(tx *storage.Tx) error {
+			models, err := cachedModels(tx)
+			if err != nil {
+				return err
+			}
+			for _, m := range models {
+				if m != model {
+					if err := tx.Delete(modelsKey(m)); err != nil {
+						return err
+					}
+				}
+			}
+			if kept {
+				return recordModel(tx, model)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // SourceNames names the registered sources.

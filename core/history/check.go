@@ -150,6 +150,7 @@ func (ck *checker) checkOrphans(tx *storage.Tx, known map[string]bool) error {
 	}{
 		{"utterances", storage.PrefixKey(storage.PrefixHistory, "utt"), nth(storage.PrefixHistory, 1), pastAll(uttPrefix)},
 		{"vectors", storage.PrefixKey(storage.PrefixHistory, "vec"), nth(storage.PrefixHistory, 1), pastAll(vecPrefix)},
+		{"pending embeddings", storage.PrefixKey(storage.PrefixHistory, "embq"), nth(storage.PrefixHistory, 1), pastAll(embqPrefix)},
 		{"pending folds", storage.PrefixKey(storage.PrefixHistory, "fold"), nth(storage.PrefixHistory, 1), pastAll(foldPrefix)},
 		// The summary is one key: the next one may be another
 		// conversation's ("default2" after "default").
@@ -429,8 +430,8 @@ func (ck *checker) checkConversation(tx *storage.Tx, c string, conv *Conversatio
 	}
 
 	// Every vector belongs to a stored utterance (one may lack its vector:
-	// embedding is best effort).
-	return tx.Scan(storage.Prefix(vecPrefix(c)), func(k, v []byte) error {
+	// embedding is best effort), and reads whole.
+	err = tx.Scan(storage.Prefix(vecPrefix(c)), func(k, v []byte) error {
 		if err := ck.ctx.Err(); err != nil {
 			return err
 		}
@@ -440,8 +441,29 @@ func (ck *checker) checkConversation(tx *storage.Tx, c string, conv *Conversatio
 		}
 		if find(i) == nil {
 			ck.problem(c, "vector %q names utterance %d, which does not exist", k, i)
-		} else if embed.Decode(v).Dim() == 0 || len(v)%4 != 0 && embed.Decode(v).Model == "" {
-			ck.problem(c, "vector of utterance %d is unreadable (%d bytes)", i, len(v))
+		} else if err := embed.CheckRecord(v); err != nil {
+			ck.problem(c, "vector of utterance %d is unreadable: %v", i, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// Every text waiting for its vector is a stored utterance's: the
+	// queue stores no vector for a missing one, but its marker would stay.
+	return tx.Scan(storage.Prefix(embqPrefix(c)), func(k, v []byte) error {
+		if err := ck.ctx.Err(); err != nil {
+			return err
+		}
+		i, ok := ck.indexOf(c, k)
+		if !ok {
+			return nil
+		}
+		if find(i) == nil {
+			ck.problem(c, "pending embedding %q names utterance %d, which does not exist", k, i)
+		} else if err := embed.CheckMarker(v, uttKey(c, i), vecKey(c, i)); err != nil {
+			ck.problem(c, "pending embedding of utterance %d: %v", i, err)
 		}
 		return nil
 	})

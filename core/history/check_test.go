@@ -2,10 +2,13 @@ package history_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/enginetest"
 	"github.com/engram-console/engram/core/history"
 	"github.com/engram-console/engram/core/text"
@@ -120,6 +123,12 @@ func uttKey(c string, i int) []byte {
 	return storage.Key(storage.PrefixHistory, "utt", c, storage.Uint64(uint64(i)))
 }
 func convKey(c string) []byte { return storage.Key(storage.PrefixHistory, "conv", c) }
+func vecKey(c string, i int) []byte {
+	return storage.Key(storage.PrefixHistory, "vec", c, storage.Uint64(uint64(i)))
+}
+func embqKey(c string, i int) []byte {
+	return storage.Key(storage.PrefixHistory, "embq", c, storage.Uint64(uint64(i)))
+}
 
 // postingsOf lists the search posting keys of utterance i of c.
 func postingsOf(tx *storage.Tx, c string, i int) ([][]byte, error) {
@@ -253,6 +262,29 @@ func TestCheckFindsEachKindOfDamageOnce(t *testing.T) {
 		{"postings of a conversation with no state, named like another", func(tx *storage.Tx) error {
 			return tx.Set(storage.Key(storage.PrefixIndex, "history", "t", "default2", "zebra", storage.Uint64(0)+".u1.5"), nil)
 		}, []string{"conversation default2:", "holds its search postings", "but no state"}},
+		// Issue 18: the embedding keys.
+		{"a vector record whose stated dimension is not its length", func(tx *storage.Tx) error {
+			// Model "abc", dimension 4 stated, 3 components: 24 bytes, which
+			// read as a raw vector of 6 when not held to the record.
+			b := embed.Encode(embed.Vector{Model: "abc", Values: []float32{1, 2, 3}})
+			binary.LittleEndian.PutUint32(b[4+1+3:], 4)
+			return tx.Set(vecKey("default", 4), b)
+		}, []string{"vector of utterance 4 is unreadable", "states dimension 4"}},
+		{"a vector that is not whole float32s", func(tx *storage.Tx) error {
+			return tx.Set(vecKey("default", 4), []byte{1, 2, 3})
+		}, []string{"vector of utterance 4 is unreadable", "3 bytes"}},
+		{"a pending embedding of an utterance that does not exist", func(tx *storage.Tx) error {
+			return tx.SetJSON(embqKey("default", 77), embed.Marker{Text: "gone", Item: uttKey("default", 77), Vector: vecKey("default", 77)})
+		}, []string{"conversation default:", "pending embedding", "names utterance 77, which does not exist"}},
+		{"an unreadable pending embedding", func(tx *storage.Tx) error {
+			return tx.Set(embqKey("default", 4), []byte("{nope"))
+		}, []string{"pending embedding of utterance 4: unreadable"}},
+		{"a pending embedding naming another utterance's keys", func(tx *storage.Tx) error {
+			return tx.SetJSON(embqKey("default", 4), embed.Marker{Text: "x", Item: uttKey("default", 5), Vector: vecKey("default", 5)})
+		}, []string{"pending embedding of utterance 4: names item"}},
+		{"pending embeddings of a conversation with no state", func(tx *storage.Tx) error {
+			return tx.SetJSON(embqKey("ghost", 0), embed.Marker{Text: "boo", Item: uttKey("ghost", 0), Vector: vecKey("ghost", 0)})
+		}, []string{"conversation ghost:", "holds its pending embeddings", "but no state"}},
 		{"utterances of a conversation with no state", func(tx *storage.Tx) error {
 			return tx.SetJSON(uttKey("ghost", 0), history.Utterance{Conversation: "ghost", Speaker: "user", Text: "boo"})
 		}, []string{"conversation ghost:", "holds its utterances", "but no state"}},
@@ -342,5 +374,65 @@ func TestCheckAcceptsWhatAKillLeavesBehind(t *testing.T) {
 	}
 	if p := historyProblems(t, r); len(p) > 0 {
 		t.Errorf("problems in a store a kill could leave:\n  %s", strings.Join(p, "\n  "))
+	}
+}
+
+// TestCheckFindsNothingWrongWithEmbeddingsStoredAndWaiting: a store
+// written with an embedding model, some texts embedded (vectors and cached
+// vectors, moved between backends with their conversation) and some still
+// waiting (their pending markers) while the model is down, checks clean:
+// the history's and the embedding keys' checkers both.
+func TestCheckFindsNothingWrongWithEmbeddingsStoredAndWaiting(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	r := newRigWith(t, rigOptions{dir: t.TempDir(), llm: flaky(&down)})
+	writeMix(t, r, true)
+	r.h.Settle()
+	down.Store(true)
+	r.write("default", "user", "This one waits for the model.")
+	r.write("memory", "user", "So does this one, in memory.")
+	r.h.Settle()
+	if e := r.embeddings(); e.Pending != 2 || e.Embedded == 0 {
+		t.Fatalf("the rig does not hold both stored and waiting embeddings: %+v", e)
+	}
+	res, err := r.e.Env().Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"history", "embeddings"} {
+		if p := res[name]; len(p) > 0 {
+			t.Errorf("%s: a healthy store has problems:\n  %s", name, strings.Join(p, "\n  "))
+		}
+	}
+}
+
+// TestCheckNamesAnUnreadableCachedVector: engram check's embeddings
+// checker names a cached vector (keyed by the hash of a model and a text)
+// that does not read.
+func TestCheckNamesAnUnreadableCachedVector(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	r := newRigWith(t, rigOptions{llm: flaky(&down)})
+	r.write("c", "user", "the budget for the trip")
+	r.h.Settle()
+	key := embed.CacheKey("flaky-embed", "the budget for the trip")
+	err := r.e.Env().Store.Update(context.Background(), func(tx *storage.Tx) error {
+		if ok, err := tx.Has(key); err != nil || !ok {
+			return fmt.Errorf("the text's vector is not cached (%v)", err)
+		}
+		return tx.Set(key, []byte("not a vector"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.e.Env().Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := res["embeddings"]; len(p) != 1 || !strings.Contains(p[0], "cached vector") || !strings.Contains(p[0], string(key)) {
+		t.Errorf("embeddings problems: %q", p)
+	}
+	if p := res["history"]; len(p) > 0 {
+		t.Errorf("history problems: %q", p)
 	}
 }

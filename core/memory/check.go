@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/engram-console/engram/core/embed"
 	"github.com/engram-console/engram/core/text"
 	"github.com/engram-console/engram/storage"
 )
@@ -81,6 +82,9 @@ func checkOrphans(tx *storage.Tx, states map[string]*state, problems *[]string) 
 		{"embeddings", storage.PrefixKey(storage.PrefixMemory, "vec"),
 			func(k []byte) string { return keyPart(storage.PrefixMemory, k, 1) },
 			func(n string) []byte { return storage.PrefixKey(storage.PrefixMemory, "vec", n) }},
+		{"pending embeddings", storage.PrefixKey(storage.PrefixMemory, "embq"),
+			func(k []byte) string { return keyPart(storage.PrefixMemory, k, 1) },
+			func(n string) []byte { return storage.PrefixKey(storage.PrefixMemory, "embq", n) }},
 		{"index entries", storage.PrefixKey(storage.PrefixIndex, "memory"),
 			func(k []byte) string { return keyPart(storage.PrefixIndex, k, 1) },
 			func(n string) []byte { return storage.PrefixKey(storage.PrefixIndex, "memory", n) }},
@@ -413,14 +417,41 @@ func (c *storeCheck) explain(ids []string) error {
 	return nil
 }
 
-// readEmbeddings finds the embeddings of items that do not exist.
+// readEmbeddings finds the embeddings of items that do not exist, and
+// those that do not read whole; then the pending embeddings (markers of
+// texts waiting for their vector) of items that do not exist, and those
+// that do not read or name another item's keys.
 func (c *storeCheck) readEmbeddings() error {
-	return c.tx.Keys(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "vec", c.s.name)), func(k []byte) error {
+	err := c.tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "vec", c.s.name)), func(k, v []byte) error {
 		if err := c.tick(); err != nil {
 			return err
 		}
-		if id := storage.LastPart(k); c.items[id] == nil && !c.unreadable[id] {
+		switch id := storage.LastPart(k); {
+		case c.unreadable[id]:
+		case c.items[id] == nil:
 			c.lose(id, k)
+		default:
+			if err := embed.CheckRecord(v); err != nil {
+				c.problem("embedding %q of item %s is unreadable: %v", k, id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "embq", c.s.name)), func(k, v []byte) error {
+		if err := c.tick(); err != nil {
+			return err
+		}
+		switch id := storage.LastPart(k); {
+		case c.unreadable[id]:
+		case c.items[id] == nil:
+			c.lose(id, k)
+		default:
+			if err := embed.CheckMarker(v, itemKey(c.s.name, id), vecKey(c.s.name, id)); err != nil {
+				c.problem("pending embedding %q of item %s: %v", k, id, err)
+			}
 		}
 		return nil
 	})

@@ -2,11 +2,16 @@ package memory_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	embedq "github.com/engram-console/engram/core/embed"
+	"github.com/engram-console/engram/llm"
+	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -18,8 +23,11 @@ import (
 // checkedRig is a rig whose stores were written through the actions, with
 // the updates that rewrite indexes: soft and hard forgets, evictions, a
 // shrink, a share, ids with dots, tags and episodes.
-func checkedRig(t testing.TB) *rig {
-	r := newRig(t)
+func checkedRig(t testing.TB) *rig { return checkedRigWith(t, rigOptions{}) }
+
+// checkedRigWith is checkedRig with options (an embedding model).
+func checkedRigWith(t testing.TB, o rigOptions) *rig {
+	r := newRigWith(t, o)
 	r.configure(map[string]any{"store": "small", "type": "working", "max_items": 4, "on_full": "evict"})
 	for i, imp := range []float64{0.5, 0.2, 0.9, 0.1, 0.7, 0.05, 0.6} {
 		r.memorize("small", it(fmt.Sprintf("note.%d", i), fmt.Sprintf("the flight to Lisbon number %d is booked", i),
@@ -289,4 +297,87 @@ func BenchmarkCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Issue 18: the embedding keys of a memory store.
+
+func vecKey(store, id string) []byte  { return storage.Key(storage.PrefixMemory, "vec", store, id) }
+func embqKey(store, id string) []byte { return storage.Key(storage.PrefixMemory, "embq", store, id) }
+func itemKey(store, id string) []byte { return storage.Key(storage.PrefixMemory, "item", store, id) }
+
+// TestCheckFindsNothingWrongWithEmbeddingsStoredAndWaiting: the stores of
+// checkedRig written with an embedding model (vectors, cached vectors,
+// hard forgets that drop them) and an item still waiting for its vector
+// while the model is down check clean: the memory's checker and the
+// embedding keys' both.
+func TestCheckFindsNothingWrongWithEmbeddingsStoredAndWaiting(t *testing.T) {
+	var down atomic.Bool
+	model := &llmtest.Scripted{Model: "m-embed", EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
+		if down.Load() {
+			return nil, &llm.Error{Provider: "scripted", Op: "embed", Transient: true, Msg: "connection refused"}
+		}
+		out := make([][]float32, len(req.Texts))
+		for i, t := range req.Texts {
+			out[i] = []float32{float32(len(t)), 1}
+		}
+		return out, nil
+	}}
+	r := checkedRigWith(t, rigOptions{llm: model})
+	q := r.e.Env().Embeddings()
+	q.Settle(context.Background())
+	down.Store(true)
+	r.memorize("working", it("w9", "waiting for the model"))
+	q.Settle(context.Background())
+	if s := q.Stats(); s.Pending != 1 || s.Embedded == 0 {
+		t.Fatalf("the rig does not hold both stored and waiting embeddings: %+v", s)
+	}
+	found, err := r.e.Env().Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"memory", "embeddings"} {
+		if p := found[name]; len(p) > 0 {
+			t.Errorf("%s: a healthy store has problems:\n%s", name, strings.Join(p, "\n"))
+		}
+	}
+}
+
+func TestCheckFindsAPendingEmbeddingOfAnItemThatDoesNotExist(t *testing.T) {
+	r := checkedRig(t)
+	r.damage(func(tx *storage.Tx) error {
+		return tx.SetJSON(embqKey("working", "w2"), embedq.Marker{Text: "Tom moved to Berlin", Item: itemKey("working", "w2"), Vector: vecKey("working", "w2")})
+	})
+	wantProblems(t, r.check(), 1, "memory store working", "item w2 does not exist", "memory/embq/working/w2")
+}
+
+func TestCheckFindsAnUnreadablePendingEmbedding(t *testing.T) {
+	r := checkedRig(t)
+	r.damage(func(tx *storage.Tx) error { return tx.Set(embqKey("working", "w3"), []byte("{nope")) })
+	wantProblems(t, r.check(), 1, "memory store working", "pending embedding", "of item w3: unreadable")
+}
+
+func TestCheckFindsAPendingEmbeddingNamingAnotherItem(t *testing.T) {
+	r := checkedRig(t)
+	r.damage(func(tx *storage.Tx) error {
+		return tx.SetJSON(embqKey("working", "w3"), embedq.Marker{Text: "x", Item: itemKey("small", "note.6"), Vector: vecKey("small", "note.6")})
+	})
+	wantProblems(t, r.check(), 1, "memory store working", "pending embedding", "of item w3: names item")
+}
+
+func TestCheckFindsAnEmbeddingWhoseStatedDimensionIsNotItsLength(t *testing.T) {
+	r := checkedRig(t)
+	// Model "abc", dimension 4 stated, 3 components: 24 bytes, which
+	// read as a raw vector of 6 when not held to the record.
+	b := embedq.Encode(embedq.Vector{Model: "abc", Values: []float32{1, 2, 3}})
+	binary.LittleEndian.PutUint32(b[4+1+3:], 4)
+	r.damage(func(tx *storage.Tx) error { return tx.Set(vecKey("working", "w3"), b) })
+	wantProblems(t, r.check(), 1, "memory store working", "embedding", "of item w3 is unreadable", "states dimension 4")
+}
+
+func TestCheckFindsPendingEmbeddingsOfAStoreThatDoesNotExist(t *testing.T) {
+	r := checkedRig(t)
+	r.damage(func(tx *storage.Tx) error {
+		return tx.SetJSON(embqKey("nostore", "x"), embedq.Marker{Text: "x", Item: itemKey("nostore", "x"), Vector: vecKey("nostore", "x")})
+	})
+	wantProblems(t, r.check(), 1, "memory store nostore: has pending embeddings but no store record")
 }
