@@ -51,3 +51,40 @@ func DropDecision(t testing.TB, env *kit.Env, id string) {
 		t.Fatal(err)
 	}
 }
+
+// OlderFound is a thread a search added to a new thread's candidates.
+type OlderFound struct {
+	ID    string
+	Found *Found
+}
+
+// OlderCandidates are the threads older than the recent candidates that a
+// search of message adds for principal now, best first (as a new thread's
+// first message would).
+func (e *Episodic) OlderCandidates(t testing.TB, principal, message string) []OlderFound {
+	t.Helper()
+	var out []OlderFound
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		recent, err := recentThreadsFor(tx, principal, e.opts.MaxCandidates)
+		if err != nil {
+			return err
+		}
+		found, err := e.searchOlder(tx, principal, message, recent, e.env.Clock.Now())
+		for _, c := range found {
+			out = append(out, OlderFound{ID: c.thread.ID, Found: c.found})
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// OlderBuilds is how many times the older threads' index was built from
+// scratch (appends do not count).
+func (e *Episodic) OlderBuilds() int {
+	e.older.mu.Lock()
+	defer e.older.mu.Unlock()
+	return e.older.builds
+}

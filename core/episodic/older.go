@@ -1,0 +1,282 @@
+package episodic
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/engram-console/engram/core/retrieval"
+	"github.com/engram-console/engram/storage"
+)
+
+// Threads older than the MaxCandidates most recent are candidates too when
+// a search of the new message finds them (issue 18: linking shares the
+// hybrid retrieval): "Remember when we talked about the Lisbon flat?" can
+// link to a thread from months ago, however many threads came since.
+//
+// The search runs over one in-memory retrieval.Index of every thread
+// beyond the MaxCandidates most recently active ones of all principals (a
+// principal's older threads are among them: at least MaxCandidates
+// threads it may read, and so at least as many of all, are more recent).
+// Its documents are the candidates' text (title and last turns, as
+// candidates reads them), cached by thread and last activity, so that a
+// thread's turns are read once, not on every new thread. A search keeps
+// only the threads the principal may read that are not already
+// candidates.
+//
+// The index is always what retrieval.Build would make of those threads,
+// oldest first — whatever ran before — so decisions depend on the store
+// alone (a script with `at` prints the same bytes on every run, and after
+// a restart). Most new threads push one thread out of the most recent,
+// the newest of the older ones: it is appended (Index.Add ranks exactly
+// as Build). Anything else (an old thread continued, or a message that
+// left its last activity where it was) builds the index again from the
+// cached documents.
+
+// DefaultMaxSearched is how many older threads a search adds to a new
+// thread's candidates by default (Options.MaxSearched).
+const DefaultMaxSearched = 5
+
+// Found says why a thread older than the most recent ones was a linking
+// candidate: a search of the new message over the older threads found it.
+type Found struct {
+	// By is how it was found: "search".
+	By string `json:"by"`
+	// Rank is its place among the older threads found, from 1.
+	Rank int `json:"rank"`
+	// Terms are the words of the message (stems, as the search matched
+	// them) the thread holds, or thesaurus words standing for them.
+	Terms []FoundTerm `json:"terms"`
+	// Windows are the message's time expressions the thread's last
+	// activity is inside ("last summer").
+	Windows []string `json:"windows,omitempty"`
+}
+
+// FoundTerm is a term a search matched in an older thread.
+type FoundTerm struct {
+	Term string `json:"term"`
+	// SynonymOf is, for a thesaurus word, the message's term it stands
+	// for.
+	SynonymOf string `json:"synonym_of,omitempty"`
+}
+
+// FoundBySearch is Found.By for a thread a search found.
+const FoundBySearch = "search"
+
+// olderDoc is a cached candidate document of an older thread.
+type olderDoc struct {
+	at            time.Time // the thread's last activity it was read at
+	text, summary string    // as candidates reads them
+}
+
+// olderKey names an older thread in the activity index.
+type olderKey struct {
+	id string
+	at time.Time
+}
+
+// olderIndex is the searchable index of the older threads and the cache of
+// their documents.
+type olderIndex struct {
+	mu   sync.Mutex
+	docs map[string]olderDoc
+	// ix holds keys' documents, in this order (oldest first); nil when
+	// none is built.
+	ix   *retrieval.Index
+	keys []olderKey
+	// stale: a thread of the index changed without its last activity
+	// moving (two messages at one instant): build again.
+	stale bool
+	// builds counts the indexes built from scratch (for tests and the
+	// benchmark: appends do not count).
+	builds int
+}
+
+func newOlderIndex() *olderIndex { return &olderIndex{docs: map[string]olderDoc{}} }
+
+// forget drops a thread's cached document: a message was added to it.
+func (o *olderIndex) forget(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.docs[id]; ok {
+		delete(o.docs, id)
+		o.stale = true
+	}
+}
+
+// searchOlder finds up to e.opts.MaxSearched threads principal may read,
+// beyond the recent ones (already candidates), that share a word of the
+// message (or a thesaurus word), best first, each read as a candidate with
+// why it was found.
+func (e *Episodic) searchOlder(tx *storage.Tx, principal, message string, recent []*Thread, now time.Time) ([]candidate, error) {
+	if e.opts.MaxSearched <= 0 || len(recent) < e.opts.MaxCandidates {
+		return nil, nil // every thread principal may read is a candidate already
+	}
+	query := contentWords(message)
+	if query == "" {
+		return nil, nil
+	}
+	keys, err := olderKeys(tx, e.opts.MaxCandidates)
+	if err != nil || len(keys) == 0 {
+		return nil, err
+	}
+	o := e.older
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.sync(tx, keys); err != nil {
+		return nil, err
+	}
+	isRecent := map[string]bool{}
+	for _, t := range recent {
+		isRecent[t.ID] = true
+	}
+	readable := map[int]bool{}
+	var readErr error
+	keep := func(d int) bool {
+		ok, seen := readable[d]
+		if !seen {
+			id := o.keys[d].id
+			if !isRecent[id] {
+				var err error
+				if ok, err = canRead(tx, principal, id); err != nil && readErr == nil {
+					readErr = err
+				}
+			}
+			readable[d] = ok
+		}
+		return ok
+	}
+	results, err := o.ix.Search(retrieval.Query{Text: query, When: message, Now: now, Limit: e.opts.MaxSearched, Keep: keep, Matched: true})
+	if err != nil || readErr != nil {
+		// A message of more words than a search takes finds nothing
+		// older; the recent threads are still its candidates.
+		return nil, readErr
+	}
+	var out []candidate
+	for i, res := range results {
+		k := o.keys[res.Index]
+		t, err := loadThread(tx, k.id)
+		if err != nil {
+			return nil, err
+		}
+		doc := o.docs[k.id]
+		f := &Found{By: FoundBySearch, Rank: i + 1, Terms: []FoundTerm{}, Windows: res.Why.Windows}
+		for _, m := range res.Why.Terms {
+			ft := FoundTerm{Term: m.Term, SynonymOf: m.SynonymOf}
+			if !slices.Contains(f.Terms, ft) {
+				f.Terms = append(f.Terms, ft)
+			}
+		}
+		out = append(out, candidate{thread: t, text: doc.text, summary: doc.summary, found: f})
+	}
+	return out, nil
+}
+
+// olderKeys are the threads beyond the skip most recently active (of all
+// principals), oldest first.
+func olderKeys(tx *storage.Tx, skip int) ([]olderKey, error) {
+	var out []olderKey
+	n := 0
+	err := tx.Keys(storage.Range{Prefix: activityPrefix(), Reverse: true}, func(k []byte) error {
+		if n++; n <= skip {
+			return nil
+		}
+		at, id, err := parseActivityKey(k)
+		if err != nil {
+			return err
+		}
+		out = append(out, olderKey{id: id, at: at})
+		return nil
+	})
+	slices.Reverse(out)
+	return out, err
+}
+
+// parseActivityKey reads a thread's last activity and id from its key in
+// the activity index.
+func parseActivityKey(k []byte) (time.Time, string, error) {
+	rest := strings.TrimPrefix(string(k), string(activityPrefix()))
+	stamp, _, _ := strings.Cut(rest, "/")
+	at, err := storage.ParseTime(stamp)
+	return at, storage.LastPart(k), err
+}
+
+// sync brings the index to keys (oldest first): appending the newest when
+// that is all that changed, else building it again from the cached
+// documents (reading those not cached).
+func (o *olderIndex) sync(tx *storage.Tx, keys []olderKey) error {
+	appendOnly := o.ix != nil && !o.stale && len(keys) >= len(o.keys) && slices.Equal(keys[:len(o.keys)], o.keys)
+	if appendOnly && len(keys) == len(o.keys) {
+		return nil
+	}
+	from := 0
+	if appendOnly {
+		from = len(o.keys)
+	}
+	docs := make([]retrieval.Doc, 0, len(keys)-from)
+	for _, k := range keys[from:] {
+		d, err := o.doc(tx, k)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, retrieval.Doc{ID: k.id, Session: k.id, Time: k.at, Text: d.text})
+	}
+	if appendOnly {
+		o.ix = o.ix.Add(docs...)
+	} else {
+		o.ix = retrieval.Build(docs, retrieval.DefaultParams)
+		o.builds++
+		// Keep only what the index holds: a thread continued since is
+		// read again when it is older again.
+		held := map[string]bool{}
+		for _, k := range keys {
+			held[k.id] = true
+		}
+		for id := range o.docs {
+			if !held[id] {
+				delete(o.docs, id)
+			}
+		}
+	}
+	o.keys, o.stale = slices.Clone(keys), false
+	return nil
+}
+
+// doc is an older thread's candidate document: the cached one when it was
+// read at this last activity, else read now (and cached).
+func (o *olderIndex) doc(tx *storage.Tx, k olderKey) (olderDoc, error) {
+	if d, ok := o.docs[k.id]; ok && d.at.Equal(k.at) {
+		return d, nil
+	}
+	t, err := loadThread(tx, k.id)
+	if err != nil {
+		return olderDoc{}, err
+	}
+	c, err := candidateOf(tx, t)
+	if err != nil {
+		return olderDoc{}, err
+	}
+	d := olderDoc{at: k.at, text: c.text, summary: c.summary}
+	o.docs[k.id] = d
+	return d, nil
+}
+
+// contentWords is the message without the words that say nothing of its
+// subject (filler such as "remember" and "talked", and words about time),
+// which the search looks for: an older thread must share a real word.
+func contentWords(message string) string {
+	words := strings.FieldsFunc(message, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’' && r != '-'
+	})
+	var keep []string
+	for _, w := range words {
+		lower := strings.ToLower(strings.Trim(w, "'’-"))
+		if lower == "" || filler[lower] || isTimeWord(lower) {
+			continue
+		}
+		keep = append(keep, w)
+	}
+	return strings.Join(keep, " ")
+}
