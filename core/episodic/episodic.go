@@ -257,9 +257,9 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 		return MessageResult{}, e.failed(ctx, call, err)
 	}
 	if r.thread != nil {
-		// Its cached text (older.go) no longer holds its last turns, even
-		// when its last activity stayed where it was.
-		e.older.forget(r.thread.ID)
+		e.older.written(r.thread.ID)
+	} else {
+		e.older.written("")
 	}
 	e.compactor.Enqueue(res.Compacting...)
 	return res, nil
@@ -280,6 +280,7 @@ func (e *Episodic) plan(ctx context.Context, principal string, req MessageReques
 	var p planned
 	var cands []candidate
 	var tuning *Tuning
+	gen := e.older.generation()
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
 		if p.route, err = e.route(tx, principal, req, now); err != nil {
@@ -289,7 +290,7 @@ func (e *Episodic) plan(ctx context.Context, principal string, req MessageReques
 			if cands, err = e.candidates(tx, p.route.cands); err != nil {
 				return err
 			}
-			found, err := e.searchOlder(tx, principal, req.Text, p.route.cands, now)
+			found, err := e.searchOlder(tx, gen, principal, req.Text, p.route.cands, now)
 			if err != nil {
 				return err
 			}

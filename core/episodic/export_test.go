@@ -64,12 +64,13 @@ type OlderFound struct {
 func (e *Episodic) OlderCandidates(t testing.TB, principal, message string) []OlderFound {
 	t.Helper()
 	var out []OlderFound
+	gen := e.older.generation()
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		recent, err := recentThreadsFor(tx, principal, e.opts.MaxCandidates)
 		if err != nil {
 			return err
 		}
-		found, err := e.searchOlder(tx, principal, message, recent, e.env.Clock.Now())
+		found, err := e.searchOlder(tx, gen, principal, message, recent, e.env.Clock.Now())
 		for _, c := range found {
 			out = append(out, OlderFound{ID: c.thread.ID, Found: c.found})
 		}
@@ -87,4 +88,12 @@ func (e *Episodic) OlderBuilds() int {
 	e.older.mu.Lock()
 	defer e.older.mu.Unlock()
 	return e.older.builds
+}
+
+// DropOlderIndex forgets the older threads' index and cached texts, as a
+// restart would: the next search builds it from the store.
+func (e *Episodic) DropOlderIndex() {
+	e.older.mu.Lock()
+	defer e.older.mu.Unlock()
+	e.older.ix, e.older.keys, e.older.docs, e.older.scanned = nil, nil, map[string]olderDoc{}, nil
 }
