@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,5 +236,54 @@ func TestOlderCandidatesAreTheSameOnEveryRun(t *testing.T) {
 	foundC, _ := linkScript(t, &c, func() { c = c.reopen(&o) })
 	if !slices.Equal(foundA, foundC) {
 		t.Errorf("after a restart the older threads were found differently:\n%q\n%q", foundA, foundC)
+	}
+}
+
+// TestConcurrentNewThreadsSearchOlderThreads: new threads and messages to
+// old threads at once, with few recent candidates so that most threads
+// are older and searched (run it with -race): every message succeeds, and
+// every candidate a search found is one the recent ones did not include.
+func TestConcurrentNewThreadsSearchOlderThreads(t *testing.T) {
+	r := newRigWith(t, rigOptions{opts: episodic.Options{MaxCandidates: 3, MaxSearched: 3}})
+	var old []string
+	for i := range 8 {
+		r.clock.Advance(time.Minute)
+		old = append(old, r.send("web", "", fmt.Sprintf("Notes on the Lisbon flat, visit %d.", i)).ThreadID)
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 64)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 6 {
+				args := map[string]string{"channel": "web", "text": fmt.Sprintf("Remember the Lisbon flat? Question %d-%d.", g, i)}
+				if i%2 == 1 {
+					args = map[string]string{"channel": "web", "thread_id": old[(g+i)%len(old)], "text": fmt.Sprintf("More on the flat, %d-%d.", g, i)}
+				}
+				raw, err := r.Try(agent, "thread.message", args)
+				if err != nil {
+					errc <- err
+					continue
+				}
+				var res episodic.MessageResult
+				if err := json.Unmarshal(raw, &res); err != nil {
+					errc <- err
+					continue
+				}
+				seen := map[string]bool{}
+				for _, d := range res.Decisions {
+					if seen[d.Candidate] {
+						errc <- fmt.Errorf("%s is a candidate twice: %s", d.Candidate, raw)
+					}
+					seen[d.Candidate] = true
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
 	}
 }
