@@ -256,11 +256,7 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 	if err != nil {
 		return MessageResult{}, e.failed(ctx, call, err)
 	}
-	if r.thread != nil {
-		e.older.written(r.thread.ID)
-	} else {
-		e.older.written("")
-	}
+	e.older.written(res.ThreadID, res.LastActivityAt, r.thread != nil)
 	e.compactor.Enqueue(res.Compacting...)
 	return res, nil
 }

@@ -2,6 +2,7 @@ package episodic
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,5 +96,30 @@ func (e *Episodic) OlderBuilds() int {
 func (e *Episodic) DropOlderIndex() {
 	e.older.mu.Lock()
 	defer e.older.mu.Unlock()
-	e.older.ix, e.older.keys, e.older.docs, e.older.scanned = nil, nil, map[string]olderDoc{}, nil
+	e.older.ix, e.older.keys, e.older.docs, e.older.all = nil, nil, map[string]olderDoc{}, nil
+}
+
+// CheckOlderActivity fails t unless the activity index kept in memory is
+// kept (up to date with every commit) and is the store's.
+func (e *Episodic) CheckOlderActivity(t testing.TB) {
+	t.Helper()
+	o := e.older
+	o.mu.Lock()
+	all, kept := slices.Clone(o.all), o.all != nil && o.allAt == o.writes
+	o.mu.Unlock()
+	if !kept {
+		t.Fatal("the activity index is not kept in memory")
+	}
+	var stored []olderKey
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		stored, err = activityKeys(tx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(all, stored, func(a, b olderKey) bool { return compareKeys(a, b) == 0 }) {
+		t.Errorf("the activity index in memory differs from the store's:\n%v\n%v", all, stored)
+	}
 }

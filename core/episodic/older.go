@@ -93,31 +93,49 @@ type olderIndex struct {
 	// builds counts the indexes built from scratch (for tests and the
 	// benchmark: appends do not count).
 	builds int
-	// writes counts the messages committed (Message bumps it after each):
-	// only they move threads in the activity index. scanned holds the
-	// older threads as a scan found them at writes == scannedAt, so that
-	// a message planned twice (before its lock and under it) with no
-	// write between scans the index once. A scan is a key-only read of
-	// the whole activity index: ~7 ms at 2,000 threads whose keys moved
-	// 20,000 times (BenchmarkNewThreadLinkingOlder2000).
-	writes, scannedAt uint64
-	scanned           []olderKey
+	// writes counts the messages committed (Message notes each, under
+	// its lock): only they move threads in the activity index. all is
+	// that index (every thread's last activity, oldest first) as of
+	// allAt committed messages: scanned once, then moved by each commit
+	// (written), so that a new thread does not scan it again (a
+	// key-only read of the whole index: ~7 ms at 2,000 threads whose
+	// keys moved 20,000 times, BenchmarkNewThreadLinkingOlder2000). nil
+	// until the first search.
+	writes, allAt uint64
+	all           []olderKey
 }
 
 func newOlderIndex() *olderIndex { return &olderIndex{docs: map[string]olderDoc{}} }
 
-// written notes a committed message, to thread id when it continued
-// one ("": a new thread): the activity index moved, and the thread's
-// cached text no longer holds its last turns (even when its last
-// activity stayed where it was).
-func (o *olderIndex) written(id string) {
+// written notes a committed message: thread id is now last active at at.
+// When it continued a thread (was is true), the thread's cached text no
+// longer holds its last turns, even when its last activity stayed where
+// it was.
+func (o *olderIndex) written(id string, at time.Time, continued bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.all != nil && o.allAt == o.writes {
+		// Moved where the commit put it; removing any entry of id first
+		// makes this right even when a scan already saw the commit.
+		o.all = slices.DeleteFunc(o.all, func(k olderKey) bool { return k.id == id })
+		k := olderKey{id: id, at: at.Round(0).UTC()}
+		i, _ := slices.BinarySearchFunc(o.all, k, compareKeys)
+		o.all = slices.Insert(o.all, i, k)
+		o.allAt++
+	}
 	o.writes++
-	if _, ok := o.docs[id]; ok && id != "" {
+	if _, ok := o.docs[id]; ok && continued {
 		delete(o.docs, id)
 		o.stale = true
 	}
+}
+
+// compareKeys orders keys as the activity index does: by time, then id.
+func compareKeys(a, b olderKey) int {
+	if c := a.at.Compare(b.at); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
 }
 
 // generation is the count of messages committed, read before a plan's
@@ -145,14 +163,20 @@ func (e *Episodic) searchOlder(tx *storage.Tx, gen uint64, principal, message st
 	o := e.older
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	keys := o.scanned
-	if o.scanned == nil || o.scannedAt != gen || gen != o.writes {
+	// The activity index as this transaction reads it: the one kept in
+	// memory when no message committed since the transaction began,
+	// else scanned (and kept when no commit came meanwhile).
+	all := o.all
+	if all == nil || o.allAt != o.writes || gen != o.writes {
 		var err error
-		if keys, err = olderKeys(tx, e.opts.MaxCandidates); err != nil {
+		if all, err = activityKeys(tx); err != nil {
 			return nil, err
 		}
-		o.scanned, o.scannedAt = keys, gen
+		if gen == o.writes {
+			o.all, o.allAt = all, gen
+		}
 	}
+	keys := all[:max(len(all)-e.opts.MaxCandidates, 0)]
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -207,10 +231,10 @@ func (e *Episodic) searchOlder(tx *storage.Tx, gen uint64, principal, message st
 	return out, nil
 }
 
-// olderKeys are the threads beyond the skip most recently active (of all
-// principals), oldest first. The scan runs forwards, which Badger does
-// several times faster than backwards.
-func olderKeys(tx *storage.Tx, skip int) ([]olderKey, error) {
+// activityKeys are every thread's key in the activity index, oldest
+// first. The scan runs forwards, which Badger does several times faster
+// than backwards.
+func activityKeys(tx *storage.Tx) ([]olderKey, error) {
 	var out []olderKey
 	err := tx.Keys(storage.Prefix(activityPrefix()), func(k []byte) error {
 		at, id, err := parseActivityKey(k)
@@ -220,7 +244,7 @@ func olderKeys(tx *storage.Tx, skip int) ([]olderKey, error) {
 		out = append(out, olderKey{id: id, at: at})
 		return nil
 	})
-	return out[:max(len(out)-skip, 0)], err
+	return out, err
 }
 
 // parseActivityKey reads a thread's last activity and id from its key in
@@ -236,7 +260,7 @@ func parseActivityKey(k []byte) (time.Time, string, error) {
 // that is all that changed, else building it again from the cached
 // documents (reading those not cached).
 func (o *olderIndex) sync(tx *storage.Tx, keys []olderKey) error {
-	appendOnly := o.ix != nil && !o.stale && len(keys) >= len(o.keys) && slices.Equal(keys[:len(o.keys)], o.keys)
+	appendOnly := o.ix != nil && !o.stale && len(keys) >= len(o.keys) && slices.EqualFunc(keys[:len(o.keys)], o.keys, func(a, b olderKey) bool { return compareKeys(a, b) == 0 })
 	if appendOnly && len(keys) == len(o.keys) {
 		return nil
 	}

@@ -207,6 +207,7 @@ func linkScript(t *testing.T, rp **rig, between func()) (found []string, all str
 		j, _ := json.Marshal(res.Decisions)
 		b = append(b, j...)
 	}
+	r.ep.CheckOlderActivity(t)
 	if !slices.ContainsFunc(second.Decisions, func(d *episodic.Decision) bool { return d.Candidate == lisbon && d.Found != nil }) {
 		t.Errorf("the second back-reference did not find the Lisbon thread: %s", enginetest.Short(second.Decisions))
 	}
@@ -286,4 +287,9 @@ func TestConcurrentNewThreadsSearchOlderThreads(t *testing.T) {
 	for err := range errc {
 		t.Error(err)
 	}
+	// The activity index kept in memory, moved by every commit (or
+	// scanned again when a plan raced one), is the store's.
+	r.send("web", "", "Remember the Lisbon flat? Once more.")
+	r.send("web", old[0], "And once more on the flat.")
+	r.ep.CheckOlderActivity(t)
 }
