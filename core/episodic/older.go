@@ -25,7 +25,9 @@ import (
 // candidates reads them), cached by thread and last activity, so that a
 // thread's turns are read once, not on every new thread. A search keeps
 // only the threads the principal may read that are not already
-// candidates.
+// candidates. (The index's term statistics count every older thread,
+// those the principal may not read too: they weigh which threads come
+// first, and a decision records the terms matched, never the scores.)
 //
 // The index is always what retrieval.Build would make of those threads,
 // oldest first — whatever ran before — so decisions depend on the store
@@ -108,7 +110,7 @@ type olderIndex struct {
 func newOlderIndex() *olderIndex { return &olderIndex{docs: map[string]olderDoc{}} }
 
 // written notes a committed message: thread id is now last active at at.
-// When it continued a thread (was is true), the thread's cached text no
+// When it continued a thread (continued), the thread's cached text no
 // longer holds its last turns, even when its last activity stayed where
 // it was.
 func (o *olderIndex) written(id string, at time.Time, continued bool) {
