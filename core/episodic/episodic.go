@@ -286,8 +286,8 @@ func (e *Episodic) plan(ctx context.Context, principal string, req MessageReques
 			if cands, err = e.candidates(tx, p.route.cands); err != nil {
 				return err
 			}
-			found, err := e.searchOlder(tx, gen, principal, req.Text, p.route.cands, now)
-			if err != nil {
+			var found []candidate
+			if found, err = e.searchOlder(tx, gen, principal, req.Text, p.route.cands, now); err != nil {
 				return err
 			}
 			cands = append(cands, found...)
