@@ -259,7 +259,10 @@ func olderRig(b *testing.B) *rig {
 // the 50 into the older ones, which is appended to their index. cold-ms
 // is the first new thread after the index is dropped (as after a
 // restart): it reads every older thread's last turns and builds the
-// index.
+// index. On 2 loaded cores (load ~9): p50 5.5 ms, p99 15 ms, cold 271 ms;
+// with the search off (MaxSearched -1) p50 5.6 ms, p99 20 ms, cold 23 ms.
+//
+//	go test -run '^$' -bench NewThreadLinkingOlder2000 -benchtime 100x ./core/episodic
 func BenchmarkNewThreadLinkingOlder2000(b *testing.B) {
 	r := olderRig(b)
 	ctx := context.Background()
