@@ -640,6 +640,18 @@ func (p *threadsPane) decisionDetail(w int) []string {
 	}
 	sig := d.Signals
 	var signals []string
+	if f := d.Found; f != nil {
+		// An older thread: why it was a candidate at all.
+		var terms []string
+		for _, t := range f.Terms {
+			if t.SynonymOf != "" {
+				terms = append(terms, t.Term+" for "+t.SynonymOf)
+			} else {
+				terms = append(terms, t.Term)
+			}
+		}
+		signals = append(signals, "older, found by search for "+oneLine(strings.Join(terms, ", ")))
+	}
 	for _, c := range sig.Cues {
 		signals = append(signals, oneLine(c))
 	}

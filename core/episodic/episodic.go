@@ -69,6 +69,14 @@ type Options struct {
 	// MaxCandidates: how many of the most recently active threads a new
 	// thread is scored against (default 50).
 	MaxCandidates int
+	// MaxSearched: how many threads older than the MaxCandidates most
+	// recent a search of the new message adds to the candidates, best
+	// first, among those sharing a word of it (older.go). Zero is
+	// DefaultMaxSearched when MaxCandidates is left to its default, and
+	// none when MaxCandidates is given: a caller that narrows the
+	// candidates (to the previous thread, say) means those alone.
+	// Negative: none.
+	MaxSearched int
 	// MaxJudged: how many of those the model judges, most recent first
 	// (default 3): each is one model call, made in parallel.
 	MaxJudged int
@@ -88,6 +96,9 @@ type Episodic struct {
 	// both start a thread.
 	mu        sync.Mutex
 	compactor *kit.Worker
+	// older is the search index of the threads older than the
+	// MaxCandidates most recent (older.go).
+	older *olderIndex
 }
 
 // Register adds the thread.* and episode.* actions, the episodic context
@@ -99,11 +110,14 @@ func Register(env *kit.Env, opts Options) (*Episodic, error) {
 	}
 	if opts.MaxCandidates <= 0 {
 		opts.MaxCandidates = 50
+		if opts.MaxSearched == 0 {
+			opts.MaxSearched = DefaultMaxSearched
+		}
 	}
 	if opts.MaxJudged <= 0 {
 		opts.MaxJudged = 3
 	}
-	e := &Episodic{env: env, opts: opts}
+	e := &Episodic{env: env, opts: opts, older: newOlderIndex()}
 	e.compactor = newCompactor(e)
 	env.OnClose(func() error { e.compactor.Stop(); return nil })
 	env.AddWorker(e.compactor)
@@ -242,6 +256,7 @@ func (e *Episodic) Message(ctx context.Context, call action.Call, req MessageReq
 	if err != nil {
 		return MessageResult{}, e.failed(ctx, call, err)
 	}
+	e.older.written(res.ThreadID, res.LastActivityAt, r.thread != nil)
 	e.compactor.Enqueue(res.Compacting...)
 	return res, nil
 }
@@ -261,6 +276,7 @@ func (e *Episodic) plan(ctx context.Context, principal string, req MessageReques
 	var p planned
 	var cands []candidate
 	var tuning *Tuning
+	gen := e.older.generation()
 	err := e.env.Store.View(func(tx *storage.Tx) error {
 		var err error
 		if p.route, err = e.route(tx, principal, req, now); err != nil {
@@ -270,6 +286,11 @@ func (e *Episodic) plan(ctx context.Context, principal string, req MessageReques
 			if cands, err = e.candidates(tx, p.route.cands); err != nil {
 				return err
 			}
+			var found []candidate
+			if found, err = e.searchOlder(tx, gen, principal, req.Text, p.route.cands, now); err != nil {
+				return err
+			}
+			cands = append(cands, found...)
 			tuning, err = loadTuning(tx)
 		}
 		return err

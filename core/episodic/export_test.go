@@ -2,6 +2,7 @@ package episodic
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,5 +50,76 @@ func DropDecision(t testing.TB, env *kit.Env, id string) {
 	err := env.Store.Update(context.Background(), func(tx *storage.Tx) error { return tx.Delete(decisionKey(id)) })
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// OlderFound is a thread a search added to a new thread's candidates.
+type OlderFound struct {
+	ID    string
+	Found *Found
+}
+
+// OlderCandidates are the threads older than the recent candidates that a
+// search of message adds for principal now, best first (as a new thread's
+// first message would).
+func (e *Episodic) OlderCandidates(t testing.TB, principal, message string) []OlderFound {
+	t.Helper()
+	var out []OlderFound
+	gen := e.older.generation()
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		recent, err := recentThreadsFor(tx, principal, e.opts.MaxCandidates)
+		if err != nil {
+			return err
+		}
+		found, err := e.searchOlder(tx, gen, principal, message, recent, e.env.Clock.Now())
+		for _, c := range found {
+			out = append(out, OlderFound{ID: c.thread.ID, Found: c.found})
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// OlderBuilds is how many times the older threads' index was built from
+// scratch (appends do not count).
+func (e *Episodic) OlderBuilds() int {
+	e.older.mu.Lock()
+	defer e.older.mu.Unlock()
+	return e.older.builds
+}
+
+// DropOlderIndex forgets the older threads' index and cached texts, as a
+// restart would: the next search builds it from the store.
+func (e *Episodic) DropOlderIndex() {
+	e.older.mu.Lock()
+	defer e.older.mu.Unlock()
+	e.older.ix, e.older.keys, e.older.docs, e.older.all = nil, nil, map[string]olderDoc{}, nil
+}
+
+// CheckOlderActivity fails t unless the activity index kept in memory is
+// kept (up to date with every commit) and is the store's.
+func (e *Episodic) CheckOlderActivity(t testing.TB) {
+	t.Helper()
+	o := e.older
+	o.mu.Lock()
+	all, kept := slices.Clone(o.all), o.all != nil && o.allAt == o.writes
+	o.mu.Unlock()
+	if !kept {
+		t.Fatal("the activity index is not kept in memory")
+	}
+	var stored []olderKey
+	err := e.env.Store.View(func(tx *storage.Tx) error {
+		var err error
+		stored, err = activityKeys(tx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(all, stored, func(a, b olderKey) bool { return compareKeys(a, b) == 0 }) {
+		t.Errorf("the activity index in memory differs from the store's:\n%v\n%v", all, stored)
 	}
 }

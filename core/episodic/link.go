@@ -20,6 +20,9 @@ type candidate struct {
 	thread  *Thread
 	text    string // every word the scorer weighs
 	summary string // what the model is shown
+	// found: a search of the message found this thread among those older
+	// than the most recent (older.go); nil for a recent one.
+	found *Found
 }
 
 // candidateTurns: how many of a candidate's last turns the scorer reads.
@@ -31,22 +34,31 @@ const candidateTurns = 20
 func (e *Episodic) candidates(tx *storage.Tx, threads []*Thread) ([]candidate, error) {
 	var out []candidate
 	for _, t := range threads {
-		turns, err := lastTurns(tx, t, candidateTurns, time.Time{})
+		c, err := candidateOf(tx, t)
 		if err != nil {
 			return nil, err
 		}
-		var all, shown strings.Builder
-		all.WriteString(t.Title)
-		shown.WriteString("Title: " + t.Title)
-		for i, u := range turns {
-			all.WriteString("\n" + u.Text)
-			if i >= len(turns)-6 { // the model sees the last few
-				shown.WriteString("\n" + u.Speaker + ": " + u.Text)
-			}
-		}
-		out = append(out, candidate{thread: t, text: all.String(), summary: shown.String()})
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// candidateOf reads what the linkers need of one thread.
+func candidateOf(tx *storage.Tx, t *Thread) (candidate, error) {
+	turns, err := lastTurns(tx, t, candidateTurns, time.Time{})
+	if err != nil {
+		return candidate{}, err
+	}
+	var all, shown strings.Builder
+	all.WriteString(t.Title)
+	shown.WriteString("Title: " + t.Title)
+	for i, u := range turns {
+		all.WriteString("\n" + u.Text)
+		if i >= len(turns)-6 { // the model sees the last few
+			shown.WriteString("\n" + u.Speaker + ": " + u.Text)
+		}
+	}
+	return candidate{thread: t, text: all.String(), summary: shown.String()}, nil
 }
 
 // maxDecisions: how many decisions a new thread records, strongest first
@@ -64,7 +76,7 @@ func (e *Episodic) assess(ctx context.Context, principal, message string, cands 
 	}
 	decisions := make([]*Decision, len(cands))
 	for i, c := range cands {
-		decisions[i] = &Decision{Candidate: c.thread.ID, CreatedAt: now, Outcome: ""}
+		decisions[i] = &Decision{Candidate: c.thread.ID, CreatedAt: now, Outcome: "", Found: c.found}
 	}
 	judged := min(len(cands), e.opts.MaxJudged)
 	ctx, cancel := context.WithTimeout(ctx, e.opts.JudgeTimeout)

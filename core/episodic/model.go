@@ -190,10 +190,14 @@ type Decision struct {
 	// (infer.go), oldest first; absent when there are none.
 	Inferred []InferredOutcome `json:"inferred,omitempty"`
 	// CrossThreadEpisode is the episode the link made or extended.
-	CrossThreadEpisode string     `json:"cross_thread_episode,omitempty"`
-	Signals            Signals    `json:"signals"`
-	Assessment         Assessment `json:"llm_assessment"`
-	CreatedAt          time.Time  `json:"created_at"`
+	CrossThreadEpisode string  `json:"cross_thread_episode,omitempty"`
+	Signals            Signals `json:"signals"`
+	// Found says why the candidate was one though it is older than the
+	// most recently active threads: a search of the new message found
+	// it (older.go); absent for the recent ones.
+	Found      *Found     `json:"found,omitempty"`
+	Assessment Assessment `json:"llm_assessment"`
+	CreatedAt  time.Time  `json:"created_at"`
 }
 
 // Assessment is the model's half of a decision.
