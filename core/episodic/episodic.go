@@ -640,8 +640,18 @@ func (e *Episodic) link(tx *kit.Txn, call action.Call, t *Thread, decisions []*D
 	return nil
 }
 
+// MaxEpisodeThreads bounds the threads of one cross-thread episode. Alike
+// threads (an agent asking the same kind of thing every day) link to each
+// other, and links to older threads found by search join their episodes:
+// unbounded, one episode came to hold nearly every thread, its record
+// grew past the store's value limit, and every new thread's message
+// failed. A link that would take an episode past the bound starts a new
+// episode instead (the threads linked are in both).
+const MaxEpisodeThreads = 200
+
 // crossEpisode puts t and the threads it links to in one cross-thread
-// episode: the earliest one any of them is in, or a new one.
+// episode: the earliest one any of them is in that has room for them
+// (MaxEpisodeThreads), or a new one.
 func (e *Episodic) crossEpisode(tx *kit.Txn, t *Thread, linked []*Thread, decisions []*Decision, newID string) (*CrossEpisode, error) {
 	now := e.env.Clock.Now()
 	var x *CrossEpisode
@@ -655,6 +665,9 @@ func (e *Episodic) crossEpisode(tx *kit.Txn, t *Thread, linked []*Thread, decisi
 			cand, err := loadCross(tx.Tx, id)
 			if err != nil {
 				return nil, err
+			}
+			if !roomFor(cand, t, linked) {
+				continue
 			}
 			if x == nil || cand.CreatedAt.Before(x.CreatedAt) {
 				x = cand
@@ -828,6 +841,18 @@ func (e *Episodic) Threads(ctx context.Context, principal string) ([]*Thread, er
 		out = []*Thread{}
 	}
 	return out, err
+}
+
+// roomFor says whether episode x can take t and the threads it links to
+// within MaxEpisodeThreads.
+func roomFor(x *CrossEpisode, t *Thread, linked []*Thread) bool {
+	n := len(x.LinkedThreads)
+	for _, m := range append(slices.Clone(linked), t) {
+		if !slices.Contains(x.LinkedThreads, m.ID) {
+			n++
+		}
+	}
+	return n <= MaxEpisodeThreads
 }
 
 // linkFilter keeps of threads' links what principal may see (issue 14,

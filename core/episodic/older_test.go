@@ -293,3 +293,28 @@ func TestConcurrentNewThreadsSearchOlderThreads(t *testing.T) {
 	r.send("web", old[0], "And once more on the flat.")
 	r.ep.CheckOlderActivity(t)
 }
+
+// TestACrossThreadEpisodeNeverHoldsMoreThanItsBound: alike threads that
+// all link to the ones before them fill one cross-thread episode up to
+// MaxEpisodeThreads; the next link starts another, so no episode's record
+// grows without end and every new thread's message is still taken.
+func TestACrossThreadEpisodeNeverHoldsMoreThanItsBound(t *testing.T) {
+	r := newRigWith(t, rigOptions{opts: episodic.FixedScores(episodic.Options{MaxCandidates: 2}, func(string, string) float64 { return 0.9 })})
+	var last episodic.MessageResult
+	for i := range episodic.MaxEpisodeThreads + 10 {
+		r.clock.Advance(time.Minute)
+		last = enginetest.Call[episodic.MessageResult](r.Rig, agent, "thread.message", map[string]string{"channel": "web", "text": fmt.Sprintf("Weather in Porto today, asked the %dth time?", i)})
+	}
+	if last.Decision == nil || last.Decision.Decision != episodic.Link || last.Decision.CrossThreadEpisode == "" {
+		t.Fatalf("the last thread was not linked: %+v", last.Decision)
+	}
+	list := enginetest.Call[episodic.EpisodesResult](r.Rig, agent, "episode.list", map[string]string{})
+	if len(list.CrossThreadEpisodes) < 2 {
+		t.Errorf("%d cross-thread episodes, want a second once the first was full", len(list.CrossThreadEpisodes))
+	}
+	for _, x := range list.CrossThreadEpisodes {
+		if len(x.LinkedThreads) > episodic.MaxEpisodeThreads {
+			t.Errorf("episode %s holds %d threads, more than %d", x.ID, len(x.LinkedThreads), episodic.MaxEpisodeThreads)
+		}
+	}
+}
