@@ -285,7 +285,7 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	lq, err := lexicalQuery(req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, postings, tags)
+	lq, err := lexicalQuery(req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, postings, tags, keep)
 	if err != nil {
 		return nil, nil, nil, err
 	}
