@@ -132,6 +132,11 @@ func lexicalQuery(prompt string, stats search.Stats, postings, tags func(string)
 	if readErr != nil {
 		return nil, readErr
 	}
+	// A common tag's items merge with the text's postings for the
+	// document frequency: once here, not for each item explained.
+	for i := range q.lists {
+		q.lists[i] = q.lists[i].WithDF()
+	}
 	return q, nil
 }
 
