@@ -674,7 +674,9 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 		return nil, errs.New(errs.NotFound, "no conversation %q", c).With("field", "conversation")
 	}
 	var out *Utterance
+	var in *storage.Store
 	err = h.update(ctx, call, c, access.Delete, func(tx *kit.Txn, conv *Conversation) error {
+		in = tx.Store()
 		u, err := readUtterance(tx.Tx, c, index)
 		if errors.Is(err, storage.ErrNotFound) {
 			return errs.New(errs.NotFound, "conversation %q has no utterance %d (its indexes run to %d)", c, index, conv.NextIndex-1).
@@ -704,7 +706,19 @@ func (h *History) Delete(ctx context.Context, call action.Call, c string, index 
 		_, err = tx.Trace(call, "history.deleted", fmt.Sprintf("history %s: utterance %d deleted", c, index), nil)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	// The cache is in the store the vector was made in: a conversation
+	// moved since left its texts' entries in the other store.
+	for _, st := range h.stores.open() {
+		if st != in {
+			if err := st.Update(ctx, func(tx *storage.Tx) error { return h.env.Embeddings().Uncache(tx, out.Text) }); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // Drop deletes conversation c and everything in it: its settings and

@@ -108,3 +108,26 @@ func TestDeleteOfflineDropsTheCachedVectorAModelMade(t *testing.T) {
 		t.Errorf("the cache after dropping the conversation offline: %v", got)
 	}
 }
+
+// TestDeleteAfterAMoveDropsTheCachedVectorWhereItWasMade: a conversation
+// moved from the durable backend to the in-memory one leaves its texts'
+// cached vectors in the durable store, where they were made; deleting an
+// utterance there must drop its text's entry from that cache too, or the
+// deleted text stays recoverable on disk (history.drop already drops
+// from both).
+func TestDeleteAfterAMoveDropsTheCachedVectorWhereItWasMade(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	r := newRigWith(t, rigOptions{dir: t.TempDir(), llm: flaky(&down)})
+	r.write("c", "user", "my pin is 4711")
+	r.write("c", "user", "the weather is fine")
+	r.h.Settle()
+	if got := r.cachedModels(); got["flaky-embed"] != 2 {
+		t.Fatalf("the cache: %v", got)
+	}
+	r.do("history.backend", map[string]any{"conversation": "c", "backend": "in-memory"}, nil)
+	r.do("history.delete", map[string]any{"conversation": "c", "utterance_index": 0}, nil)
+	if got := r.cachedModels(); got["flaky-embed"] != 1 {
+		t.Errorf("the durable cache after deleting one of two texts in memory: %v (want 1 left)", got)
+	}
+}

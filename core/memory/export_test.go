@@ -144,3 +144,7 @@ func SetMaxWindowKeys(n int) (restore func()) {
 	maxWindowKeys = n
 	return func() { maxWindowKeys = old }
 }
+
+// ForgottenScans is how many times a recall has read a store's
+// soft-forgotten items from the store (not from the cache).
+func ForgottenScans() int64 { return forgottenScans.Load() }

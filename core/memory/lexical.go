@@ -57,8 +57,10 @@ var tagWeight = retrieval.DefaultParams.Weight[retrieval.FieldTags]
 // lexicalQuery reads the lists of the prompt's distinct terms (in
 // text.Terms order, so that an item matching none of the rest scores to
 // the bit what plain BM25 gave it) with the items tagged with their
-// words, then the lists of their thesaurus expansion.
-func lexicalQuery(prompt string, stats search.Stats, postings, tags func(string) ([]search.Posting, error)) (*lexQuery, error) {
+// words, then the lists of their thesaurus expansion: words held by an
+// item keep (if not nil) holds, so that a soft-forgotten item's word
+// neither expands a recall nor shows in its why.
+func lexicalQuery(prompt string, stats search.Stats, postings, tags func(string) ([]search.Posting, error), keep func(doc string, attr byte) bool) (*lexQuery, error) {
 	q := &lexQuery{stats: stats}
 	var qterms []retrieval.QueryTerm
 	at := map[string]int{}
@@ -121,7 +123,7 @@ func lexicalQuery(prompt string, stats search.Stats, postings, tags func(string)
 			return false
 		}
 		read[term] = list
-		return len(list) > 0
+		return slices.ContainsFunc(list, func(p search.Posting) bool { return keep == nil || keep(p.Doc, p.Attr) })
 	}
 	for _, e := range retrieval.DefaultParams.Expand(qterms, nil, has) {
 		q.lists = append(q.lists, search.TermList{Postings: read[e.Term], Weight: e.Weight})
@@ -129,6 +131,11 @@ func lexicalQuery(prompt string, stats search.Stats, postings, tags func(string)
 	}
 	if readErr != nil {
 		return nil, readErr
+	}
+	// A common tag's items merge with the text's postings for the
+	// document frequency: once here, not for each item explained.
+	for i := range q.lists {
+		q.lists[i] = q.lists[i].WithDF()
 	}
 	return q, nil
 }

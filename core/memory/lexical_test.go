@@ -161,3 +161,51 @@ func TestASoftForgottenItemsTagsNeitherFindItNorRaiseTheFloor(t *testing.T) {
 		t.Errorf("remember with include_deleted: %v; want the forgotten item too", got)
 	}
 }
+
+func TestAForgottenItemsWordIsNoThesaurusWordOfARecall(t *testing.T) {
+	r := newRig(t)
+	r.memorize("working", it("visa", "Sent the application for the Berlin visa.", "timestamp", at(-time.Hour)))
+	r.memorize("working", it("now", "Apply now for the grant.", "timestamp", at(-time.Hour)))
+	r.forget("working", "item visa", "soft")
+	// Only the forgotten item says "application": the prompt is not
+	// expanded with it, so the why of what is recalled does not show a
+	// forgotten text's word (as it would not once the item is erased).
+	got := rememberWhy(r, map[string]any{"store": "working", "prompt": "apply"})
+	if !slices.Equal(recalledIDs(got), []string{"now"}) {
+		t.Fatalf("remember apply: %v; want now", recalledIDs(got))
+	}
+	if len(got[0].Why.Synonyms) != 0 {
+		t.Errorf("synonyms %+v; want none: only a forgotten item holds the word", got[0].Why.Synonyms)
+	}
+	// Asked to include forgotten items, the word is found again.
+	got = rememberWhy(r, map[string]any{"store": "working", "prompt": "apply", "include_deleted": true})
+	if !slices.Equal(sorted(recalledIDs(got)), []string{"now", "visa"}) {
+		t.Fatalf("remember apply with forgotten items: %v; want now and visa", recalledIDs(got))
+	}
+}
+
+// TestRecallsReadTheForgottenItemsOncePerVersion: a prompt word that is a
+// tag needs the store's soft-forgotten items (the tag index does not mark
+// them); a store at capacity evicts, so they may be most of a million.
+// Recalls between two writes read them from the store once, and each
+// still leaves the forgotten item out.
+func TestRecallsReadTheForgottenItemsOncePerVersion(t *testing.T) {
+	r := newRig(t)
+	r.memorize("working", it("a", "Booked the flight to Lisbon.", "timestamp", at(-time.Hour), "tags", []string{"travel"}))
+	r.memorize("working", it("b", "Packed the bags.", "timestamp", at(-time.Hour), "tags", []string{"travel"}))
+	r.memorize("working", it("c", "Lunch was pasta.", "timestamp", at(-time.Hour)))
+	r.forget("working", "item b", "soft")
+	before := memory.ForgottenScans()
+	for range 3 {
+		if got := ids(r.remember("working", "travel")); !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("remember travel: %v; want a (b is forgotten)", got)
+		}
+	}
+	if n := memory.ForgottenScans() - before; n != 1 {
+		t.Errorf("three recalls read the forgotten items %d times; want once", n)
+	}
+	r.forget("working", "item a", "soft")
+	if got := ids(r.remember("working", "travel")); len(got) != 0 {
+		t.Errorf("remember travel after forgetting a too: %v; want nothing", got)
+	}
+}

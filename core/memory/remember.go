@@ -285,24 +285,31 @@ func (s *store) rememberRelevant(tx *storage.Tx, st *state, req RememberRequest,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	lq, err := lexicalQuery(req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, postings, tags)
+	lq, err := lexicalQuery(req.Prompt, search.Stats{Docs: st.Docs, TotalLength: st.TotalLength}, postings, tags, keep)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if lq.tagged() && !req.IncludeDeleted && st.Deleted > 0 {
 		// The tag index does not mark soft-forgotten items as postings
-		// do (a tag's postings carry attr 0): their ids, from a key-only
-		// scan, keep them from scoring and so from raising the floor.
-		gone := map[string]bool{}
-		err := tx.Keys(storage.Prefix(idxPrefix(s.name, "del", "time")), func(k []byte) error {
-			gone[storage.LastPart(k)] = true
-			return nil
-		})
+		// do (a tag's postings carry attr 0): their ids keep them from
+		// scoring and so from raising the floor. Read once per version of
+		// the store, as postings are: a store at capacity evicts, and its
+		// forgotten items may be most of it.
+		gone, err := s.forgottenItems(tx)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		live := keep
-		keep = func(id string, attr byte) bool { return live(id, attr) && (attr != 0 || !gone[id]) }
+		keep = func(id string, attr byte) bool {
+			if !live(id, attr) {
+				return false
+			}
+			if attr != 0 {
+				return true
+			}
+			_, forgotten := slices.BinarySearchFunc(gone, id, func(p search.Posting, id string) int { return strings.Compare(p.Doc, id) })
+			return !forgotten
+		}
 	}
 	scored := lq.scores(keep)
 	// The map of scores is built only for what needs one: explaining

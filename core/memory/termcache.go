@@ -77,6 +77,29 @@ func (s *store) tagPostings(tx *storage.Tx) (func(tag string) ([]search.Posting,
 	})
 }
 
+// forgottenScans counts the scans of a store's soft-forgotten items
+// (tests: a recall reads them once per version of the store).
+var forgottenScans atomic.Int64
+
+// forgottenItems are the ids of s's soft-forgotten items as tx reads
+// them, as postings sorted by item: cached as postings are (they change
+// only with the store's state).
+func (s *store) forgottenItems(tx *storage.Tx) ([]search.Posting, error) {
+	read, err := s.cached(tx, "\x00del\x00", func(string) ([]search.Posting, error) {
+		forgottenScans.Add(1)
+		var list []search.Posting
+		err := tx.Keys(storage.Prefix(idxPrefix(s.name, "del", "time")), func(k []byte) error {
+			list = append(list, search.Posting{Doc: storage.LastPart(k)})
+			return nil
+		})
+		return list, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return read("")
+}
+
 // cached is read (a list by key) sorted by item, through the cache under
 // the keys prefixed with space.
 func (s *store) cached(tx *storage.Tx, space string, read func(key string) ([]search.Posting, error)) (func(key string) ([]search.Posting, error), error) {

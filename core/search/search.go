@@ -188,10 +188,25 @@ type TermList struct {
 	Weight     float64
 	Flat       []Posting
 	FlatWeight float64
+	// DF, when above 0, is the term's document frequency worked out
+	// before (WithDF): with a flat field it is a merge of the two lists,
+	// which ScoreOf would otherwise redo for every document it explains.
+	DF int
+}
+
+// WithDF is l with its document frequency worked out once (DF), for a
+// caller that scores or explains many documents with it.
+func (l TermList) WithDF() TermList {
+	l.DF = 0
+	l.DF = l.df()
+	return l
 }
 
 // df is how many documents hold the term, in the text or the flat field.
 func (l TermList) df() int {
+	if l.DF > 0 {
+		return l.DF
+	}
 	if len(l.Flat) == 0 {
 		return len(l.Postings)
 	}

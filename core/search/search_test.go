@@ -338,3 +338,36 @@ func TestScoresMalformedPosting(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestWithDFKeepsScoresAsMerged: a list whose document frequency is
+// worked out once (WithDF: text and flat field merged, a document in both
+// counted once) scores every document as the merge each time did.
+func TestWithDFKeepsScoresAsMerged(t *testing.T) {
+	l := TermList{
+		Postings:   []Posting{{Doc: "a", TF: 1, Length: 3}, {Doc: "b", TF: 2, Length: 5}},
+		Weight:     1,
+		Flat:       []Posting{{Doc: "b", TF: 1}, {Doc: "c", TF: 1}},
+		FlatWeight: 0.7,
+	}
+	st := Stats{Docs: 10, TotalLength: 40}
+	known := l.WithDF()
+	if known.DF != 3 {
+		t.Fatalf("DF %d; want 3 (a, b, c)", known.DF)
+	}
+	for _, doc := range []string{"a", "b", "c", "d"} {
+		s1, f1 := l.ScoreOf(doc, st)
+		s2, f2 := known.ScoreOf(doc, st)
+		if s1 != s2 || f1 != f2 {
+			t.Errorf("%s: %v, %v with DF known; want %v, %v", doc, s2, f2, s1, f1)
+		}
+	}
+	a, b := ScoreLists([]TermList{l}, st, nil), ScoreLists([]TermList{known}, st, nil)
+	if len(a) != len(b) {
+		t.Fatalf("ScoreLists %v and %v", a, b)
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("ScoreLists %v with DF known; want %v", b[i], a[i])
+		}
+	}
+}
