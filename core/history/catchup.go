@@ -3,6 +3,7 @@ package history
 import (
 	"cmp"
 	"slices"
+	"sync"
 )
 
 // Building an index without the conversation's lock. A conversation's
@@ -96,4 +97,29 @@ func (b *builds) finish(c string, run *buildRun, v uint64) (chain []versionedCha
 		at = ch.to
 	}
 	return chain, true
+}
+
+// joinBuild begins conversation c's build in b (guarded by mu), or waits
+// for the one under way and returns nil: the caller then builds nothing.
+// It takes the conversation's lock first, for a moment: a write that has
+// committed but not yet brought the indexes up to date holds it until it
+// has, and the caller's search may then find the index it needs.
+func (h *History) joinBuild(c string, mu sync.Locker, b *builds) *buildRun {
+	unlock := h.lock(c)
+	mu.Lock()
+	run, wait := b.start(c)
+	mu.Unlock()
+	unlock()
+	if wait != nil {
+		<-wait
+		return nil
+	}
+	return run
+}
+
+// abandon ends run, conversation c's build, with nothing installed.
+func (b *builds) abandon(mu sync.Locker, c string, run *buildRun) {
+	mu.Lock()
+	defer mu.Unlock()
+	b.finish(c, run, 0)
 }

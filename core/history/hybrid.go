@@ -387,26 +387,17 @@ func (h *History) buildHybrid(c string) error {
 	if err != nil {
 		return err
 	}
-	// A write that has committed but not yet brought the index up to
-	// date holds the conversation's lock until it has: wait for it
-	// rather than build again.
-	unlock := h.lock(c)
-	h.hybrid.mu.Lock()
-	run, wait := h.hybrid.inflight.start(c)
-	h.hybrid.mu.Unlock()
-	unlock()
-	if wait != nil {
-		<-wait
+	run := h.joinBuild(c, &h.hybrid.mu, &h.hybrid.inflight)
+	if run == nil {
 		return nil
 	}
-	var hi *hybridIndex
+	installed := false // else the run is ended here, even by a panic
 	defer func() {
-		if hi == nil { // nothing built: end the run
-			h.hybrid.mu.Lock()
-			h.hybrid.inflight.finish(c, run, 0)
-			h.hybrid.mu.Unlock()
+		if !installed {
+			h.hybrid.inflight.abandon(&h.hybrid.mu, c, run)
 		}
 	}()
+	var hi *hybridIndex
 	var docs []retrieval.Doc
 	err = st.View(func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, c)
@@ -430,7 +421,6 @@ func (h *History) buildHybrid(c string) error {
 		return err
 	})
 	if err != nil || hi == nil {
-		hi = nil
 		return err
 	}
 	if h.hybrid.afterSnapshot != nil {
@@ -440,6 +430,7 @@ func (h *History) buildHybrid(c string) error {
 	hi.ix.Compact()
 	// Here, not in the first write's commit: a second at 100,000.
 	hi.ix.PrepareAdd()
+	installed = true
 	h.hybrid.install(c, run, hi)
 	return nil
 }

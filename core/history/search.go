@@ -308,23 +308,16 @@ func (h *History) buildIndex(c string) error {
 	if err != nil {
 		return err
 	}
-	// As buildHybrid: wait for a write committed but not yet applied,
-	// then read a snapshot without the lock and catch up when done.
-	unlock := h.lock(c)
-	h.postings.mu.Lock()
-	run, wait := h.postings.inflight.start(c)
-	h.postings.mu.Unlock()
-	unlock()
-	if wait != nil {
-		<-wait
+	// As buildHybrid: a snapshot read without the lock, caught up when
+	// installed.
+	run := h.joinBuild(c, &h.postings.mu, &h.postings.inflight)
+	if run == nil {
 		return nil
 	}
 	installed := false
 	defer func() {
 		if !installed {
-			h.postings.mu.Lock()
-			h.postings.inflight.finish(c, run, 0)
-			h.postings.mu.Unlock()
+			h.postings.inflight.abandon(&h.postings.mu, c, run)
 		}
 	}()
 	return st.View(func(tx *storage.Tx) error {
