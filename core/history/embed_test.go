@@ -16,6 +16,19 @@ import (
 	"github.com/engram-console/engram/storage"
 )
 
+// oldEmbedder is an embedding model of two dimensions, "old-embed", whose
+// vectors are all alike: a model a store is later moved off.
+func oldEmbedder() *llmtest.Scripted {
+	return &llmtest.Scripted{Model: "old-embed", Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
+		EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
+			out := make([][]float32, len(req.Texts))
+			for i := range out {
+				out[i] = []float32{1, 0}
+			}
+			return out, nil
+		}}
+}
+
 // flaky is an embedding model that fails while down is set.
 func flaky(down *atomic.Bool) *llmtest.Scripted {
 	return &llmtest.Scripted{Model: "flaky-embed", Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
@@ -151,14 +164,7 @@ func TestUnembeddedWritesAreEmbeddedAfterRestart(t *testing.T) {
 func TestSearchWithAnotherModelsVectorsDoesNotCrash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	old := &llmtest.Scripted{Model: "old-embed", Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
-		EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
-			out := make([][]float32, len(req.Texts))
-			for i := range out {
-				out[i] = []float32{1, 0}
-			}
-			return out, nil
-		}}
+	old := oldEmbedder()
 	r := newRigWith(t, rigOptions{dir: dir, keep: true, llm: old})
 	r.write("c", "user", "the budget for the trip")
 	r.write("c", "user", "nothing in common")

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/engram-console/engram/core/embed"
-	"github.com/engram-console/engram/llm"
-	"github.com/engram-console/engram/llm/llmtest"
 	"github.com/engram-console/engram/storage"
 )
 
@@ -37,14 +35,7 @@ func (r *rig) cachedModels() map[string]int {
 func TestReembedAfterAModelChangePurgesTheOldModelsCache(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	old := &llmtest.Scripted{Model: "old-embed", Func: func(llm.Request) llmtest.Answer { return llmtest.Text("ok") },
-		EmbedFunc: func(req llm.EmbedRequest) ([][]float32, error) {
-			out := make([][]float32, len(req.Texts))
-			for i := range out {
-				out[i] = []float32{1, 0}
-			}
-			return out, nil
-		}}
+	old := oldEmbedder()
 	r := newRigWith(t, rigOptions{dir: dir, keep: true, llm: old})
 	r.write("c", "user", "the budget for the trip")
 	r.write("c", "user", "nothing in common")
