@@ -68,7 +68,15 @@ func TestWritesGoOnWhileTheFirstSearchBuildsTheIndex(t *testing.T) {
 	r.write("", "user", "The Kowalski invoice is overdue.")
 	r.write("", "assistant", "I will pay the invoice today.")
 	history.ForgetHybrid(r.h, "default") // as after a restart
-	builds := history.HybridBuilds(r.h)
+	writeDuringTheBuild(t, r, func() int64 { return history.HybridBuilds(r.h) })
+}
+
+// writeDuringTheBuild holds the build of the next search of "invoice",
+// writes a third invoice meanwhile, and checks the index built has it
+// (builds counts the builds of the index the search uses).
+func writeDuringTheBuild(t *testing.T, r *rig, builds func() int64) {
+	t.Helper()
+	before := builds()
 	held := holdBuilds(r)
 	searched := searchInBackground(r, "invoice")
 	<-held.reached
@@ -81,7 +89,7 @@ func TestWritesGoOnWhileTheFirstSearchBuildsTheIndex(t *testing.T) {
 	if len(got) != 3 || !slices.Contains(got, written.UtteranceIndex) {
 		t.Errorf("after the build: %v, want the three invoices with %d", got, written.UtteranceIndex)
 	}
-	if n := history.HybridBuilds(r.h) - builds; n != 1 {
+	if n := builds() - before; n != 1 {
 		t.Errorf("%d builds, want 1: the build caught up with the write", n)
 	}
 }
@@ -138,24 +146,9 @@ func TestADropDuringTheBuildLeavesNoIndexForTheNextConversation(t *testing.T) {
 func TestWritesGoOnWhileAPlainSearchReadsThePostings(t *testing.T) {
 	r := newRig(t)
 	history.SetHybridBounds(r.h, 2, 0, 0)
-	for _, s := range []string{"The Kowalski invoice is overdue.", "I will pay the invoice today.", "Paid it."} {
-		r.write("", "user", s)
-	}
+	r.write("", "user", "The Kowalski invoice is overdue.")
+	r.write("", "assistant", "I will pay the invoice today.")
+	r.write("", "user", "Paid it.")
 	history.ForgetPostings(r.h, "default")
-	builds := history.IndexBuilds(r.h)
-	held := holdBuilds(r)
-	searched := searchInBackground(r, "invoice")
-	<-held.reached
-	var written utt
-	held.during(t, "a write", func() { written = r.write("", "user", "Acme sent another invoice.") })
-	if err := <-searched; err != nil {
-		t.Fatal(err)
-	}
-	got := indexes(r.search(map[string]any{"query": "invoice"}))
-	if len(got) != 3 || !slices.Contains(got, written.UtteranceIndex) {
-		t.Errorf("after the build: %v, want the three invoices with %d", got, written.UtteranceIndex)
-	}
-	if n := history.IndexBuilds(r.h) - builds; n != 1 {
-		t.Errorf("%d builds, want 1: the build caught up with the write", n)
-	}
+	writeDuringTheBuild(t, r, func() int64 { return history.IndexBuilds(r.h) })
 }
