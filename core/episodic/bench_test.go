@@ -216,11 +216,11 @@ func BenchmarkCompact50(b *testing.B) {
 
 // olderFixture is an engine holding 2,000 threads of 10 turns each (the
 // benchmark threads' cities and subjects, each thread a minute after the
-// one before), built once. The threads are alike: linked, they would all
-// join one cross-thread episode, whose record outgrows the store's value
-// limit (1 MB) at about a thousand threads. Every score is 0, so nothing
-// links; Score still runs on every candidate (FixedScores), as the
-// signals need it.
+// one before), built once, scored as engram scores them. The threads are
+// alike and link to each other: before episodes were bounded
+// (MaxEpisodeThreads) they all joined one cross-thread episode, whose
+// record outgrew the store's value limit (1 MB) at about a thousand
+// threads, and every message failed after that.
 var olderFixture struct {
 	once sync.Once
 	r    *rig
@@ -233,7 +233,7 @@ const (
 
 func olderRig(b *testing.B) *rig {
 	olderFixture.once.Do(func() {
-		r := newRigWith(benchNoCleanup{b}, rigOptions{opts: episodic.FixedScores(episodic.Options{}, func(string, string) float64 { return 0 })})
+		r := newRigWith(benchNoCleanup{b}, rigOptions{})
 		r.clock.Set(t0.AddDate(-1, 0, 0))
 		for k := range olderThreads {
 			r.clock.Advance(time.Minute)
@@ -259,8 +259,11 @@ func olderRig(b *testing.B) *rig {
 // the 50 into the older ones, which is appended to their index. cold-ms
 // is the first new thread after the index is dropped (as after a
 // restart): it reads every older thread's last turns and builds the
-// index. On 2 loaded cores (load ~9): p50 5.5 ms, p99 15 ms, cold 271 ms;
-// with the search off (MaxSearched -1) p50 5.6 ms, p99 20 ms, cold 23 ms.
+// index. On 2 cores (load ~3), the threads linking as scored: p50 52 ms,
+// p99 124 ms, cold 1.2 s (most of it the links: a new thread joins
+// episodes of up to 200 threads, each checked for access). With every
+// score fixed at 0 (nothing links; load ~9): p50 5.5 ms, p99 15 ms, cold
+// 271 ms, and with the search off as well p50 5.6 ms, cold 23 ms.
 //
 //	go test -run '^$' -bench NewThreadLinkingOlder2000 -benchtime 100x ./core/episodic
 func BenchmarkNewThreadLinkingOlder2000(b *testing.B) {
