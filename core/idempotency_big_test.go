@@ -12,7 +12,7 @@ import (
 )
 
 // A keyed write whose result is larger than a value of the store can
-// hold (1 MiB in memory: a batch_update of 1,500 goals) runs, and commits,
+// hold (1 MiB in memory: a batch_update of 400 goals of ~3 KB) runs, and commits,
 // as the same write without a key does; a retry is told that it committed
 // (its result was too large to keep) and changes nothing.
 func TestAKeyedWriteWithAResultTooLargeToKeepCommits(t *testing.T) {
@@ -22,11 +22,16 @@ func TestAKeyedWriteWithAResultTooLargeToKeepCommits(t *testing.T) {
 	}
 	defer func() { _ = e.Close() }()
 	ctx := context.Background()
-	const n = 1500
+	// 400 goals, each with a 2,500-byte description, make a result over
+	// 1 MiB as 1,500 goals of a one-letter title did, in a quarter of the
+	// commits (one per create, slow under -race). The result's size is
+	// checked below.
+	const n = 400
+	description := strings.Repeat("a long description ", 125)
 	var b strings.Builder
 	b.WriteString(`{"updates":[`)
 	for i := range n {
-		if _, err := e.Do(ctx, Request{Action: "cortex.create", Args: json.RawMessage(fmt.Sprintf(`{"type":"goal","id":"g%d","fields":{"title":"t"}}`, i))}); err != nil {
+		if _, err := e.Do(ctx, Request{Action: "cortex.create", Args: json.RawMessage(fmt.Sprintf(`{"type":"goal","id":"g%d","fields":{"title":"t","description":%q}}`, i, description))}); err != nil {
 			t.Fatal(err)
 		}
 		if i > 0 {

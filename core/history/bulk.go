@@ -58,7 +58,7 @@ func (h *History) BulkLoad(ctx context.Context, call action.Call, reqs iter.Seq[
 			}
 			return written, fmt.Errorf("request %d: %w", at, bad)
 		}
-		if len(chunk) > 0 && (len(chunk) == bulkChunk || req.Conversation != chunk[0].Conversation) {
+		if len(chunk) > 0 && (len(chunk) == h.bulkChunk || req.Conversation != chunk[0].Conversation) {
 			if err := flush(); err != nil {
 				return written, err
 			}

@@ -16,6 +16,13 @@ func HoldFolds(opts Options) Options {
 	return opts
 }
 
+// WithBulkChunk returns opts with BulkLoad committing n writes to a
+// transaction instead of bulkChunk.
+func WithBulkChunk(opts Options, n int) Options {
+	opts.bulkChunk = n
+	return opts
+}
+
 // SeedEvictions makes conversation c (which must not exist yet) hold what
 // n writes into a full buffer of 1 leave behind, built directly (writing a
 // million utterances would take an hour): its counters, a summary covering

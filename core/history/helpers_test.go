@@ -41,6 +41,7 @@ type rigOptions struct {
 	dir            string // a durable store there ("" : in memory)
 	historyBackend string
 	holdFolds      bool // leave every fold pending (as a crash right after the write)
+	bulkChunk      int  // BulkLoad's writes per transaction (0: the product's)
 	llm            llm.Provider
 	// keep: the caller closes the engine (data shared by benchmarks, which
 	// outlives the benchmark that built it).
@@ -61,6 +62,9 @@ func newRigWith(t testing.TB, o rigOptions) *rig {
 				opts := history.Options{DefaultBackend: o.historyBackend}
 				if o.holdFolds {
 					opts = history.HoldFolds(opts)
+				}
+				if o.bulkChunk > 0 {
+					opts = history.WithBulkChunk(opts, o.bulkChunk)
 				}
 				r.h, err = history.Register(env, opts)
 				return err

@@ -117,6 +117,8 @@ type History struct {
 	// (see fold.go); readers of the summary settle it first.
 	folder    *kit.Worker
 	holdFolds bool
+	// bulkChunk is how many writes BulkLoad commits to one transaction.
+	bulkChunk int
 	// locks holds a *sync.Mutex per conversation: writes to one
 	// conversation take turns in this process instead of conflicting in
 	// the store (Badger's directory lock keeps other processes out).
@@ -143,12 +145,19 @@ type Options struct {
 	// holdFolds (tests) leaves every fold pending, as a crash right after
 	// the write would.
 	holdFolds bool
+	// bulkChunk (tests) replaces bulkChunk when not 0, so that a test
+	// crosses BulkLoad's transactions with hundreds of writes, not
+	// thousands (slow under -race).
+	bulkChunk int
 }
 
 // New returns the history over env.
 func New(env *kit.Env, opts Options) (*History, error) {
 	h := &History{env: env, stores: &stores{env: env}, defaultBackend: opts.DefaultBackend, holdFolds: opts.holdFolds,
-		postings: newPostingIndex(), hybrid: newHybridIndexes()}
+		bulkChunk: bulkChunk, postings: newPostingIndex(), hybrid: newHybridIndexes()}
+	if opts.bulkChunk > 0 {
+		h.bulkChunk = opts.bulkChunk
+	}
 	if h.defaultBackend == "" {
 		h.defaultBackend = BackendDurable
 		if env.Store.InMemory() {

@@ -2,6 +2,7 @@ package retrieval
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -84,25 +85,30 @@ func TestAddRanksAsBuild(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	withPRF := DefaultParams
 	withPRF.PRFWeight = 0.5
+	// The conversations share nothing (each builds its own indexes), so
+	// they run side by side: this test is most of the package's time.
 	for c, docs := range convs {
-		// Feedback on: the terms of the top hits read after an Add too.
-		sameRanking(t, Build(docs, withPRF), Build(docs[:len(docs)/3], withPRF).Add(docs[len(docs)/3:]...), questions[c], now)
-		want := Build(docs, DefaultParams)
-		half := len(docs) / 2
-		one := Build(docs[:half], DefaultParams)
-		for _, d := range docs[half:] {
-			one = one.Add(d)
-		}
-		sameRanking(t, want, one, questions[c], now)
-		chunked := Build(docs[:half], DefaultParams)
-		for i := half; i < len(docs); i += 37 {
-			chunked = chunked.Add(docs[i:min(i+37, len(docs))]...)
-		}
-		sameRanking(t, want, chunked, questions[c], now)
-		// Grown from nothing.
-		var empty *Index = Build(nil, DefaultParams)
-		empty = empty.Add(docs...)
-		sameRanking(t, want, empty, questions[c], now)
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			t.Parallel()
+			// Feedback on: the terms of the top hits read after an Add too.
+			sameRanking(t, Build(docs, withPRF), Build(docs[:len(docs)/3], withPRF).Add(docs[len(docs)/3:]...), questions[c], now)
+			want := Build(docs, DefaultParams)
+			half := len(docs) / 2
+			one := Build(docs[:half], DefaultParams)
+			for _, d := range docs[half:] {
+				one = one.Add(d)
+			}
+			sameRanking(t, want, one, questions[c], now)
+			chunked := Build(docs[:half], DefaultParams)
+			for i := half; i < len(docs); i += 37 {
+				chunked = chunked.Add(docs[i:min(i+37, len(docs))]...)
+			}
+			sameRanking(t, want, chunked, questions[c], now)
+			// Grown from nothing.
+			var empty *Index = Build(nil, DefaultParams)
+			empty = empty.Add(docs...)
+			sameRanking(t, want, empty, questions[c], now)
+		})
 	}
 }
 

@@ -45,6 +45,7 @@ func memoTexts(t testing.TB) []string {
 
 // TestMemoIsExact: the memo's sum of chunks is the tokenizer's count.
 func TestMemoIsExact(t *testing.T) {
+	t.Parallel() // a Memo of its own over pure functions
 	count := text.Memo(llm.CountTokens)
 	bad := 0
 	for _, round := range []string{"cold", "warm"} {

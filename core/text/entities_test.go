@@ -129,6 +129,7 @@ func corpus(t testing.TB) []string {
 // TestEntitiesAsRegexpWould: trying each pattern only where a match may
 // begin finds what running it everywhere finds.
 func TestEntitiesAsRegexpWould(t *testing.T) {
+	t.Parallel() // pure functions over the test corpus: the package's slowest three run side by side
 	bad := 0
 	for _, s := range corpus(t) {
 		if got, want := Entities(s), slowEntities(s); !slices.Equal(got, want) {
@@ -146,6 +147,7 @@ func TestEntitiesAsRegexpWould(t *testing.T) {
 // TestQuantityByHand: matchQuantity matches as quantityPattern does,
 // anchored where a match may begin.
 func TestQuantityByHand(t *testing.T) {
+	t.Parallel() // pure functions over the test corpus
 	anchored := regexp.MustCompile(`^(?:` + quantityPattern.String() + `)`)
 	for _, s := range append(corpus(t), "5mg", "5-day", "5 - 7 days", "5 –7 nights", "a hundred people", "dozens of servers",
 		"sixty days", "sixmg", "ten ants", "1,5.25 km", "12 sq ft", "3 °C", "4 µs", "7 business  days", "Six Weeks") {
