@@ -400,8 +400,11 @@ func (h *History) buildHybrid(c string) error {
 		return nil
 	}
 	var hi *hybridIndex
+	installed := false
 	defer func() {
-		if hi == nil { // nothing built: end the run
+		// Nothing installed (nothing to build, an error, or a panic in
+		// the build): end the run, or a search waits on it forever.
+		if !installed {
 			h.hybrid.mu.Lock()
 			h.hybrid.inflight.finish(c, run, 0)
 			h.hybrid.mu.Unlock()
@@ -430,7 +433,6 @@ func (h *History) buildHybrid(c string) error {
 		return err
 	})
 	if err != nil || hi == nil {
-		hi = nil
 		return err
 	}
 	if h.hybrid.afterSnapshot != nil {
@@ -440,6 +442,7 @@ func (h *History) buildHybrid(c string) error {
 	hi.ix.Compact()
 	// Here, not in the first write's commit: a second at 100,000.
 	hi.ix.PrepareAdd()
+	installed = true // install ends the run, whatever it keeps
 	h.hybrid.install(c, run, hi)
 	return nil
 }
