@@ -33,7 +33,7 @@ type Query struct {
 	Limit int
 	// Keep, when set, says which documents (by their place among those
 	// built and added) may be results; the others still lend to their
-	// neighbours and session.
+	// neighbours and session, but place no event ("after the move").
 	Keep func(doc int) bool
 	// Matched keeps only documents holding a term of the query (or of
 	// its thesaurus or feedback expansion) as results: the lifts of neighbours and
@@ -253,7 +253,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	// Events the query places its answer before or after: the time of
 	// the document that best matches each.
 	for _, a := range tq.Anchors {
-		at, ok := ix.anchorTime(a.Text, sc)
+		at, ok := ix.anchorTime(a.Text, q.Keep)
 		if !ok {
 			if q.Strict {
 				return nil, fmt.Errorf("query: no document matches the event of %q, so it places nothing in time; name the event in other words", a.Expr)
@@ -452,14 +452,18 @@ func (ix *Index) scoreSynonyms(syns []qterm, sc *scratch) {
 }
 
 // anchorTime is the time of the document that best matches an event's
-// words (the earliest among equals).
-func (ix *Index) anchorTime(text string, _ *scratch) (time.Time, bool) {
+// words (the earliest among equals), among those keep keeps (all when
+// nil): a document the searcher may not see places no event for it.
+func (ix *Index) anchorTime(text string, keep func(doc int) bool) (time.Time, bool) {
 	terms := ix.queryTerms(text)
 	scores := make([]float64, len(ix.docs))
 	var touched []int32
 	ix.score(terms, scores, &touched, nil)
 	bestDoc, bestScore := -1, 0.0
 	for _, d := range touched {
+		if keep != nil && !keep(int(d)) {
+			continue
+		}
 		if s := scores[d]; s > bestScore || s == bestScore && int(d) < bestDoc {
 			bestDoc, bestScore = int(d), s
 		}
