@@ -231,8 +231,18 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 		if q.Strict && (len(wq.Windows) == 0 && len(wq.Anchors) == 0 || len(wq.Unparsed) > 0) {
 			return nil, fmt.Errorf("when: %q names no time engram can place; use a month (\"in May 2024\"), a season (\"last summer\"), a span (\"3 weeks ago\") or \"before/after\" an event", q.When)
 		}
-		tq.Windows = append(tq.Windows, wq.Windows...)
-		tq.Anchors = append(tq.Anchors, wq.Anchors...)
+		// A time the text says too (thread linking gives the whole
+		// message as When) is read once: a why names each window once.
+		for _, w := range wq.Windows {
+			if !slices.ContainsFunc(tq.Windows, func(v Window) bool { return v.Expr == w.Expr && v.From.Equal(w.From) && v.To.Equal(w.To) }) {
+				tq.Windows = append(tq.Windows, w)
+			}
+		}
+		for _, a := range wq.Anchors {
+			if !slices.Contains(tq.Anchors, a) {
+				tq.Anchors = append(tq.Anchors, a)
+			}
+		}
 		tq.Unparsed = append(tq.Unparsed, wq.Unparsed...)
 		tq.Temporal = tq.Temporal || wq.Temporal
 	}
