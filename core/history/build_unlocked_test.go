@@ -152,3 +152,31 @@ func TestWritesGoOnWhileAPlainSearchReadsThePostings(t *testing.T) {
 	history.ForgetPostings(r.h, "default")
 	writeDuringTheBuild(t, r, func() int64 { return history.IndexBuilds(r.h) })
 }
+
+// TestASearchAfterABuildThatPanickedIsAnswered: a build that panics (a
+// bug the engine turns into the action's error) ends its run, so the next
+// search of the conversation builds again instead of waiting forever on
+// a build that will never finish.
+func TestASearchAfterABuildThatPanickedIsAnswered(t *testing.T) {
+	r := newRig(t)
+	r.write("", "user", "The Kowalski invoice is overdue.")
+	history.ForgetHybrid(r.h, "default")
+	first := true
+	history.AfterBuildSnapshot(r.h, func(string) {
+		if first {
+			first = false
+			panic("a bug in the build")
+		}
+	})
+	if _, err := r.Try(enginetest.Who{}, "history.search", map[string]any{"query": "invoice"}); err == nil {
+		t.Fatal("the search whose build panicked answered")
+	}
+	select {
+	case err := <-searchInBackground(r, "invoice"):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the next search waits for the build that panicked")
+	}
+}

@@ -148,7 +148,20 @@ func (p *hybridIndexes) has(c string, v uint64) bool {
 // recently used others while they all hold more than maxDocs.
 func (p *hybridIndexes) install(c string, run *buildRun, hi *hybridIndex) {
 	p.builds.Add(1)
+	old, victims := p.catchUp(c, run, hi)
+	if old != nil {
+		old.kill()
+	}
+	killAll(victims)
+}
+
+// catchUp is install's part under p.mu: it replays the changes committed
+// since hi's snapshot and keeps hi, unless one cannot be replayed. It
+// returns the index hi replaces and those trimmed, to be killed once p.mu
+// is let go (one may be being searched).
+func (p *hybridIndexes) catchUp(c string, run *buildRun, hi *hybridIndex) (old *hybridIndex, victims []*hybridIndex) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	chain, ok := p.inflight.finish(c, run, hi.version)
 replay:
 	for _, vc := range chain {
@@ -164,10 +177,9 @@ replay:
 		hi.version = vc.to
 	}
 	if !ok || hi.ix.Len() > p.maxUtterances {
-		p.mu.Unlock()
-		return
+		return nil, nil
 	}
-	old := p.convs[c]
+	old = p.convs[c]
 	if old != nil {
 		p.docs -= old.docs
 	}
@@ -176,12 +188,7 @@ replay:
 	p.tick++
 	hi.used = p.tick
 	p.convs[c] = hi
-	victims := p.trim(c)
-	p.mu.Unlock()
-	if old != nil {
-		old.kill()
-	}
-	killAll(victims)
+	return old, p.trim(c)
 }
 
 // trim takes the least recently used indexes but conversation keep's
@@ -383,10 +390,6 @@ func metaSession(raw json.RawMessage) string {
 // the build catches up with them before it is installed (catchup.go). A
 // search arriving while a build is under way waits for it.
 func (h *History) buildHybrid(c string) error {
-	st, _, err := h.storeOf(c)
-	if err != nil {
-		return err
-	}
 	run := h.joinBuild(c, &h.hybrid.mu, &h.hybrid.inflight)
 	if run == nil {
 		return nil
@@ -397,6 +400,11 @@ func (h *History) buildHybrid(c string) error {
 			h.hybrid.inflight.abandon(&h.hybrid.mu, c, run)
 		}
 	}()
+	// Where it lives now: a move that ends later breaks the run.
+	st, _, err := h.storeOf(c)
+	if err != nil {
+		return err
+	}
 	var hi *hybridIndex
 	var docs []retrieval.Doc
 	err = st.View(func(tx *storage.Tx) error {
@@ -430,7 +438,7 @@ func (h *History) buildHybrid(c string) error {
 	hi.ix.Compact()
 	// Here, not in the first write's commit: a second at 100,000.
 	hi.ix.PrepareAdd()
-	installed = true
+	installed = true // install ends the run, whatever it keeps
 	h.hybrid.install(c, run, hi)
 	return nil
 }

@@ -304,10 +304,6 @@ func queryTerms(q string) []string {
 // there at the version the store holds. It holds the conversation's lock:
 // no write of this process changes the postings meanwhile.
 func (h *History) buildIndex(c string) error {
-	st, _, err := h.storeOf(c)
-	if err != nil {
-		return err
-	}
 	// As buildHybrid: a snapshot read without the lock, caught up when
 	// installed.
 	run := h.joinBuild(c, &h.postings.mu, &h.postings.inflight)
@@ -320,6 +316,10 @@ func (h *History) buildIndex(c string) error {
 			h.postings.inflight.abandon(&h.postings.mu, c, run)
 		}
 	}()
+	st, _, err := h.storeOf(c)
+	if err != nil {
+		return err
+	}
 	return st.View(func(tx *storage.Tx) error {
 		conv, err := loadConversation(tx, c)
 		if err != nil || conv == nil || h.postings.has(c, conv.IndexVersion) {

@@ -33,7 +33,7 @@ type Query struct {
 	Limit int
 	// Keep, when set, says which documents (by their place among those
 	// built and added) may be results; the others still lend to their
-	// neighbours and session.
+	// neighbours and session, but place no event ("after the move").
 	Keep func(doc int) bool
 	// Matched keeps only documents holding a term of the query (or of
 	// its thesaurus or feedback expansion) as results: the lifts of neighbours and
@@ -231,8 +231,18 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 		if q.Strict && (len(wq.Windows) == 0 && len(wq.Anchors) == 0 || len(wq.Unparsed) > 0) {
 			return nil, fmt.Errorf("when: %q names no time engram can place; use a month (\"in May 2024\"), a season (\"last summer\"), a span (\"3 weeks ago\") or \"before/after\" an event", q.When)
 		}
-		tq.Windows = append(tq.Windows, wq.Windows...)
-		tq.Anchors = append(tq.Anchors, wq.Anchors...)
+		// A time the text says too (thread linking gives the whole
+		// message as When) is read once: a why names each window once.
+		for _, w := range wq.Windows {
+			if !slices.ContainsFunc(tq.Windows, func(v Window) bool { return v.Expr == w.Expr && v.From.Equal(w.From) && v.To.Equal(w.To) }) {
+				tq.Windows = append(tq.Windows, w)
+			}
+		}
+		for _, a := range wq.Anchors {
+			if !slices.Contains(tq.Anchors, a) {
+				tq.Anchors = append(tq.Anchors, a)
+			}
+		}
 		tq.Unparsed = append(tq.Unparsed, wq.Unparsed...)
 		tq.Temporal = tq.Temporal || wq.Temporal
 	}
@@ -253,7 +263,7 @@ func (ix *Index) Search(q Query) ([]Result, error) {
 	// Events the query places its answer before or after: the time of
 	// the document that best matches each.
 	for _, a := range tq.Anchors {
-		at, ok := ix.anchorTime(a.Text, sc)
+		at, ok := ix.anchorTime(a.Text, q.Keep)
 		if !ok {
 			if q.Strict {
 				return nil, fmt.Errorf("query: no document matches the event of %q, so it places nothing in time; name the event in other words", a.Expr)
@@ -452,14 +462,18 @@ func (ix *Index) scoreSynonyms(syns []qterm, sc *scratch) {
 }
 
 // anchorTime is the time of the document that best matches an event's
-// words (the earliest among equals).
-func (ix *Index) anchorTime(text string, _ *scratch) (time.Time, bool) {
+// words (the earliest among equals), among those keep keeps (all when
+// nil): a document the searcher may not see places no event for it.
+func (ix *Index) anchorTime(text string, keep func(doc int) bool) (time.Time, bool) {
 	terms := ix.queryTerms(text)
 	scores := make([]float64, len(ix.docs))
 	var touched []int32
 	ix.score(terms, scores, &touched, nil)
 	bestDoc, bestScore := -1, 0.0
 	for _, d := range touched {
+		if keep != nil && !keep(int(d)) {
+			continue
+		}
 		if s := scores[d]; s > bestScore || s == bestScore && int(d) < bestDoc {
 			bestDoc, bestScore = int(d), s
 		}
