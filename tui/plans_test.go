@@ -666,7 +666,8 @@ func TestPlansRunTimeLeavesOutTheIdleTimeBetweenRuns(t *testing.T) {
 	tm.Type("c")
 	waitFor(t, tm, "Cancel plan report?")
 	tm.Type("y")
-	waitFor(t, tm, "Plan report cancelled: 2 of 6 completed in 3.0s; r resumes it.")
+	// The list's line too: r resumes only a plan the list says is not running.
+	waitFor(t, tm, "Plan report cancelled: 2 of 6 completed in 3.0s; r resumes it.", "cancelled  2/6")
 	clk.Advance(10 * time.Second)
 	gate.release()
 	tm.Type("r")
