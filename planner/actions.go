@@ -106,8 +106,7 @@ func (pl *Planner) actList(ctx context.Context, call action.Call, _ ListArgs) (L
 	plans, unreadable, err := pl.List(call.Principal)
 	out := []PlanSummary{}
 	for _, p := range plans {
-		out = append(out, PlanSummary{ID: p.ID, Goal: p.Goal, Strategy: p.Strategy, Status: p.Status, Progress: p.Count(),
-			ReplanCount: p.ReplanCount, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt})
+		out = append(out, p.Summary())
 	}
 	return ListResult{Plans: out, Unreadable: unreadable}, err
 }

@@ -125,6 +125,13 @@ type Counts struct {
 	Total      int `json:"total"`
 }
 
+// Summary is the plan as plan.list shows it: the console puts a run's
+// result in its list with it, so that both say the same at once.
+func (p *Plan) Summary() PlanSummary {
+	return PlanSummary{ID: p.ID, Goal: p.Goal, Strategy: p.Strategy, Status: p.Status, Progress: p.Count(),
+		ReplanCount: p.ReplanCount, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
 // Count tallies the plan's subtasks.
 func (p *Plan) Count() Counts {
 	var c Counts

@@ -685,7 +685,9 @@ func TestChatSendsOnChannels(t *testing.T) {
 	send("Book flights to Paris for March 3.", "→ web · thread “Book flights to Paris for March 3”", "(new, not linked to 2 earlier",
 		"on web › “Book flights to Paris for March 3”")
 	clk.Advance(time.Minute)
-	send("Two seats, please.", "→ web · thread “Book flights to Paris for March 3”", "(turn 2)")
+	// The buffer's count as well: "(turn 2)" is also New York's, on a line
+	// the conversation redraws as it scrolls before the answer comes.
+	send("Two seats, please.", "→ web · thread “Book flights to Paris for March 3”", "(turn 2)", "5/50 utterances")
 	keys(tm, tea.KeyEsc)
 	tm.Type("2")
 	waitFor(t, tm, "3 threads", "▸ Book flights to Paris for March 3", "Two seats, please.")

@@ -256,6 +256,11 @@ type plansPane struct {
 	// the replan and cancel requests in flight: req → plan id.
 	runs   map[string]*planRun
 	others map[int]string
+	// ended is, by plan id, the last request number sent when a run the
+	// pane started ended: the list and the plan read by a request up to
+	// it are older than the run's result, and must not undo it on screen.
+	// (One number per plan run here: it is never dropped.)
+	ended map[string]int
 
 	spinner   spinner.Model
 	still     bool // tests: the spinner keeps its first frame (no ticks)
@@ -290,6 +295,7 @@ func newPlansPane(engine conn.Conn, styles *Styles, offline bool) *plansPane {
 		approve:  confirm[runAsk]{Yes: "run them"},
 		runs:     map[string]*planRun{},
 		others:   map[int]string{},
+		ended:    map[string]int{},
 		spinner:  spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(styles.Prompt)),
 		// The bar's colours follow the console's profile: with none (an
 		// ASCII terminal, the golden tests) it reads as █ done and ░ to do.
@@ -668,6 +674,8 @@ func (p *plansPane) planResult(msg resultMsg[planner.PlanResult]) tea.Cmd {
 		switch {
 		case msg.err != nil:
 			delete(p.plan.docs, p.plan.asked) // gone
+		case msg.value.Plan != nil && p.olderThanRun(msg.value.Plan.ID, msg.req):
+			// Read before the run's result came: a newer load follows.
 		case msg.value.Plan != nil:
 			delete(p.plan.gone, msg.value.Plan.ID)
 			p.plan.docs[msg.value.Plan.ID] = msg.value.Plan
@@ -715,6 +723,7 @@ func (p *plansPane) listResult(msg resultMsg[planner.ListResult]) tea.Cmd {
 	} else {
 		p.list.err = ""
 		p.list.plans = msg.value.Plans
+		p.keepRunResults(msg.req)
 		// The cursor stays on its plan when the list changes around it, or
 		// goes to the one just made.
 		at := before
@@ -774,8 +783,13 @@ func (p *plansPane) reportRun(id, verb string, msg resultMsg[planner.ExecuteResu
 	if pl == nil {
 		return showStatus("unexpected plan."+verb+" result", true)
 	}
+	// The list, the plan and the status line say the same from this
+	// update on: the list does not wait for its reload (issue 18, flaky
+	// console tests: "aborted" above a list still saying pending).
 	p.plan.docs[pl.ID] = pl
 	p.keepStepSelection()
+	p.ended[pl.ID] = p.seq
+	p.keepRunResults(p.seq)
 	c := msg.value.Progress
 	text := fmt.Sprintf("Plan %s %s: %d of %d completed", oneLine(pl.ID), pl.Status, c.Completed, c.Total)
 	if c.Failed > 0 {
@@ -796,6 +810,24 @@ func (p *plansPane) reportRun(id, verb string, msg resultMsg[planner.ExecuteResu
 	bad := pl.Status == planner.PlanAborted || pl.Status == planner.PlanFailed || pl.Status == planner.PlanPartial
 	p.setNotice(pl.ID, "", false)
 	return showStatus(text+".", bad)
+}
+
+// olderThanRun reports that request req was sent before a run of plan id
+// the pane started ended: its answer is older than what the run returned.
+func (p *plansPane) olderThanRun(id string, req int) bool {
+	end, ok := p.ended[id]
+	return ok && req <= end
+}
+
+// keepRunResults puts the plan shown over its line in the list read by
+// request req, for each plan whose run ended after req was sent: that
+// plan is the run's result (or newer), the line older.
+func (p *plansPane) keepRunResults(req int) {
+	for i, s := range p.list.plans {
+		if d := p.plan.docs[s.ID]; d != nil && p.olderThanRun(s.ID, req) {
+			p.list.plans[i] = d.Summary()
+		}
+	}
 }
 
 // replanResult reports a replan of plan id.

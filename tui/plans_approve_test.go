@@ -344,7 +344,9 @@ func TestPlansApproveOnlyOnceTheLastActionWasShown(t *testing.T) {
 	rc, _ := newProposingEngine(t, eightAnswer)
 	do(t, rc, "plan.decompose", "", `{"goal": "Set it all up", "id": "eight"}`)
 	tm := startPlans(t, rc, 80, 24)
-	waitFor(t, tm, "eight · Set it all up")
+	// The plan itself, not only its title (drawn from the list while the
+	// plan loads): x asks about the model's actions only once they are in.
+	waitFor(t, tm, "eight · Set it all up", "0 of 8 completed")
 	tm.Type("x")
 	waitFor(t, tm, "Execute eight")
 	keys(tm, tea.KeyEnter)
@@ -433,7 +435,9 @@ func TestGoldenPlansAskScrolls(t *testing.T) {
 	rc, _ := newProposingEngine(t, eightAnswer)
 	do(t, rc, "plan.decompose", "", `{"goal": "Set it all up", "id": "eight"}`)
 	tm := startPlans(t, rc, 80, 24)
-	waitFor(t, tm, "eight · Set it all up")
+	// The plan itself, not only its title (drawn from the list while the
+	// plan loads): x asks about the model's actions only once they are in.
+	waitFor(t, tm, "eight · Set it all up", "0 of 8 completed")
 	tm.Type("x")
 	waitFor(t, tm, "Execute eight")
 	keys(tm, tea.KeyEnter)

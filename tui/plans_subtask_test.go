@@ -32,7 +32,9 @@ func abortedReport(t *testing.T, failTimes, width, height int) (conn.Conn, *teat
 	tm := startPlans(t, engine, width, height)
 	waitFor(t, tm, "[4 Plans]", "stage 3", "report · Publish the weekly report")
 	execute(t, tm, 0, "1")
-	waitFor(t, tm, "Plan report aborted", "x runs it again with a")
+	// The status line, the plan and its line in the list: the frames
+	// taken after this hold all three.
+	waitFor(t, tm, "Plan report aborted", "x runs it again with a", "aborted    2/6")
 	return engine, tm
 }
 

@@ -358,7 +358,8 @@ func TestPlansAbortPolicy(t *testing.T) {
 	execute(t, tm, 0, "1")
 	// The plan's own failure line: the plan reloaded after the run (the
 	// keys below follow it), not only the list and the status line.
-	waitFor(t, tm, "Plan report aborted: 2 of 6 completed, 1 failed in 3.0s; x or t/s/m go on.", "✗ aborted", "✗ task.fail: fail")
+	waitFor(t, tm, "Plan report aborted: 2 of 6 completed, 1 failed in 3.0s; x or t/s/m go on.", "✗ aborted", "✗ task.fail: fail",
+		"aborted    2/6") // the list's line, which the keys below follow
 	m := finish(t, tm)
 	if view := m.View(); !strings.Contains(view, "✗ enrich") || !strings.Contains(view, "✗ task.fail: fail") {
 		t.Errorf("the failure does not show:\n%s", view)
@@ -665,7 +666,8 @@ func TestPlansRunTimeLeavesOutTheIdleTimeBetweenRuns(t *testing.T) {
 	tm.Type("c")
 	waitFor(t, tm, "Cancel plan report?")
 	tm.Type("y")
-	waitFor(t, tm, "Plan report cancelled: 2 of 6 completed in 3.0s; r resumes it.")
+	// The list's line too: r resumes only a plan the list says is not running.
+	waitFor(t, tm, "Plan report cancelled: 2 of 6 completed in 3.0s; r resumes it.", "cancelled  2/6")
 	clk.Advance(10 * time.Second)
 	gate.release()
 	tm.Type("r")

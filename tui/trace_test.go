@@ -266,7 +266,8 @@ func TestTraceShowsNoOtherAgentsEntriesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	do(t, engine, "turn.start", "mine", `{"input": "are you there?"}`)
-	waitFor(t, tm, "mine")
+	// All of the turn's entries, not its first: the count checked below.
+	waitFor(t, tm, "mine", plural(traceCount(t, engine, "mine"), "entry", "entries")+", all turns")
 
 	m := finish(t, tm)
 	p := m.panes[tabTrace].(*tracePane)
