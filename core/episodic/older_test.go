@@ -19,16 +19,15 @@ import (
 // backReference is a message about a thread from months ago.
 const backReference = "Remember when we talked about the Lisbon flat?"
 
-// fillerThreads starts n threads (one user message and an answer each)
-// about nothing the back-reference names, one a minute from the clock on,
-// as who.
+// fillerThreads starts n threads (one user message each: an answer would
+// only make the tests slower) about nothing the back-reference names, one
+// a minute from the clock on, as who.
 func fillerThreads(r *rig, who enginetest.Who, n int) {
 	r.T.Helper()
 	chores := []string{"water the tomatoes", "call the plumber about the tap", "order printer ink", "pay the electricity bill", "book the car service"}
 	for i := range n {
 		r.clock.Advance(time.Minute)
-		res := enginetest.Call[episodic.MessageResult](r.Rig, who, "thread.message", map[string]string{"channel": "web", "text": fmt.Sprintf("Remind me to %s, chore %d.", chores[i%len(chores)], i)})
-		enginetest.Call[episodic.MessageResult](r.Rig, who, "thread.message", map[string]string{"channel": "web", "thread_id": res.ThreadID, "speaker": "assistant", "text": "Noted; I will remind you."})
+		enginetest.Call[episodic.MessageResult](r.Rig, who, "thread.message", map[string]string{"channel": "web", "text": fmt.Sprintf("Remind me to %s, chore %d.", chores[i%len(chores)], i)})
 	}
 }
 
@@ -79,6 +78,7 @@ func foundTerms(f *episodic.Found) []string {
 // most recent, yet "Remember when we talked about the Lisbon flat?" links
 // to it: a search found it, and the decision says so and by which words.
 func TestBackReferenceLinksAThreadOlderThanTheFiftyMostRecent(t *testing.T) {
+	t.Parallel() // each its own engine; the slowest of the package
 	r := newRig(t)
 	lisbon, _ := lisbonWorld(r)
 	res := r.send("web", "", backReference)
@@ -127,6 +127,7 @@ func TestBackReferenceLinksAThreadOlderThanTheFiftyMostRecent(t *testing.T) {
 // filler with the message ("talked", "remind") is not added; the old
 // thread about its subject is, alone.
 func TestUnrelatedOldThreadIsNotACandidate(t *testing.T) {
+	t.Parallel() // each its own engine; the slowest of the package
 	r := newRig(t)
 	lisbon, passport := lisbonWorld(r)
 	got := r.ep.OlderCandidates(t, r.e.Agent(), backReference)
@@ -147,6 +148,7 @@ func TestUnrelatedOldThreadIsNotACandidate(t *testing.T) {
 // about the Lisbon flat is never a candidate of Bob's new thread, though it
 // matches better than Bob's own; Bob's own old thread is.
 func TestOlderThreadsFoundAreOnlyThoseThePrincipalMayRead(t *testing.T) {
+	t.Parallel() // each its own engine; the slowest of the package
 	r := newRig(t)
 	r.clock.Set(t0.AddDate(0, -4, 0))
 	alices := oldThread(r, alice, "I'm looking at a flat in Lisbon, two bedrooms near Alfama.", "The Lisbon flat in Alfama is 1,200 euros a month.")
@@ -219,6 +221,7 @@ func linkScript(t *testing.T, rp **rig, between func()) (found []string, all str
 // index built from scratch rather than kept and appended to) the same
 // threads are found, by the same words, scored alike.
 func TestOlderCandidatesAreTheSameOnEveryRun(t *testing.T) {
+	t.Parallel() // each its own engine; the slowest of the package
 	a, b := newRig(t), newRig(t)
 	foundA, allA := linkScript(t, &a, func() {})
 	foundB, allB := linkScript(t, &b, func() {})
@@ -299,6 +302,7 @@ func TestConcurrentNewThreadsSearchOlderThreads(t *testing.T) {
 // MaxEpisodeThreads; the next link starts another, so no episode's record
 // grows without end and every new thread's message is still taken.
 func TestACrossThreadEpisodeNeverHoldsMoreThanItsBound(t *testing.T) {
+	t.Parallel() // each its own engine; the slowest of the package
 	r := newRigWith(t, rigOptions{opts: episodic.FixedScores(episodic.Options{MaxCandidates: 2}, func(string, string) float64 { return 0.9 })})
 	var last episodic.MessageResult
 	for i := range episodic.MaxEpisodeThreads + 10 {
