@@ -323,15 +323,16 @@ func TestACrossThreadEpisodeNeverHoldsMoreThanItsBound(t *testing.T) {
 	}
 }
 
-// TestAnOlderThreadBobCannotReadPlacesNoEventForHim: "after the Porto
-// conference" is placed in time by the thread that best matches the
-// event. Only Alice's thread does; Bob may not read it, so his search
-// places no window there: his own old thread is found by its words
-// alone, its decision naming no window that Alice's thread placed.
-func TestAnOlderThreadBobCannotReadPlacesNoEventForHim(t *testing.T) {
+// kitchenAfterPorto asks, as bob, about the kitchen budget "after the
+// Porto conference": the conference thread is conferenceBy's, two months
+// old; bob's kitchen thread is five days younger; two filler threads are
+// the most recent (MaxCandidates 2). It returns the decision about the
+// kitchen thread, which a search must have found.
+func kitchenAfterPorto(t *testing.T, conferenceBy enginetest.Who) *episodic.Decision {
+	t.Helper()
 	r := newRigWith(t, rigOptions{opts: episodic.Options{MaxCandidates: 2, MaxSearched: 5}})
 	r.clock.Set(t0.AddDate(0, 0, -60))
-	oldThread(r, alice, "Booking the Porto conference trip for the team.", "The Porto conference hotel is booked.")
+	oldThread(r, conferenceBy, "Booking the Porto conference trip for the team.", "The Porto conference hotel is booked.")
 	r.clock.Advance(5 * 24 * time.Hour)
 	kitchen := oldThread(r, bob, "What is the budget for the kitchen renovation?", "The kitchen budget is 8,000 euros.")
 	r.clock.Set(t0)
@@ -343,7 +344,16 @@ func TestAnOlderThreadBobCannotReadPlacesNoEventForHim(t *testing.T) {
 	if d == nil || d.Found == nil {
 		t.Fatalf("Bob's kitchen thread was not found: %s", enginetest.Short(res.Decisions))
 	}
-	if len(d.Found.Windows) != 0 {
+	return d
+}
+
+// TestAnOlderThreadBobCannotReadPlacesNoEventForHim: "after the Porto
+// conference" is placed in time by the thread that best matches the
+// event. Only Alice's thread does; Bob may not read it, so his search
+// places no window there: his own old thread is found by its words
+// alone, its decision naming no window that Alice's thread placed.
+func TestAnOlderThreadBobCannotReadPlacesNoEventForHim(t *testing.T) {
+	if d := kitchenAfterPorto(t, alice); len(d.Found.Windows) != 0 {
 		t.Errorf("Bob's search placed %q by Alice's thread, which he may not read", d.Found.Windows)
 	}
 }
@@ -353,20 +363,7 @@ func TestAnOlderThreadBobCannotReadPlacesNoEventForHim(t *testing.T) {
 // its window, though the search reads the message's time words twice
 // (its words, and the whole message for time).
 func TestAFoundThreadNamesEachWindowOnce(t *testing.T) {
-	r := newRigWith(t, rigOptions{opts: episodic.Options{MaxCandidates: 2, MaxSearched: 5}})
-	r.clock.Set(t0.AddDate(0, 0, -60))
-	oldThread(r, bob, "Booking the Porto conference trip for the team.", "The Porto conference hotel is booked.")
-	r.clock.Advance(5 * 24 * time.Hour)
-	kitchen := oldThread(r, bob, "What is the budget for the kitchen renovation?", "The kitchen budget is 8,000 euros.")
-	r.clock.Set(t0)
-	fillerThreads(r, bob, 2)
-	r.clock.Advance(time.Hour)
-
-	res := enginetest.Call[episodic.MessageResult](r.Rig, bob, "thread.message", map[string]string{"channel": "web", "text": "What was the kitchen budget after the Porto conference?"})
-	d := decisionAbout(res.Decisions, kitchen)
-	if d == nil || d.Found == nil {
-		t.Fatalf("Bob's kitchen thread was not found: %s", enginetest.Short(res.Decisions))
-	}
+	d := kitchenAfterPorto(t, bob)
 	if want := []string{"after the Porto conference"}; !slices.Equal(d.Found.Windows, want) {
 		t.Errorf("found in windows %q, want %q", d.Found.Windows, want)
 	}
