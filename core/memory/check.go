@@ -422,37 +422,34 @@ func (c *storeCheck) explain(ids []string) error {
 // texts waiting for their vector) of items that do not exist, and those
 // that do not read or name another item's keys.
 func (c *storeCheck) readEmbeddings() error {
-	err := c.tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "vec", c.s.name)), func(k, v []byte) error {
-		if err := c.tick(); err != nil {
+	for _, kind := range []struct {
+		part  string
+		check func(id string, v []byte) error
+		what  string
+	}{
+		{"vec", func(_ string, v []byte) error { return embed.CheckRecord(v) }, "embedding %q of item %s is unreadable: %v"},
+		{"embq", func(id string, v []byte) error {
+			return embed.CheckMarker(v, itemKey(c.s.name, id), vecKey(c.s.name, id))
+		}, "pending embedding %q of item %s: %v"},
+	} {
+		err := c.tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, kind.part, c.s.name)), func(k, v []byte) error {
+			if err := c.tick(); err != nil {
+				return err
+			}
+			switch id := storage.LastPart(k); {
+			case c.unreadable[id]:
+			case c.items[id] == nil:
+				c.lose(id, k)
+			default:
+				if err := kind.check(id, v); err != nil {
+					c.problem(kind.what, k, id, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		switch id := storage.LastPart(k); {
-		case c.unreadable[id]:
-		case c.items[id] == nil:
-			c.lose(id, k)
-		default:
-			if err := embed.CheckRecord(v); err != nil {
-				c.problem("embedding %q of item %s is unreadable: %v", k, id, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	return c.tx.Scan(storage.Prefix(storage.PrefixKey(storage.PrefixMemory, "embq", c.s.name)), func(k, v []byte) error {
-		if err := c.tick(); err != nil {
-			return err
-		}
-		switch id := storage.LastPart(k); {
-		case c.unreadable[id]:
-		case c.items[id] == nil:
-			c.lose(id, k)
-		default:
-			if err := embed.CheckMarker(v, itemKey(c.s.name, id), vecKey(c.s.name, id)); err != nil {
-				c.problem("pending embedding %q of item %s: %v", k, id, err)
-			}
-		}
-		return nil
-	})
+	return nil
 }
