@@ -41,15 +41,16 @@ func oldThread(r *rig, who enginetest.Who, question, answer string) string {
 
 // lisbonWorld is an old thread about a flat in Lisbon and an old one about
 // a passport (which shares only "talked" and filler with the
-// back-reference), four months before 50 threads about chores.
-func lisbonWorld(r *rig) (lisbon, passport string) {
+// back-reference), four months before fillers threads about chores (50:
+// as many as the recent candidates by default).
+func lisbonWorld(r *rig, fillers int) (lisbon, passport string) {
 	r.T.Helper()
 	r.clock.Set(t0.AddDate(0, -4, 0))
 	lisbon = oldThread(r, agent, "I'm looking at a flat in Lisbon, two bedrooms near Alfama.", "The Alfama flat is 1,200 euros a month; the viewing is on Saturday.")
 	r.clock.Advance(time.Hour)
 	passport = oldThread(r, agent, "We talked about renewing my passport; remind me when it expires.", "It expires in March; I will remind you in January.")
 	r.clock.Set(t0)
-	fillerThreads(r, agent, 50)
+	fillerThreads(r, agent, fillers)
 	r.clock.Advance(time.Hour)
 	return lisbon, passport
 }
@@ -80,7 +81,7 @@ func foundTerms(f *episodic.Found) []string {
 func TestBackReferenceLinksAThreadOlderThanTheFiftyMostRecent(t *testing.T) {
 	t.Parallel() // each its own engine; the slowest of the package
 	r := newRig(t)
-	lisbon, _ := lisbonWorld(r)
+	lisbon, _ := lisbonWorld(r, 50)
 	res := r.send("web", "", backReference)
 	d := decisionAbout(res.Decisions, lisbon)
 	if d == nil {
@@ -128,8 +129,8 @@ func TestBackReferenceLinksAThreadOlderThanTheFiftyMostRecent(t *testing.T) {
 // thread about its subject is, alone.
 func TestUnrelatedOldThreadIsNotACandidate(t *testing.T) {
 	t.Parallel() // each its own engine; the slowest of the package
-	r := newRig(t)
-	lisbon, passport := lisbonWorld(r)
+	r := newRigWith(t, rigOptions{opts: smallRecent})
+	lisbon, passport := lisbonWorld(r, smallRecent.MaxCandidates)
 	got := r.ep.OlderCandidates(t, r.e.Agent(), backReference)
 	if len(got) != 1 || got[0].ID != lisbon {
 		t.Fatalf("older candidates %+v, want the Lisbon thread (%s) alone, not the passport's (%s)", got, lisbon, passport)
@@ -176,14 +177,18 @@ func TestOlderThreadsFoundAreOnlyThoseThePrincipalMayRead(t *testing.T) {
 	}
 }
 
-// linkScript runs the same steps on r: the Lisbon world, a continued old
+// smallRecent makes 5 threads the recent candidates: the older ones are
+// searched as past the default 50, in a world a tenth the size.
+var smallRecent = episodic.Options{MaxCandidates: 5, MaxSearched: episodic.DefaultMaxSearched}
+
+// linkScript runs the same steps on r (made with smallRecent): the Lisbon world, a continued old
 // thread (which takes it out of the older ones and back), and three
 // back-references; it returns every decision about a candidate found by
 // search, and all of them, as JSON.
 func linkScript(t *testing.T, rp **rig, between func()) (found []string, all string) {
 	t.Helper()
 	r := *rp
-	lisbon, passport := lisbonWorld(r)
+	lisbon, passport := lisbonWorld(r, smallRecent.MaxCandidates)
 	first := r.send("web", "", backReference)
 	r.clock.Advance(time.Minute)
 	r.send("web", passport, "Did my passport renewal go through?")
@@ -222,7 +227,7 @@ func linkScript(t *testing.T, rp **rig, between func()) (found []string, all str
 // threads are found, by the same words, scored alike.
 func TestOlderCandidatesAreTheSameOnEveryRun(t *testing.T) {
 	t.Parallel() // each its own engine; the slowest of the package
-	a, b := newRig(t), newRig(t)
+	a, b := newRigWith(t, rigOptions{opts: smallRecent}), newRigWith(t, rigOptions{opts: smallRecent})
 	foundA, allA := linkScript(t, &a, func() {})
 	foundB, allB := linkScript(t, &b, func() {})
 	if len(foundA) == 0 {
@@ -235,7 +240,7 @@ func TestOlderCandidatesAreTheSameOnEveryRun(t *testing.T) {
 		t.Errorf("two runs found differently:\n%q\n%q", foundA, foundB)
 	}
 
-	o := rigOptions{dir: t.TempDir()}
+	o := rigOptions{dir: t.TempDir(), opts: smallRecent}
 	c := newRigWith(t, o)
 	foundC, _ := linkScript(t, &c, func() { c = c.reopen(&o) })
 	if !slices.Equal(foundA, foundC) {
