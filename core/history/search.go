@@ -255,27 +255,8 @@ func (h *History) searchBM25(ctx context.Context, call action.Call, req SearchRe
 					return nil
 				}
 			}
-			if ix != nil && queryVec == nil {
-				var ok bool
-				var err error
-				if hits, ok, err = topHits(tx, conv, req, ix, terms); ok || err != nil {
-					return err
-				}
-			}
-			var lexical map[int]float64
 			var err error
-			if ix != nil {
-				lexical = indexScores(conv, req, ix, terms)
-			} else if lexical, err = bm25Scores(tx, conv, req); err != nil {
-				return err
-			}
-			semantic := map[int]float64{}
-			if queryVec != nil {
-				if semantic, err = similarities(tx, c, queryVec); err != nil {
-					return err
-				}
-			}
-			hits, err = rank(tx, c, req, lexical, semantic)
+			hits, err = plainRanked(tx, conv, ix, terms, req, queryVec)
 			return err
 		})
 		if err != nil || !build {
