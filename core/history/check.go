@@ -430,43 +430,40 @@ func (ck *checker) checkConversation(tx *storage.Tx, c string, conv *Conversatio
 	}
 
 	// Every vector belongs to a stored utterance (one may lack its vector:
-	// embedding is best effort), and reads whole.
-	err = tx.Scan(storage.Prefix(vecPrefix(c)), func(k, v []byte) error {
-		if err := ck.ctx.Err(); err != nil {
+	// embedding is best effort), and reads whole. Every text waiting for
+	// its vector is a stored utterance's too: the queue stores no vector
+	// for a missing one, but its marker would stay.
+	for _, kind := range []struct {
+		prefix []byte
+		what   string // names the key in a problem
+		bad    string // the problem of one that does not read (utterance, error)
+		check  func(i int, v []byte) error
+	}{
+		{vecPrefix(c), "vector", "vector of utterance %d is unreadable: %v",
+			func(_ int, v []byte) error { return embed.CheckRecord(v) }},
+		{embqPrefix(c), "pending embedding", "pending embedding of utterance %d: %v",
+			func(i int, v []byte) error { return embed.CheckMarker(v, uttKey(c, i), vecKey(c, i)) }},
+	} {
+		err := tx.Scan(storage.Prefix(kind.prefix), func(k, v []byte) error {
+			if err := ck.ctx.Err(); err != nil {
+				return err
+			}
+			i, ok := ck.indexOf(c, k)
+			if !ok {
+				return nil
+			}
+			if find(i) == nil {
+				ck.problem(c, "%s %q names utterance %d, which does not exist", kind.what, k, i)
+			} else if err := kind.check(i, v); err != nil {
+				ck.problem(c, kind.bad, i, err)
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		i, ok := ck.indexOf(c, k)
-		if !ok {
-			return nil
-		}
-		if find(i) == nil {
-			ck.problem(c, "vector %q names utterance %d, which does not exist", k, i)
-		} else if err := embed.CheckRecord(v); err != nil {
-			ck.problem(c, "vector of utterance %d is unreadable: %v", i, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-
-	// Every text waiting for its vector is a stored utterance's: the
-	// queue stores no vector for a missing one, but its marker would stay.
-	return tx.Scan(storage.Prefix(embqPrefix(c)), func(k, v []byte) error {
-		if err := ck.ctx.Err(); err != nil {
-			return err
-		}
-		i, ok := ck.indexOf(c, k)
-		if !ok {
-			return nil
-		}
-		if find(i) == nil {
-			ck.problem(c, "pending embedding %q names utterance %d, which does not exist", k, i)
-		} else if err := embed.CheckMarker(v, uttKey(c, i), vecKey(c, i)); err != nil {
-			ck.problem(c, "pending embedding of utterance %d: %v", i, err)
-		}
-		return nil
-	})
+	return nil
 }
 
 // checkACL checks the grants the conversation's state carries, as
